@@ -1,0 +1,165 @@
+//! The one error type of rgex. Every message names the rank, the address
+//! and the limit that was broken, so a report can be acted on without a
+//! debugger.
+
+use crate::Rank;
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in an rgex call.
+///
+/// ```
+/// use rgex_core::{Error, Rank};
+/// let e = Error::OutOfSegment { rank: Rank(2), offset: 0x100, len: 64, seg_len: 0x120 };
+/// assert_eq!(
+///     e.to_string(),
+///     "remote range [0x100, 0x140) on rank 2 falls outside its segment of 0x120 bytes"
+/// );
+/// assert!(!e.is_would_block());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// IMMEDIATE was set and a resource was not available. Nothing was sent.
+    #[error("would block: {resource} towards {peer} is exhausted and IMMEDIATE was set; nothing was sent")]
+    WouldBlock {
+        /// The peer the operation was for.
+        peer: Rank,
+        /// Which resource was missing (a queue, a buffer, credits).
+        resource: &'static str,
+    },
+    /// A rank outside the job or team.
+    #[error("rank {rank} is out of range: the job has {size} ranks (0..{size})")]
+    RankOutOfRange {
+        /// The rank asked for.
+        rank: u32,
+        /// How many ranks there are.
+        size: u32,
+    },
+    /// A remote range outside the target's segment.
+    #[error("remote range [{offset:#x}, {end:#x}) on {rank} falls outside its segment of {seg_len:#x} bytes", end = offset.saturating_add(*len))]
+    OutOfSegment {
+        /// The rank whose segment was addressed.
+        rank: Rank,
+        /// Start of the range.
+        offset: u64,
+        /// Length of the range.
+        len: u64,
+        /// The segment's length.
+        seg_len: u64,
+    },
+    /// A payload larger than the category allows.
+    #[error("{category} payload of {len} bytes to {peer} exceeds the limit of {max} bytes with {nargs} arguments")]
+    PayloadTooLarge {
+        /// "Medium" or "Long".
+        category: &'static str,
+        /// The destination.
+        peer: Rank,
+        /// Bytes asked for.
+        len: usize,
+        /// The limit.
+        max: usize,
+        /// The argument count the limit was computed for.
+        nargs: usize,
+    },
+    /// Negotiated-payload prepare whose `least` exceeds what can be sent.
+    #[error("prepare of a {category} to {peer} asked for at least {least} bytes, but at most {max} can be sent with {nargs} arguments")]
+    LeastTooLarge {
+        /// "Medium" or "Long".
+        category: &'static str,
+        /// The destination.
+        peer: Rank,
+        /// The `least` asked for.
+        least: usize,
+        /// The limit.
+        max: usize,
+        /// The argument count the limit was computed for.
+        nargs: usize,
+    },
+    /// A negotiated-payload prepare with `least > most`, or a commit of more
+    /// bytes than were granted.
+    #[error("{what}: {len} bytes asked, but the limit is {limit}")]
+    BadLength {
+        /// Which call and which length.
+        what: &'static str,
+        /// The length given.
+        len: usize,
+        /// The bound it broke.
+        limit: usize,
+    },
+    /// More than [`MAX_ARGS`](crate::MAX_ARGS) arguments.
+    #[error("{nargs} AM arguments given; the limit is {max}")]
+    TooManyArgs {
+        /// Arguments given.
+        nargs: usize,
+        /// The limit (16).
+        max: usize,
+    },
+    /// An AM names a handler index with nothing registered there.
+    #[error("no AM handler is registered at index {index} on {rank}")]
+    UnknownHandler {
+        /// The rank whose table was consulted.
+        rank: Rank,
+        /// The index.
+        index: u8,
+    },
+    /// A handler index that cannot be registered.
+    #[error("handler index {index} cannot be registered: {why}")]
+    BadHandlerIndex {
+        /// The index.
+        index: u8,
+        /// Why not (taken by another handler, reserved, table full).
+        why: String,
+    },
+    /// A second reply through one token.
+    #[error("handler {handler:?} (index {index}) replied twice to {src}: a request handler may reply once")]
+    ReplyTwice {
+        /// The handler's name.
+        handler: String,
+        /// Its index.
+        index: u8,
+        /// The requester.
+        src: Rank,
+    },
+    /// A reply from a reply handler.
+    #[error("reply handler {handler:?} (index {index}) tried to reply to {src}: only request handlers may reply")]
+    ReplyFromReply {
+        /// The handler's name.
+        handler: String,
+        /// Its index.
+        index: u8,
+        /// The rank whose reply is being handled.
+        src: Rank,
+    },
+    /// The job's out-of-band channel failed (a rank left, the launcher died).
+    #[error("bootstrap: {0}")]
+    Bootstrap(String),
+    /// A bad setting (environment variable or builder option).
+    #[error("configuration: {0}")]
+    Config(String),
+    /// A system call failed.
+    #[error("{op}: {source}")]
+    Os {
+        /// What was being done, with names and sizes.
+        op: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// True for [`Error::WouldBlock`]: retry later, nothing was sent.
+    pub fn is_would_block(&self) -> bool {
+        matches!(self, Error::WouldBlock { .. })
+    }
+
+    /// An [`Error::Os`] from the last OS error, describing what was being done.
+    pub fn last_os(op: impl Into<String>) -> Self {
+        Error::Os {
+            op: op.into(),
+            source: std::io::Error::last_os_error(),
+        }
+    }
+}

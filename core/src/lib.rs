@@ -1,0 +1,29 @@
+//! rgex-core: the vocabulary every layer and conduit of rgex shares.
+//!
+//! - [`Rank`], [`GlobalAddr`], [`Flags`], [`Error`]: the words of the API.
+//! - [`Segment`]: a rank's registered memory, with bounds checks.
+//! - [`Conduit`]: the SPI a network implements: identity and locality,
+//!   segment exchange, split-phase AM injection, polling, bootstrap.
+//! - [`bootstrap`]: the out-of-band collectives used to set a job up.
+//!
+//! Clients normally use the `rgex` facade crate, which re-exports these.
+
+pub mod addr;
+pub mod backoff;
+pub mod bootstrap;
+pub mod conduit;
+pub mod error;
+pub mod flags;
+pub mod rank;
+pub mod segment;
+pub mod wire;
+
+pub use addr::GlobalAddr;
+pub use backoff::Backoff;
+pub use bootstrap::Bootstrap;
+pub use conduit::{Conduit, PollSet};
+pub use error::{Error, Result};
+pub use flags::Flags;
+pub use rank::Rank;
+pub use segment::Segment;
+pub use wire::{Category, Delivery, Direction, Prepare, SendSlot, MAX_ARGS};

@@ -1,0 +1,111 @@
+//! What crosses the Conduit SPI for active messages: what to prepare, the
+//! resources a prepare claimed, and what a poll delivers.
+
+use crate::Rank;
+use std::fmt;
+
+/// The most `u32` arguments an active message carries.
+pub const MAX_ARGS: usize = 16;
+
+/// AM category: how the payload travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Category {
+    /// Arguments only.
+    Short,
+    /// A payload delivered into a buffer rgex owns, valid during the handler.
+    Medium,
+    /// A payload written to an offset of the target's segment before the
+    /// handler runs.
+    Long,
+}
+
+impl Category {
+    /// "Short", "Medium" or "Long".
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Short => "Short",
+            Category::Medium => "Medium",
+            Category::Long => "Long",
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Request or reply. Replies travel on resources of their own so that a
+/// request handler can always reply without waiting on requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Sent by a client; its handler may reply once.
+    Request,
+    /// Sent from a request handler; its handler may not send anything.
+    Reply,
+}
+
+/// What a split-phase injection asks the conduit for.
+#[derive(Clone, Copy, Debug)]
+pub struct Prepare {
+    /// Destination.
+    pub peer: Rank,
+    /// Request or reply.
+    pub dir: Direction,
+    /// Short, Medium or Long.
+    pub category: Category,
+    /// Arguments the commit will carry (they may lower the size limits).
+    pub nargs: usize,
+    /// Least payload bytes acceptable (0 for Short).
+    pub least: usize,
+    /// Most payload bytes wanted; the conduit grants between `least` and this.
+    pub most: usize,
+    /// Long only: destination offset in the peer's segment. The conduit has
+    /// already been told the range is inside the segment.
+    pub long_offset: u64,
+}
+
+/// Resources a conduit claimed for one message: a payload buffer to
+/// assemble into and whatever slot it needs to publish the message.
+///
+/// Obtained from [`Conduit::try_prepare`](crate::Conduit::try_prepare) and
+/// consumed by exactly one of `commit` or `cancel`.
+#[derive(Debug)]
+#[must_use = "a prepared send holds conduit resources until committed or cancelled"]
+pub struct SendSlot {
+    /// What was prepared.
+    pub spec: Prepare,
+    /// Where the payload is assembled. For Long on a node-local peer this is
+    /// the destination in the peer's segment itself.
+    pub buf: *mut u8,
+    /// Bytes granted at `buf`: `spec.least <= granted <= spec.most`.
+    pub granted: usize,
+    /// Conduit-private identification of the claimed slot.
+    pub cookie: u64,
+}
+
+// SAFETY: a SendSlot names memory the conduit reserved for this message;
+// nothing else writes it until commit or cancel, so moving it to another
+// thread is fine.
+unsafe impl Send for SendSlot {}
+
+/// An incoming active message, as a conduit hands it to the AM layer.
+#[derive(Debug)]
+pub struct Delivery<'a> {
+    /// The sender.
+    pub src: Rank,
+    /// Request or reply.
+    pub dir: Direction,
+    /// Short, Medium or Long.
+    pub category: Category,
+    /// Handler index.
+    pub handler: u8,
+    /// The arguments.
+    pub args: &'a [u32],
+    /// The payload: empty for Short, the message buffer for Medium, the
+    /// landed bytes in this rank's segment for Long.
+    pub payload: &'a [u8],
+    /// Long only: where the payload landed in this rank's segment.
+    pub long_offset: u64,
+}
