@@ -1,1 +1,41 @@
-//! wip
+//! rgex-am: endpoints and active messages.
+//!
+//! - [`Endpoint`]: a conduit plus its [`HandlerTable`]; sends requests,
+//!   polls, runs handlers.
+//! - [`Token`]: what a handler knows of its message; replies once.
+//! - [`Prepared`]: negotiated payload (prepare, assemble in place, commit).
+//! - [`Client`]: one per process; the endpoint and the world team.
+//!
+//! Every send takes one path: validate, claim conduit resources (polling
+//! while waiting, or failing at once with [`Flags::IMMEDIATE`]), assemble,
+//! commit. A fixed-payload send is that path with a copy in the middle.
+//!
+//! Layering note: `Client` and `Endpoint` live here rather than in
+//! rgex-core because an endpoint owns its handler table and progress runs
+//! handlers; rgex-core keeps what conduits need (the SPI and vocabulary)
+//! and nothing that knows about handlers.
+//!
+//! [`Flags::IMMEDIATE`]: rgex_core::Flags::IMMEDIATE
+
+mod barrier;
+mod client;
+pub mod context;
+mod endpoint;
+mod handler;
+mod inject;
+mod message;
+mod prepared;
+mod token;
+
+pub use client::Client;
+pub use endpoint::Endpoint;
+pub use handler::{Entry, HandlerFn, HandlerId, HandlerTable, CLIENT_MIN};
+pub use message::Message;
+pub use prepared::Prepared;
+pub use token::Token;
+
+/// Handler indices rgex's own protocols use (below [`CLIENT_MIN`]).
+pub mod reserved {
+    /// The dissemination barrier's signal.
+    pub const BARRIER: u8 = 1;
+}

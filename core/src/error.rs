@@ -132,6 +132,12 @@ pub enum Error {
         /// The rank whose reply is being handled.
         src: Rank,
     },
+    /// A call that may wait or send a request, made inside an AM handler.
+    #[error("{what} was called inside an AM handler; a handler may only reply (once, from a request handler) and must not wait or poll")]
+    InHandler {
+        /// The call.
+        what: &'static str,
+    },
     /// The job's out-of-band channel failed (a rank left, the launcher died).
     #[error("bootstrap: {0}")]
     Bootstrap(String),

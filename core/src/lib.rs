@@ -12,10 +12,12 @@ pub mod addr;
 pub mod backoff;
 pub mod bootstrap;
 pub mod conduit;
+pub mod config;
 pub mod error;
 pub mod flags;
 pub mod rank;
 pub mod segment;
+pub mod team;
 pub mod wire;
 
 pub use addr::GlobalAddr;
@@ -26,4 +28,5 @@ pub use error::{Error, Result};
 pub use flags::Flags;
 pub use rank::Rank;
 pub use segment::Segment;
+pub use team::Team;
 pub use wire::{Category, Delivery, Direction, Prepare, SendSlot, MAX_ARGS};

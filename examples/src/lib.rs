@@ -1,1 +1,1 @@
-//! wip
+//! Small real clients of rgex; see `src/bin/`.

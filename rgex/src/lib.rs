@@ -1,1 +1,63 @@
-//! wip
+//! rgex: a communication substrate for PGAS languages and task runtimes.
+//!
+//! Start with [`init`]: it reads the job from the environment (set by the
+//! `rgex-run` launcher; a program started on its own is a job of one rank),
+//! picks the conduit (`RGEX_CONDUIT`, default `smp`) and returns a
+//! [`Client`].
+//!
+//! ```no_run
+//! use rgex::{Flags, Rank};
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//! use std::sync::Arc;
+//!
+//! let hits = Arc::new(AtomicU32::new(0));
+//! let h = hits.clone();
+//! let client = rgex::init_with(|t| {
+//!     t.register("hit", move |_tok, msg| {
+//!         h.fetch_add(msg.arg(0), Ordering::Relaxed);
+//!     })?;
+//!     Ok(())
+//! })?;
+//! let hit = rgex::HandlerId(rgex::CLIENT_MIN);
+//! client.request_short(Rank(0), hit, &[1], Flags::empty())?;
+//! client.barrier()?;
+//! client.barrier()?;
+//! # Ok::<(), rgex::Error>(())
+//! ```
+
+pub mod launch;
+
+pub use rgex_am::{
+    context, reserved, Client, Endpoint, HandlerId, HandlerTable, Message, Prepared, Token, CLIENT_MIN,
+};
+pub use rgex_core::{
+    bootstrap, segment, Backoff, Category, Conduit, Error, Flags, GlobalAddr, Rank, Result, Segment, Team,
+    MAX_ARGS,
+};
+pub use rgex_smp::{SmpConduit, SmpConfig};
+
+use std::sync::Arc;
+
+/// Initialise rgex for this process (collective: every rank calls it).
+pub fn init() -> Result<Client> {
+    init_with(|_| Ok(()))
+}
+
+/// Initialise rgex, registering handlers with `register` before the
+/// closing barrier, so no rank can send to a handler its peer has not
+/// registered yet.
+pub fn init_with(register: impl FnOnce(&HandlerTable) -> Result<()>) -> Result<Client> {
+    let (env, boot) = bootstrap::from_env()?;
+    let conduit: Arc<dyn Conduit> = match std::env::var("RGEX_CONDUIT").ok().as_deref() {
+        None | Some("") | Some("smp") => Arc::new(SmpConduit::new(&env, boot, SmpConfig::from_env()?)?),
+        Some(other) => {
+            return Err(Error::Config(format!(
+                "RGEX_CONDUIT={other:?}: this build offers the smp conduit only (ofi, ibv and scc are not built yet)"
+            )))
+        }
+    };
+    let client = Client::new(conduit, env.polite)?;
+    register(client.handlers())?;
+    client.barrier()?;
+    Ok(client)
+}

@@ -1,0 +1,74 @@
+//! The client: one per process, owning the endpoint and the world team.
+
+use crate::barrier::Barrier;
+use crate::context::in_handler;
+use crate::{reserved, Endpoint};
+use rgex_core::{Conduit, Error, Rank, Result, Team};
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// An initialised rgex instance: the primordial endpoint (dereference a
+/// `Client` to use it) and the world team.
+///
+/// ```no_run
+/// let client = rgex::init()?;
+/// println!("I am {} of {}", client.rank(), client.size());
+/// client.barrier()?;
+/// # Ok::<(), rgex::Error>(())
+/// ```
+pub struct Client {
+    ep: Arc<Endpoint>,
+    world: Team,
+    barrier: Arc<Barrier>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("endpoint", &self.ep)
+            .finish()
+    }
+}
+
+impl Client {
+    /// A client over `conduit`, with rgex's own handlers registered.
+    pub fn new(conduit: Arc<dyn Conduit>, polite: bool) -> Result<Self> {
+        let world = Team::world(conduit.size(), conduit.rank());
+        let ep = Arc::new(Endpoint::new(conduit, polite));
+        let barrier = Barrier::install(ep.handlers(), reserved::BARRIER)?;
+        Ok(Client { ep, world, barrier })
+    }
+
+    /// The primordial endpoint, shareable across threads.
+    pub fn endpoint(&self) -> &Arc<Endpoint> {
+        &self.ep
+    }
+
+    /// The team of all ranks.
+    pub fn world(&self) -> &Team {
+        &self.world
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> Rank {
+        self.ep.rank()
+    }
+
+    /// Wait until every rank of the job has called `barrier`, running
+    /// handlers meanwhile. Register handlers, then barrier, before sending:
+    /// a message for a handler its receiver has not registered yet is dropped.
+    pub fn barrier(&self) -> Result<()> {
+        if in_handler() {
+            return Err(Error::InHandler { what: "barrier" });
+        }
+        self.barrier.run(&self.ep)
+    }
+}
+
+impl Deref for Client {
+    type Target = Endpoint;
+
+    fn deref(&self) -> &Endpoint {
+        &self.ep
+    }
+}

@@ -1,0 +1,263 @@
+//! The endpoint: a conduit, its handler table, and the request API.
+
+use crate::context::{in_handler, HandlerScope};
+use crate::{HandlerId, HandlerTable, Message, Prepared, Token};
+use rgex_core::{
+    Category, Conduit, Delivery, Direction, Error, Flags, PollSet, Prepare, Rank, Result, Segment,
+};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// An AM context: where handlers are registered and requests are sent from.
+///
+/// Shared by all threads of the process (`Send + Sync`); every method takes
+/// `&self`.
+///
+/// ```no_run
+/// # fn demo(ep: &rgex_am::Endpoint) -> rgex_core::Result<()> {
+/// use rgex_core::{Flags, Rank};
+/// let h = ep.handlers().register("hello", |tok, msg| {
+///     println!("{} sent {:?}", tok.src(), msg.args());
+/// })?;
+/// ep.request_short(Rank(0), h, &[1, 2, 3], Flags::empty())?;
+/// ep.poll()?;
+/// # Ok(()) }
+/// ```
+pub struct Endpoint {
+    conduit: Arc<dyn Conduit>,
+    handlers: HandlerTable,
+    polite: bool,
+    dropped: AtomicU64,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("conduit", &self.conduit.name())
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .finish()
+    }
+}
+
+/// Describe a request for the injection path.
+#[inline]
+fn spec(peer: Rank, dir: Direction, category: Category, long_offset: u64) -> Prepare {
+    Prepare {
+        peer,
+        dir,
+        category,
+        nargs: 0,
+        least: 0,
+        most: 0,
+        long_offset,
+    }
+}
+
+impl Endpoint {
+    /// An endpoint over `conduit` with an empty handler table. `polite`
+    /// makes waits yield the CPU at once (oversubscribed nodes).
+    pub fn new(conduit: Arc<dyn Conduit>, polite: bool) -> Self {
+        Endpoint {
+            conduit,
+            handlers: HandlerTable::new(),
+            polite,
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// The conduit underneath.
+    pub fn conduit(&self) -> &dyn Conduit {
+        &*self.conduit
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> Rank {
+        self.conduit.rank()
+    }
+
+    /// Ranks in the job.
+    pub fn size(&self) -> u32 {
+        self.conduit.size()
+    }
+
+    /// The handler table.
+    pub fn handlers(&self) -> &HandlerTable {
+        &self.handlers
+    }
+
+    /// This rank's segment.
+    pub fn segment(&self) -> &Segment {
+        self.conduit.segment()
+    }
+
+    /// True if waits yield the CPU at once.
+    pub fn polite(&self) -> bool {
+        self.polite
+    }
+
+    /// Largest Medium payload to `peer` with `nargs` arguments (at least
+    /// 512, the same on every rank, fixed for the job).
+    pub fn max_medium(&self, peer: Rank, nargs: usize) -> usize {
+        self.conduit.max_medium(peer, nargs)
+    }
+
+    /// Largest Long payload to `peer` with `nargs` arguments (the peer's
+    /// segment may bound a given transfer further).
+    pub fn max_long(&self, peer: Rank, nargs: usize) -> usize {
+        self.conduit.max_long(peer, nargs)
+    }
+
+    /// AMs that arrived for an unregistered handler and were dropped (each
+    /// was also reported on stderr).
+    pub fn dropped_messages(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Run handlers for messages that have arrived. Returns how many ran.
+    /// Refused inside a handler (a handler must not poll).
+    pub fn poll(&self) -> Result<usize> {
+        if in_handler() {
+            return Err(Error::InHandler { what: "poll" });
+        }
+        Ok(self.progress(PollSet::All))
+    }
+
+    /// Poll without the handler check; for rgex's own waits.
+    #[inline]
+    pub(crate) fn progress(&self, set: PollSet) -> usize {
+        self.conduit.poll(set, &mut |d| self.dispatch(d))
+    }
+
+    fn dispatch(&self, d: &Delivery<'_>) {
+        let Some(entry) = self.handlers.get(d.handler) else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            eprintln!(
+                "rgex: {}: dropped an AM {} {:?} from {}: no handler is registered at index {}",
+                self.rank(),
+                d.category,
+                d.dir,
+                d.src,
+                d.handler
+            );
+            return;
+        };
+        let token = Token::new(self, d.src, d.handler, d.dir);
+        let _scope = HandlerScope::enter();
+        entry.call(&token, &Message { d });
+    }
+
+    #[inline]
+    fn check_not_in_handler(&self) -> Result<()> {
+        if in_handler() {
+            Err(Error::InHandler {
+                what: "an AM request",
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Send a Short request (arguments only).
+    #[inline]
+    pub fn request_short(
+        &self,
+        peer: Rank,
+        h: HandlerId,
+        args: &[u32],
+        flags: Flags,
+    ) -> Result<()> {
+        self.check_not_in_handler()?;
+        self.send_fixed(
+            spec(peer, Direction::Request, Category::Short, 0),
+            h.0,
+            args,
+            &[],
+            flags,
+        )
+    }
+
+    /// Send a Medium request: `payload` is copied into a buffer rgex owns
+    /// and handed to the handler at `peer`.
+    #[inline]
+    pub fn request_medium(
+        &self,
+        peer: Rank,
+        h: HandlerId,
+        args: &[u32],
+        payload: &[u8],
+        flags: Flags,
+    ) -> Result<()> {
+        self.check_not_in_handler()?;
+        self.send_fixed(
+            spec(peer, Direction::Request, Category::Medium, 0),
+            h.0,
+            args,
+            payload,
+            flags,
+        )
+    }
+
+    /// Send a Long request: `payload` lands at `dest_offset` in `peer`'s
+    /// segment before its handler runs.
+    pub fn request_long(
+        &self,
+        peer: Rank,
+        h: HandlerId,
+        args: &[u32],
+        payload: &[u8],
+        dest_offset: u64,
+        flags: Flags,
+    ) -> Result<()> {
+        self.check_not_in_handler()?;
+        self.send_fixed(
+            spec(peer, Direction::Request, Category::Long, dest_offset),
+            h.0,
+            args,
+            payload,
+            flags,
+        )
+    }
+
+    /// Negotiated-payload Medium request: reserve a buffer of between
+    /// `least` and `most` bytes for a message with `nargs` arguments.
+    ///
+    /// With `client_buf` `None`, the buffer is rgex's own send buffer (on
+    /// smp, the receiver's message buffer itself): assemble the payload in
+    /// [`Prepared::buf`] and it is never copied again. With a client buffer,
+    /// the payload is taken from it at commit.
+    pub fn prepare_request_medium<'a>(
+        &'a self,
+        peer: Rank,
+        client_buf: Option<&'a mut [u8]>,
+        least: usize,
+        most: usize,
+        nargs: usize,
+        flags: Flags,
+    ) -> Result<Prepared<'a>> {
+        self.check_not_in_handler()?;
+        let mut s = spec(peer, Direction::Request, Category::Medium, 0);
+        (s.least, s.most, s.nargs) = (least, most, nargs);
+        Prepared::new(self, s, client_buf, flags, None)
+    }
+
+    /// Negotiated-payload Long request: as
+    /// [`prepare_request_medium`](Self::prepare_request_medium), with the
+    /// payload landing at `dest_offset` in `peer`'s segment.
+    #[allow(clippy::too_many_arguments)]
+    pub fn prepare_request_long<'a>(
+        &'a self,
+        peer: Rank,
+        client_buf: Option<&'a mut [u8]>,
+        least: usize,
+        most: usize,
+        nargs: usize,
+        dest_offset: u64,
+        flags: Flags,
+    ) -> Result<Prepared<'a>> {
+        self.check_not_in_handler()?;
+        let mut s = spec(peer, Direction::Request, Category::Long, dest_offset);
+        (s.least, s.most, s.nargs) = (least, most, nargs);
+        Prepared::new(self, s, client_buf, flags, None)
+    }
+}

@@ -1,0 +1,172 @@
+//! Tokens: what a handler knows about the message it runs for, and its one
+//! way to answer.
+
+use crate::{Endpoint, HandlerId, Prepared};
+use rgex_core::{Category, Direction, Error, Flags, Prepare, Rank, Result};
+use std::cell::Cell;
+
+/// Where a token is in its one-reply life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReplyState {
+    /// No reply yet.
+    None,
+    /// A negotiated-payload reply is prepared, not yet committed.
+    Prepared,
+    /// Replied.
+    Done,
+}
+
+/// Handed to a handler: who sent the message, which handler runs, and
+/// (for requests) the way to reply, once.
+///
+/// ```no_run
+/// # fn demo(ep: &rgex_am::Endpoint) -> rgex_core::Result<()> {
+/// use rgex_core::Flags;
+/// let pong = ep.handlers().register("pong", |_tok, _msg| {})?;
+/// ep.handlers().register("ping", move |tok, msg| {
+///     assert!(tok.is_request());
+///     tok.reply_short(pong, msg.args(), Flags::empty()).expect("one reply");
+/// })?;
+/// # Ok(()) }
+/// ```
+pub struct Token<'a> {
+    ep: &'a Endpoint,
+    src: Rank,
+    handler: u8,
+    dir: Direction,
+    state: Cell<ReplyState>,
+}
+
+impl<'a> Token<'a> {
+    pub(crate) fn new(ep: &'a Endpoint, src: Rank, handler: u8, dir: Direction) -> Self {
+        Token {
+            ep,
+            src,
+            handler,
+            dir,
+            state: Cell::new(ReplyState::None),
+        }
+    }
+
+    /// The rank that sent the message.
+    pub fn src(&self) -> Rank {
+        self.src
+    }
+
+    /// The handler running.
+    pub fn handler(&self) -> HandlerId {
+        HandlerId(self.handler)
+    }
+
+    /// True for a request (which may reply), false for a reply.
+    pub fn is_request(&self) -> bool {
+        self.dir == Direction::Request
+    }
+
+    /// Largest Medium reply payload with `nargs` arguments.
+    pub fn max_reply_medium(&self, nargs: usize) -> usize {
+        self.ep.max_medium(self.src, nargs)
+    }
+
+    /// The endpoint the message arrived on (for its segment and queries;
+    /// requests and polls are refused inside a handler).
+    pub fn endpoint(&self) -> &'a Endpoint {
+        self.ep
+    }
+
+    /// Check this token may reply now.
+    fn may_reply(&self) -> Result<()> {
+        let handler = || self.ep.handlers().name(self.handler);
+        if self.dir == Direction::Reply {
+            return Err(Error::ReplyFromReply {
+                handler: handler(),
+                index: self.handler,
+                src: self.src,
+            });
+        }
+        if self.state.get() != ReplyState::None {
+            return Err(Error::ReplyTwice {
+                handler: handler(),
+                index: self.handler,
+                src: self.src,
+            });
+        }
+        Ok(())
+    }
+
+    fn reply_fixed(
+        &self,
+        category: Category,
+        h: HandlerId,
+        args: &[u32],
+        payload: &[u8],
+        off: u64,
+        flags: Flags,
+    ) -> Result<()> {
+        self.may_reply()?;
+        let spec = Prepare {
+            peer: self.src,
+            dir: Direction::Reply,
+            category,
+            nargs: 0,
+            least: 0,
+            most: 0,
+            long_offset: off,
+        };
+        self.ep.send_fixed(spec, h.0, args, payload, flags)?;
+        self.state.set(ReplyState::Done);
+        Ok(())
+    }
+
+    /// Reply with a Short.
+    pub fn reply_short(&self, h: HandlerId, args: &[u32], flags: Flags) -> Result<()> {
+        self.reply_fixed(Category::Short, h, args, &[], 0, flags)
+    }
+
+    /// Reply with a Medium (payload copied into rgex's buffer).
+    pub fn reply_medium(
+        &self,
+        h: HandlerId,
+        args: &[u32],
+        payload: &[u8],
+        flags: Flags,
+    ) -> Result<()> {
+        self.reply_fixed(Category::Medium, h, args, payload, 0, flags)
+    }
+
+    /// Reply with a Long landing at `dest_offset` in the requester's segment.
+    pub fn reply_long(
+        &self,
+        h: HandlerId,
+        args: &[u32],
+        payload: &[u8],
+        dest_offset: u64,
+        flags: Flags,
+    ) -> Result<()> {
+        self.reply_fixed(Category::Long, h, args, payload, dest_offset, flags)
+    }
+
+    /// Negotiated-payload Medium reply (see
+    /// [`Endpoint::prepare_request_medium`]). Committing it is the reply;
+    /// cancelling it leaves the token free to reply again.
+    pub fn prepare_reply_medium<'t>(
+        &'t self,
+        client_buf: Option<&'t mut [u8]>,
+        least: usize,
+        most: usize,
+        nargs: usize,
+        flags: Flags,
+    ) -> Result<Prepared<'t>> {
+        self.may_reply()?;
+        let spec = Prepare {
+            peer: self.src,
+            dir: Direction::Reply,
+            category: Category::Medium,
+            nargs,
+            least,
+            most,
+            long_offset: 0,
+        };
+        Prepared::new(self.ep, spec, client_buf, flags, Some(&self.state))
+    }
+}

@@ -1,0 +1,297 @@
+//! The smp conduit: the Conduit SPI over the shared-memory regions.
+
+use crate::region::{Region, REPLY, REQUEST};
+use crate::ring::{CellBody, Ring};
+use crate::{cell_kind, shm, SmpConfig};
+use rgex_core::bootstrap::JobEnv;
+use rgex_core::{
+    Bootstrap, Category, Conduit, Delivery, Direction, Error, PollSet, Prepare, Rank, Result,
+    Segment, SendSlot,
+};
+
+/// Messages delivered from one ring per poll call at most, so one busy
+/// sender cannot keep a poller from returning.
+const POLL_BATCH: usize = 32;
+
+/// Ranks as processes on one node.
+///
+/// ```no_run
+/// use rgex_core::{bootstrap, Conduit};
+/// let (env, boot) = bootstrap::from_env()?;
+/// let smp = rgex_smp::SmpConduit::new(&env, boot, rgex_smp::SmpConfig::from_env()?)?;
+/// println!("{} of {}", smp.rank(), smp.size());
+/// # Ok::<(), rgex_core::Error>(())
+/// ```
+pub struct SmpConduit {
+    rank: Rank,
+    regions: Vec<Region>,
+    cfg: SmpConfig,
+    boot: Box<dyn Bootstrap>,
+}
+
+impl std::fmt::Debug for SmpConduit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmpConduit")
+            .field("rank", &self.rank)
+            .field("size", &self.regions.len())
+            .finish()
+    }
+}
+
+impl SmpConduit {
+    /// Set up the job's shared memory: create this rank's region, agree on
+    /// the geometry, map every peer's region, then unlink this rank's name
+    /// once all have mapped it (so nothing is left in /dev/shm after a crash).
+    pub fn new(env: &JobEnv, boot: Box<dyn Bootstrap>, local: SmpConfig) -> Result<Self> {
+        local.check()?;
+        let rank = Rank(env.rank);
+        // Queue geometry must be symmetric: rank 0's settings rule.
+        let geo = boot.broadcast(
+            0,
+            &[
+                local.depth.to_le_bytes(),
+                (local.max_medium as u64).to_le_bytes(),
+            ]
+            .concat(),
+        )?;
+        let word =
+            |i: usize| u64::from_le_bytes(geo[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        let mine = SmpConfig {
+            depth: word(0),
+            max_medium: word(1) as usize,
+            ..local
+        };
+        mine.check()?;
+        let my_region = Region::create(&env.job, rank, mine);
+        // Everyone reports success or failure so no rank waits on a region
+        // that will never exist.
+        let report = match &my_region {
+            Ok(_) => (mine.segment_len as u64).to_le_bytes().to_vec(),
+            Err(e) => format!("{e}").into_bytes(),
+        };
+        let all = boot.allgather(&report)?;
+        let my_region = my_region?;
+        let mut regions = Vec::with_capacity(all.len());
+        let mut my_region = Some(my_region);
+        for (r, rep) in all.iter().enumerate() {
+            let peer = Rank(r as u32);
+            let seg = <[u8; 8]>::try_from(rep.as_slice()).map_err(|_| {
+                Error::Bootstrap(format!(
+                    "{peer} could not create its shared memory: {}",
+                    String::from_utf8_lossy(rep)
+                ))
+            })?;
+            let cfg = SmpConfig {
+                segment_len: u64::from_le_bytes(seg) as usize,
+                ..mine
+            };
+            let region = if peer == rank {
+                my_region.take().expect("own region once")
+            } else {
+                Region::open(&env.job, peer, cfg)?
+            };
+            regions.push(region);
+        }
+        boot.barrier()?;
+        shm::unlink(regions[rank.index()].shm_name())?;
+        Ok(SmpConduit {
+            rank,
+            regions,
+            cfg: mine,
+            boot,
+        })
+    }
+
+    /// The geometry every rank uses.
+    pub fn config(&self) -> SmpConfig {
+        self.cfg
+    }
+
+    #[inline]
+    fn ring_of(dir: Direction) -> usize {
+        match dir {
+            Direction::Request => REQUEST,
+            Direction::Reply => REPLY,
+        }
+    }
+
+    /// Deliver up to `budget` messages of ring `which` of this rank.
+    fn drain(&self, which: usize, budget: usize, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
+        let me = &self.regions[self.rank.index()];
+        let ring: &Ring = &me.rings[which];
+        let mut n = 0;
+        while n < budget {
+            let Some(pos) = ring.try_take() else { break };
+            // SAFETY: we hold `pos` (taken, not released), so the producer
+            // has finished writing the body and nobody else touches it.
+            let body: CellBody = ring.body(pos).with(|b| unsafe { *b });
+            if body.kind & cell_kind::CANCELLED == 0 {
+                self.deliver(me, which, ring.index(pos), &body, sink);
+            }
+            ring.release(pos);
+            n += 1;
+        }
+        n
+    }
+
+    fn deliver(
+        &self,
+        me: &Region,
+        which: usize,
+        index: usize,
+        body: &CellBody,
+        sink: &mut dyn FnMut(&Delivery<'_>),
+    ) {
+        let category = cell_kind::category(body.kind);
+        let len = body.len as usize;
+        let payload: &[u8] = match category {
+            Category::Short => &[],
+            // SAFETY: the payload buffer of a cell we hold is ours until
+            // release; the producer wrote `len <= max_medium` bytes of it
+            // before publishing (checked in the AM layer at prepare).
+            Category::Medium => unsafe {
+                std::slice::from_raw_parts(me.payload(which, index), len.min(self.cfg.max_medium))
+            },
+            Category::Long => match me.segment.ptr_at(body.long_offset, len) {
+                // SAFETY: the range is inside this rank's segment (just
+                // checked) and the sender finished writing it before it
+                // published the message. Other writes to the same bytes
+                // during the handler would be a race in the client program.
+                Ok(p) => unsafe { std::slice::from_raw_parts(p, len) },
+                Err(e) => {
+                    eprintln!(
+                        "rgex: {}: dropped a Long AM from rank {}: {e}",
+                        self.rank, body.src
+                    );
+                    return;
+                }
+            },
+        };
+        let nargs = (body.nargs as usize).min(rgex_core::MAX_ARGS);
+        sink(&Delivery {
+            src: Rank(body.src),
+            dir: cell_kind::direction(body.kind),
+            category,
+            handler: body.handler,
+            args: &body.args[..nargs],
+            payload,
+            long_offset: body.long_offset,
+        });
+    }
+}
+
+impl Conduit for SmpConduit {
+    fn name(&self) -> &'static str {
+        "smp"
+    }
+
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> u32 {
+        self.regions.len() as u32
+    }
+
+    fn is_local(&self, peer: Rank) -> bool {
+        peer.index() < self.regions.len()
+    }
+
+    fn segment(&self) -> &Segment {
+        &self.regions[self.rank.index()].segment
+    }
+
+    fn segment_len(&self, peer: Rank) -> u64 {
+        self.regions
+            .get(peer.index())
+            .map_or(0, |r| r.segment.len() as u64)
+    }
+
+    fn mapped_segment(&self, peer: Rank) -> Option<Segment> {
+        self.regions.get(peer.index()).map(|r| r.segment)
+    }
+
+    fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {
+        self.cfg.max_medium
+    }
+
+    fn max_long(&self, _peer: Rank, _nargs: usize) -> usize {
+        u32::MAX as usize
+    }
+
+    #[inline]
+    fn try_prepare(&self, spec: &Prepare) -> Result<SendSlot> {
+        let peer = &self.regions[spec.peer.index()];
+        let which = Self::ring_of(spec.dir);
+        let ring = &peer.rings[which];
+        let Some(pos) = ring.try_claim() else {
+            let resource = if which == REQUEST {
+                "the request queue"
+            } else {
+                "the reply queue"
+            };
+            return Err(Error::WouldBlock {
+                peer: spec.peer,
+                resource,
+            });
+        };
+        let (buf, granted) = match spec.category {
+            Category::Short => (std::ptr::null_mut(), 0),
+            Category::Medium => (
+                peer.payload(which, ring.index(pos)),
+                spec.most.min(self.cfg.max_medium),
+            ),
+            // The AM layer checked [long_offset, +most) against the segment.
+            Category::Long => (peer.segment.ptr_at(spec.long_offset, spec.most)?, spec.most),
+        };
+        Ok(SendSlot {
+            spec: *spec,
+            buf,
+            granted,
+            cookie: pos,
+        })
+    }
+
+    #[inline]
+    fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
+        let spec = slot.spec;
+        let ring = &self.regions[spec.peer.index()].rings[Self::ring_of(spec.dir)];
+        let pos = slot.cookie;
+        let src = self.rank.0;
+        ring.body(pos).with_mut(|b| {
+            // SAFETY: we claimed `pos` in try_prepare and have not published
+            // it, so the body is ours alone to write.
+            let b = unsafe { &mut *b };
+            b.handler = handler;
+            b.kind = cell_kind::encode(spec.category, spec.dir);
+            b.nargs = args.len() as u8;
+            b.src = src;
+            b.len = len as u32;
+            b.long_offset = spec.long_offset;
+            b.args[..args.len()].copy_from_slice(args);
+        });
+        ring.publish(pos);
+    }
+
+    fn cancel(&self, slot: SendSlot) {
+        let spec = slot.spec;
+        let ring = &self.regions[spec.peer.index()].rings[Self::ring_of(spec.dir)];
+        // SAFETY: as in commit: the claimed body is ours until published.
+        ring.body(slot.cookie)
+            .with_mut(|b| unsafe { (*b).kind = cell_kind::CANCELLED });
+        ring.publish(slot.cookie);
+    }
+
+    fn poll(&self, set: PollSet, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
+        // Replies first: they complete operations and free our resources.
+        let mut n = self.drain(REPLY, POLL_BATCH, sink);
+        if set == PollSet::All {
+            n += self.drain(REQUEST, POLL_BATCH, sink);
+        }
+        n
+    }
+
+    fn bootstrap(&self) -> &dyn Bootstrap {
+        &*self.boot
+    }
+}

@@ -1,0 +1,69 @@
+//! Settings of the smp conduit.
+
+use rgex_core::config::env_size;
+use rgex_core::{Error, Result};
+
+/// Sizes of the smp conduit's shared-memory structures.
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `RGEX_SEGMENT_SIZE` | 32M | this rank's segment |
+/// | `RGEX_SMP_QUEUE_DEPTH` | 64 | cells per request (and per reply) queue; a power of two |
+/// | `RGEX_SMP_MAX_MEDIUM` | 64K | largest Medium payload (at least 512) |
+///
+/// Depth and max Medium are taken from rank 0 so every rank agrees.
+///
+/// ```
+/// let c = rgex_smp::SmpConfig::default();
+/// assert!(c.depth.is_power_of_two() && c.max_medium >= 512);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmpConfig {
+    /// Cells per queue.
+    pub depth: u64,
+    /// Largest Medium payload.
+    pub max_medium: usize,
+    /// This rank's segment length.
+    pub segment_len: usize,
+}
+
+impl Default for SmpConfig {
+    fn default() -> Self {
+        SmpConfig {
+            depth: 64,
+            max_medium: 64 << 10,
+            segment_len: 32 << 20,
+        }
+    }
+}
+
+impl SmpConfig {
+    /// Read the environment over the defaults, and check the values.
+    pub fn from_env() -> Result<Self> {
+        let d = SmpConfig::default();
+        let c = SmpConfig {
+            depth: env_size("RGEX_SMP_QUEUE_DEPTH", d.depth as usize)? as u64,
+            max_medium: env_size("RGEX_SMP_MAX_MEDIUM", d.max_medium)?,
+            segment_len: env_size("RGEX_SEGMENT_SIZE", d.segment_len)?,
+        };
+        c.check()?;
+        Ok(c)
+    }
+
+    /// Reject values the conduit cannot work with.
+    pub fn check(&self) -> Result<()> {
+        if !self.depth.is_power_of_two() || self.depth < 2 || self.depth > 1 << 20 {
+            return Err(Error::Config(format!(
+                "RGEX_SMP_QUEUE_DEPTH={} must be a power of two in 2..=1048576",
+                self.depth
+            )));
+        }
+        if self.max_medium < 512 || self.max_medium > u32::MAX as usize {
+            return Err(Error::Config(format!(
+                "RGEX_SMP_MAX_MEDIUM={} must be at least 512 bytes (and below 4 GiB)",
+                self.max_medium
+            )));
+        }
+        Ok(())
+    }
+}

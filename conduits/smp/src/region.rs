@@ -1,0 +1,209 @@
+//! One rank's shared-memory region: a header, a request ring and a reply
+//! ring with their Medium payload buffers, and the rank's segment.
+//!
+//! ```text
+//! 0                      header (one page): magic, geometry
+//! rings[REQUEST].hdr     tail | head, each on its own 128-byte block
+//! rings[REQUEST].cells   depth x 128-byte cells
+//! rings[REPLY].hdr/cells
+//! payload[REQUEST]       depth x max_medium bytes (page aligned)
+//! payload[REPLY]         depth x max_medium bytes
+//! segment                segment_len bytes (page aligned)
+//! ```
+//!
+//! Every rank maps every region of the job, so a sender writes Medium
+//! payloads straight into the receiver's payload buffers and Long payloads
+//! straight into the receiver's segment.
+
+use crate::ring::{Cell, Ring, RingHeader};
+use crate::shm::ShmMap;
+use crate::SmpConfig;
+use rgex_core::{Error, Rank, Result, Segment};
+use std::mem::size_of;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Index of the request ring in [`Region::rings`].
+pub const REQUEST: usize = 0;
+/// Index of the reply ring in [`Region::rings`].
+pub const REPLY: usize = 1;
+
+const PAGE: usize = 4096;
+const MAGIC: u64 = u64::from_le_bytes(*b"rgexsmp1");
+
+fn round_up(n: usize, to: usize) -> usize {
+    n.div_ceil(to) * to
+}
+
+/// Where each part lives in a region of a given geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The geometry.
+    pub cfg: SmpConfig,
+    rings: [(usize, usize); 2],
+    payload: [usize; 2],
+    segment: usize,
+    /// Total bytes of the region.
+    pub total: usize,
+}
+
+impl Layout {
+    /// Compute the layout for `cfg`.
+    pub fn new(cfg: SmpConfig) -> Result<Self> {
+        let too_big = || {
+            Error::Config(format!(
+                "smp region for {cfg:?} does not fit in the address space"
+            ))
+        };
+        let cells = size_of::<Cell>()
+            .checked_mul(cfg.depth as usize)
+            .ok_or_else(too_big)?;
+        let mut at = PAGE;
+        let mut rings = [(0, 0); 2];
+        for r in &mut rings {
+            let hdr = at;
+            let cells_at = round_up(hdr + size_of::<RingHeader>(), 128);
+            *r = (hdr, cells_at);
+            at = cells_at + cells;
+        }
+        let per_ring = cfg
+            .max_medium
+            .checked_mul(cfg.depth as usize)
+            .ok_or_else(too_big)?;
+        let p0 = round_up(at, PAGE);
+        let p1 = round_up(p0 + per_ring, PAGE);
+        let segment = round_up(p1 + per_ring, PAGE);
+        let total = segment.checked_add(cfg.segment_len).ok_or_else(too_big)?;
+        Ok(Layout {
+            cfg,
+            rings,
+            payload: [p0, p1],
+            segment,
+            total,
+        })
+    }
+}
+
+/// The header at the start of every region, checked by every rank that maps it.
+#[repr(C)]
+struct Header {
+    /// Written last, with Release, by the creator.
+    magic: AtomicU64,
+    depth: u64,
+    max_medium: u64,
+    segment_len: u64,
+}
+
+/// A mapped region (this rank's or a peer's).
+#[derive(Debug)]
+pub struct Region {
+    map: ShmMap,
+    layout: Layout,
+    /// The request and reply rings.
+    pub rings: [Ring; 2],
+    /// The owner's segment, as mapped here.
+    pub segment: Segment,
+}
+
+impl Region {
+    /// The shared-memory name of `rank`'s region in job `job`.
+    pub fn name(job: &str, rank: Rank) -> String {
+        format!("/rgex-{job}-{}", rank.0)
+    }
+
+    /// Create this rank's region and initialise its rings.
+    pub fn create(job: &str, rank: Rank, cfg: SmpConfig) -> Result<Self> {
+        let layout = Layout::new(cfg)?;
+        let map = ShmMap::create(&Self::name(job, rank), layout.total)?;
+        let region = Self::view(map, layout, rank);
+        for ring in &region.rings {
+            ring.init();
+        }
+        let h = region.header();
+        // SAFETY: the header is in the first page of a fresh mapping that no
+        // other process has opened yet; these plain stores race with nothing.
+        unsafe {
+            let hp = region.map.base().as_ptr().cast::<Header>();
+            (*hp).depth = cfg.depth;
+            (*hp).max_medium = cfg.max_medium as u64;
+            (*hp).segment_len = cfg.segment_len as u64;
+        }
+        // Release: peers that see the magic (Acquire) see the geometry above.
+        h.magic.store(MAGIC, Ordering::Release);
+        Ok(region)
+    }
+
+    /// Map `rank`'s region, created by that rank with geometry `cfg`.
+    pub fn open(job: &str, rank: Rank, cfg: SmpConfig) -> Result<Self> {
+        let layout = Layout::new(cfg)?;
+        let name = Self::name(job, rank);
+        let map = ShmMap::open(&name, layout.total)?;
+        let region = Self::view(map, layout, rank);
+        let h = region.header();
+        // Acquire: pairs with the creator's Release of the magic.
+        let magic = h.magic.load(Ordering::Acquire);
+        let geometry = (h.depth, h.max_medium, h.segment_len);
+        let expected = (cfg.depth, cfg.max_medium as u64, cfg.segment_len as u64);
+        if magic != MAGIC || geometry != expected {
+            return Err(Error::Config(format!(
+                "shared-memory region {name} of {rank} has geometry {geometry:?} (magic {magic:#x}), expected {expected:?}"
+            )));
+        }
+        Ok(region)
+    }
+
+    fn view(map: ShmMap, layout: Layout, rank: Rank) -> Self {
+        let base = map.base().as_ptr();
+        let ring = |i: usize| {
+            let (h, c) = layout.rings[i];
+            // SAFETY: the layout places the header and `depth` cells inside
+            // the mapping at 128-byte aligned offsets (the mapping itself is
+            // page aligned), and the mapping lives as long as the Region.
+            unsafe {
+                Ring::from_raw(
+                    NonNull::new_unchecked(base.add(h).cast()),
+                    NonNull::new_unchecked(base.add(c).cast()),
+                    layout.cfg.depth,
+                )
+            }
+        };
+        let rings = [ring(REQUEST), ring(REPLY)];
+        // SAFETY: the segment lies inside the mapping (Layout::new) and the
+        // mapping lives as long as the Region that holds this Segment. Users
+        // of `segment` copies outside a Region's lifetime are the conduit's,
+        // which keeps every Region until it is dropped.
+        let segment = unsafe {
+            Segment::from_raw(
+                rank,
+                NonNull::new_unchecked(base.add(layout.segment)),
+                layout.cfg.segment_len,
+            )
+        };
+        Region {
+            map,
+            layout,
+            rings,
+            segment,
+        }
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the header is the first bytes of the page-aligned mapping;
+        // it is only read after creation, except `magic`, which is atomic.
+        unsafe { &*self.map.base().as_ptr().cast::<Header>() }
+    }
+
+    /// The Medium payload buffer of cell `index` of ring `ring`.
+    #[inline]
+    pub fn payload(&self, ring: usize, index: usize) -> *mut u8 {
+        let off = self.layout.payload[ring] + index * self.layout.cfg.max_medium;
+        // SAFETY: index < depth, so the buffer lies inside the payload area
+        // of the mapping (Layout::new).
+        unsafe { self.map.base().as_ptr().add(off) }
+    }
+
+    /// The shared-memory object's name.
+    pub fn shm_name(&self) -> &str {
+        self.map.name()
+    }
+}

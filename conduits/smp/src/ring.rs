@@ -1,0 +1,449 @@
+//! A bounded lock-free ring of message cells in shared memory: many
+//! producers (any rank, any thread), many consumers (the threads of the one
+//! receiving rank).
+//!
+//! It is Dmitry Vyukov's bounded MPMC queue, split in two phases on each
+//! side so the payload can be written and read in place:
+//! producer `try_claim` / `publish`, consumer `try_take` / `release`.
+//! Each cell carries a sequence number that says whose turn it is:
+//!
+//! | `seq` of the cell at position `pos` | meaning |
+//! |---|---|
+//! | `pos` | free: the producer that claims `pos` may write it |
+//! | `pos + 1` | published: the consumer that takes `pos` may read it |
+//! | `pos + depth` | released: free again for position `pos + depth` |
+//!
+//! `tail` hands out positions to producers and `head` to consumers; both
+//! are only ever compared against the cell's `seq`, so the counters may run
+//! with relaxed ordering while the `seq` stores and loads carry the
+//! release/acquire edges that order the cell contents.
+
+use crate::sync::{AtomicU64, Ordering, Slot};
+use std::ptr::NonNull;
+
+/// Keeps a value alone on its cache lines (128 bytes: two lines, since
+/// adjacent-line prefetch pairs them on x86).
+#[repr(C, align(128))]
+pub struct Padded<T>(pub T);
+
+/// Position counters of one ring.
+#[repr(C)]
+pub struct RingHeader {
+    tail: Padded<AtomicU64>,
+    head: Padded<AtomicU64>,
+}
+
+impl RingHeader {
+    /// A header for a fresh ring (heap use: tests).
+    pub fn new() -> Self {
+        RingHeader {
+            tail: Padded(AtomicU64::new(0)),
+            head: Padded(AtomicU64::new(0)),
+        }
+    }
+}
+
+impl Default for RingHeader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The fixed part of a message, written by the producer between claim and
+/// publish, read by the consumer between take and release.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CellBody {
+    /// Handler index.
+    pub handler: u8,
+    /// [`crate::cell_kind`] bits: category, direction, cancelled.
+    pub kind: u8,
+    /// Arguments used in `args`.
+    pub nargs: u8,
+    _pad: u8,
+    /// Sending rank.
+    pub src: u32,
+    /// Payload length.
+    pub len: u32,
+    _pad2: u32,
+    /// Long: offset in the receiver's segment.
+    pub long_offset: u64,
+    /// The arguments. The first eight share the cache line with `seq`, so a
+    /// short message with few arguments moves one line.
+    pub args: [u32; rgex_core::MAX_ARGS],
+}
+
+/// One message cell: the turn counter and the fixed part of the message.
+#[repr(C, align(128))]
+pub struct Cell {
+    seq: AtomicU64,
+    body: Slot<CellBody>,
+}
+
+impl Cell {
+    /// A cell for a fresh ring (heap use: tests).
+    pub fn new() -> Self {
+        Cell {
+            seq: AtomicU64::new(0),
+            body: Slot::new(CellBody::default()),
+        }
+    }
+}
+
+impl Default for Cell {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A view of a ring living in (possibly shared) memory.
+#[derive(Clone, Copy, Debug)]
+pub struct Ring {
+    hdr: NonNull<RingHeader>,
+    cells: NonNull<Cell>,
+    depth: u64,
+}
+
+// SAFETY: a Ring is a set of pointers into memory shared by design; every
+// access to it follows the protocol described in the module documentation.
+unsafe impl Send for Ring {}
+// SAFETY: as above.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    /// View the ring at `hdr` with `depth` cells at `cells`.
+    ///
+    /// # Safety
+    /// `hdr` and `cells..cells+depth` must be valid, suitably aligned, and
+    /// outlive every use of the returned value; `depth` must be a power of
+    /// two. Every party must use the same `depth`.
+    pub unsafe fn from_raw(hdr: NonNull<RingHeader>, cells: NonNull<Cell>, depth: u64) -> Ring {
+        debug_assert!(depth.is_power_of_two());
+        Ring { hdr, cells, depth }
+    }
+
+    /// Set every cell free. Only the creator calls this, before any other
+    /// party sees the ring (the bootstrap barrier that follows publishes it).
+    pub fn init(&self) {
+        for i in 0..self.depth {
+            // Relaxed: nobody else looks at the ring until after a barrier
+            // through the bootstrap socket, which orders these stores.
+            self.cell(i).seq.store(i, Ordering::Relaxed);
+        }
+        self.hdr().tail.0.store(0, Ordering::Relaxed);
+        self.hdr().head.0.store(0, Ordering::Relaxed);
+    }
+
+    /// Cells in the ring.
+    pub fn depth(&self) -> u64 {
+        self.depth
+    }
+
+    /// Which cell (0..depth) position `pos` uses.
+    #[inline]
+    pub fn index(&self, pos: u64) -> usize {
+        (pos & (self.depth - 1)) as usize
+    }
+
+    #[inline]
+    fn hdr(&self) -> &RingHeader {
+        // SAFETY: valid for the ring's lifetime (from_raw's contract).
+        unsafe { self.hdr.as_ref() }
+    }
+
+    #[inline]
+    fn cell(&self, pos: u64) -> &Cell {
+        // SAFETY: index() < depth, and cells..cells+depth is valid (from_raw).
+        unsafe { &*self.cells.as_ptr().add(self.index(pos)) }
+    }
+
+    /// The fixed part of the message at `pos`. Only the party that holds
+    /// `pos` (claimed and not published, or taken and not released) may
+    /// access it.
+    #[inline]
+    pub fn body(&self, pos: u64) -> &Slot<CellBody> {
+        &self.cell(pos).body
+    }
+
+    /// Producer: claim the next free position, or `None` if the ring is full.
+    #[inline]
+    pub fn try_claim(&self) -> Option<u64> {
+        let tail = &self.hdr().tail.0;
+        // Relaxed: the value is only a guess checked against the cell's seq.
+        let mut pos = tail.load(Ordering::Relaxed);
+        loop {
+            // Acquire: pairs with the consumer's Release in `release`, so its
+            // reads of this cell (and of the payload buffer it indexes)
+            // happen before we overwrite them.
+            let seq = self.cell(pos).seq.load(Ordering::Acquire);
+            let lag = seq.wrapping_sub(pos) as i64;
+            if lag == 0 {
+                // Relaxed: winning the CAS only decides which producer owns
+                // `pos`; the data edges are carried by `seq`.
+                match tail.compare_exchange_weak(pos, pos + 1, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => return Some(pos),
+                    Err(now) => pos = now,
+                }
+            } else if lag < 0 {
+                // The cell still holds the message from one lap ago: full.
+                return None;
+            } else {
+                // Another producer took `pos`; start again from the tail.
+                pos = tail.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Producer: make the message at `pos` (claimed by us) visible.
+    #[inline]
+    pub fn publish(&self, pos: u64) {
+        // Release: the cell body and payload written since try_claim become
+        // visible to the consumer whose Acquire load sees pos + 1.
+        self.cell(pos).seq.store(pos + 1, Ordering::Release);
+    }
+
+    /// Consumer: take the next published position, or `None` if the next
+    /// message has not been published yet (ring empty, or its producer is
+    /// still assembling it).
+    #[inline]
+    pub fn try_take(&self) -> Option<u64> {
+        let head = &self.hdr().head.0;
+        // Relaxed: a guess checked against the cell's seq.
+        let mut pos = head.load(Ordering::Relaxed);
+        loop {
+            // Acquire: pairs with `publish`, so the body and payload written
+            // by the producer are visible once we see pos + 1.
+            let seq = self.cell(pos).seq.load(Ordering::Acquire);
+            let lag = seq.wrapping_sub(pos + 1) as i64;
+            if lag == 0 {
+                // Relaxed: the CAS only decides which consumer thread owns pos.
+                match head.compare_exchange_weak(pos, pos + 1, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => return Some(pos),
+                    Err(now) => pos = now,
+                }
+            } else if lag < 0 {
+                return None;
+            } else {
+                pos = head.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Consumer: hand the cell at `pos` (taken by us) back to producers.
+    #[inline]
+    pub fn release(&self, pos: u64) {
+        // Release: our reads of the body and payload happen before the next
+        // producer's writes (it loads seq with Acquire in try_claim).
+        self.cell(pos)
+            .seq
+            .store(pos + self.depth, Ordering::Release);
+    }
+
+    /// True if no published or in-assembly message is waiting (a snapshot).
+    pub fn is_idle(&self) -> bool {
+        self.hdr().head.0.load(Ordering::Relaxed) == self.hdr().tail.0.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn heap_ring(depth: u64) -> (Box<RingHeader>, Vec<Cell>, Ring) {
+        let hdr = Box::new(RingHeader::new());
+        let mut cells: Vec<Cell> = (0..depth).map(|_| Cell::new()).collect();
+        // SAFETY: both allocations outlive the ring in every test below.
+        let ring = unsafe {
+            Ring::from_raw(
+                NonNull::from(&*hdr),
+                NonNull::new(cells.as_mut_ptr()).unwrap(),
+                depth,
+            )
+        };
+        ring.init();
+        (hdr, cells, ring)
+    }
+
+    #[test]
+    fn fills_then_reports_full_then_drains_in_order() {
+        let (_h, _c, ring) = heap_ring(4);
+        for i in 0..4 {
+            let p = ring.try_claim().expect("room");
+            assert_eq!(p, i);
+            ring.body(p).with_mut(|b| unsafe { (*b).len = i as u32 });
+            ring.publish(p);
+        }
+        assert_eq!(ring.try_claim(), None, "a full ring must refuse");
+        for i in 0..4 {
+            let p = ring.try_take().expect("message");
+            assert_eq!(ring.body(p).with(|b| unsafe { (*b).len }), i as u32);
+            ring.release(p);
+        }
+        assert_eq!(ring.try_take(), None);
+        assert!(ring.is_idle());
+    }
+
+    #[test]
+    fn unpublished_message_blocks_later_ones_until_published() {
+        let (_h, _c, ring) = heap_ring(4);
+        let a = ring.try_claim().unwrap();
+        let b = ring.try_claim().unwrap();
+        ring.publish(b);
+        assert_eq!(ring.try_take(), None, "a must come first");
+        ring.publish(a);
+        assert_eq!(ring.try_take(), Some(a));
+        assert_eq!(ring.try_take(), Some(b));
+    }
+
+    #[test]
+    fn threads_lose_and_duplicate_nothing() {
+        let (_h, _c, ring) = heap_ring(8);
+        const PER: u32 = 20_000;
+        let seen = std::sync::Mutex::new(vec![0u8; 4 * PER as usize]);
+        std::thread::scope(|s| {
+            for t in 0..4u32 {
+                s.spawn(move || {
+                    for i in 0..PER {
+                        let p = loop {
+                            if let Some(p) = ring.try_claim() {
+                                break p;
+                            }
+                            std::thread::yield_now();
+                        };
+                        ring.body(p).with_mut(|b| unsafe { (*b).len = t * PER + i });
+                        ring.publish(p);
+                    }
+                });
+            }
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut got = 0;
+                    let mut idle = 0u64;
+                    while got < 2 * PER && idle < 50_000_000 {
+                        if let Some(p) = ring.try_take() {
+                            let v = ring.body(p).with(|b| unsafe { (*b).len });
+                            ring.release(p);
+                            seen.lock().unwrap()[v as usize] += 1;
+                            got += 1;
+                            idle = 0;
+                        } else {
+                            idle += 1;
+                            std::thread::yield_now();
+                        }
+                    }
+                });
+            }
+        });
+        assert!(seen.into_inner().unwrap().iter().all(|&n| n == 1));
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+
+    struct Heap {
+        _hdr: Box<RingHeader>,
+        _cells: Vec<Cell>,
+        ring: Ring,
+    }
+
+    fn heap_ring(depth: u64) -> Arc<Heap> {
+        let hdr = Box::new(RingHeader::new());
+        let mut cells: Vec<Cell> = (0..depth).map(|_| Cell::new()).collect();
+        // SAFETY: the allocations live in the same Heap as the ring view.
+        let ring = unsafe {
+            Ring::from_raw(
+                NonNull::from(&*hdr),
+                NonNull::new(cells.as_mut_ptr()).unwrap(),
+                depth,
+            )
+        };
+        ring.init();
+        Arc::new(Heap {
+            _hdr: hdr,
+            _cells: cells,
+            ring,
+        })
+    }
+
+    // SAFETY (for the test's Arc<Heap> crossing threads): Heap owns its
+    // allocations and Ring is Send + Sync.
+    unsafe impl Send for Heap {}
+    // SAFETY: as above.
+    unsafe impl Sync for Heap {}
+
+    /// Two producers race for a ring of two cells with one consumer taking:
+    /// every value arrives once, intact (loom checks the body accesses for
+    /// data races through the `Slot` cells).
+    #[test]
+    fn two_producers_one_consumer() {
+        loom::model(|| {
+            let h = heap_ring(2);
+            let prods: Vec<_> = (1..=2u32)
+                .map(|v| {
+                    let h = h.clone();
+                    loom::thread::spawn(move || loop {
+                        if let Some(p) = h.ring.try_claim() {
+                            h.ring.body(p).with_mut(|b| unsafe { (*b).len = v });
+                            h.ring.publish(p);
+                            break;
+                        }
+                        loom::thread::yield_now();
+                    })
+                })
+                .collect();
+            let mut sum = 0;
+            let mut got = 0;
+            while got < 2 {
+                if let Some(p) = h.ring.try_take() {
+                    sum += h.ring.body(p).with(|b| unsafe { (*b).len });
+                    h.ring.release(p);
+                    got += 1;
+                } else {
+                    loom::thread::yield_now();
+                }
+            }
+            for p in prods {
+                p.join().unwrap();
+            }
+            assert_eq!(sum, 3);
+        });
+    }
+
+    /// A producer wraps around a one-cell ring while the consumer releases:
+    /// the second write cannot race with the first read.
+    #[test]
+    fn wraparound_orders_reuse_after_release() {
+        loom::model(|| {
+            let h = heap_ring(1);
+            let hp = h.clone();
+            let prod = loom::thread::spawn(move || {
+                for v in [10u32, 20] {
+                    loop {
+                        if let Some(p) = hp.ring.try_claim() {
+                            hp.ring.body(p).with_mut(|b| unsafe { (*b).len = v });
+                            hp.ring.publish(p);
+                            break;
+                        }
+                        loom::thread::yield_now();
+                    }
+                }
+            });
+            let mut seen = Vec::new();
+            while seen.len() < 2 {
+                if let Some(p) = h.ring.try_take() {
+                    seen.push(h.ring.body(p).with(|b| unsafe { (*b).len }));
+                    h.ring.release(p);
+                } else {
+                    loom::thread::yield_now();
+                }
+            }
+            prod.join().unwrap();
+            assert_eq!(seen, vec![10, 20]);
+        });
+    }
+}
