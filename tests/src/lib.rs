@@ -1,1 +1,74 @@
-//! wip
+//! Helpers shared by the conformance programs in `src/bin/` (each runs as
+//! every rank of a job started by the launcher) and by the cargo tests in
+//! `tests/` that launch them.
+
+use rgex::Client;
+use std::time::{Duration, Instant};
+
+/// How long a conformance program waits for anything before it declares a
+/// hang. Generous: this bounds loops, it does not measure speed.
+pub const HANG_LIMIT: Duration = Duration::from_secs(120);
+
+/// Poll until `done()` holds; panic naming `what` after [`HANG_LIMIT`].
+pub fn wait_until(client: &Client, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    let mut backoff = rgex::Backoff::new(client.polite());
+    while !done() {
+        if client.poll().expect("poll") == 0 {
+            backoff.snooze();
+        } else {
+            backoff.reset();
+        }
+        assert!(start.elapsed() < HANG_LIMIT, "{}: still waiting for {what} after {HANG_LIMIT:?}", client.rank());
+    }
+}
+
+/// A 32-bit mix of its inputs, for argument and payload patterns.
+pub fn mix(a: u32, b: u32, c: u32) -> u32 {
+    let mut x = a.wrapping_mul(0x9E37_79B1) ^ b.rotate_left(13) ^ c.wrapping_mul(0x85EB_CA77);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x2C1B_3C6D);
+    x ^ (x >> 12)
+}
+
+/// Fill `buf` with the pattern for message `(src, seq)`.
+pub fn fill_pattern(buf: &mut [u8], src: u32, seq: u32) {
+    let base = mix(src, seq, 0x5eed);
+    for (j, b) in buf.iter_mut().enumerate() {
+        *b = (base.wrapping_add((j as u32).wrapping_mul(31)) >> 3) as u8;
+    }
+}
+
+/// Index of the first byte of `buf` that differs from the pattern.
+pub fn pattern_mismatch(buf: &[u8], src: u32, seq: u32) -> Option<usize> {
+    let base = mix(src, seq, 0x5eed);
+    buf.iter()
+        .enumerate()
+        .find(|&(j, &b)| b != (base.wrapping_add((j as u32).wrapping_mul(31)) >> 3) as u8)
+        .map(|(j, _)| j)
+}
+
+/// The argument pattern for message `(src, seq)` with `n` arguments.
+pub fn arg_pattern(src: u32, seq: u32, n: usize) -> Vec<u32> {
+    (0..n as u32).map(|i| mix(src, seq, i + 1)).collect()
+}
+
+/// Report a passed check from rank 0 (one line per check keeps logs short).
+pub fn ok(client: &Client, what: &str) {
+    if client.rank().0 == 0 {
+        println!("ok: {what}");
+    }
+}
+
+/// Names of `/dev/shm` entries belonging to job `job`.
+pub fn shm_leftovers(job: &str) -> Vec<String> {
+    let prefix = format!("rgex-{job}-");
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,471 @@
+//! Active-message conformance, run as every rank of a job (or alone).
+//!
+//! Covers: every category x request/reply x 0..16 arguments with payload
+//! checksums (sizes 0, 1, max, random; Long up to 4 MiB), all ranks sending
+//! to all ranks at once; token queries; negotiated payload (granted range,
+//! in-place assembly, shorter commit, cancel, client buffer, Long, reply);
+//! IMMEDIATE against a rank that does not poll; size queries symmetric;
+//! bad input, each a clear error, with the job working afterwards; and no
+//! shared-memory names left in /dev/shm once the job is up.
+
+use rgex::{Category, Client, Error, Flags, HandlerId, Rank, CLIENT_MIN};
+use rgex_tests::{arg_pattern, fill_pattern, mix, ok, pattern_mismatch, shm_leftovers, wait_until};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Handler indices, in registration order (auto-assigned from CLIENT_MIN).
+const ECHO_REQ: HandlerId = HandlerId(CLIENT_MIN);
+const ECHO_REP: HandlerId = HandlerId(CLIENT_MIN + 1);
+const NP_SINK: HandlerId = HandlerId(CLIENT_MIN + 2);
+const NP_REPLY_REQ: HandlerId = HandlerId(CLIENT_MIN + 3);
+const TWICE_REQ: HandlerId = HandlerId(CLIENT_MIN + 4);
+const FROMREP_REQ: HandlerId = HandlerId(CLIENT_MIN + 5);
+const FROMREP_REP: HandlerId = HandlerId(CLIENT_MIN + 6);
+const INHANDLER_REQ: HandlerId = HandlerId(CLIENT_MIN + 7);
+const IMM_SINK: HandlerId = HandlerId(CLIENT_MIN + 8);
+
+#[derive(Default)]
+struct State {
+    /// Verified replies received.
+    replies: AtomicU64,
+    /// Negotiated-payload messages received, per source.
+    np_got: Mutex<Vec<(u32, u32, usize)>>,
+    /// IMMEDIATE messages received from rank 0, in order.
+    imm_next: AtomicU64,
+    /// Problems seen inside handlers (checked by main at the end).
+    problems: Mutex<Vec<String>>,
+    /// Errors returned to handlers for forbidden calls.
+    handler_errors: Mutex<Vec<String>>,
+}
+
+impl State {
+    fn problem(&self, p: String) {
+        self.problems.lock().unwrap().push(p);
+    }
+}
+
+fn cat_code(c: Category) -> u32 {
+    match c {
+        Category::Short => 1,
+        Category::Medium => 2,
+        Category::Long => 3,
+    }
+}
+
+/// Pattern seed of one test message: derived from what the receiver can
+/// see (category, argument count, length), so it can check everything.
+fn seed(c: Category, nargs: usize, len: usize) -> u32 {
+    mix(cat_code(c), nargs as u32, len as u32)
+}
+
+/// Where Long requests from `src` land, and Long replies from `replier`.
+struct LongAreas {
+    slot: u64,
+    size: u32,
+}
+
+impl LongAreas {
+    fn request(&self, src: u32) -> u64 {
+        3 + self.slot * src as u64
+    }
+    fn reply(&self, replier: u32) -> u64 {
+        3 + self.slot * (self.size + replier) as u64
+    }
+    fn max_len(&self) -> usize {
+        (self.slot - 64) as usize
+    }
+}
+
+fn verify(state: &State, who: &str, src: u32, c: Category, args: &[u32], payload: &[u8]) {
+    let s = seed(c, args.len(), payload.len());
+    if args != arg_pattern(src, s, args.len()).as_slice() {
+        state.problem(format!("{who}: {c} from rank {src} with {} args: arguments differ", args.len()));
+    }
+    if let Some(j) = pattern_mismatch(payload, src, s) {
+        state.problem(format!("{who}: {c} from rank {src}: payload of {} bytes differs at byte {j}", payload.len()));
+    }
+}
+
+fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> rgex::Result<()> {
+    let s = st.clone();
+    let a = areas.clone();
+    t.register("echo.req", move |tok, msg| {
+        if !tok.is_request() || tok.handler() != ECHO_REQ {
+            s.problem(format!("echo.req: token says request={} handler={:?}", tok.is_request(), tok.handler()));
+        }
+        verify(&s, "echo.req", tok.src().0, msg.category(), msg.args(), msg.payload());
+        let me = tok.endpoint().rank().0;
+        let c = msg.category();
+        let n = msg.payload().len();
+        let args = arg_pattern(me, seed(c, msg.args().len(), n), msg.args().len());
+        let mut payload = vec![0u8; n];
+        fill_pattern(&mut payload, me, seed(c, args.len(), n));
+        let r = match c {
+            Category::Short => tok.reply_short(ECHO_REP, &args, Flags::empty()),
+            Category::Medium => tok.reply_medium(ECHO_REP, &args, &payload, Flags::empty()),
+            Category::Long => tok.reply_long(ECHO_REP, &args, &payload, a.reply(me), Flags::empty()),
+        };
+        if let Err(e) = r {
+            s.problem(format!("echo.req: reply failed: {e}"));
+        }
+    })?;
+    let s = st.clone();
+    let a = areas;
+    t.register("echo.rep", move |tok, msg| {
+        if tok.is_request() {
+            s.problem("echo.rep: token says request".into());
+        }
+        verify(&s, "echo.rep", tok.src().0, msg.category(), msg.args(), msg.payload());
+        if msg.category() == Category::Long && msg.long_offset() != a.reply(tok.src().0) {
+            s.problem(format!("echo.rep: Long landed at {:#x}", msg.long_offset()));
+        }
+        s.replies.fetch_add(1, Ordering::Release);
+    })?;
+    let s = st.clone();
+    t.register("np.sink", move |tok, msg| {
+        // args: [seed, len]
+        let (sd, len) = (msg.arg(0), msg.arg(1) as usize);
+        if msg.payload().len() != len {
+            s.problem(format!("np.sink: {} bytes arrived, {len} committed", msg.payload().len()));
+        } else if let Some(j) = pattern_mismatch(msg.payload(), tok.src().0, sd) {
+            s.problem(format!("np.sink: payload from {} differs at byte {j}", tok.src()));
+        }
+        s.np_got.lock().unwrap().push((tok.src().0, sd, len));
+    })?;
+    let s = st.clone();
+    t.register("np.reply.req", move |tok, _msg| {
+        let me = tok.endpoint().rank().0;
+        let r = tok.prepare_reply_medium(None, 8, 64, 2, Flags::empty()).and_then(|mut sd| {
+            let n = sd.len();
+            fill_pattern(&mut sd.buf()[..n], me, 77);
+            sd.commit(NP_SINK, &[77, n as u32], n)
+        });
+        if let Err(e) = r {
+            s.problem(format!("np.reply.req: {e}"));
+        }
+    })?;
+    let s = st.clone();
+    t.register("twice.req", move |tok, _msg| {
+        let first = tok.reply_short(ECHO_REP, &[], Flags::empty());
+        let second = tok.reply_short(ECHO_REP, &[], Flags::empty());
+        match (first, second) {
+            (Ok(()), Err(e)) => s.handler_errors.lock().unwrap().push(e.to_string()),
+            other => s.problem(format!("twice.req: replies gave {other:?}")),
+        }
+    })?;
+    t.register("fromrep.req", move |tok, _msg| {
+        tok.reply_short(FROMREP_REP, &[], Flags::empty()).expect("first reply");
+    })?;
+    let s = st.clone();
+    t.register("fromrep.rep", move |tok, _msg| {
+        match tok.reply_short(ECHO_REP, &[], Flags::empty()) {
+            Err(e) => s.handler_errors.lock().unwrap().push(e.to_string()),
+            Ok(()) => s.problem("fromrep.rep: a reply handler was allowed to reply".into()),
+        }
+        s.replies.fetch_add(1, Ordering::Release);
+    })?;
+    let s = st.clone();
+    t.register("inhandler.req", move |tok, _msg| {
+        match tok.endpoint().request_short(tok.src(), ECHO_REQ, &[], Flags::empty()) {
+            Err(e) => s.handler_errors.lock().unwrap().push(e.to_string()),
+            Ok(()) => s.problem("inhandler.req: a handler was allowed to send a request".into()),
+        }
+        match tok.endpoint().poll() {
+            Err(e) => s.handler_errors.lock().unwrap().push(e.to_string()),
+            Ok(_) => s.problem("inhandler.req: a handler was allowed to poll".into()),
+        }
+        tok.reply_short(ECHO_REP, &[], Flags::empty()).expect("reply");
+    })?;
+    let s = st.clone();
+    t.register("imm.sink", move |_tok, msg| {
+        let want = s.imm_next.load(Ordering::Relaxed);
+        if u64::from(msg.arg(0)) != want {
+            s.problem(format!("imm.sink: got message {} where {want} was next", msg.arg(0)));
+        }
+        s.imm_next.store(want + 1, Ordering::Release);
+    })?;
+    Ok(())
+}
+
+fn main() -> rgex::Result<()> {
+    let st = Arc::new(State::default());
+    let seg = rgex::SmpConfig::from_env()?.segment_len as u64;
+    let size_hint: u32 = std::env::var("RGEX_SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let slot = ((seg / (2 * size_hint as u64)).min((4 << 20) + 64) - 64) & !63;
+    let areas = Arc::new(LongAreas { slot, size: size_hint });
+    let client = rgex::init_with(|t| register(t, &st, areas.clone()))?;
+    assert_eq!(client.handlers().name(IMM_SINK.0), "imm.sink");
+
+    if let Ok(job) = std::env::var("RGEX_JOB") {
+        let left = shm_leftovers(&job);
+        assert!(left.is_empty(), "shared-memory names still in /dev/shm after init: {left:?}");
+        ok(&client, "no shared-memory names left in /dev/shm once the job is up");
+    }
+    queries(&client)?;
+    every_category(&client, &st, &areas)?;
+    negotiated_payload(&client, &st)?;
+    bad_input(&client, &st)?;
+    immediate(&client, &st)?;
+    // The job keeps working after all of the above.
+    every_category(&client, &st, &areas)?;
+    let problems = st.problems.lock().unwrap();
+    assert!(problems.is_empty(), "{}: problems seen in handlers:\n{}", client.rank(), problems.join("\n"));
+    client.barrier()?;
+    ok(&client, "all active-message checks passed; the job still works after the bad input");
+    Ok(())
+}
+
+fn queries(client: &Client) -> rgex::Result<()> {
+    let n = client.size();
+    let mut mine = Vec::new();
+    for p in 0..n {
+        let mut last = usize::MAX;
+        for nargs in 0..=16 {
+            let m = client.max_medium(Rank(p), nargs);
+            assert!(m >= 512, "max Medium to rank {p} with {nargs} args is {m}, below 512");
+            assert!(m <= last, "max Medium grows with the argument count");
+            assert!(client.max_long(Rank(p), nargs) >= 512);
+            last = m;
+            mine.extend_from_slice(&(m as u64).to_le_bytes());
+        }
+    }
+    let all = client.conduit().bootstrap().allgather(&mine)?;
+    assert!(all.iter().all(|v| *v == mine), "max Medium differs between ranks");
+    ok(client, "max Medium / max Long: >= 512, symmetric, non-increasing in the argument count");
+    Ok(())
+}
+
+fn every_category(client: &Client, st: &State, areas: &LongAreas) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let mut rng = mix(me, 99, 7);
+    let mut rand = move |below: usize| {
+        rng = mix(rng, 1, 2);
+        rng as usize % below.max(1)
+    };
+    let mut expected = st.replies.load(Ordering::Acquire);
+    for k in 1..=n {
+        let dest = Rank((me + k) % n);
+        for c in [Category::Short, Category::Medium, Category::Long] {
+            for nargs in 0..=16usize {
+                let sizes: Vec<usize> = match c {
+                    Category::Short => vec![0],
+                    Category::Medium => {
+                        let max = client.max_medium(dest, nargs);
+                        vec![0, 1, max, 1 + rand(max)]
+                    }
+                    Category::Long => {
+                        let mut v = vec![0, 1, 1 + rand(70_000)];
+                        if nargs % 8 == 0 {
+                            v.push(areas.max_len());
+                        }
+                        v
+                    }
+                };
+                for len in sizes {
+                    let s = seed(c, nargs, len);
+                    let args = arg_pattern(me, s, nargs);
+                    let mut payload = vec![0u8; len];
+                    fill_pattern(&mut payload, me, s);
+                    match c {
+                        Category::Short => client.request_short(dest, ECHO_REQ, &args, Flags::empty())?,
+                        Category::Medium => client.request_medium(dest, ECHO_REQ, &args, &payload, Flags::empty())?,
+                        Category::Long => client.request_long(
+                            dest,
+                            ECHO_REQ,
+                            &args,
+                            &payload,
+                            areas.request(me),
+                            Flags::empty(),
+                        )?,
+                    }
+                    expected += 1;
+                    wait_until(client, "an echo reply", || st.replies.load(Ordering::Acquire) >= expected);
+                }
+            }
+        }
+    }
+    client.barrier()?;
+    ok(client, "Short/Medium/Long x request/reply x 0..16 args, sizes 0, 1, max, random (Long to 4 MiB), all ranks at once");
+    Ok(())
+}
+
+fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let dest = Rank((me + 1) % n);
+    let max = client.max_medium(dest, 2);
+    let mut committed = Vec::new();
+
+    // rgex's buffer, assembled in place, committed shorter than granted.
+    let mut sd = client.prepare_request_medium(dest, None, 10, 100, 2, Flags::empty())?;
+    assert!(!sd.is_client_buffer());
+    let g = sd.len();
+    assert!((10..=100).contains(&g), "granted {g} outside [10, 100]");
+    let len = g - 3;
+    fill_pattern(&mut sd.buf()[..len], me, 1);
+    sd.commit(NP_SINK, &[1, len as u32], len)?;
+    committed.push(len);
+
+    // most above the limit: granted is clamped, never below least.
+    let mut sd = client.prepare_request_medium(dest, None, 512, max + 4096, 2, Flags::empty())?;
+    let g = sd.len();
+    assert!((512..=max).contains(&g), "granted {g} outside [512, {max}]");
+    fill_pattern(sd.buf(), me, 2);
+    sd.commit(NP_SINK, &[2, g as u32], g)?;
+    committed.push(g);
+
+    // The client's buffer.
+    let mut mine = vec![0u8; 300];
+    let mut sd = client.prepare_request_medium(dest, Some(&mut mine), 50, 1000, 2, Flags::empty())?;
+    assert!(sd.is_client_buffer());
+    let g = sd.len();
+    assert!((50..=300).contains(&g), "granted {g} outside [50, 300] for a 300-byte client buffer");
+    fill_pattern(sd.buf(), me, 3);
+    sd.commit(NP_SINK, &[3, g as u32], g)?;
+    committed.push(g);
+
+    // Cancel, drop, a too-long commit and a commit to an unknown handler
+    // all leave no trace at the receiver.
+    client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?.cancel();
+    drop(client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?);
+    let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
+    let g = sd.len();
+    let e = sd.commit(NP_SINK, &[9, 0], g + 1).unwrap_err();
+    assert!(matches!(e, Error::BadLength { .. }), "{e}");
+    let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
+    let e = sd.commit(HandlerId(251), &[9, 0], 0).unwrap_err();
+    assert!(matches!(e, Error::UnknownHandler { index: 251, .. }), "{e}");
+
+    // least > max, least > most.
+    let e = client.prepare_request_medium(dest, None, max + 1, max + 1, 2, Flags::empty()).unwrap_err();
+    assert!(matches!(e, Error::LeastTooLarge { .. }) && e.to_string().contains(&max.to_string()), "{e}");
+    let e = client.prepare_request_medium(dest, None, 20, 10, 2, Flags::empty()).unwrap_err();
+    assert!(matches!(e, Error::BadLength { .. }), "{e}");
+
+    // Long, assembled in place (on smp: in the target's segment).
+    let off = 1 << 20;
+    let mut sd = client.prepare_request_long(dest, None, 1000, 5000, 2, off, Flags::empty())?;
+    let g = sd.len();
+    assert!((1000..=5000).contains(&g));
+    fill_pattern(sd.buf(), me, 4);
+    sd.commit(NP_SINK, &[4, g as u32], g)?;
+    committed.push(g);
+
+    // A negotiated-payload reply.
+    client.request_short(dest, NP_REPLY_REQ, &[], Flags::empty())?;
+    let reply_from = |st: &State, r: Rank| st.np_got.lock().unwrap().iter().filter(|m| m.0 == r.0 && m.1 == 77).count();
+    wait_until(client, "the negotiated-payload reply", || reply_from(st, dest) >= 1);
+
+    client.barrier()?;
+    let left = Rank((me + n - 1) % n);
+    let got: Vec<usize> =
+        st.np_got.lock().unwrap().iter().filter(|m| m.0 == left.0 && m.1 != 77).map(|m| m.2).collect();
+    // From the left neighbour: exactly its committed messages, in order
+    // (every rank sends the same sequence; granted sizes may differ only
+    // where the limits do, and they are symmetric).
+    assert_eq!(got, committed, "{}: negotiated-payload messages from {left}", client.rank());
+    assert_eq!(reply_from(st, dest), 1, "one negotiated-payload reply");
+    ok(client, "negotiated payload: granted in [least, most], in-place and client buffers, shorter commit, cancel/drop/bad commit leave no trace, Long, reply");
+    Ok(())
+}
+
+fn expect_err(r: rgex::Result<()>, what: &str, must_mention: &[&str]) {
+    let e = r.expect_err(what);
+    let text = e.to_string();
+    for m in must_mention {
+        assert!(text.contains(m), "{what}: error {text:?} does not mention {m:?}");
+    }
+}
+
+fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let dest = Rank((me + 1) % n);
+    let f = Flags::empty();
+    expect_err(client.request_short(dest, HandlerId(250), &[], f), "unknown handler", &["index 250"]);
+    let max = client.max_medium(dest, 0);
+    expect_err(
+        client.request_medium(dest, ECHO_REQ, &[], &vec![0; max + 1], f),
+        "oversize Medium",
+        &[&max.to_string(), &(max + 1).to_string()],
+    );
+    let seg = client.conduit().segment_len(dest);
+    expect_err(
+        client.request_long(dest, ECHO_REQ, &[], &[0; 20], seg - 10, f),
+        "Long past the segment end",
+        &[&format!("rank {}", dest.0), &format!("{seg:#x}")],
+    );
+    expect_err(
+        client.request_long(dest, ECHO_REQ, &[], &[0; 20], u64::MAX - 5, f),
+        "Long with an overflowing offset",
+        &["outside its segment"],
+    );
+    expect_err(client.request_short(Rank(n), ECHO_REQ, &[], f), "rank out of range", &[&format!("{n} ranks")]);
+    expect_err(client.request_short(dest, ECHO_REQ, &[0; 17], f), "17 arguments", &["17", "16"]);
+
+    let before = st.replies.load(Ordering::Acquire);
+    client.request_short(dest, TWICE_REQ, &[], f)?;
+    client.request_short(dest, FROMREP_REQ, &[], f)?;
+    client.request_short(dest, INHANDLER_REQ, &[], f)?;
+    wait_until(client, "replies to the bad-reply probes", || st.replies.load(Ordering::Acquire) >= before + 3);
+    client.barrier()?;
+    // Exactly one reply for each probe: the second reply was refused.
+    assert_eq!(st.replies.load(Ordering::Acquire), before + 3, "a refused reply was delivered");
+    let errs = st.handler_errors.lock().unwrap().clone();
+    let has = |s: &str| errs.iter().any(|e| e.contains(s));
+    assert!(has("replied twice") && has("twice.req"), "{errs:?}");
+    assert!(has("only request handlers may reply") && has("fromrep.rep"), "{errs:?}");
+    assert!(has("an AM request was called inside an AM handler"), "{errs:?}");
+    assert!(has("poll was called inside an AM handler"), "{errs:?}");
+    ok(client, "bad input: unknown handler, oversize Medium, Long outside the segment, bad rank, 17 args, reply twice, reply from a reply handler, request and poll inside a handler");
+    Ok(())
+}
+
+/// Rank 0 fills rank 1's request queue with IMMEDIATE sends while rank 1
+/// sits in a bootstrap barrier (which does not poll): the fill must end in
+/// WouldBlock with nothing sent; after the barrier every message arrives
+/// exactly once, in order.
+fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
+    if client.size() < 2 {
+        return Ok(());
+    }
+    let me = client.rank().0;
+    let mut sent = 0u32;
+    if me == 0 {
+        let imm = Flags::IMMEDIATE;
+        loop {
+            match client.request_short(Rank(1), IMM_SINK, &[sent], imm) {
+                Ok(()) => sent += 1,
+                Err(e) if e.is_would_block() => break,
+                Err(e) => return Err(e),
+            }
+            assert!(sent < 1 << 20, "rank 1's queue never filled");
+        }
+        let e = client.request_medium(Rank(1), IMM_SINK, &[sent], &[1; 100], imm).unwrap_err();
+        assert!(e.is_would_block() && e.to_string().contains("rank 1"), "{e}");
+        let e = client.prepare_request_medium(Rank(1), None, 1, 100, 1, imm).unwrap_err();
+        assert!(e.is_would_block(), "{e}");
+    }
+    client.conduit().bootstrap().barrier()?;
+    if me == 0 {
+        let total = sent + 1000;
+        while sent < total {
+            match client.request_short(Rank(1), IMM_SINK, &[sent], Flags::IMMEDIATE) {
+                Ok(()) => sent += 1,
+                Err(e) if e.is_would_block() => {
+                    client.poll()?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        client.conduit().bootstrap().broadcast(0, &sent.to_le_bytes())?;
+    } else {
+        let total = client.conduit().bootstrap().broadcast(0, &[])?;
+        if me == 1 {
+            let total = u32::from_le_bytes(total.try_into().expect("4 bytes")) as u64;
+            wait_until(client, "IMMEDIATE messages", || st.imm_next.load(Ordering::Acquire) >= total);
+            assert_eq!(st.imm_next.load(Ordering::Acquire), total);
+        }
+    }
+    client.barrier()?;
+    ok(client, "IMMEDIATE: would-block with nothing sent against a rank that does not poll; retries deliver each message once, in order");
+    Ok(())
+}
