@@ -28,11 +28,12 @@
 pub mod launch;
 
 pub use rgex_am::{
-    context, reserved, Client, Endpoint, HandlerId, HandlerTable, Message, Prepared, Token, CLIENT_MIN,
+    context, reserved, Client, Endpoint, HandlerId, HandlerTable, Message, Prepared, Token,
+    CLIENT_MIN,
 };
 pub use rgex_core::{
-    bootstrap, segment, Backoff, Category, Conduit, Error, Flags, GlobalAddr, Rank, Result, Segment, Team,
-    MAX_ARGS,
+    bootstrap, segment, Backoff, Category, Conduit, Error, Flags, GlobalAddr, Rank, Result,
+    Segment, Team, MAX_ARGS,
 };
 pub use rgex_smp::{SmpConduit, SmpConfig};
 

@@ -19,7 +19,11 @@ pub fn wait_until(client: &Client, what: &str, mut done: impl FnMut() -> bool) {
         } else {
             backoff.reset();
         }
-        assert!(start.elapsed() < HANG_LIMIT, "{}: still waiting for {what} after {HANG_LIMIT:?}", client.rank());
+        assert!(
+            start.elapsed() < HANG_LIMIT,
+            "{}: still waiting for {what} after {HANG_LIMIT:?}",
+            client.rank()
+        );
     }
 }
 

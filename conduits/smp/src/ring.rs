@@ -116,9 +116,17 @@ impl Ring {
     /// # Safety
     /// `hdr` and `cells..cells+depth` must be valid, suitably aligned, and
     /// outlive every use of the returned value; `depth` must be a power of
-    /// two. Every party must use the same `depth`.
+    /// two and at least 2. Every party must use the same `depth`.
+    ///
+    /// Why at least 2: with one cell, "published at `pos`" (`pos + 1`) and
+    /// "free for `pos + 1`" (also `pos + 1`) are the same number, so a
+    /// producer could overwrite a message the consumer is still reading.
+    /// (loom found this.)
     pub unsafe fn from_raw(hdr: NonNull<RingHeader>, cells: NonNull<Cell>, depth: u64) -> Ring {
-        debug_assert!(depth.is_power_of_two());
+        assert!(
+            depth.is_power_of_two() && depth >= 2,
+            "ring depth {depth} must be a power of two >= 2"
+        );
         Ring { hdr, cells, depth }
     }
 
@@ -247,6 +255,19 @@ impl Ring {
     }
 }
 
+/// Test helpers: write and read a message's `len` field at a held position.
+#[cfg(test)]
+fn write_len(ring: &Ring, pos: u64, v: u32) {
+    // SAFETY: callers hold `pos` (claimed, not yet published).
+    ring.body(pos).with_mut(|b| unsafe { (*b).len = v });
+}
+
+#[cfg(test)]
+fn read_len(ring: &Ring, pos: u64) -> u32 {
+    // SAFETY: callers hold `pos` (taken, not yet released).
+    ring.body(pos).with(|b| unsafe { (*b).len })
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -272,13 +293,13 @@ mod tests {
         for i in 0..4 {
             let p = ring.try_claim().expect("room");
             assert_eq!(p, i);
-            ring.body(p).with_mut(|b| unsafe { (*b).len = i as u32 });
+            write_len(&ring, p, i as u32);
             ring.publish(p);
         }
         assert_eq!(ring.try_claim(), None, "a full ring must refuse");
         for i in 0..4 {
             let p = ring.try_take().expect("message");
-            assert_eq!(ring.body(p).with(|b| unsafe { (*b).len }), i as u32);
+            assert_eq!(read_len(&ring, p), i as u32);
             ring.release(p);
         }
         assert_eq!(ring.try_take(), None);
@@ -312,7 +333,7 @@ mod tests {
                             }
                             std::thread::yield_now();
                         };
-                        ring.body(p).with_mut(|b| unsafe { (*b).len = t * PER + i });
+                        write_len(&ring, p, t * PER + i);
                         ring.publish(p);
                     }
                 });
@@ -323,7 +344,7 @@ mod tests {
                     let mut idle = 0u64;
                     while got < 2 * PER && idle < 50_000_000 {
                         if let Some(p) = ring.try_take() {
-                            let v = ring.body(p).with(|b| unsafe { (*b).len });
+                            let v = read_len(&ring, p);
                             ring.release(p);
                             seen.lock().unwrap()[v as usize] += 1;
                             got += 1;
@@ -388,7 +409,7 @@ mod loom_tests {
                     let h = h.clone();
                     loom::thread::spawn(move || loop {
                         if let Some(p) = h.ring.try_claim() {
-                            h.ring.body(p).with_mut(|b| unsafe { (*b).len = v });
+                            write_len(&h.ring, p, v);
                             h.ring.publish(p);
                             break;
                         }
@@ -400,7 +421,7 @@ mod loom_tests {
             let mut got = 0;
             while got < 2 {
                 if let Some(p) = h.ring.try_take() {
-                    sum += h.ring.body(p).with(|b| unsafe { (*b).len });
+                    sum += read_len(&h.ring, p);
                     h.ring.release(p);
                     got += 1;
                 } else {
@@ -414,18 +435,18 @@ mod loom_tests {
         });
     }
 
-    /// A producer wraps around a one-cell ring while the consumer releases:
-    /// the second write cannot race with the first read.
+    /// A producer wraps around a two-cell ring while the consumer releases:
+    /// the reuse of a cell cannot race with the read of its last message.
     #[test]
     fn wraparound_orders_reuse_after_release() {
         loom::model(|| {
-            let h = heap_ring(1);
+            let h = heap_ring(2);
             let hp = h.clone();
             let prod = loom::thread::spawn(move || {
-                for v in [10u32, 20] {
+                for v in [10u32, 20, 30] {
                     loop {
                         if let Some(p) = hp.ring.try_claim() {
-                            hp.ring.body(p).with_mut(|b| unsafe { (*b).len = v });
+                            write_len(&hp.ring, p, v);
                             hp.ring.publish(p);
                             break;
                         }
@@ -434,16 +455,16 @@ mod loom_tests {
                 }
             });
             let mut seen = Vec::new();
-            while seen.len() < 2 {
+            while seen.len() < 3 {
                 if let Some(p) = h.ring.try_take() {
-                    seen.push(h.ring.body(p).with(|b| unsafe { (*b).len }));
+                    seen.push(read_len(&h.ring, p));
                     h.ring.release(p);
                 } else {
                     loom::thread::yield_now();
                 }
             }
             prod.join().unwrap();
-            assert_eq!(seen, vec![10, 20]);
+            assert_eq!(seen, vec![10, 20, 30]);
         });
     }
 }

@@ -79,10 +79,16 @@ impl LongAreas {
 fn verify(state: &State, who: &str, src: u32, c: Category, args: &[u32], payload: &[u8]) {
     let s = seed(c, args.len(), payload.len());
     if args != arg_pattern(src, s, args.len()).as_slice() {
-        state.problem(format!("{who}: {c} from rank {src} with {} args: arguments differ", args.len()));
+        state.problem(format!(
+            "{who}: {c} from rank {src} with {} args: arguments differ",
+            args.len()
+        ));
     }
     if let Some(j) = pattern_mismatch(payload, src, s) {
-        state.problem(format!("{who}: {c} from rank {src}: payload of {} bytes differs at byte {j}", payload.len()));
+        state.problem(format!(
+            "{who}: {c} from rank {src}: payload of {} bytes differs at byte {j}",
+            payload.len()
+        ));
     }
 }
 
@@ -91,9 +97,20 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> r
     let a = areas.clone();
     t.register("echo.req", move |tok, msg| {
         if !tok.is_request() || tok.handler() != ECHO_REQ {
-            s.problem(format!("echo.req: token says request={} handler={:?}", tok.is_request(), tok.handler()));
+            s.problem(format!(
+                "echo.req: token says request={} handler={:?}",
+                tok.is_request(),
+                tok.handler()
+            ));
         }
-        verify(&s, "echo.req", tok.src().0, msg.category(), msg.args(), msg.payload());
+        verify(
+            &s,
+            "echo.req",
+            tok.src().0,
+            msg.category(),
+            msg.args(),
+            msg.payload(),
+        );
         let me = tok.endpoint().rank().0;
         let c = msg.category();
         let n = msg.payload().len();
@@ -103,7 +120,9 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> r
         let r = match c {
             Category::Short => tok.reply_short(ECHO_REP, &args, Flags::empty()),
             Category::Medium => tok.reply_medium(ECHO_REP, &args, &payload, Flags::empty()),
-            Category::Long => tok.reply_long(ECHO_REP, &args, &payload, a.reply(me), Flags::empty()),
+            Category::Long => {
+                tok.reply_long(ECHO_REP, &args, &payload, a.reply(me), Flags::empty())
+            }
         };
         if let Err(e) = r {
             s.problem(format!("echo.req: reply failed: {e}"));
@@ -115,7 +134,14 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> r
         if tok.is_request() {
             s.problem("echo.rep: token says request".into());
         }
-        verify(&s, "echo.rep", tok.src().0, msg.category(), msg.args(), msg.payload());
+        verify(
+            &s,
+            "echo.rep",
+            tok.src().0,
+            msg.category(),
+            msg.args(),
+            msg.payload(),
+        );
         if msg.category() == Category::Long && msg.long_offset() != a.reply(tok.src().0) {
             s.problem(format!("echo.rep: Long landed at {:#x}", msg.long_offset()));
         }
@@ -126,20 +152,28 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> r
         // args: [seed, len]
         let (sd, len) = (msg.arg(0), msg.arg(1) as usize);
         if msg.payload().len() != len {
-            s.problem(format!("np.sink: {} bytes arrived, {len} committed", msg.payload().len()));
+            s.problem(format!(
+                "np.sink: {} bytes arrived, {len} committed",
+                msg.payload().len()
+            ));
         } else if let Some(j) = pattern_mismatch(msg.payload(), tok.src().0, sd) {
-            s.problem(format!("np.sink: payload from {} differs at byte {j}", tok.src()));
+            s.problem(format!(
+                "np.sink: payload from {} differs at byte {j}",
+                tok.src()
+            ));
         }
         s.np_got.lock().unwrap().push((tok.src().0, sd, len));
     })?;
     let s = st.clone();
     t.register("np.reply.req", move |tok, _msg| {
         let me = tok.endpoint().rank().0;
-        let r = tok.prepare_reply_medium(None, 8, 64, 2, Flags::empty()).and_then(|mut sd| {
-            let n = sd.len();
-            fill_pattern(&mut sd.buf()[..n], me, 77);
-            sd.commit(NP_SINK, &[77, n as u32], n)
-        });
+        let r = tok
+            .prepare_reply_medium(None, 8, 64, 2, Flags::empty())
+            .and_then(|mut sd| {
+                let n = sd.len();
+                fill_pattern(&mut sd.buf()[..n], me, 77);
+                sd.commit(NP_SINK, &[77, n as u32], n)
+            });
         if let Err(e) = r {
             s.problem(format!("np.reply.req: {e}"));
         }
@@ -154,7 +188,8 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> r
         }
     })?;
     t.register("fromrep.req", move |tok, _msg| {
-        tok.reply_short(FROMREP_REP, &[], Flags::empty()).expect("first reply");
+        tok.reply_short(FROMREP_REP, &[], Flags::empty())
+            .expect("first reply");
     })?;
     let s = st.clone();
     t.register("fromrep.rep", move |tok, _msg| {
@@ -166,7 +201,10 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> r
     })?;
     let s = st.clone();
     t.register("inhandler.req", move |tok, _msg| {
-        match tok.endpoint().request_short(tok.src(), ECHO_REQ, &[], Flags::empty()) {
+        match tok
+            .endpoint()
+            .request_short(tok.src(), ECHO_REQ, &[], Flags::empty())
+        {
             Err(e) => s.handler_errors.lock().unwrap().push(e.to_string()),
             Ok(()) => s.problem("inhandler.req: a handler was allowed to send a request".into()),
         }
@@ -174,13 +212,17 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> r
             Err(e) => s.handler_errors.lock().unwrap().push(e.to_string()),
             Ok(_) => s.problem("inhandler.req: a handler was allowed to poll".into()),
         }
-        tok.reply_short(ECHO_REP, &[], Flags::empty()).expect("reply");
+        tok.reply_short(ECHO_REP, &[], Flags::empty())
+            .expect("reply");
     })?;
     let s = st.clone();
     t.register("imm.sink", move |_tok, msg| {
         let want = s.imm_next.load(Ordering::Relaxed);
         if u64::from(msg.arg(0)) != want {
-            s.problem(format!("imm.sink: got message {} where {want} was next", msg.arg(0)));
+            s.problem(format!(
+                "imm.sink: got message {} where {want} was next",
+                msg.arg(0)
+            ));
         }
         s.imm_next.store(want + 1, Ordering::Release);
     })?;
@@ -190,16 +232,28 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> r
 fn main() -> rgex::Result<()> {
     let st = Arc::new(State::default());
     let seg = rgex::SmpConfig::from_env()?.segment_len as u64;
-    let size_hint: u32 = std::env::var("RGEX_SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let size_hint: u32 = std::env::var("RGEX_SIZE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let slot = ((seg / (2 * size_hint as u64)).min((4 << 20) + 64) - 64) & !63;
-    let areas = Arc::new(LongAreas { slot, size: size_hint });
+    let areas = Arc::new(LongAreas {
+        slot,
+        size: size_hint,
+    });
     let client = rgex::init_with(|t| register(t, &st, areas.clone()))?;
     assert_eq!(client.handlers().name(IMM_SINK.0), "imm.sink");
 
     if let Ok(job) = std::env::var("RGEX_JOB") {
         let left = shm_leftovers(&job);
-        assert!(left.is_empty(), "shared-memory names still in /dev/shm after init: {left:?}");
-        ok(&client, "no shared-memory names left in /dev/shm once the job is up");
+        assert!(
+            left.is_empty(),
+            "shared-memory names still in /dev/shm after init: {left:?}"
+        );
+        ok(
+            &client,
+            "no shared-memory names left in /dev/shm once the job is up",
+        );
     }
     queries(&client)?;
     every_category(&client, &st, &areas)?;
@@ -209,9 +263,17 @@ fn main() -> rgex::Result<()> {
     // The job keeps working after all of the above.
     every_category(&client, &st, &areas)?;
     let problems = st.problems.lock().unwrap();
-    assert!(problems.is_empty(), "{}: problems seen in handlers:\n{}", client.rank(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{}: problems seen in handlers:\n{}",
+        client.rank(),
+        problems.join("\n")
+    );
     client.barrier()?;
-    ok(&client, "all active-message checks passed; the job still works after the bad input");
+    ok(
+        &client,
+        "all active-message checks passed; the job still works after the bad input",
+    );
     Ok(())
 }
 
@@ -222,7 +284,10 @@ fn queries(client: &Client) -> rgex::Result<()> {
         let mut last = usize::MAX;
         for nargs in 0..=16 {
             let m = client.max_medium(Rank(p), nargs);
-            assert!(m >= 512, "max Medium to rank {p} with {nargs} args is {m}, below 512");
+            assert!(
+                m >= 512,
+                "max Medium to rank {p} with {nargs} args is {m}, below 512"
+            );
             assert!(m <= last, "max Medium grows with the argument count");
             assert!(client.max_long(Rank(p), nargs) >= 512);
             last = m;
@@ -230,8 +295,14 @@ fn queries(client: &Client) -> rgex::Result<()> {
         }
     }
     let all = client.conduit().bootstrap().allgather(&mine)?;
-    assert!(all.iter().all(|v| *v == mine), "max Medium differs between ranks");
-    ok(client, "max Medium / max Long: >= 512, symmetric, non-increasing in the argument count");
+    assert!(
+        all.iter().all(|v| *v == mine),
+        "max Medium differs between ranks"
+    );
+    ok(
+        client,
+        "max Medium / max Long: >= 512, symmetric, non-increasing in the argument count",
+    );
     Ok(())
 }
 
@@ -267,8 +338,16 @@ fn every_category(client: &Client, st: &State, areas: &LongAreas) -> rgex::Resul
                     let mut payload = vec![0u8; len];
                     fill_pattern(&mut payload, me, s);
                     match c {
-                        Category::Short => client.request_short(dest, ECHO_REQ, &args, Flags::empty())?,
-                        Category::Medium => client.request_medium(dest, ECHO_REQ, &args, &payload, Flags::empty())?,
+                        Category::Short => {
+                            client.request_short(dest, ECHO_REQ, &args, Flags::empty())?
+                        }
+                        Category::Medium => client.request_medium(
+                            dest,
+                            ECHO_REQ,
+                            &args,
+                            &payload,
+                            Flags::empty(),
+                        )?,
                         Category::Long => client.request_long(
                             dest,
                             ECHO_REQ,
@@ -279,7 +358,9 @@ fn every_category(client: &Client, st: &State, areas: &LongAreas) -> rgex::Resul
                         )?,
                     }
                     expected += 1;
-                    wait_until(client, "an echo reply", || st.replies.load(Ordering::Acquire) >= expected);
+                    wait_until(client, "an echo reply", || {
+                        st.replies.load(Ordering::Acquire) >= expected
+                    });
                 }
             }
         }
@@ -315,17 +396,23 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
 
     // The client's buffer.
     let mut mine = vec![0u8; 300];
-    let mut sd = client.prepare_request_medium(dest, Some(&mut mine), 50, 1000, 2, Flags::empty())?;
+    let mut sd =
+        client.prepare_request_medium(dest, Some(&mut mine), 50, 1000, 2, Flags::empty())?;
     assert!(sd.is_client_buffer());
     let g = sd.len();
-    assert!((50..=300).contains(&g), "granted {g} outside [50, 300] for a 300-byte client buffer");
+    assert!(
+        (50..=300).contains(&g),
+        "granted {g} outside [50, 300] for a 300-byte client buffer"
+    );
     fill_pattern(sd.buf(), me, 3);
     sd.commit(NP_SINK, &[3, g as u32], g)?;
     committed.push(g);
 
     // Cancel, drop, a too-long commit and a commit to an unknown handler
     // all leave no trace at the receiver.
-    client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?.cancel();
+    client
+        .prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?
+        .cancel();
     drop(client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?);
     let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
     let g = sd.len();
@@ -336,9 +423,16 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     assert!(matches!(e, Error::UnknownHandler { index: 251, .. }), "{e}");
 
     // least > max, least > most.
-    let e = client.prepare_request_medium(dest, None, max + 1, max + 1, 2, Flags::empty()).unwrap_err();
-    assert!(matches!(e, Error::LeastTooLarge { .. }) && e.to_string().contains(&max.to_string()), "{e}");
-    let e = client.prepare_request_medium(dest, None, 20, 10, 2, Flags::empty()).unwrap_err();
+    let e = client
+        .prepare_request_medium(dest, None, max + 1, max + 1, 2, Flags::empty())
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::LeastTooLarge { .. }) && e.to_string().contains(&max.to_string()),
+        "{e}"
+    );
+    let e = client
+        .prepare_request_medium(dest, None, 20, 10, 2, Flags::empty())
+        .unwrap_err();
     assert!(matches!(e, Error::BadLength { .. }), "{e}");
 
     // Long, assembled in place (on smp: in the target's segment).
@@ -352,17 +446,37 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
 
     // A negotiated-payload reply.
     client.request_short(dest, NP_REPLY_REQ, &[], Flags::empty())?;
-    let reply_from = |st: &State, r: Rank| st.np_got.lock().unwrap().iter().filter(|m| m.0 == r.0 && m.1 == 77).count();
-    wait_until(client, "the negotiated-payload reply", || reply_from(st, dest) >= 1);
+    let reply_from = |st: &State, r: Rank| {
+        st.np_got
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| m.0 == r.0 && m.1 == 77)
+            .count()
+    };
+    wait_until(client, "the negotiated-payload reply", || {
+        reply_from(st, dest) >= 1
+    });
 
     client.barrier()?;
     let left = Rank((me + n - 1) % n);
-    let got: Vec<usize> =
-        st.np_got.lock().unwrap().iter().filter(|m| m.0 == left.0 && m.1 != 77).map(|m| m.2).collect();
+    let got: Vec<usize> = st
+        .np_got
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m.0 == left.0 && m.1 != 77)
+        .map(|m| m.2)
+        .collect();
     // From the left neighbour: exactly its committed messages, in order
     // (every rank sends the same sequence; granted sizes may differ only
     // where the limits do, and they are symmetric).
-    assert_eq!(got, committed, "{}: negotiated-payload messages from {left}", client.rank());
+    assert_eq!(
+        got,
+        committed,
+        "{}: negotiated-payload messages from {left}",
+        client.rank()
+    );
     assert_eq!(reply_from(st, dest), 1, "one negotiated-payload reply");
     ok(client, "negotiated payload: granted in [least, most], in-place and client buffers, shorter commit, cancel/drop/bad commit leave no trace, Long, reply");
     Ok(())
@@ -372,7 +486,10 @@ fn expect_err(r: rgex::Result<()>, what: &str, must_mention: &[&str]) {
     let e = r.expect_err(what);
     let text = e.to_string();
     for m in must_mention {
-        assert!(text.contains(m), "{what}: error {text:?} does not mention {m:?}");
+        assert!(
+            text.contains(m),
+            "{what}: error {text:?} does not mention {m:?}"
+        );
     }
 }
 
@@ -380,7 +497,11 @@ fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
     let dest = Rank((me + 1) % n);
     let f = Flags::empty();
-    expect_err(client.request_short(dest, HandlerId(250), &[], f), "unknown handler", &["index 250"]);
+    expect_err(
+        client.request_short(dest, HandlerId(250), &[], f),
+        "unknown handler",
+        &["index 250"],
+    );
     let max = client.max_medium(dest, 0);
     expect_err(
         client.request_medium(dest, ECHO_REQ, &[], &vec![0; max + 1], f),
@@ -398,22 +519,42 @@ fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
         "Long with an overflowing offset",
         &["outside its segment"],
     );
-    expect_err(client.request_short(Rank(n), ECHO_REQ, &[], f), "rank out of range", &[&format!("{n} ranks")]);
-    expect_err(client.request_short(dest, ECHO_REQ, &[0; 17], f), "17 arguments", &["17", "16"]);
+    expect_err(
+        client.request_short(Rank(n), ECHO_REQ, &[], f),
+        "rank out of range",
+        &[&format!("{n} ranks")],
+    );
+    expect_err(
+        client.request_short(dest, ECHO_REQ, &[0; 17], f),
+        "17 arguments",
+        &["17", "16"],
+    );
 
     let before = st.replies.load(Ordering::Acquire);
     client.request_short(dest, TWICE_REQ, &[], f)?;
     client.request_short(dest, FROMREP_REQ, &[], f)?;
     client.request_short(dest, INHANDLER_REQ, &[], f)?;
-    wait_until(client, "replies to the bad-reply probes", || st.replies.load(Ordering::Acquire) >= before + 3);
+    wait_until(client, "replies to the bad-reply probes", || {
+        st.replies.load(Ordering::Acquire) >= before + 3
+    });
     client.barrier()?;
     // Exactly one reply for each probe: the second reply was refused.
-    assert_eq!(st.replies.load(Ordering::Acquire), before + 3, "a refused reply was delivered");
+    assert_eq!(
+        st.replies.load(Ordering::Acquire),
+        before + 3,
+        "a refused reply was delivered"
+    );
     let errs = st.handler_errors.lock().unwrap().clone();
     let has = |s: &str| errs.iter().any(|e| e.contains(s));
     assert!(has("replied twice") && has("twice.req"), "{errs:?}");
-    assert!(has("only request handlers may reply") && has("fromrep.rep"), "{errs:?}");
-    assert!(has("an AM request was called inside an AM handler"), "{errs:?}");
+    assert!(
+        has("only request handlers may reply") && has("fromrep.rep"),
+        "{errs:?}"
+    );
+    assert!(
+        has("an AM request was called inside an AM handler"),
+        "{errs:?}"
+    );
     assert!(has("poll was called inside an AM handler"), "{errs:?}");
     ok(client, "bad input: unknown handler, oversize Medium, Long outside the segment, bad rank, 17 args, reply twice, reply from a reply handler, request and poll inside a handler");
     Ok(())
@@ -439,14 +580,25 @@ fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
             }
             assert!(sent < 1 << 20, "rank 1's queue never filled");
         }
-        let e = client.request_medium(Rank(1), IMM_SINK, &[sent], &[1; 100], imm).unwrap_err();
-        assert!(e.is_would_block() && e.to_string().contains("rank 1"), "{e}");
-        let e = client.prepare_request_medium(Rank(1), None, 1, 100, 1, imm).unwrap_err();
+        let e = client
+            .request_medium(Rank(1), IMM_SINK, &[sent], &[1; 100], imm)
+            .unwrap_err();
+        assert!(
+            e.is_would_block() && e.to_string().contains("rank 1"),
+            "{e}"
+        );
+        let e = client
+            .prepare_request_medium(Rank(1), None, 1, 100, 1, imm)
+            .unwrap_err();
         assert!(e.is_would_block(), "{e}");
     }
-    client.conduit().bootstrap().barrier()?;
+    // Rank 1 is released only here; the fill count comes with it.
+    let filled = client
+        .conduit()
+        .bootstrap()
+        .broadcast(0, &sent.to_le_bytes())?;
+    let total = u32::from_le_bytes(filled.try_into().expect("4 bytes")) + 1000;
     if me == 0 {
-        let total = sent + 1000;
         while sent < total {
             match client.request_short(Rank(1), IMM_SINK, &[sent], Flags::IMMEDIATE) {
                 Ok(()) => sent += 1,
@@ -456,14 +608,12 @@ fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
                 Err(e) => return Err(e),
             }
         }
-        client.conduit().bootstrap().broadcast(0, &sent.to_le_bytes())?;
-    } else {
-        let total = client.conduit().bootstrap().broadcast(0, &[])?;
-        if me == 1 {
-            let total = u32::from_le_bytes(total.try_into().expect("4 bytes")) as u64;
-            wait_until(client, "IMMEDIATE messages", || st.imm_next.load(Ordering::Acquire) >= total);
-            assert_eq!(st.imm_next.load(Ordering::Acquire), total);
-        }
+    } else if me == 1 {
+        let total = u64::from(total);
+        wait_until(client, "IMMEDIATE messages", || {
+            st.imm_next.load(Ordering::Acquire) >= total
+        });
+        assert_eq!(st.imm_next.load(Ordering::Acquire), total);
     }
     client.barrier()?;
     ok(client, "IMMEDIATE: would-block with nothing sent against a rank that does not poll; retries deliver each message once, in order");

@@ -1,0 +1,206 @@
+//! Supervising the ranks: wait for all of them; at the first failure (a
+//! non-zero exit, a signal, the timeout, a signal to the launcher) kill
+//! the others and report it.
+
+use super::output::{note, Sink};
+use super::server::BootstrapServer;
+use super::signals::{received, signal_name};
+use super::JobOutcome;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// How often the ranks are polled for exit.
+const POLL: Duration = Duration::from_millis(5);
+
+/// Status when the job outlived its timeout (as `timeout(1)` reports).
+pub(crate) const TIMEOUT_STATUS: i32 = 124;
+
+/// One started rank.
+#[derive(Debug)]
+pub(crate) struct RankProc {
+    pub(crate) rank: u32,
+    pub(crate) child: Child,
+    /// Not yet reaped: its pid (and process group) still belongs to it.
+    pub(crate) running: bool,
+}
+
+impl RankProc {
+    pub(crate) fn new(rank: u32, child: Child) -> Self {
+        RankProc {
+            rank,
+            child,
+            running: true,
+        }
+    }
+
+    /// SIGKILL the rank and its process group (anything it started).
+    fn kill(&mut self) {
+        if !self.running {
+            // Reaped: the pid may belong to someone else by now.
+            return;
+        }
+        let Ok(pid) = libc::pid_t::try_from(self.child.id()) else {
+            return;
+        };
+        // SAFETY: kill(2) has no memory-safety preconditions. The rank is
+        // not reaped yet, so `pid` and the group `-pid` (the rank leads its
+        // own group) still refer to it and what it started.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        // The rank may have left its group; reach it directly as well.
+        let _ = self.child.kill();
+    }
+}
+
+/// Kill every rank not yet reaped and wait for them.
+pub(crate) fn kill_and_reap(procs: &mut [RankProc]) {
+    for p in procs.iter_mut() {
+        p.kill();
+    }
+    for p in procs.iter_mut().filter(|p| p.running) {
+        let _ = p.child.wait();
+        p.running = false;
+    }
+}
+
+/// The job's status and message for a rank's exit, `None` for success.
+fn describe(rank: u32, pid: u32, status: ExitStatus) -> Option<(i32, String)> {
+    if let Some(code) = status.code() {
+        return (code != 0).then(|| {
+            (
+                code,
+                format!("rank {rank} (pid {pid}) exited with status {code}"),
+            )
+        });
+    }
+    let sig = status.signal()?;
+    let name = signal_name(sig)
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    let core = if status.core_dumped() {
+        ", dumping core"
+    } else {
+        ""
+    };
+    Some((
+        128 + sig,
+        format!("rank {rank} (pid {pid}) was killed by signal {sig}{name}{core}"),
+    ))
+}
+
+fn rank_list(ranks: &[u32]) -> String {
+    ranks
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Wait for every rank. The first failure ends the job: the message goes
+/// to `notes`, the ranks still running are killed, and its status is the
+/// job's.
+pub(crate) fn supervise(
+    procs: &mut [RankProc],
+    server: &BootstrapServer,
+    timeout: Option<Duration>,
+    notes: &Sink,
+) -> JobOutcome {
+    let deadline = timeout.map(|t| (t, Instant::now() + t));
+    let mut outcome: Option<JobOutcome> = None;
+    loop {
+        let mut failed = None;
+        for p in procs.iter_mut().filter(|p| p.running) {
+            let pid = p.child.id();
+            let status = match p.child.try_wait() {
+                Ok(None) => continue,
+                Ok(Some(status)) => describe(p.rank, pid, status),
+                Err(e) => Some((
+                    1,
+                    format!("cannot wait for rank {} (pid {pid}): {e}", p.rank),
+                )),
+            };
+            p.running = false;
+            server.rank_exited(p.rank);
+            if outcome.is_none() && failed.is_none() {
+                failed = status;
+            }
+        }
+        let still: Vec<u32> = procs.iter().filter(|p| p.running).map(|p| p.rank).collect();
+        if outcome.is_none() {
+            let end = if let Some((status, what)) = failed {
+                let tail = if still.is_empty() {
+                    ""
+                } else {
+                    "; ending the job"
+                };
+                Some((status, what.clone(), format!("{what}{tail}")))
+            } else if still.is_empty() {
+                None
+            } else if let Some(sig) = received() {
+                let what = format!(
+                    "the launcher received {}",
+                    signal_name(sig).unwrap_or("a termination signal")
+                );
+                Some((128 + sig, what.clone(), format!("{what}; ending the job")))
+            } else if let Some((t, _)) = deadline.filter(|&(_, at)| Instant::now() >= at) {
+                let what = format!(
+                    "the job timed out after {} s with rank{} {} still running",
+                    t.as_secs_f64(),
+                    if still.len() == 1 { "" } else { "s" },
+                    rank_list(&still)
+                );
+                Some((
+                    TIMEOUT_STATUS,
+                    what.clone(),
+                    format!("{what}; ending the job"),
+                ))
+            } else {
+                None
+            };
+            if let Some((status, failure, message)) = end {
+                note(notes, &message);
+                outcome = Some(JobOutcome {
+                    status,
+                    failure: Some(failure),
+                });
+                for p in procs.iter_mut() {
+                    p.kill();
+                }
+            }
+        }
+        if still.is_empty() {
+            break;
+        }
+        std::thread::sleep(POLL);
+    }
+    outcome.unwrap_or(JobOutcome {
+        status: 0,
+        failure: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses() {
+        let ok = ExitStatus::from_raw(0);
+        assert_eq!(describe(0, 10, ok), None);
+        let three = ExitStatus::from_raw(3 << 8);
+        assert_eq!(
+            describe(2, 11, three),
+            Some((3, "rank 2 (pid 11) exited with status 3".into()))
+        );
+        let killed = ExitStatus::from_raw(9);
+        assert_eq!(
+            describe(1, 12, killed),
+            Some((
+                137,
+                "rank 1 (pid 12) was killed by signal 9 (SIGKILL)".into()
+            ))
+        );
+    }
+}

@@ -1,0 +1,57 @@
+//! Active messages on the smp conduit: the conformance program on 1 rank
+//! (no launcher), 2, 4 and 8 ranks (8 oversubscribed on small machines),
+//! and the flood.
+
+mod common;
+use common::{job, run_ok};
+use std::process::Command;
+
+const AM: &str = env!("CARGO_BIN_EXE_am_conformance");
+const FLOOD: &str = env!("CARGO_BIN_EXE_am_flood");
+const CHECKS: usize = 7;
+
+#[test]
+fn one_rank_without_launcher() {
+    let out = Command::new(AM)
+        .env_remove("RGEX_BOOTSTRAP")
+        .env_remove("RGEX_RANK")
+        .env_remove("RGEX_SIZE")
+        .env_remove("RGEX_JOB")
+        .output()
+        .expect("run am_conformance");
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success());
+    assert!(text.contains("ok: all active-message checks passed"));
+}
+
+#[test]
+fn two_ranks() {
+    run_ok(&job(2, AM, &[]), CHECKS);
+}
+
+#[test]
+fn four_ranks() {
+    run_ok(&job(4, AM, &[]), CHECKS);
+}
+
+#[test]
+fn eight_ranks_oversubscribed() {
+    run_ok(&job(8, AM, &[]), CHECKS);
+}
+
+#[test]
+fn four_ranks_flood_a_million_each() {
+    let out = run_ok(&job(4, FLOOD, &["1000000"]), 1);
+    assert!(out.contains("1000000 AMs from each of 4 ranks"));
+}
+
+#[test]
+fn two_ranks_flood_with_tiny_queues() {
+    // Two-cell queues: nearly every send meets a full queue.
+    let out = run_ok(
+        &job(2, FLOOD, &["200000"]).env("RGEX_SMP_QUEUE_DEPTH", "2"),
+        1,
+    );
+    assert!(out.contains("200000 AMs from each of 2 ranks"));
+}

@@ -1,0 +1,43 @@
+//! Faults and exit: a rank killed mid-job, a rank exiting early. The
+//! launcher must end the job with the right status, name the rank, leave
+//! nothing in /dev/shm, and no rank may hang (the launcher's timeout would
+//! turn a hang into status 124 and fail the test).
+
+mod common;
+use common::{job, run};
+
+const FAULTS: &str = env!("CARGO_BIN_EXE_job_faults");
+
+#[test]
+fn a_killed_rank_ends_the_job_and_is_named() {
+    let (outcome, _out, err) = run(&job(4, FAULTS, &["die"]));
+    assert_eq!(outcome.status, 128 + 9, "status {}", outcome.status);
+    let failure = outcome.failure.expect("a failure message");
+    assert!(
+        failure.contains("rank 3") && failure.contains("signal 9"),
+        "{failure}"
+    );
+    assert!(err.contains("rank 3") && err.contains("SIGKILL"), "{err}");
+    assert!(
+        !err.contains("removed shared memory left behind"),
+        "the conduit left shared memory behind"
+    );
+}
+
+#[test]
+fn a_rank_exiting_3_makes_the_job_exit_3() {
+    let (outcome, _out, err) = run(&job(2, FAULTS, &["exit3"]));
+    assert_eq!(outcome.status, 3);
+    assert!(err.contains("rank 1") && err.contains("status 3"), "{err}");
+    assert!(!err.contains("removed shared memory left behind"));
+}
+
+#[test]
+fn bad_conduit_setting_is_a_clear_error() {
+    let (outcome, _out, err) = run(&job(2, FAULTS, &["die"]).env("RGEX_SMP_QUEUE_DEPTH", "3"));
+    assert_ne!(outcome.status, 0);
+    assert!(
+        err.contains("RGEX_SMP_QUEUE_DEPTH=3 must be a power of two"),
+        "{err}"
+    );
+}
