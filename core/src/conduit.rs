@@ -70,6 +70,10 @@ pub trait Conduit: Send + Sync + 'static {
     /// threads at once, and from inside `sink` with [`PollSet::RepliesOnly`].
     fn poll(&self, set: PollSet, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize;
 
-    /// The job's out-of-band channel.
+    /// The job's out-of-band channel. Its collectives block without
+    /// polling: a rank waiting in one runs no handlers, so peers that are
+    /// still sending to it will stall once its queues fill. Use them for
+    /// setup, or where no AM traffic can be in flight; clients synchronise
+    /// with the AM barrier instead.
     fn bootstrap(&self) -> &dyn Bootstrap;
 }

@@ -62,3 +62,8 @@ pub fn init_with(register: impl FnOnce(&HandlerTable) -> Result<()>) -> Result<C
     client.barrier()?;
     Ok(client)
 }
+
+/// The README's examples, compiled as doc tests so they stay true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -467,4 +467,44 @@ mod loom_tests {
             assert_eq!(seen, vec![10, 20, 30]);
         });
     }
+
+    /// One producer, two consumer threads (a rank polled by two threads):
+    /// each message is taken by exactly one of them.
+    #[test]
+    fn one_producer_two_consumers() {
+        loom::model(|| {
+            let h = heap_ring(2);
+            let consumers: Vec<_> = (0..2)
+                .map(|_| {
+                    let h = h.clone();
+                    loom::thread::spawn(move || match h.ring.try_take() {
+                        Some(p) => {
+                            let v = read_len(&h.ring, p);
+                            h.ring.release(p);
+                            v
+                        }
+                        None => 0,
+                    })
+                })
+                .collect();
+            for v in [1u32, 2] {
+                loop {
+                    if let Some(p) = h.ring.try_claim() {
+                        write_len(&h.ring, p, v);
+                        h.ring.publish(p);
+                        break;
+                    }
+                    loom::thread::yield_now();
+                }
+            }
+            let taken: u32 = consumers.into_iter().map(|c| c.join().unwrap()).sum();
+            // Whatever the consumers did not take is still there, once.
+            let mut rest = 0;
+            while let Some(p) = h.ring.try_take() {
+                rest += read_len(&h.ring, p);
+                h.ring.release(p);
+            }
+            assert_eq!(taken + rest, 3);
+        });
+    }
 }
