@@ -1,1 +1,22 @@
-//! wip
+//! Shared measurement code for the rgex microbenchmarks.
+//!
+//! Every bench (see `BENCHMARKS.md`) measures its physical floor in the
+//! same run, repeats each data point, reports median, min and max, and
+//! writes a table, JSON records and an SVG plot. The pieces live here so
+//! each bench binary only describes what it measures:
+//!
+//! - [`affinity`]: pin threads to CPUs, count the node's CPUs;
+//! - [`floor`]: cache-line round trip between two cores, memcpy bandwidth;
+//! - [`timing`]: calibrate iteration counts to a target duration;
+//! - [`stats`]: median/min/max over repetitions;
+//! - [`payload`]: generate and check test payloads;
+//! - [`report`]: text tables, JSON records, SVG plots;
+//! - [`ucx`]: run the `ucx_perftest` peer tool and parse its output.
+
+pub mod affinity;
+pub mod floor;
+pub mod payload;
+pub mod report;
+pub mod stats;
+pub mod timing;
+pub mod ucx;

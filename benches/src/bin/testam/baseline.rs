@@ -1,0 +1,111 @@
+//! What rank 0 measures before rgex starts (the other ranks then block in
+//! the bootstrap, so nothing else competes for the CPUs): the physical
+//! floors and the UCX peer.
+
+use rgex_benches::affinity::online_cpus;
+use rgex_benches::floor;
+use rgex_benches::stats::Stats;
+use rgex_benches::ucx::{find_perftest, Perftest};
+use std::time::Duration;
+
+/// memcpy sizes: in cache, and well beyond the last-level cache.
+pub const MEMCPY_SIZES: [(usize, &str); 2] = [(32 << 10, "in cache"), (64 << 20, "out of cache")];
+
+/// The physical floors.
+#[derive(Clone, Debug)]
+pub struct Floors {
+    /// The two CPUs the cache line bounced between.
+    pub cpus: [usize; 2],
+    /// Cache-line round trip in ns and iterations per repetition, or why
+    /// it could not be measured.
+    pub cache_rtt: Result<(Stats, u64), String>,
+    /// memcpy bandwidth in GB/s per [`MEMCPY_SIZES`] entry, with copies
+    /// per repetition.
+    pub memcpy: Vec<(usize, &'static str, Stats, u64)>,
+}
+
+/// Measure the floors.
+pub fn floors(target: Duration, reps: usize) -> Floors {
+    let cpus = [0, 1];
+    let cache_rtt = if online_cpus() < 2 {
+        Err("this node has one CPU".to_owned())
+    } else {
+        floor::cache_line_rtt(cpus, target, reps).map_err(|e| e.to_string())
+    };
+    let memcpy = MEMCPY_SIZES
+        .iter()
+        .map(|&(size, what)| {
+            let (s, copies) = floor::memcpy_bandwidth(size, target, reps);
+            (size, what, s, copies)
+        })
+        .collect();
+    Floors {
+        cpus,
+        cache_rtt,
+        memcpy,
+    }
+}
+
+/// The UCX peer's AM latency, as round trips.
+#[derive(Clone, Debug)]
+pub enum Ucx {
+    /// `ucx_perftest` is not on PATH.
+    NotInstalled,
+    /// It ran and failed (why).
+    Failed(String),
+    /// Round trip in ns: twice the reported one-way latency.
+    Measured {
+        /// 2 x `overall_lat` (elapsed / iterations: rgex's method).
+        rtt: Stats,
+        /// 2 x the 50th percentile of per-iteration latency.
+        rtt_p50: Stats,
+        /// Iterations per run.
+        iters: u64,
+        /// `UCX_TLS`.
+        tls: String,
+        /// Message size in bytes.
+        size: u64,
+    },
+}
+
+/// Run `ucx_perftest -t ucp_am_lat` over shared memory `reps` times.
+pub fn ucx(iters: u64, reps: usize) -> Ucx {
+    let Some(exe) = find_perftest() else {
+        return Ucx::NotInstalled;
+    };
+    let mut t = Perftest::new(exe, "ucp_am_lat", iters);
+    let size = 8;
+    t.extra = vec!["-s".into(), size.to_string()];
+    if online_cpus() >= 2 {
+        // Like rgex-run --bind: the pinger on CPU 0, the responder on CPU 1.
+        t.cpus = Some([0, 1]);
+    }
+    let (mut overall, mut p50) = (Vec::new(), Vec::new());
+    for _ in 0..reps.max(1) {
+        let r = match t.run() {
+            Ok(r) => r,
+            Err(e) => return Ucx::Failed(e),
+        };
+        match (r.get("overall_lat"), r.get("50.0_percentile_lat")) {
+            (Some(o), Some(p)) => {
+                overall.push(2000.0 * o);
+                p50.push(2000.0 * p);
+            }
+            _ => {
+                return Ucx::Failed(
+                    "no overall_lat / 50.0_percentile_lat column in its summary".into(),
+                )
+            }
+        }
+    }
+    match (Stats::from_samples(&overall), Stats::from_samples(&p50)) {
+        (Some(rtt), Some(rtt_p50)) => Ucx::Measured {
+            rtt,
+            rtt_p50,
+            iters,
+            tls: t.tls,
+            size,
+        },
+        _ => Ucx::Failed("no usable samples".into()),
+    }
+}

@@ -1,0 +1,162 @@
+//! testam: AM latency and bandwidth (GASNet-EX's testam, see BENCHMARKS.md).
+//!
+//! Run: `rgex-run -n 2 --bind target/release/testam [--quick] [--json PATH] [--reps N]`
+//! (without the launcher it is a job of one rank sending AMs to itself).
+//!
+//! Rank 0 first measures the physical floor (cache-line round trip between
+//! CPUs 0 and 1, memcpy bandwidth) and, if installed, UCX's `ucp_am_lat`
+//! over shared memory, while the other ranks wait in the bootstrap. Then,
+//! over rgex: AM Short ping-pong round trip, Short one-way flood, and
+//! Medium ping-pong from 0 bytes to max Medium for the FP, NP-rgex and
+//! NP-client variants. Rank 1 only runs handlers. Rank 0 prints a table
+//! and writes JSON records and an SVG plot. A report, never a pass/fail on
+//! timing: it fails only if something breaks (or a payload arrives damaged).
+
+mod baseline;
+mod handlers;
+mod measure;
+mod output;
+
+use rgex::Rank;
+use rgex_benches::affinity::online_cpus;
+use rgex_benches::report::{write_json, Job};
+use std::error::Error;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+const USAGE: &str = "usage: testam [--quick] [--json PATH] [--reps N]
+
+  --quick      short repetitions (a smoke run: well under 20 s)
+  --json PATH  where to write the JSON records (default bench-results/testam.json);
+               the SVG plot goes next to it with extension .svg
+  --reps N     repetitions per point (default 5; fewer makes the median less robust)";
+
+/// Command-line options.
+struct Opts {
+    quick: bool,
+    json: PathBuf,
+    reps: usize,
+}
+
+impl Opts {
+    /// Parse the arguments; `Ok(None)` for `--help`.
+    fn parse() -> Result<Option<Opts>, String> {
+        let mut o = Opts {
+            quick: false,
+            json: PathBuf::from("bench-results/testam.json"),
+            reps: 5,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            match a.as_str() {
+                "--quick" => o.quick = true,
+                "--json" => o.json = args.next().ok_or("--json needs a path")?.into(),
+                "--reps" => {
+                    let n = args.next().ok_or("--reps needs a number")?;
+                    o.reps = n
+                        .parse()
+                        .ok()
+                        .filter(|&n| n >= 1)
+                        .ok_or(format!("--reps {n:?}: not a positive number"))?;
+                }
+                "-h" | "--help" => return Ok(None),
+                other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+            }
+        }
+        Ok(Some(o))
+    }
+
+    /// Target duration of one repetition of one point.
+    fn target(&self) -> Duration {
+        if self.quick {
+            Duration::from_millis(10)
+        } else {
+            Duration::from_millis(200)
+        }
+    }
+
+    /// UCX iterations per run.
+    fn ucx_iters(&self) -> u64 {
+        if self.quick {
+            20_000
+        } else {
+            300_000
+        }
+    }
+}
+
+fn progress(what: &str) {
+    eprintln!("testam: measuring {what}");
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let Some(opts) = Opts::parse()? else {
+        println!("{USAGE}");
+        return Ok(());
+    };
+    let env = rgex::bootstrap::JobEnv::read()?;
+    let (target, reps) = (opts.target(), opts.reps);
+
+    // Before rgex starts: the other ranks block in the bootstrap meanwhile,
+    // leaving both CPUs to the floor threads and to UCX.
+    let before = (env.rank == 0).then(|| {
+        let load = rgex_benches::affinity::load_average();
+        progress("the physical floor (cache-line round trip, memcpy)");
+        let floors = baseline::floors(target, reps);
+        progress("the UCX peer (ucx_perftest ucp_am_lat)");
+        let ucx = baseline::ucx(opts.ucx_iters(), reps);
+        (floors, ucx, load)
+    });
+
+    let (client, ids, state) = handlers::init()?;
+    if let Some((floors, ucx, load)) = before {
+        let peer = Rank(1 % client.size());
+        let mut bench = measure::Bench::new(&client, &state, ids, peer, target, reps);
+        bench.progress = progress;
+        let am = bench.run_all()?;
+        handlers::stop_others(&client, &ids)?;
+        let job = Job {
+            bench: "testam".into(),
+            conduit: client.conduit().name().to_owned(),
+            provider: None,
+            ranks: client.size(),
+            oversubscribed: env.polite || client.size() as usize > online_cpus(),
+        };
+        let run = output::Run {
+            job,
+            reps,
+            target,
+            floors,
+            ucx,
+            am,
+            load,
+        };
+        print!("{}", output::table(&run));
+        write_json(&opts.json, &output::records(&run))
+            .map_err(|e| format!("write {}: {e}", opts.json.display()))?;
+        let svg = opts.json.with_extension("svg");
+        output::plot(&run)
+            .write(&svg)
+            .map_err(|e| format!("write {}: {e}", svg.display()))?;
+        println!(
+            "\nJSON records: {}\nSVG plot:     {}",
+            opts.json.display(),
+            svg.display()
+        );
+    } else {
+        handlers::serve(&client, &state)?;
+    }
+    client.barrier()?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("testam: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! testam's table, JSON records and plot.
+
+use crate::baseline::{Floors, Ucx};
+use crate::handlers::Variant;
+use crate::measure::AmResults;
+use rgex_benches::report::{num, size as size_str, spread, Job, Plot, Record, Series, Table};
+use rgex_benches::stats::Stats;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Everything one run produced.
+pub struct Run {
+    /// What all records share.
+    pub job: Job,
+    /// Repetitions per point.
+    pub reps: usize,
+    /// Target duration of one repetition.
+    pub target: Duration,
+    /// Physical floors.
+    pub floors: Floors,
+    /// The UCX peer.
+    pub ucx: Ucx,
+    /// The rgex measurements.
+    pub am: AmResults,
+    /// The node's 1-minute load average when rank 0 started.
+    pub load: Option<f64>,
+}
+
+impl Run {
+    fn cache_rtt(&self) -> Option<f64> {
+        self.floors.cache_rtt.as_ref().ok().map(|(s, _)| s.median)
+    }
+
+    /// `x` as a multiple of the cache-line round trip, or `-`.
+    fn x_floor(&self, x: f64) -> String {
+        self.cache_rtt()
+            .map_or_else(|| "-".to_owned(), |f| format!("{:.1}x", x / f))
+    }
+}
+
+/// `100 * (fp / np - 1)`: how much faster the NP variant is, in percent
+/// (positive: NP is faster; the paper's "NP over FP").
+fn speedup(fp: &Stats, np: &Stats) -> String {
+    format!("{:+.1}%", 100.0 * (fp.median / np.median - 1.0))
+}
+
+/// The human-readable report.
+pub fn table(run: &Run) -> String {
+    let mut s = String::new();
+    let j = &run.job;
+    let _ = writeln!(
+        s,
+        "testam: {} rank(s), conduit {}, {} repetitions per point of >= {:.2} s; figures are median [min .. max]{}",
+        j.ranks,
+        j.conduit,
+        run.reps,
+        run.target.as_secs_f64(),
+        if j.oversubscribed { "; OVERSUBSCRIBED (more ranks than CPUs): times include the scheduler" } else { "" }
+    );
+    if let Some(l) = run.load {
+        let _ = writeln!(
+            s,
+            "node load average (1 min) at start: {l:.2} on {} CPUs{}",
+            rgex_benches::affinity::online_cpus(),
+            if l >= 0.5 {
+                " -- other processes were busy: expect noisy figures (see min/max)"
+            } else {
+                ""
+            }
+        );
+    }
+    if j.ranks == 1 {
+        let _ = writeln!(
+            s,
+            "(one rank: AMs go to self; run through `rgex-run -n 2` for the two-rank figures)"
+        );
+    }
+
+    let _ = writeln!(s, "\nPhysical floor (measured in this run)");
+    let mut t = Table::new(["metric", "median [min .. max]", "unit", "per rep"]);
+    let [a, b] = run.floors.cpus;
+    match &run.floors.cache_rtt {
+        Ok((st, it)) => t.row([
+            format!("cache-line round trip, CPU {a} <-> CPU {b}"),
+            spread(st),
+            "ns".into(),
+            format!("{it} trips"),
+        ]),
+        Err(e) => t.row([
+            format!("cache-line round trip: not measured ({e})"),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]),
+    };
+    for (size, what, st, copies) in &run.floors.memcpy {
+        t.row([
+            format!("memcpy {} ({what})", size_str(*size as u64)),
+            spread(st),
+            "GB/s".into(),
+            format!("{copies} copies"),
+        ]);
+    }
+    s.push_str(&t.to_string());
+
+    let _ = writeln!(s, "\nAM Short");
+    let mut t = Table::new([
+        "metric",
+        "median [min .. max]",
+        "unit",
+        "x cache-line RTT",
+        "per rep",
+    ]);
+    let am = &run.am;
+    t.row([
+        "round trip (request, reply, wait)".to_owned(),
+        spread(&am.short_rtt.ns),
+        "ns".into(),
+        run.x_floor(am.short_rtt.ns.median),
+        format!("{} trips", am.short_rtt.iters),
+    ]);
+    t.row([
+        "one-way flood, time per message".to_owned(),
+        spread(&am.flood.ns),
+        "ns/msg".into(),
+        run.x_floor(am.flood.ns.median),
+        format!("{} msgs", am.flood.iters),
+    ]);
+    match &run.ucx {
+        Ucx::Measured {
+            rtt,
+            rtt_p50,
+            iters,
+            tls,
+            size,
+        } => {
+            t.row([
+                format!(
+                    "ucx_perftest ucp_am_lat {size} B ({tls}), round trip = 2 x reported one-way"
+                ),
+                spread(rtt),
+                "ns".into(),
+                run.x_floor(rtt.median),
+                format!("{iters} iters"),
+            ]);
+            t.row([
+                "  the same, 2 x its 50th-percentile one-way latency".to_owned(),
+                spread(rtt_p50),
+                "ns".into(),
+                run.x_floor(rtt_p50.median),
+                String::new(),
+            ]);
+        }
+        Ucx::NotInstalled | Ucx::Failed(_) => {}
+    }
+    s.push_str(&t.to_string());
+    match &run.ucx {
+        Ucx::NotInstalled => s.push_str("ucx_perftest: not installed, skipped\n"),
+        Ucx::Failed(why) => {
+            let _ = writeln!(s, "ucx_perftest: failed, skipped: {why}");
+        }
+        Ucx::Measured { .. } => {}
+    }
+    if let Ucx::Measured { rtt, .. } = &run.ucx {
+        let _ = writeln!(
+            s,
+            "rgex AM Short round trip / UCX ucp_am_lat round trip = {:.2} (below 1: rgex is faster)",
+            am.short_rtt.ns.median / rtt.median
+        );
+    }
+
+    let _ = writeln!(
+        s,
+        "\nAM Medium round trip (ns, same payload size each way; max Medium {} B with {} args)",
+        am.max_medium,
+        crate::handlers::MEDIUM_NARGS
+    );
+    let mut header: Vec<String> = vec!["size".into()];
+    header.extend(Variant::ALL.iter().map(|v| v.name().to_owned()));
+    header.extend([
+        "NP-rgex vs FP".into(),
+        "NP-client vs FP".into(),
+        "FP x cache RTT".into(),
+        "trips/rep".into(),
+    ]);
+    let mut t = Table::new(header);
+    for row in &am.medium {
+        let [fp, npr, npc] = &row.points;
+        t.row([
+            row.size.to_string(),
+            spread(&fp.ns),
+            spread(&npr.ns),
+            spread(&npc.ns),
+            speedup(&fp.ns, &npr.ns),
+            speedup(&fp.ns, &npc.ns),
+            run.x_floor(fp.ns.median),
+            fp.iters.to_string(),
+        ]);
+    }
+    s.push_str(&t.to_string());
+    let _ = writeln!(s, "NP vs FP = 100 * (FP time / NP time - 1): positive means the negotiated payload is faster.");
+    s
+}
+
+/// One JSON record per data point.
+pub fn records(run: &Run) -> Vec<Record> {
+    let j = &run.job;
+    let mut v = Vec::new();
+    if let Ok((st, it)) = &run.floors.cache_rtt {
+        let [a, b] = run.floors.cpus;
+        v.push(j.record(
+            &format!("floor: cache-line round trip CPU {a} <-> {b}"),
+            None,
+            st,
+            "ns",
+            *it,
+        ));
+    }
+    for (size, what, st, copies) in &run.floors.memcpy {
+        v.push(j.record(
+            &format!("floor: memcpy ({what})"),
+            Some(*size as u64),
+            st,
+            "GB/s",
+            *copies,
+        ));
+    }
+    let am = &run.am;
+    v.push(j.record(
+        "AM Short round trip",
+        None,
+        &am.short_rtt.ns,
+        "ns",
+        am.short_rtt.iters,
+    ));
+    v.push(j.record(
+        "AM Short flood, per message",
+        None,
+        &am.flood.ns,
+        "ns/msg",
+        am.flood.iters,
+    ));
+    for row in &am.medium {
+        for (k, p) in row.points.iter().enumerate() {
+            let name = format!("AM Medium round trip {}", Variant::ALL[k].name());
+            v.push(j.record(&name, Some(row.size as u64), &p.ns, "ns", p.iters));
+        }
+    }
+    if let Ucx::Measured {
+        rtt,
+        rtt_p50,
+        iters,
+        tls,
+        size,
+    } = &run.ucx
+    {
+        let peer = Job {
+            conduit: "ucx".into(),
+            provider: Some(tls.clone()),
+            ranks: 2,
+            ..j.clone()
+        };
+        v.push(peer.record(
+            "ucx_perftest ucp_am_lat round trip (2 x overall one-way)",
+            Some(*size),
+            rtt,
+            "ns",
+            *iters,
+        ));
+        v.push(peer.record(
+            "ucx_perftest ucp_am_lat round trip (2 x p50 one-way)",
+            Some(*size),
+            rtt_p50,
+            "ns",
+            *iters,
+        ));
+    }
+    v
+}
+
+/// Medium round trip against size, one line per variant, with the
+/// floor, the Short round trip and UCX as reference lines.
+pub fn plot(run: &Run) -> Plot {
+    let ticks = run
+        .am
+        .medium
+        .iter()
+        .map(|r| size_str(r.size as u64))
+        .collect();
+    let mut p = Plot::new(
+        &format!(
+            "testam: AM Medium round trip, {} rank(s), conduit {}{}",
+            run.job.ranks,
+            run.job.conduit,
+            if run.job.oversubscribed {
+                " (oversubscribed)"
+            } else {
+                ""
+            }
+        ),
+        "payload size (bytes, each way)",
+        "round trip (ns, median; whiskers min..max)",
+        ticks,
+    );
+    for (k, v) in Variant::ALL.iter().enumerate() {
+        p.series.push(Series {
+            name: v.name().to_owned(),
+            points: run
+                .am
+                .medium
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let s = r.points[k].ns;
+                    (i, s.median, s.min, s.max)
+                })
+                .collect(),
+        });
+    }
+    if let Some(f) = run.cache_rtt() {
+        p.reference(&format!("cache-line RTT {} ns", num(f)), f);
+    }
+    p.reference(
+        &format!("AM Short RTT {} ns", num(run.am.short_rtt.ns.median)),
+        run.am.short_rtt.ns.median,
+    );
+    if let Ucx::Measured { rtt, .. } = &run.ucx {
+        p.reference(
+            &format!("UCX am_lat RTT {} ns", num(rtt.median)),
+            rtt.median,
+        );
+    }
+    p
+}

@@ -1,0 +1,142 @@
+//! Physical floors, measured in the same run as the bench they bound.
+//!
+//! - [`cache_line_rtt`]: two threads pinned to two CPUs bounce a counter
+//!   through two cache lines; no message between two cores can make a
+//!   round trip faster.
+//! - [`memcpy_bandwidth`]: how fast this core copies `size` bytes; a
+//!   payload that is copied cannot move faster.
+
+use crate::affinity::pin_current_thread;
+use crate::stats::{self, Stats};
+use crate::timing::calibrate;
+use std::hint::black_box;
+use std::io;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+/// A counter alone on its cache line (128 bytes: adjacent-line prefetch
+/// pulls lines in pairs on x86).
+#[repr(align(128))]
+struct Line(AtomicU64);
+
+/// Untimed round trips before each timed run (both threads pinned and hot).
+const WARMUP: u64 = 10_000;
+
+/// Spin until `line` holds `v`.
+#[inline]
+fn wait_for(line: &Line, v: u64) {
+    while line.0.load(Ordering::Acquire) != v {
+        std::hint::spin_loop();
+    }
+}
+
+/// Pin the calling thread to `cpu`, publish the outcome in `mine`, wait
+/// for the other thread's outcome in `theirs`; true if both pinned.
+fn pin_and_meet(cpu: usize, mine: &AtomicU8, theirs: &AtomicU8) -> io::Result<bool> {
+    let pinned = pin_current_thread(cpu);
+    mine.store(if pinned.is_ok() { 1 } else { 2 }, Ordering::Release);
+    let other = loop {
+        match theirs.load(Ordering::Acquire) {
+            0 => std::hint::spin_loop(),
+            v => break v,
+        }
+    };
+    pinned.map(|()| other == 1)
+}
+
+/// One timed run: `iters` round trips between a thread on `cpus[0]` (ping,
+/// timed) and one on `cpus[1]` (pong). Returns the elapsed time of the
+/// timed round trips.
+pub fn cache_line_run(cpus: [usize; 2], iters: u64) -> io::Result<Duration> {
+    let ping = Line(AtomicU64::new(0));
+    let pong = Line(AtomicU64::new(0));
+    let ready = [AtomicU8::new(0), AtomicU8::new(0)];
+    let total = WARMUP + iters;
+    std::thread::scope(|s| {
+        let responder = s.spawn(|| -> io::Result<()> {
+            if pin_and_meet(cpus[1], &ready[1], &ready[0])? {
+                for i in 1..=total {
+                    wait_for(&ping, i);
+                    pong.0.store(i, Ordering::Release);
+                }
+            }
+            Ok(())
+        });
+        let both = pin_and_meet(cpus[0], &ready[0], &ready[1]);
+        let mut start = Instant::now();
+        if let Ok(true) = both {
+            for i in 1..=total {
+                if i == WARMUP + 1 {
+                    start = Instant::now();
+                }
+                ping.0.store(i, Ordering::Release);
+                wait_for(&pong, i);
+            }
+        }
+        let elapsed = start.elapsed();
+        let responder = responder.join().expect("the pong thread does not panic");
+        match (both?, responder) {
+            (true, Ok(())) => Ok(elapsed),
+            (_, Err(e)) => Err(io::Error::new(
+                e.kind(),
+                format!("pin a thread to CPU {}: {e}", cpus[1]),
+            )),
+            (false, Ok(())) => Err(io::Error::other(format!(
+                "could not pin a thread to CPU {}",
+                cpus[1]
+            ))),
+        }
+    })
+    .map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cache-line round trip between CPUs {} and {}: {e}",
+                cpus[0], cpus[1]
+            ),
+        )
+    })
+}
+
+/// Cache-line round trip between `cpus[0]` and `cpus[1]` in nanoseconds:
+/// each repetition runs about `target`, `reps` repetitions. Returns the
+/// statistics and the iterations per repetition. Fails if the threads
+/// cannot be pinned (for example on a one-CPU machine).
+pub fn cache_line_rtt(cpus: [usize; 2], target: Duration, reps: usize) -> io::Result<(Stats, u64)> {
+    let iters = calibrate(target, 1_000, 1 << 32, |n| cache_line_run(cpus, n))?;
+    let s = stats::repeat(reps, || {
+        cache_line_run(cpus, iters).map(|t| t.as_nanos() as f64 / iters as f64)
+    })?;
+    Ok((s, iters))
+}
+
+/// Time `copies` copies of `src` into `dst`.
+fn copy_run(dst: &mut [u8], src: &[u8], copies: u64) -> Duration {
+    let start = Instant::now();
+    for _ in 0..copies {
+        black_box(&mut *dst).copy_from_slice(black_box(src));
+    }
+    black_box(&*dst);
+    start.elapsed()
+}
+
+/// memcpy bandwidth in GB/s (10^9 bytes per second) for `size`-byte copies
+/// on the calling thread: each repetition runs about `target`. Use a size
+/// well inside the caches for the in-cache figure and several times the
+/// last-level cache for the out-of-cache one. Returns the statistics and
+/// the copies per repetition.
+pub fn memcpy_bandwidth(size: usize, target: Duration, reps: usize) -> (Stats, u64) {
+    let size = size.max(1);
+    let src = vec![0x5au8; size];
+    let mut dst = vec![0u8; size];
+    // Fault the destination in before any timing.
+    copy_run(&mut dst, &src, 1);
+    let never: Result<_, std::convert::Infallible> =
+        calibrate(target, 1, 1 << 40, |n| Ok(copy_run(&mut dst, &src, n)));
+    let Ok(copies) = never;
+    let gbs = |t: Duration| (size as f64 * copies as f64) / t.as_nanos().max(1) as f64;
+    let never: Result<_, std::convert::Infallible> =
+        stats::repeat(reps, || Ok(gbs(copy_run(&mut dst, &src, copies))));
+    let Ok(s) = never;
+    (s, copies)
+}

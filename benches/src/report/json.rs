@@ -1,0 +1,91 @@
+//! JSON records: one per data point, the schema every bench shares.
+
+use crate::stats::Stats;
+use serde::Serialize;
+use std::io;
+use std::path::Path;
+
+/// One data point.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Record {
+    /// The bench (`testam`, ...).
+    pub bench: String,
+    /// What was measured (`AM Short round trip`, `FP`, ...).
+    pub variant: String,
+    /// Payload size in bytes, if the point has one.
+    pub size: Option<u64>,
+    /// The conduit (`smp`, ...; a peer tool's name for its own figures).
+    pub conduit: String,
+    /// The conduit's provider (libfabric provider, UCX transports), if any.
+    pub provider: Option<String>,
+    /// Ranks in the job.
+    pub ranks: u32,
+    /// Median over the repetitions.
+    pub median: f64,
+    /// Smallest repetition.
+    pub min: f64,
+    /// Largest repetition.
+    pub max: f64,
+    /// Unit of median, min and max (`ns`, `GB/s`, ...).
+    pub unit: String,
+    /// Repetitions behind median, min and max.
+    pub repetitions: usize,
+    /// Iterations (messages, copies, round trips) per repetition.
+    pub iterations: u64,
+    /// More ranks or threads than CPUs: the figures measure the scheduler too.
+    pub oversubscribed: bool,
+}
+
+/// What every record of one run shares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// The bench.
+    pub bench: String,
+    /// The conduit.
+    pub conduit: String,
+    /// The conduit's provider, if any.
+    pub provider: Option<String>,
+    /// Ranks in the job.
+    pub ranks: u32,
+    /// More ranks or threads than CPUs.
+    pub oversubscribed: bool,
+}
+
+impl Job {
+    /// A record of this job for one data point.
+    pub fn record(
+        &self,
+        variant: &str,
+        size: Option<u64>,
+        s: &Stats,
+        unit: &str,
+        iterations: u64,
+    ) -> Record {
+        Record {
+            bench: self.bench.clone(),
+            variant: variant.to_owned(),
+            size,
+            conduit: self.conduit.clone(),
+            provider: self.provider.clone(),
+            ranks: self.ranks,
+            median: s.median,
+            min: s.min,
+            max: s.max,
+            unit: unit.to_owned(),
+            repetitions: s.reps,
+            iterations,
+            oversubscribed: self.oversubscribed,
+        }
+    }
+}
+
+/// Write `records` to `path` as a pretty-printed JSON array, creating its
+/// directory if needed.
+pub fn write_json(path: &Path, records: &[Record]) -> io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut text = serde_json::to_string_pretty(records).map_err(io::Error::other)?;
+    text.push('\n');
+    std::fs::write(path, text)
+}

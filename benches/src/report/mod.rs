@@ -1,0 +1,55 @@
+//! Reporting: text tables for people, JSON records for tools, SVG plots.
+//!
+//! - [`Table`]: aligned columns on stdout;
+//! - [`Record`] and [`write_json`]: one record per data point, in the
+//!   schema every bench shares (`BENCHMARKS.md`);
+//! - [`Plot`]: a hand-written SVG line plot (no plotting crate).
+
+mod json;
+mod svg;
+mod table;
+
+pub use json::{write_json, Job, Record};
+pub use svg::{Plot, Series};
+pub use table::Table;
+
+/// Format a figure with a sensible number of digits for a table.
+///
+/// ```
+/// use rgex_benches::report::num;
+/// assert_eq!(num(1234.56), "1235");
+/// assert_eq!(num(12.345), "12.3");
+/// assert_eq!(num(1.2345), "1.23");
+/// ```
+pub fn num(x: f64) -> String {
+    let a = x.abs();
+    if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// `median [min .. max]`, each via [`num`].
+pub fn spread(s: &crate::stats::Stats) -> String {
+    format!("{} [{} .. {}]", num(s.median), num(s.min), num(s.max))
+}
+
+/// A size in bytes as people write it: `512`, `4K`, `64K`, `2M`.
+///
+/// ```
+/// use rgex_benches::report::size;
+/// assert_eq!(size(0), "0");
+/// assert_eq!(size(4096), "4K");
+/// assert_eq!(size(3 << 20), "3M");
+/// assert_eq!(size(1000), "1000");
+/// ```
+pub fn size(n: u64) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{}M", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{}K", n >> 10),
+        n => n.to_string(),
+    }
+}

@@ -1,0 +1,301 @@
+//! The UCX peer tool: `ucx_perftest` over shared memory on loopback.
+//!
+//! A run starts a server (`ucx_perftest -p PORT`) and a client
+//! (`ucx_perftest 127.0.0.1 -p PORT -t TEST -n ITERS -f -v`), both with
+//! `UCX_TLS` limiting UCX to shared-memory transports, and parses the
+//! client's CSV summary. Only 127.0.0.1 is ever contacted.
+//!
+//! `ucx_perftest` latency tests report one-way latency (half a round trip)
+//! in microseconds; callers comparing with a round trip must double it.
+
+use std::io::{self, Read};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The name of UCX's benchmark program.
+pub const PERFTEST: &str = "ucx_perftest";
+
+/// `ucx_perftest` on `PATH`, if installed (Debian: `ucx-utils`).
+pub fn find_perftest() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(PERFTEST))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// The final summary of a `ucx_perftest -f -v` run: its CSV columns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PerfResult {
+    fields: Vec<(String, f64)>,
+}
+
+impl PerfResult {
+    /// Parse the CSV summary (a header line starting `iterations,` and the
+    /// line of values after it) from `ucx_perftest -f -v` output.
+    ///
+    /// ```
+    /// let out = "iterations,50.0_percentile_lat,avg_lat,overall_lat\n300000,0.101,0.308,0.308\n";
+    /// let r = rgex_benches::ucx::PerfResult::parse(out).unwrap();
+    /// assert_eq!(r.get("overall_lat"), Some(0.308));
+    /// assert_eq!(r.get("iterations"), Some(300000.0));
+    /// ```
+    pub fn parse(stdout: &str) -> Result<PerfResult, String> {
+        let mut lines = stdout.lines().map(str::trim);
+        let header = lines
+            .by_ref()
+            .find(|l| l.starts_with("iterations,"))
+            .ok_or_else(|| {
+                "no CSV summary (a line starting \"iterations,\") in its output".to_owned()
+            })?;
+        let values = lines
+            .find(|l| !l.is_empty())
+            .ok_or_else(|| "the CSV summary has a header but no values".to_owned())?;
+        let fields: Vec<(String, f64)> = header
+            .split(',')
+            .zip(values.split(','))
+            .filter_map(|(k, v)| v.trim().parse().ok().map(|v| (k.trim().to_owned(), v)))
+            .collect();
+        if fields.is_empty() {
+            return Err(format!("could not parse the CSV values {values:?}"));
+        }
+        Ok(PerfResult { fields })
+    }
+
+    /// The value of column `name` (e.g. `overall_lat`, `avg_lat`,
+    /// `50.0_percentile_lat` in microseconds, `overall_bw` in MB/s).
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+    }
+}
+
+/// One `ucx_perftest` client/server run on loopback.
+#[derive(Clone, Debug)]
+pub struct Perftest {
+    /// The program.
+    pub exe: PathBuf,
+    /// The test (`ucp_am_lat`, `ucp_put_lat`, `ucp_put_bw`, ...).
+    pub test: String,
+    /// Iterations (`-n`).
+    pub iters: u64,
+    /// Further client arguments (e.g. `["-s", "4096"]`).
+    pub extra: Vec<String>,
+    /// `UCX_TLS`: the transports UCX may use (shared memory only).
+    pub tls: String,
+    /// CPUs for the client and the server (`-c`); `None` leaves them to
+    /// inherit this process's affinity.
+    pub cpus: Option<[usize; 2]>,
+    /// Give up (and kill both processes) after this long.
+    pub timeout: Duration,
+}
+
+impl Perftest {
+    /// A run of `test` with `iters` iterations over `posix,self`.
+    pub fn new(exe: PathBuf, test: &str, iters: u64) -> Self {
+        Perftest {
+            exe,
+            test: test.to_owned(),
+            iters,
+            extra: Vec::new(),
+            tls: "posix,self".to_owned(),
+            cpus: None,
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.env("UCX_TLS", &self.tls)
+            .env("UCX_NET_DEVICES", "lo")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Run server and client; the client's summary, or why it failed.
+    pub fn run(&self) -> Result<PerfResult, String> {
+        let port = free_port().map_err(|e| format!("find a free loopback port: {e}"))?;
+        let port = port.to_string();
+        let mut server = self.command();
+        server.args(["-p", &port]);
+        if let Some([_, cpu]) = self.cpus {
+            server.args(["-c", &cpu.to_string()]);
+        }
+        let mut server = Running::spawn(server).map_err(|e| format!("start the server: {e}"))?;
+        let deadline = Instant::now() + self.timeout;
+        let mut client_failure = String::new();
+        // The server needs a moment to listen: retry a refused client.
+        for _ in 0..50 {
+            let mut client = self.command();
+            client
+                .arg("127.0.0.1")
+                .args([
+                    "-p",
+                    &port,
+                    "-t",
+                    &self.test,
+                    "-n",
+                    &self.iters.to_string(),
+                    "-f",
+                    "-v",
+                ])
+                .args(&self.extra);
+            if let Some([cpu, _]) = self.cpus {
+                client.args(["-c", &cpu.to_string()]);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let done = Running::spawn(client)
+                .map_err(|e| format!("start the client: {e}"))?
+                .finish(left);
+            match done {
+                Ok(f) if f.status.success() => {
+                    let _ = server.finish(Duration::from_secs(5));
+                    return PerfResult::parse(&f.stdout);
+                }
+                Ok(f) => {
+                    client_failure =
+                        format!("client {}: {}", f.status, last_line(&f.stderr, &f.stdout));
+                    // UCX logs to stdout by default.
+                    let refused = f.stderr.contains("refused") || f.stdout.contains("refused");
+                    if !refused || server.exited() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => {
+                    client_failure = e;
+                    break;
+                }
+            }
+        }
+        let server_said = if server.exited() {
+            match server.finish(Duration::ZERO) {
+                Ok(f) => format!("server {}: {}", f.status, last_line(&f.stderr, &f.stdout)),
+                Err(e) => format!("server: {e}"),
+            }
+        } else {
+            // Dropping it kills it (our own child, by its handle).
+            drop(server);
+            "the server was still waiting and was stopped".to_owned()
+        };
+        Err(format!("{client_failure}; {server_said}"))
+    }
+}
+
+/// The last non-empty line of `err`, else of `out`.
+fn last_line(err: &str, out: &str) -> String {
+    let pick = |s: &str| {
+        s.lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_owned)
+    };
+    pick(err)
+        .or_else(|| pick(out))
+        .unwrap_or_else(|| "(no output)".to_owned())
+}
+
+/// A port on 127.0.0.1 nothing listens on right now.
+fn free_port() -> io::Result<u16> {
+    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
+}
+
+/// A finished process and what it printed.
+struct Finished {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// A child process whose output is drained by two threads (so a chatty
+/// child never blocks on a full pipe).
+struct Running {
+    child: Child,
+    out: Option<JoinHandle<String>>,
+    err: Option<JoinHandle<String>>,
+}
+
+fn drain(r: Option<impl Read + Send + 'static>) -> Option<JoinHandle<String>> {
+    r.map(|mut r| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            String::from_utf8_lossy(&v).into_owned()
+        })
+    })
+}
+
+impl Running {
+    fn spawn(mut cmd: Command) -> io::Result<Running> {
+        let mut child = cmd.spawn()?;
+        let out = drain(child.stdout.take());
+        let err = drain(child.stderr.take());
+        Ok(Running { child, out, err })
+    }
+
+    fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Wait up to `timeout` for the child to exit; kill it after that.
+    fn finish(mut self, timeout: Duration) -> Result<Finished, String> {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) => break Some(st),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Ok(None) => break None,
+                Err(e) => return Err(format!("wait for {PERFTEST}: {e}")),
+            }
+        };
+        let status = match status {
+            Some(st) => st,
+            None => {
+                // Our own child, by its handle (no broad kill).
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let err = self
+                    .err
+                    .take()
+                    .and_then(|h| h.join().ok())
+                    .unwrap_or_default();
+                return Err(format!(
+                    "timed out after {:.1} s and was killed ({})",
+                    timeout.as_secs_f64(),
+                    last_line(&err, "")
+                ));
+            }
+        };
+        let join =
+            |h: Option<JoinHandle<String>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
+        Ok(Finished {
+            status,
+            stdout: join(self.out.take()),
+            stderr: join(self.err.take()),
+        })
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A run abandoned half-way (an error path) must not leave its
+        // child behind: kill it by its handle if it still runs.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
