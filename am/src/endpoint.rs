@@ -226,6 +226,7 @@ impl Endpoint {
     /// smp, the receiver's message buffer itself): assemble the payload in
     /// [`Prepared::buf`] and it is never copied again. With a client buffer,
     /// the payload is taken from it at commit.
+    #[inline]
     pub fn prepare_request_medium<'a>(
         &'a self,
         peer: Rank,

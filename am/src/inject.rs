@@ -13,6 +13,7 @@ impl Endpoint {
     /// Check `spec` against the job, the handler table and the size limits,
     /// and clamp `most` to what can be sent. `fixed` marks a fixed-payload
     /// send (`least == most == len`), whose overflow is reported as such.
+    #[inline]
     pub(crate) fn validate(&self, spec: &mut Prepare, fixed: bool) -> Result<()> {
         let size = self.size();
         if spec.peer.0 >= size {

@@ -40,6 +40,7 @@ impl std::fmt::Debug for Prepared<'_> {
 }
 
 impl<'a> Prepared<'a> {
+    #[inline]
     pub(crate) fn new(
         ep: &'a Endpoint,
         mut spec: Prepare,
@@ -74,6 +75,7 @@ impl<'a> Prepared<'a> {
     }
 
     /// Bytes granted: `least <= len() <= most`.
+    #[inline]
     pub fn len(&self) -> usize {
         self.granted
     }
@@ -90,6 +92,7 @@ impl<'a> Prepared<'a> {
     }
 
     /// The granted buffer, `len()` bytes, to assemble the payload in.
+    #[inline]
     pub fn buf(&mut self) -> &mut [u8] {
         let granted = self.granted;
         match &mut self.client {
@@ -110,6 +113,7 @@ impl<'a> Prepared<'a> {
     /// Send the first `len` bytes of the buffer to handler `h` with `args`
     /// (at most the `nargs` given at prepare). On error nothing is sent and
     /// the resources are released.
+    #[inline]
     pub fn commit(mut self, h: HandlerId, args: &[u32], len: usize) -> Result<()> {
         let slot = self.slot.take().expect("a live Prepared holds its slot");
         let problem = if len > self.granted {
@@ -118,11 +122,11 @@ impl<'a> Prepared<'a> {
                 len,
                 limit: self.granted,
             })
-        } else if args.len() > slot.spec.nargs {
+        } else if args.len() > slot.nargs as usize {
             Some(Error::BadLength {
                 what: "commit: more arguments than declared at prepare",
                 len: args.len(),
-                limit: slot.spec.nargs,
+                limit: slot.nargs as usize,
             })
         } else {
             self.ep.check_handler(h.0).err()
@@ -147,12 +151,14 @@ impl<'a> Prepared<'a> {
     }
 
     /// Give the resources back; nothing reaches the peer's handlers.
+    #[inline]
     pub fn cancel(mut self) {
         if let Some(slot) = self.slot.take() {
             self.release(slot);
         }
     }
 
+    #[inline]
     fn release(&mut self, slot: SendSlot) {
         self.ep.conduit().cancel(slot);
         if let Some(r) = self.reply {

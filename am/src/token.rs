@@ -75,6 +75,7 @@ impl<'a> Token<'a> {
     }
 
     /// Check this token may reply now.
+    #[inline]
     fn may_reply(&self) -> Result<()> {
         let handler = || self.ep.handlers().name(self.handler);
         if self.dir == Direction::Reply {
@@ -94,6 +95,7 @@ impl<'a> Token<'a> {
         Ok(())
     }
 
+    #[inline]
     fn reply_fixed(
         &self,
         category: Category,
@@ -149,6 +151,7 @@ impl<'a> Token<'a> {
     /// Negotiated-payload Medium reply (see
     /// [`Endpoint::prepare_request_medium`]). Committing it is the reply;
     /// cancelling it leaves the token free to reply again.
+    #[inline]
     pub fn prepare_reply_medium<'t>(
         &'t self,
         client_buf: Option<&'t mut [u8]>,

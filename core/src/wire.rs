@@ -70,19 +70,45 @@ pub struct Prepare {
 /// assemble into and whatever slot it needs to publish the message.
 ///
 /// Obtained from [`Conduit::try_prepare`](crate::Conduit::try_prepare) and
-/// consumed by exactly one of `commit` or `cancel`.
+/// consumed by exactly one of `commit` or `cancel`. Kept small (40 bytes):
+/// it is moved through every send.
 #[derive(Debug)]
 #[must_use = "a prepared send holds conduit resources until committed or cancelled"]
 pub struct SendSlot {
-    /// What was prepared.
-    pub spec: Prepare,
+    /// Destination.
+    pub peer: Rank,
+    /// Request or reply.
+    pub dir: Direction,
+    /// Short, Medium or Long.
+    pub category: Category,
+    /// Arguments declared at prepare (the most the commit may carry).
+    pub nargs: u8,
+    /// Long only: destination offset in the peer's segment.
+    pub long_offset: u64,
     /// Where the payload is assembled. For Long on a node-local peer this is
     /// the destination in the peer's segment itself.
     pub buf: *mut u8,
-    /// Bytes granted at `buf`: `spec.least <= granted <= spec.most`.
+    /// Bytes granted at `buf`: `least <= granted <= most` of the prepare.
     pub granted: usize,
     /// Conduit-private identification of the claimed slot.
     pub cookie: u64,
+}
+
+impl SendSlot {
+    /// The slot for `spec`, with the buffer and cookie the conduit chose.
+    #[inline]
+    pub fn new(spec: &Prepare, buf: *mut u8, granted: usize, cookie: u64) -> Self {
+        SendSlot {
+            peer: spec.peer,
+            dir: spec.dir,
+            category: spec.category,
+            nargs: spec.nargs.min(crate::MAX_ARGS) as u8,
+            long_offset: spec.long_offset,
+            buf,
+            granted,
+            cookie,
+        }
+    }
 }
 
 // SAFETY: a SendSlot names memory the conduit reserved for this message;

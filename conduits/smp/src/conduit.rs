@@ -244,18 +244,12 @@ impl Conduit for SmpConduit {
             // The AM layer checked [long_offset, +most) against the segment.
             Category::Long => (peer.segment.ptr_at(spec.long_offset, spec.most)?, spec.most),
         };
-        Ok(SendSlot {
-            spec: *spec,
-            buf,
-            granted,
-            cookie: pos,
-        })
+        Ok(SendSlot::new(spec, buf, granted, pos))
     }
 
     #[inline]
     fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
-        let spec = slot.spec;
-        let ring = &self.regions[spec.peer.index()].rings[Self::ring_of(spec.dir)];
+        let ring = &self.regions[slot.peer.index()].rings[Self::ring_of(slot.dir)];
         let pos = slot.cookie;
         let src = self.rank.0;
         ring.body(pos).with_mut(|b| {
@@ -263,19 +257,18 @@ impl Conduit for SmpConduit {
             // it, so the body is ours alone to write.
             let b = unsafe { &mut *b };
             b.handler = handler;
-            b.kind = cell_kind::encode(spec.category, spec.dir);
+            b.kind = cell_kind::encode(slot.category, slot.dir);
             b.nargs = args.len() as u8;
             b.src = src;
             b.len = len as u32;
-            b.long_offset = spec.long_offset;
+            b.long_offset = slot.long_offset;
             b.args[..args.len()].copy_from_slice(args);
         });
         ring.publish(pos);
     }
 
     fn cancel(&self, slot: SendSlot) {
-        let spec = slot.spec;
-        let ring = &self.regions[spec.peer.index()].rings[Self::ring_of(spec.dir)];
+        let ring = &self.regions[slot.peer.index()].rings[Self::ring_of(slot.dir)];
         // SAFETY: as in commit: the claimed body is ours until published.
         ring.body(slot.cookie)
             .with_mut(|b| unsafe { (*b).kind = cell_kind::CANCELLED });
