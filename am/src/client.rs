@@ -11,10 +11,11 @@ use std::sync::Arc;
 /// `Client` to use it) and the world team.
 ///
 /// ```no_run
-/// let client = rgex::init()?;
+/// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+/// // A client comes from `rgex::init()`.
 /// println!("I am {} of {}", client.rank(), client.size());
 /// client.barrier()?;
-/// # Ok::<(), rgex::Error>(())
+/// # Ok(()) }
 /// ```
 pub struct Client {
     ep: Arc<Endpoint>,
