@@ -262,3 +262,19 @@ impl Endpoint {
         Prepared::new(self, s, client_buf, flags, None)
     }
 }
+
+impl rgex_core::Progress for Endpoint {
+    fn progress(&self) -> usize {
+        // Waits inside a handler may only drain replies (see inject.rs).
+        let set = if in_handler() {
+            PollSet::RepliesOnly
+        } else {
+            PollSet::All
+        };
+        Endpoint::progress(self, set)
+    }
+
+    fn polite(&self) -> bool {
+        self.polite
+    }
+}

@@ -32,8 +32,8 @@ pub use rgex_am::{
     CLIENT_MIN,
 };
 pub use rgex_core::{
-    bootstrap, segment, Backoff, Category, Conduit, Error, Flags, GlobalAddr, Rank, Result,
-    Segment, Team, MAX_ARGS,
+    bootstrap, event, segment, Backoff, Category, Completion, Conduit, Error, Event, Flags,
+    GlobalAddr, Progress, Rank, Result, Segment, Team, MAX_ARGS,
 };
 pub use rgex_smp::{SmpConduit, SmpConfig};
 

@@ -1,0 +1,175 @@
+//! Events: the handles of non-blocking operations.
+
+use crate::Backoff;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The completion counter behind one event (or an NBI group): operations
+/// outstanding. An operation is counted with [`add`](Self::add) before it
+/// is injected and finished with [`done`](Self::done) when it completes.
+///
+/// ```
+/// use rgex_core::event::Completion;
+/// let c = Completion::new(2);
+/// assert!(!c.is_done());
+/// c.done();
+/// c.done();
+/// assert!(c.is_done());
+/// ```
+#[derive(Debug, Default)]
+pub struct Completion {
+    outstanding: AtomicU64,
+}
+
+impl Completion {
+    /// A counter with `n` operations outstanding.
+    pub fn new(n: u64) -> Arc<Self> {
+        Arc::new(Completion {
+            outstanding: AtomicU64::new(n),
+        })
+    }
+
+    /// Count `n` more operations.
+    #[inline]
+    pub fn add(&self, n: u64) {
+        // Relaxed: the matching `done` happens after the operation is
+        // injected, which happens after this in program order; `done`'s
+        // Release and `is_done`'s Acquire order the data.
+        self.outstanding.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Finish one operation.
+    #[inline]
+    pub fn done(&self) {
+        // Release: the operation's effects (bytes landed, value fetched)
+        // happen before a waiter's Acquire load sees the count drop.
+        let before = self.outstanding.fetch_sub(1, Ordering::Release);
+        debug_assert!(before > 0, "Completion::done without a matching add");
+    }
+
+    /// True if nothing is outstanding.
+    #[inline]
+    pub fn is_done(&self) -> bool {
+        // Acquire: pairs with `done`, so the waiter sees the effects.
+        self.outstanding.load(Ordering::Acquire) == 0
+    }
+
+    /// Operations outstanding (a snapshot).
+    pub fn outstanding(&self) -> u64 {
+        self.outstanding.load(Ordering::Relaxed)
+    }
+}
+
+/// What waits poll: the endpoint, for the events it hands out.
+pub trait Progress: Send + Sync {
+    /// Make progress (run handlers, reap completions); how many things happened.
+    fn progress(&self) -> usize;
+    /// True if waits should yield the CPU at once.
+    fn polite(&self) -> bool;
+}
+
+/// The handle of a non-blocking operation.
+///
+/// [`test`](Self::test) looks without polling; [`wait`](Self::wait) polls
+/// until done. An event made by [`Event::done`] (the "invalid" event of
+/// GASNet) is complete from the start: returned by operations that finished
+/// during injection.
+///
+/// ```
+/// use rgex_core::event::Event;
+/// let e = Event::done();
+/// assert!(e.test() && e.is_invalid());
+/// e.wait();
+/// ```
+#[must_use = "an event must be tested or waited on to know the operation completed"]
+pub struct Event {
+    pending: Option<(Arc<Completion>, Arc<dyn Progress>)>,
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("done", &self.test())
+            .field("invalid", &self.is_invalid())
+            .finish()
+    }
+}
+
+impl Event {
+    /// An event that is already complete (GASNet's invalid event).
+    #[inline]
+    pub const fn done() -> Self {
+        Event { pending: None }
+    }
+
+    /// An event complete when `c` has nothing outstanding; waits poll `p`.
+    #[inline]
+    pub fn pending(c: Arc<Completion>, p: Arc<dyn Progress>) -> Self {
+        Event {
+            pending: Some((c, p)),
+        }
+    }
+
+    /// True for the already-complete event.
+    pub fn is_invalid(&self) -> bool {
+        self.pending.is_none()
+    }
+
+    /// True if the operation completed. Does not poll.
+    #[inline]
+    pub fn test(&self) -> bool {
+        self.pending.as_ref().is_none_or(|(c, _)| c.is_done())
+    }
+
+    /// Poll until the operation completes.
+    pub fn wait(self) {
+        if let Some((c, p)) = &self.pending {
+            let mut backoff = Backoff::new(p.polite());
+            while !c.is_done() {
+                if p.progress() == 0 {
+                    backoff.snooze();
+                } else {
+                    backoff.reset();
+                }
+            }
+        }
+    }
+
+    /// Poll until every event completes; all become invalid.
+    pub fn wait_all(events: &mut [Event]) {
+        for e in events.iter_mut() {
+            std::mem::replace(e, Event::done()).wait();
+        }
+    }
+
+    /// Poll until at least one event completes (returns at once if one has,
+    /// or if the slice holds only invalid events). Completed events become
+    /// invalid; their indices are returned.
+    pub fn wait_some(events: &mut [Event]) -> Vec<usize> {
+        let progress = events
+            .iter()
+            .find_map(|e| e.pending.as_ref().map(|(_, p)| p.clone()));
+        let mut backoff = Backoff::new(progress.as_ref().is_some_and(|p| p.polite()));
+        loop {
+            let mut done = Vec::new();
+            let mut live = 0;
+            for (i, e) in events.iter_mut().enumerate() {
+                if e.is_invalid() {
+                    continue;
+                }
+                live += 1;
+                if e.test() {
+                    *e = Event::done();
+                    done.push(i);
+                }
+            }
+            if !done.is_empty() || live == 0 {
+                return done;
+            }
+            match &progress {
+                Some(p) if p.progress() > 0 => backoff.reset(),
+                _ => backoff.snooze(),
+            }
+        }
+    }
+}
