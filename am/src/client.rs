@@ -35,7 +35,7 @@ impl Client {
     /// A client over `conduit`, with rgex's own handlers registered.
     pub fn new(conduit: Arc<dyn Conduit>, polite: bool) -> Result<Self> {
         let world = Team::world(conduit.size(), conduit.rank());
-        let ep = Arc::new(Endpoint::new(conduit, polite));
+        let ep = Endpoint::new(conduit, polite)?;
         let barrier = Barrier::install(ep.handlers(), reserved::BARRIER)?;
         Ok(Client { ep, world, barrier })
     }

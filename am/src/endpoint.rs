@@ -1,12 +1,13 @@
 //! The endpoint: a conduit, its handler table, and the request API.
 
 use crate::context::{in_handler, HandlerScope};
+use crate::rma::reference::Reference;
 use crate::{HandlerId, HandlerTable, Message, Prepared, Token};
 use rgex_core::{
     Category, Conduit, Delivery, Direction, Error, Flags, PollSet, Prepare, Rank, Result, Segment,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// An AM context: where handlers are registered and requests are sent from.
 ///
@@ -28,6 +29,9 @@ pub struct Endpoint {
     handlers: HandlerTable,
     polite: bool,
     dropped: AtomicU64,
+    me: Weak<Endpoint>,
+    rma_reference: Arc<Reference>,
+    rma_reference_only: bool,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -55,15 +59,46 @@ fn spec(peer: Rank, dir: Direction, category: Category, long_offset: u64) -> Pre
 }
 
 impl Endpoint {
-    /// An endpoint over `conduit` with an empty handler table. `polite`
-    /// makes waits yield the CPU at once (oversubscribed nodes).
-    pub fn new(conduit: Arc<dyn Conduit>, polite: bool) -> Self {
-        Endpoint {
+    /// An endpoint over `conduit`, with rgex's own RMA handlers registered.
+    /// `polite` makes waits yield the CPU at once (oversubscribed nodes).
+    /// `RGEX_RMA=reference` forces RMA through active messages even where
+    /// the peer's segment is mapped (to test the reference path).
+    pub fn new(conduit: Arc<dyn Conduit>, polite: bool) -> Result<Arc<Self>> {
+        let handlers = HandlerTable::new();
+        let rma_reference = Reference::install(&handlers)?;
+        let rma_reference_only = match std::env::var("RGEX_RMA").ok().as_deref() {
+            None | Some("") | Some("auto") => false,
+            Some("reference") => true,
+            Some(other) => {
+                return Err(Error::Config(format!(
+                    "RGEX_RMA={other:?}: expected \"auto\" or \"reference\""
+                )))
+            }
+        };
+        Ok(Arc::new_cyclic(|me| Endpoint {
             conduit,
-            handlers: HandlerTable::new(),
+            handlers,
             polite,
             dropped: AtomicU64::new(0),
-        }
+            me: me.clone(),
+            rma_reference,
+            rma_reference_only,
+        }))
+    }
+
+    pub(crate) fn rma_reference(&self) -> &Reference {
+        &self.rma_reference
+    }
+
+    pub(crate) fn rma_reference_only(&self) -> bool {
+        self.rma_reference_only
+    }
+
+    /// This endpoint as the progress engine events poll.
+    pub(crate) fn progress_handle(&self) -> Arc<dyn rgex_core::Progress> {
+        self.me
+            .upgrade()
+            .expect("an endpoint is used through its Arc")
     }
 
     /// The conduit underneath.

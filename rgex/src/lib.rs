@@ -27,6 +27,9 @@
 
 pub mod launch;
 
+pub use rgex_am::rma::{
+    self, GetPending, Lc, LocalCompletion, NbiCategory, PutDeferred, PutEvents, RmaPath,
+};
 pub use rgex_am::{
     context, reserved, Client, Endpoint, HandlerId, HandlerTable, Message, Prepared, Token,
     CLIENT_MIN,

@@ -1,0 +1,360 @@
+//! One-sided RMA: put and get, blocking, non-blocking with events, and
+//! implicit-handle (NBI), with local completion exposed for puts.
+//!
+//! Two paths, chosen per peer when the endpoint is made (not per byte):
+//!
+//! - **mapped**: the peer's segment is mapped in this process (smp, or any
+//!   node-local peer of any conduit): a put or get is one `memcpy`, complete
+//!   when it returns;
+//! - **reference**: active messages ([`reference`]), correct on every
+//!   conduit; forced everywhere with `RGEX_RMA=reference` so tests keep it
+//!   correct on smp too.
+//!
+//! Every remote range is checked against the peer's segment first; a bad
+//! one is an error naming the rank, offset and segment size, and nothing moves.
+
+mod completion;
+mod nbi;
+pub(crate) mod reference;
+
+pub use completion::{GetPending, LocalCompletion, PutDeferred};
+pub use nbi::NbiCategory;
+
+use crate::Endpoint;
+use rgex_core::segment::check_range;
+use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result};
+use std::sync::Arc;
+
+/// How RMA to a peer is carried out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RmaPath {
+    /// Direct copies through the peer's segment mapped in this process.
+    Mapped,
+    /// Active messages (the reference implementation).
+    Reference,
+}
+
+/// When a put's source buffer may be reused (GASNet's `lc_opt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lc {
+    /// The call returns only once the source may be reused.
+    Now,
+    /// A separate local-completion event is returned.
+    Defer,
+    /// Local completion is tracked with this thread's NBI put category.
+    Group,
+}
+
+/// The local- and remote-completion events of a raw non-blocking put.
+#[derive(Debug)]
+pub struct PutEvents {
+    /// Fires when the source buffer may be reused (already fired for `Lc::Now`).
+    pub lc: Event,
+    /// Fires when the data is in the peer's segment.
+    pub rc: Event,
+}
+
+impl Endpoint {
+    /// How RMA to `peer` is carried out.
+    pub fn rma_path(&self, peer: Rank) -> RmaPath {
+        if !self.rma_reference_only() && self.conduit().mapped_segment(peer).is_some() {
+            RmaPath::Mapped
+        } else {
+            RmaPath::Reference
+        }
+    }
+
+    fn check_remote(&self, at: GlobalAddr, len: usize) -> Result<()> {
+        let size = self.size();
+        if at.rank.0 >= size {
+            return Err(Error::RankOutOfRange {
+                rank: at.rank.0,
+                size,
+            });
+        }
+        check_range(
+            at.rank,
+            self.conduit().segment_len(at.rank),
+            at.offset,
+            len as u64,
+        )
+    }
+
+    /// Start a put; its remote completion is counted on `done`.
+    ///
+    /// # Safety
+    /// `src..src+len` must be readable until the call returns (both paths
+    /// copy the source during injection, so local completion is immediate).
+    unsafe fn start_put(
+        &self,
+        dst: GlobalAddr,
+        src: *const u8,
+        len: usize,
+        done: &Arc<Completion>,
+        flags: Flags,
+    ) -> Result<()> {
+        self.check_remote(dst, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        match self.rma_path(dst.rank) {
+            RmaPath::Mapped => {
+                let seg = self
+                    .conduit()
+                    .mapped_segment(dst.rank)
+                    .expect("mapped path");
+                let to = seg.ptr_at(dst.offset, len)?;
+                // SAFETY: `to..to+len` is inside the peer's mapped segment
+                // (checked); the caller guarantees the source. `copy`
+                // (memmove) because a put within our own segment may overlap.
+                unsafe { std::ptr::copy(src, to, len) };
+                Ok(())
+            }
+            RmaPath::Reference => {
+                // SAFETY: the caller guarantees the source for the call.
+                let bytes = unsafe { std::slice::from_raw_parts(src, len) };
+                self.rma_reference().put(self, dst, bytes, done, flags)
+            }
+        }
+    }
+
+    /// Start a get; its completion is counted on `done`.
+    ///
+    /// # Safety
+    /// `dst..dst+len` must stay valid and unread until `done` drops.
+    unsafe fn start_get(
+        &self,
+        dst: *mut u8,
+        len: usize,
+        src: GlobalAddr,
+        done: &Arc<Completion>,
+        flags: Flags,
+    ) -> Result<()> {
+        self.check_remote(src, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        match self.rma_path(src.rank) {
+            RmaPath::Mapped => {
+                let seg = self
+                    .conduit()
+                    .mapped_segment(src.rank)
+                    .expect("mapped path");
+                let from = seg.ptr_at(src.offset, len)?;
+                // SAFETY: the range is inside the mapped segment (checked),
+                // the caller guarantees the destination; memmove for overlap.
+                unsafe { std::ptr::copy(from, dst, len) };
+                Ok(())
+            }
+            // SAFETY: forwarded caller contract.
+            RmaPath::Reference => unsafe {
+                self.rma_reference().get(self, dst, len, src, done, flags)
+            },
+        }
+    }
+
+    fn event(&self, done: Arc<Completion>) -> Event {
+        if done.is_done() {
+            Event::done()
+        } else {
+            Event::pending(done, self.progress_handle())
+        }
+    }
+
+    /// Blocking put: returns when `src` is in `dst`'s segment.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_am::Endpoint) -> rgex_core::Result<()> {
+    /// use rgex_core::{Flags, GlobalAddr, Rank};
+    /// ep.put(GlobalAddr::new(Rank(1), 4096), b"hello", Flags::empty())?;
+    /// let mut back = [0u8; 5];
+    /// ep.get(&mut back, GlobalAddr::new(Rank(1), 4096), Flags::empty())?;
+    /// assert_eq!(&back, b"hello");
+    /// # Ok(()) }
+    /// ```
+    pub fn put(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
+        self.put_nb(dst, src, flags)?.wait();
+        Ok(())
+    }
+
+    /// Blocking get: returns when `dst` holds the bytes at `src`.
+    pub fn get(&self, dst: &mut [u8], src: GlobalAddr, flags: Flags) -> Result<()> {
+        let done = Completion::new(0);
+        // SAFETY: `dst` is borrowed for this whole call, which waits for
+        // completion before returning.
+        unsafe { self.start_get(dst.as_mut_ptr(), dst.len(), src, &done, flags)? };
+        self.event(done).wait();
+        Ok(())
+    }
+
+    /// Put a `u64` by value (native byte order).
+    pub fn put_val(&self, dst: GlobalAddr, v: u64, flags: Flags) -> Result<()> {
+        self.put(dst, &v.to_ne_bytes(), flags)
+    }
+
+    /// Get a `u64` by value (native byte order).
+    pub fn get_val(&self, src: GlobalAddr, flags: Flags) -> Result<u64> {
+        let mut b = [0u8; 8];
+        self.get(&mut b, src, flags)?;
+        Ok(u64::from_ne_bytes(b))
+    }
+
+    /// Non-blocking put; `src` may be reused when this returns (local
+    /// completion NOW). The event fires at remote completion.
+    pub fn put_nb(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<Event> {
+        // SAFETY: `src` is borrowed for the call; LC is reached before return.
+        let ev = unsafe { self.put_nb_raw(dst, src.as_ptr(), src.len(), Lc::Now, flags)? };
+        Ok(ev.rc)
+    }
+
+    /// Non-blocking put with a deferred local-completion event. The source
+    /// buffer is moved in and handed back by [`LocalCompletion::wait`], so
+    /// the compiler refuses any reuse before local completion.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_am::Endpoint) -> rgex_core::Result<()> {
+    /// use rgex_core::{Flags, GlobalAddr, Rank};
+    /// let put = ep.put_nb_defer(GlobalAddr::new(Rank(1), 0), vec![1u8; 1 << 20], Flags::empty())?;
+    /// let mut buf = put.lc.wait();   // the buffer may be reused now...
+    /// buf.fill(2);
+    /// put.rc.wait();                 // ...and the data has arrived now
+    /// # Ok(()) }
+    /// ```
+    pub fn put_nb_defer(
+        &self,
+        dst: GlobalAddr,
+        src: Vec<u8>,
+        flags: Flags,
+    ) -> Result<PutDeferred<Vec<u8>>> {
+        let bytes = src.as_slice();
+        // SAFETY: the Vec moves into the returned LocalCompletion, which
+        // keeps it alive and unmodifiable until its event fires; moving a
+        // Vec does not move its heap storage, so the pointer stays valid.
+        let ev = unsafe { self.put_nb_raw(dst, bytes.as_ptr(), bytes.len(), Lc::Defer, flags)? };
+        Ok(PutDeferred {
+            lc: LocalCompletion::new(src, ev.lc),
+            rc: ev.rc,
+        })
+    }
+
+    /// Non-blocking get into an owned buffer (all of it), handed back when
+    /// complete. Owned `Vec`s because their storage does not move with them.
+    pub fn get_nb(
+        &self,
+        mut dst: Vec<u8>,
+        src: GlobalAddr,
+        flags: Flags,
+    ) -> Result<GetPending<Vec<u8>>> {
+        let d = dst.as_mut_slice();
+        // SAFETY: the buffer moves into the GetPending, which keeps it
+        // alive and out of reach until the event fires. A Vec's heap
+        // storage does not move when the Vec does.
+        let ev = unsafe { self.get_nb_raw(d.as_mut_ptr(), d.len(), src, flags)? };
+        Ok(GetPending::new(dst, ev))
+    }
+
+    /// Raw non-blocking put, for runtimes that manage buffer lifetimes.
+    ///
+    /// # Safety
+    /// `src..src+len` must stay readable and unmodified until local
+    /// completion: return for `Lc::Now`, the `lc` event for `Lc::Defer`, an
+    /// NBI put sync for `Lc::Group`.
+    pub unsafe fn put_nb_raw(
+        &self,
+        dst: GlobalAddr,
+        src: *const u8,
+        len: usize,
+        lc: Lc,
+        flags: Flags,
+    ) -> Result<PutEvents> {
+        let done = Completion::new(0);
+        // SAFETY: forwarded caller contract (both paths copy the source
+        // during injection, so every lc option is satisfied on return).
+        unsafe { self.start_put(dst, src, len, &done, flags)? };
+        let _ = lc;
+        Ok(PutEvents {
+            lc: Event::done(),
+            rc: self.event(done),
+        })
+    }
+
+    /// Raw non-blocking get.
+    ///
+    /// # Safety
+    /// `dst..dst+len` must stay valid and must not be read or written until
+    /// the returned event fires.
+    pub unsafe fn get_nb_raw(
+        &self,
+        dst: *mut u8,
+        len: usize,
+        src: GlobalAddr,
+        flags: Flags,
+    ) -> Result<Event> {
+        let done = Completion::new(0);
+        // SAFETY: forwarded caller contract.
+        unsafe { self.start_get(dst, len, src, &done, flags)? };
+        Ok(self.event(done))
+    }
+
+    /// Implicit-handle put: `src` may be reused on return; remote completion
+    /// joins this thread's put category (or its open access region).
+    pub fn put_nbi(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
+        // SAFETY: `src` is borrowed for the call; LC is reached before return.
+        unsafe {
+            self.start_put(
+                dst,
+                src.as_ptr(),
+                src.len(),
+                &nbi::counter(NbiCategory::Put),
+                flags,
+            )
+        }
+    }
+
+    /// Implicit-handle get; completion joins this thread's get category (or
+    /// its open access region).
+    ///
+    /// # Safety
+    /// `dst..dst+len` must stay valid and untouched until that sync.
+    pub unsafe fn get_nbi(
+        &self,
+        dst: *mut u8,
+        len: usize,
+        src: GlobalAddr,
+        flags: Flags,
+    ) -> Result<()> {
+        // SAFETY: forwarded caller contract.
+        unsafe { self.start_get(dst, len, src, &nbi::counter(NbiCategory::Get), flags) }
+    }
+
+    /// True if this thread's implicit operations of `cat` have completed.
+    /// Does not poll.
+    pub fn nbi_test(&self, cat: NbiCategory) -> bool {
+        nbi::category(cat).is_done()
+    }
+
+    /// Poll until this thread's implicit operations of `cat` complete.
+    pub fn nbi_wait(&self, cat: NbiCategory) {
+        self.event(nbi::category(cat)).wait();
+    }
+
+    /// Open an access region: implicit operations this thread issues until
+    /// [`nbi_end_region`](Self::nbi_end_region) are collected into one event.
+    pub fn nbi_begin_region(&self) -> Result<()> {
+        if nbi::begin_region() {
+            Ok(())
+        } else {
+            Err(Error::Config(
+                "nbi_begin_region: this thread already has an open access region".into(),
+            ))
+        }
+    }
+
+    /// Close this thread's access region; the event fires when every
+    /// operation issued inside it has completed.
+    pub fn nbi_end_region(&self) -> Result<Event> {
+        nbi::end_region().map(|c| self.event(c)).ok_or_else(|| {
+            Error::Config("nbi_end_region: this thread has no open access region".into())
+        })
+    }
+}

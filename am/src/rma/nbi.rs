@@ -1,0 +1,74 @@
+//! Implicit-handle (NBI) operations: tracked per thread, synced by
+//! category, or collected by an access region into one event.
+
+use rgex_core::Completion;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// A category of implicit-handle operations, synced separately.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NbiCategory {
+    /// Puts.
+    Put,
+    /// Gets.
+    Get,
+    /// Active messages (counted by the layers that send them implicitly).
+    Am,
+    /// Remote atomics.
+    Rmw,
+}
+
+impl NbiCategory {
+    /// Every category.
+    pub const ALL: [NbiCategory; 4] = [
+        NbiCategory::Put,
+        NbiCategory::Get,
+        NbiCategory::Am,
+        NbiCategory::Rmw,
+    ];
+}
+
+struct ThreadNbi {
+    by_category: [Arc<Completion>; 4],
+    region: Option<Arc<Completion>>,
+}
+
+thread_local! {
+    static NBI: RefCell<ThreadNbi> = RefCell::new(ThreadNbi {
+        by_category: std::array::from_fn(|_| Completion::new(0)),
+        region: None,
+    });
+}
+
+/// The counter an implicit operation of `cat` issued now on this thread
+/// joins: the open access region's, else the category's.
+pub(crate) fn counter(cat: NbiCategory) -> Arc<Completion> {
+    NBI.with(|n| {
+        let n = n.borrow();
+        n.region
+            .clone()
+            .unwrap_or_else(|| n.by_category[cat as usize].clone())
+    })
+}
+
+/// This thread's counter for `cat` (outside regions).
+pub(crate) fn category(cat: NbiCategory) -> Arc<Completion> {
+    NBI.with(|n| n.borrow().by_category[cat as usize].clone())
+}
+
+/// Open an access region on this thread; false if one is already open.
+pub(crate) fn begin_region() -> bool {
+    NBI.with(|n| {
+        let mut n = n.borrow_mut();
+        if n.region.is_some() {
+            return false;
+        }
+        n.region = Some(Completion::new(0));
+        true
+    })
+}
+
+/// Close this thread's access region, returning its counter.
+pub(crate) fn end_region() -> Option<Arc<Completion>> {
+    NBI.with(|n| n.borrow_mut().region.take())
+}
