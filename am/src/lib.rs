@@ -25,6 +25,7 @@ mod handler;
 mod inject;
 mod message;
 mod prepared;
+pub mod rma;
 mod token;
 
 pub use client::Client;
@@ -38,4 +39,12 @@ pub use token::Token;
 pub mod reserved {
     /// The dissemination barrier's signal.
     pub const BARRIER: u8 = 1;
+    /// Reference RMA: a put (Long request).
+    pub const RMA_PUT: u8 = 2;
+    /// Reference RMA: a put's acknowledgement (Short reply).
+    pub const RMA_ACK: u8 = 3;
+    /// Reference RMA: a get request (Short).
+    pub const RMA_GET: u8 = 4;
+    /// Reference RMA: a get's data (Medium reply).
+    pub const RMA_GET_REPLY: u8 = 5;
 }
