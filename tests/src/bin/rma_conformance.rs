@@ -1,0 +1,392 @@
+//! RMA conformance, run as every rank of a job (or alone); the same
+//! program checks the mapped path and, under `RGEX_RMA=reference`, the
+//! active-message reference.
+//!
+//! Covers: put/get at sizes 1 B .. 8 MiB with unaligned offsets, in every
+//! form (blocking, NB, NB with deferred local completion, NBI, raw, value),
+//! to every rank at once; overlapping puts from all ranks into disjoint
+//! slices; overwriting the source right after local completion; 10,000 NBI
+//! puts in one access region; events (test, wait, wait_all, wait_some,
+//! invalid); IMMEDIATE leaving nothing behind; bad ranges.
+
+use rgex::{Client, Error, Event, Flags, GlobalAddr, Lc, NbiCategory, Rank, RmaPath};
+use rgex_tests::{fill_pattern, ok, pattern_mismatch};
+
+/// Each rank owns a window of every segment: [me * WIN, (me + 1) * WIN).
+fn window(client: &Client) -> u64 {
+    let seg = client.segment().len() as u64;
+    (seg / u64::from(client.size())) & !4095
+}
+
+fn sizes(max: u64) -> Vec<usize> {
+    let mut v = vec![1, 7, 8, 63, 64, 4095, 4097, 65_536 + 13];
+    let mut s = 1 << 20;
+    while s <= max as usize {
+        v.push(s);
+        s <<= 1;
+    }
+    v.retain(|&x| x as u64 <= max);
+    v
+}
+
+fn main() -> rgex::Result<()> {
+    let client = rgex::init()?;
+    let (me, n) = (client.rank().0, client.size());
+    let win = window(&client);
+    let path = client.rma_path(Rank((me + 1) % n));
+    ok(&client, &format!("RMA path to a node-local peer: {path:?}"));
+    if std::env::var("RGEX_RMA").as_deref() == Ok("reference") {
+        assert_eq!(path, RmaPath::Reference);
+    }
+
+    every_form(&client, win)?;
+    overlapping_slices(&client, win)?;
+    local_completion(&client, win)?;
+    nbi_region(&client, win)?;
+    events(&client, win)?;
+    bad_input(&client)?;
+    immediate(&client, win)?;
+    client.barrier()?;
+    ok(&client, "all RMA checks passed");
+    Ok(())
+}
+
+/// Put with one form, get back with another, compare; to every rank.
+fn every_form(client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let max = (win - 64).min(8 << 20);
+    let f = Flags::empty();
+    for k in 0..n {
+        let peer = Rank((me + k) % n);
+        let base = GlobalAddr::new(peer, u64::from(me) * win + 3); // unaligned
+        for (i, &len) in sizes(max).iter().enumerate() {
+            let seq = (k * 100 + i as u32) * 8;
+            let form = i % 5;
+            let mut src = vec![0u8; len];
+            fill_pattern(&mut src, me, seq);
+            match form {
+                0 => client.put(base, &src, f)?,
+                1 => client.put_nb(base, &src, f)?.wait(),
+                2 => {
+                    let p = client.put_nb_defer(base, src.clone(), f)?;
+                    drop(p.lc.wait());
+                    p.rc.wait();
+                }
+                3 => {
+                    client.put_nbi(base, &src, f)?;
+                    client.nbi_wait(NbiCategory::Put);
+                }
+                _ => {
+                    // SAFETY: `src` outlives the wait below.
+                    let ev = unsafe { client.put_nb_raw(base, src.as_ptr(), len, Lc::Defer, f)? };
+                    ev.lc.wait();
+                    ev.rc.wait();
+                }
+            }
+            let back = match form {
+                0 | 3 => {
+                    let mut b = vec![0u8; len];
+                    client.get(&mut b, base, f)?;
+                    b
+                }
+                1 => client.get_nb(vec![0u8; len], base, f)?.wait(),
+                2 => {
+                    let mut b = vec![0u8; len];
+                    // SAFETY: `b` is not touched until the NBI sync below.
+                    unsafe { client.get_nbi(b.as_mut_ptr(), len, base, f)? };
+                    client.nbi_wait(NbiCategory::Get);
+                    b
+                }
+                _ => {
+                    let mut b = vec![0u8; len];
+                    // SAFETY: `b` is not touched until the event fires.
+                    let ev = unsafe { client.get_nb_raw(b.as_mut_ptr(), len, base, f)? };
+                    ev.wait();
+                    b
+                }
+            };
+            assert_eq!(
+                pattern_mismatch(&back, me, seq),
+                None,
+                "{len} bytes to {peer} (form {form}) came back different"
+            );
+        }
+        let v = 0x0123_4567_89ab_cdef ^ u64::from(me);
+        client.put_val(GlobalAddr::new(peer, u64::from(me) * win + 8), v, f)?;
+        assert_eq!(
+            client.get_val(GlobalAddr::new(peer, u64::from(me) * win + 8), f)?,
+            v
+        );
+    }
+    client.barrier()?;
+    ok(client, &format!("put/get 1 B .. {} KiB, unaligned, blocking/NB/NB-defer/NBI/raw/value forms, every rank to every rank", max >> 10));
+    Ok(())
+}
+
+/// All ranks put into disjoint, adjacent slices of rank 0's segment; rank
+/// 0 checks every slice after a barrier.
+fn overlapping_slices(client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let slice = 1000u64; // not a multiple of any line size: slices share lines
+    let at = |r: u32| {
+        GlobalAddr::new(
+            Rank(0),
+            win * u64::from(n.saturating_sub(1)) / 2 + 1 + u64::from(r) * slice,
+        )
+    };
+    let mut src = vec![0u8; slice as usize];
+    for round in 0..50u32 {
+        fill_pattern(&mut src, me, 10_000 + round);
+        client.put(at(me), &src, Flags::empty())?;
+    }
+    client.barrier()?;
+    if me == 0 {
+        for r in 0..n {
+            let mut b = vec![0u8; slice as usize];
+            client.segment().read(at(r).offset, &mut b)?;
+            assert_eq!(
+                pattern_mismatch(&b, r, 10_049),
+                None,
+                "slice of rank {r} damaged"
+            );
+        }
+    }
+    client.barrier()?;
+    ok(
+        client,
+        "puts from every rank into adjacent slices sharing cache lines: no slice damaged",
+    );
+    Ok(())
+}
+
+/// Overwrite the source as soon as local completion fires: the target
+/// holds the old bytes (read after remote completion).
+fn local_completion(client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let dst = GlobalAddr::new(peer, u64::from(me) * win + 5);
+    let mut src = vec![0u8; 1 << 20];
+    fill_pattern(&mut src, me, 500);
+    let put = client.put_nb_defer(dst, src, Flags::empty())?;
+    let mut src = put.lc.wait();
+    src.fill(0xEE);
+    put.rc.wait();
+    let back = client
+        .get_nb(vec![0u8; 1 << 20], dst, Flags::empty())?
+        .wait();
+    assert_eq!(
+        pattern_mismatch(&back, me, 500),
+        None,
+        "the target saw bytes written after local completion"
+    );
+    client.barrier()?;
+    ok(
+        client,
+        "deferred local completion: source overwritten after LC, target holds the old data",
+    );
+    Ok(())
+}
+
+fn nbi_region(client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let base = u64::from(me) * win;
+    client.nbi_begin_region()?;
+    assert!(
+        client.nbi_begin_region().is_err(),
+        "a second region on one thread must be refused"
+    );
+    for i in 0..10_000u64 {
+        client.put_nbi(
+            GlobalAddr::new(peer, base + 8 * i),
+            &(i ^ 0xABCD).to_ne_bytes(),
+            Flags::empty(),
+        )?;
+    }
+    client.nbi_end_region()?.wait();
+    let mut back = vec![0u8; 80_000];
+    client.get(&mut back, GlobalAddr::new(peer, base), Flags::empty())?;
+    for (i, c) in back.chunks_exact(8).enumerate() {
+        assert_eq!(
+            u64::from_ne_bytes(c.try_into().unwrap()),
+            i as u64 ^ 0xABCD,
+            "NBI put {i} not visible"
+        );
+    }
+    assert!(
+        client.nbi_end_region().is_err(),
+        "no region is open any more"
+    );
+    client.barrier()?;
+    ok(
+        client,
+        "NBI: 10,000 puts in one access region, one wait, all visible",
+    );
+    Ok(())
+}
+
+fn events(client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let base = u64::from(me) * win;
+    let invalid = Event::done();
+    assert!(invalid.test() && invalid.is_invalid());
+    let mut evs: Vec<Event> = (0..16u64)
+        .map(|i| {
+            client.put_nb(
+                GlobalAddr::new(peer, base + 4096 * i),
+                &[i as u8; 4096],
+                Flags::empty(),
+            )
+        })
+        .collect::<rgex::Result<_>>()?;
+    evs.push(Event::done());
+    // Operations that completed during injection return invalid events (as
+    // on the mapped path); wait_some reports each of the others once.
+    let pending = evs.iter().filter(|e| !e.is_invalid()).count();
+    let mut seen = 0;
+    while evs.iter().any(|e| !e.is_invalid()) {
+        seen += Event::wait_some(&mut evs).len();
+    }
+    assert_eq!(seen, pending, "wait_some reported every pending event once");
+    assert!(
+        Event::wait_some(&mut evs).is_empty(),
+        "only invalid events left"
+    );
+    let mut evs: Vec<Event> = (0..8u64)
+        .map(|i| {
+            client.put_nb(
+                GlobalAddr::new(peer, base + 4096 * i),
+                &[1; 4096],
+                Flags::empty(),
+            )
+        })
+        .collect::<rgex::Result<_>>()?;
+    Event::wait_all(&mut evs);
+    assert!(evs.iter().all(Event::is_invalid));
+    client.barrier()?;
+    ok(
+        client,
+        "events: test without polling, wait, wait_all, wait_some, invalid events",
+    );
+    Ok(())
+}
+
+fn bad_input(client: &Client) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let seg = client.conduit().segment_len(peer);
+    let f = Flags::empty();
+    let e = client
+        .put(GlobalAddr::new(peer, seg - 4), &[0; 8], f)
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, Error::OutOfSegment { .. }), "{text}");
+    assert!(
+        text.contains(&format!("rank {}", peer.0))
+            && text.contains(&format!("{:#x}", seg - 4))
+            && text.contains(&format!("{seg:#x}")),
+        "{text}"
+    );
+    let e = client
+        .get(&mut [0; 8], GlobalAddr::new(peer, u64::MAX - 3), f)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::OutOfSegment { .. }),
+        "overflowing offset: {e}"
+    );
+    let e = client
+        .put(GlobalAddr::new(Rank(n), 0), &[0; 8], f)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::RankOutOfRange { .. }) && e.to_string().contains(&format!("{n} ranks")),
+        "{e}"
+    );
+    let e = client
+        .get_nb(vec![0; 16], GlobalAddr::new(peer, seg), f)
+        .unwrap_err();
+    assert!(matches!(e, Error::OutOfSegment { .. }), "{e}");
+    // Zero bytes at the very end is inside the segment.
+    client.put(GlobalAddr::new(peer, seg), &[], f)?;
+    client.barrier()?;
+    ok(client, "bad ranges: past the end, overflowing offset, bad rank: errors name rank, offset and segment size");
+    Ok(())
+}
+
+/// IMMEDIATE: on the mapped path nothing can block, so it always goes; on
+/// the reference path, against a rank that does not poll, it fails with
+/// nothing written, and succeeds once the rank polls again.
+fn immediate(client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    if n < 2 {
+        return Ok(());
+    }
+    let dst = |i: u64| GlobalAddr::new(Rank(1), i * 64);
+    let span = (win / 64).min(1 << 16);
+    if me == 1 {
+        client
+            .segment()
+            .write(0, &vec![0u8; (span * 64) as usize])?;
+    }
+    client.barrier()?;
+    let mut blocked_at = u64::MAX;
+    let mut in_flight = Vec::new();
+    if me == 0 {
+        for i in 0..span {
+            // Non-blocking: a blocking put would wait for rank 1's answer.
+            match client.put_nb(dst(i), &[0x5A; 64], Flags::IMMEDIATE) {
+                Ok(ev) => in_flight.push(ev),
+                Err(e) if e.is_would_block() => {
+                    blocked_at = i;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+            if client.rma_path(Rank(1)) == RmaPath::Mapped && i == 1000 {
+                break;
+            }
+        }
+        if client.rma_path(Rank(1)) == RmaPath::Mapped {
+            assert_eq!(blocked_at, u64::MAX, "the mapped path never blocks");
+        } else {
+            assert_ne!(
+                blocked_at,
+                u64::MAX,
+                "the reference path must block against a rank that does not poll"
+            );
+        }
+    }
+    // Rank 1 sits here without polling while rank 0 fills its queue.
+    let b = client
+        .conduit()
+        .bootstrap()
+        .broadcast(0, &blocked_at.to_le_bytes())?;
+    let blocked_at = u64::from_le_bytes(b.try_into().unwrap());
+    Event::wait_all(&mut in_flight);
+    client.barrier()?;
+    if me == 1 && blocked_at != u64::MAX {
+        let mut b = [0u8; 64];
+        client.segment().read(dst(blocked_at).offset, &mut b)?;
+        assert!(
+            b.iter().all(|&x| x == 0),
+            "a put that returned would-block wrote its data"
+        );
+        client.segment().read(dst(blocked_at - 1).offset, &mut b)?;
+        assert!(
+            b.iter().all(|&x| x == 0x5A),
+            "the put before it did not land"
+        );
+    }
+    client.barrier()?; // rank 1 has looked before rank 0 retries
+    if me == 0 && blocked_at != u64::MAX {
+        client
+            .put(dst(blocked_at), &[0x5A; 64], Flags::IMMEDIATE)
+            .or_else(|e| {
+                assert!(e.is_would_block());
+                client.put(dst(blocked_at), &[0x5A; 64], Flags::empty())
+            })?;
+    }
+    client.barrier()?;
+    ok(client, "IMMEDIATE put: would-block with nothing written against a rank that does not poll (reference path); never blocks on the mapped path");
+    Ok(())
+}

@@ -1,0 +1,50 @@
+//! RMA on the smp conduit, on the mapped path and (forced) on the
+//! active-message reference path, on 1, 2 and 4 ranks; and several threads
+//! per rank mixing RMA and AMs.
+
+mod common;
+use common::{job, run_ok};
+
+const RMA: &str = env!("CARGO_BIN_EXE_rma_conformance");
+const THREADS: &str = env!("CARGO_BIN_EXE_threads");
+const CHECKS: usize = 9;
+
+#[test]
+fn mapped_one_rank() {
+    // No IMMEDIATE check without a second rank to stall.
+    run_ok(&job(1, RMA, &[]), CHECKS - 1);
+}
+
+#[test]
+fn mapped_two_ranks() {
+    run_ok(&job(2, RMA, &[]), CHECKS);
+}
+
+#[test]
+fn mapped_four_ranks() {
+    run_ok(&job(4, RMA, &[]), CHECKS);
+}
+
+#[test]
+fn reference_two_ranks() {
+    let out = run_ok(&job(2, RMA, &[]).env("RGEX_RMA", "reference"), CHECKS);
+    assert!(out.contains("Reference"));
+}
+
+#[test]
+fn reference_four_ranks() {
+    run_ok(&job(4, RMA, &[]).env("RGEX_RMA", "reference"), CHECKS);
+}
+
+#[test]
+fn four_threads_per_rank_two_ranks() {
+    run_ok(&job(2, THREADS, &["4", "300"]), 1);
+}
+
+#[test]
+fn four_threads_per_rank_reference_path() {
+    run_ok(
+        &job(2, THREADS, &["4", "100"]).env("RGEX_RMA", "reference"),
+        1,
+    );
+}
