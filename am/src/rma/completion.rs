@@ -3,30 +3,39 @@
 
 use rgex_core::Event;
 
-/// A source buffer held until a put's local completion.
+/// A buffer held by an operation until its event fires: the source of a put
+/// until local completion ([`LocalCompletion`]), the destination of a get
+/// until the data has arrived ([`GetPending`]).
 ///
-/// Dropping it waits for local completion first (the buffer may still be
-/// read by the transport until then).
+/// Dropping it waits for the event first (the transport may still read or
+/// write the buffer until then).
 #[derive(Debug)]
-pub struct LocalCompletion<B> {
+#[must_use = "the operation must be waited on to get the buffer back"]
+pub struct Held<B> {
     buf: Option<B>,
     event: Option<Event>,
 }
 
-impl<B> LocalCompletion<B> {
+/// A put's source buffer, held until local completion.
+pub type LocalCompletion<B> = Held<B>;
+
+/// A get's destination buffer, held until the data has arrived.
+pub type GetPending<B> = Held<B>;
+
+impl<B> Held<B> {
     pub(crate) fn new(buf: B, event: Event) -> Self {
-        LocalCompletion {
+        Held {
             buf: Some(buf),
             event: Some(event),
         }
     }
 
-    /// True if the buffer may be reused. Does not poll.
+    /// True if the operation is done with the buffer. Does not poll.
     pub fn test(&self) -> bool {
         self.event.as_ref().is_none_or(Event::test)
     }
 
-    /// Poll until local completion; hand the buffer back.
+    /// Poll until the operation is done with the buffer; hand it back.
     pub fn wait(mut self) -> B {
         if let Some(e) = self.event.take() {
             e.wait();
@@ -35,7 +44,7 @@ impl<B> LocalCompletion<B> {
     }
 }
 
-impl<B> Drop for LocalCompletion<B> {
+impl<B> Drop for Held<B> {
     fn drop(&mut self) {
         if let Some(e) = self.event.take() {
             e.wait();
@@ -50,46 +59,5 @@ pub struct PutDeferred<B> {
     /// Local completion; gives the source buffer back.
     pub lc: LocalCompletion<B>,
     /// Remote completion.
-    pub rc: Event,
-}
-
-/// A non-blocking get into an owned buffer.
-///
-/// Dropping it waits for completion first (the transport may still write
-/// the buffer until then).
-#[derive(Debug)]
-#[must_use = "the get must be waited on to see the data"]
-pub struct GetPending<B> {
-    buf: Option<B>,
-    event: Option<Event>,
-}
-
-impl<B> GetPending<B> {
-    pub(crate) fn new(buf: B, event: Event) -> Self {
-        GetPending {
-            buf: Some(buf),
-            event: Some(event),
-        }
-    }
-
-    /// True if the data has arrived. Does not poll.
-    pub fn test(&self) -> bool {
-        self.event.as_ref().is_none_or(Event::test)
-    }
-
-    /// Poll until the data has arrived; hand the buffer back.
-    pub fn wait(mut self) -> B {
-        if let Some(e) = self.event.take() {
-            e.wait();
-        }
-        self.buf.take().expect("buffer present until wait")
-    }
-}
-
-impl<B> Drop for GetPending<B> {
-    fn drop(&mut self) {
-        if let Some(e) = self.event.take() {
-            e.wait();
-        }
-    }
+    pub rc: rgex_core::Event,
 }

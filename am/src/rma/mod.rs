@@ -17,7 +17,7 @@ mod completion;
 mod nbi;
 pub(crate) mod reference;
 
-pub use completion::{GetPending, LocalCompletion, PutDeferred};
+pub use completion::{GetPending, Held, LocalCompletion, PutDeferred};
 pub use nbi::NbiCategory;
 
 use crate::Endpoint;

@@ -176,31 +176,8 @@ impl Ring {
     /// Producer: claim the next free position, or `None` if the ring is full.
     #[inline]
     pub fn try_claim(&self) -> Option<u64> {
-        let tail = &self.hdr().tail.0;
-        // Relaxed: the value is only a guess checked against the cell's seq.
-        let mut pos = tail.load(Ordering::Relaxed);
-        loop {
-            // Acquire: pairs with the consumer's Release in `release`, so its
-            // reads of this cell (and of the payload buffer it indexes)
-            // happen before we overwrite them.
-            let seq = self.cell(pos).seq.load(Ordering::Acquire);
-            let lag = seq.wrapping_sub(pos) as i64;
-            if lag == 0 {
-                // Relaxed: winning the CAS only decides which producer owns
-                // `pos`; the data edges are carried by `seq`.
-                match tail.compare_exchange_weak(pos, pos + 1, Ordering::Relaxed, Ordering::Relaxed)
-                {
-                    Ok(_) => return Some(pos),
-                    Err(now) => pos = now,
-                }
-            } else if lag < 0 {
-                // The cell still holds the message from one lap ago: full.
-                return None;
-            } else {
-                // Another producer took `pos`; start again from the tail.
-                pos = tail.load(Ordering::Relaxed);
-            }
-        }
+        // A cell is free for `pos` when its seq is `pos`.
+        self.advance(&self.hdr().tail.0, 0)
     }
 
     /// Producer: make the message at `pos` (claimed by us) visible.
@@ -216,25 +193,43 @@ impl Ring {
     /// still assembling it).
     #[inline]
     pub fn try_take(&self) -> Option<u64> {
-        let head = &self.hdr().head.0;
-        // Relaxed: a guess checked against the cell's seq.
-        let mut pos = head.load(Ordering::Relaxed);
+        // A cell holds the message of `pos` when its seq is `pos + 1`.
+        self.advance(&self.hdr().head.0, 1)
+    }
+
+    /// The one step both sides take: win the position `counter` names if
+    /// its cell's seq says `counter + ready` (our turn), by moving the
+    /// counter on. `None` if the cell is a lap behind (full for producers,
+    /// empty for consumers).
+    #[inline]
+    fn advance(&self, counter: &AtomicU64, ready: u64) -> Option<u64> {
+        // Relaxed: the value is only a guess checked against the cell's seq.
+        let mut pos = counter.load(Ordering::Relaxed);
         loop {
-            // Acquire: pairs with `publish`, so the body and payload written
-            // by the producer are visible once we see pos + 1.
+            // Acquire: for a producer, pairs with the consumer's Release in
+            // `release`, so its reads of the cell (and of the payload buffer
+            // it indexes) happen before we overwrite them; for a consumer,
+            // pairs with `publish`, so the producer's writes are visible.
             let seq = self.cell(pos).seq.load(Ordering::Acquire);
-            let lag = seq.wrapping_sub(pos + 1) as i64;
+            let lag = seq.wrapping_sub(pos + ready) as i64;
             if lag == 0 {
-                // Relaxed: the CAS only decides which consumer thread owns pos.
-                match head.compare_exchange_weak(pos, pos + 1, Ordering::Relaxed, Ordering::Relaxed)
-                {
+                // Relaxed: winning the CAS only decides which party owns
+                // `pos`; the data edges are carried by `seq`.
+                match counter.compare_exchange_weak(
+                    pos,
+                    pos + 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
                     Ok(_) => return Some(pos),
                     Err(now) => pos = now,
                 }
             } else if lag < 0 {
+                // The cell is a lap behind: nothing for us yet.
                 return None;
             } else {
-                pos = head.load(Ordering::Relaxed);
+                // Another party took `pos`; start again from the counter.
+                pos = counter.load(Ordering::Relaxed);
             }
         }
     }
