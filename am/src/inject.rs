@@ -138,7 +138,9 @@ impl Endpoint {
             // SAFETY: the conduit granted `slot.granted >= least == len`
             // writable bytes at `slot.buf`, reserved for this message, which
             // cannot overlap the client's `payload` slice.
-            unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), slot.buf, payload.len()) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), slot.buf.as_ptr(), payload.len())
+            };
         }
         self.conduit().commit(slot, handler, args, payload.len());
         Ok(())

@@ -99,13 +99,12 @@ impl<'a> Prepared<'a> {
             Some(b) => &mut b[..granted],
             None => {
                 let slot = self.slot.as_ref().expect("a live Prepared holds its slot");
-                if granted == 0 {
-                    return &mut [];
-                }
+                // Even when nothing is granted, the slice starts at the
+                // real buffer (no special case on the hot path).
                 // SAFETY: the conduit reserved `granted` writable bytes at
-                // `slot.buf` for this message alone until commit or cancel,
-                // and `&mut self` keeps this the only live view of them.
-                unsafe { std::slice::from_raw_parts_mut(slot.buf, granted) }
+                // `slot.buf` (non-null) for this message alone until commit
+                // or cancel, and `&mut self` keeps this the only live view.
+                unsafe { std::slice::from_raw_parts_mut(slot.buf.as_ptr(), granted) }
             }
         }
     }
@@ -140,7 +139,7 @@ impl<'a> Prepared<'a> {
                 // SAFETY: the conduit reserved `granted >= len` bytes at
                 // slot.buf for this message; the client buffer is a distinct
                 // Rust slice, so the two do not overlap.
-                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), slot.buf, len) };
+                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), slot.buf.as_ptr(), len) };
             }
         }
         self.ep.conduit().commit(slot, h.0, args, len);

@@ -3,6 +3,7 @@
 
 use crate::Rank;
 use std::fmt;
+use std::ptr::NonNull;
 
 /// The most `u32` arguments an active message carries.
 pub const MAX_ARGS: usize = 16;
@@ -85,9 +86,10 @@ pub struct SendSlot {
     pub nargs: u8,
     /// Long only: destination offset in the peer's segment.
     pub long_offset: u64,
-    /// Where the payload is assembled. For Long on a node-local peer this is
-    /// the destination in the peer's segment itself.
-    pub buf: *mut u8,
+    /// Where the payload is assembled (dangling when nothing is granted).
+    /// For Long on a node-local peer this is the destination in the peer's
+    /// segment itself. Non-null, so `Option<SendSlot>` needs no tag.
+    pub buf: NonNull<u8>,
     /// Bytes granted at `buf`: `least <= granted <= most` of the prepare.
     pub granted: usize,
     /// Conduit-private identification of the claimed slot.
@@ -98,6 +100,7 @@ impl SendSlot {
     /// The slot for `spec`, with the buffer and cookie the conduit chose.
     #[inline]
     pub fn new(spec: &Prepare, buf: *mut u8, granted: usize, cookie: u64) -> Self {
+        let buf = NonNull::new(buf).unwrap_or(NonNull::dangling());
         SendSlot {
             peer: spec.peer,
             dir: spec.dir,
