@@ -22,6 +22,10 @@ fn main() -> rgex::Result<()> {
     let sink = HandlerId(CLIENT_MIN);
     let me = Rank(client.rank().0);
     let mut buf = vec![0u8; 65536];
+    // AM_OVERHEAD_ONLY=fp|np runs one variant (to count instructions of
+    // one path under callgrind); the other reports 0.
+    let only = std::env::var("AM_OVERHEAD_ONLY").unwrap_or_default();
+    let (run_fp, run_np) = (only != "np", only != "fp");
     println!(
         "{:>6} {:>10} {:>10} {:>10}   (ns per message, median of 5)",
         "size", "FP", "NP-rgex", "NP vs FP"
@@ -36,7 +40,7 @@ fn main() -> rgex::Result<()> {
         let mut np = Vec::new();
         for _ in 0..5 {
             let t = Instant::now();
-            for i in 0..n {
+            for i in 0..n * u64::from(run_fp) {
                 buf[..size].fill(i as u8);
                 client.request_medium(me, sink, &[1, 2, 3], &buf[..size], Flags::empty())?;
                 if i % 32 == 31 {
@@ -46,7 +50,7 @@ fn main() -> rgex::Result<()> {
             while client.poll()? > 0 {}
             fp.push(t.elapsed().as_nanos() as f64 / n as f64);
             let t = Instant::now();
-            for i in 0..n {
+            for i in 0..n * u64::from(run_np) {
                 let mut sd =
                     client.prepare_request_medium(me, None, size, size, 3, Flags::empty())?;
                 if size > 0 {
