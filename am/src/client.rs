@@ -21,6 +21,7 @@ pub struct Client {
     ep: Arc<Endpoint>,
     world: Team,
     barrier: Arc<Barrier>,
+    world_team: crate::team::TeamHandle,
 }
 
 impl std::fmt::Debug for Client {
@@ -37,7 +38,14 @@ impl Client {
         let world = Team::world(conduit.size(), conduit.rank());
         let ep = Endpoint::new(conduit, polite)?;
         let barrier = Barrier::install(ep.handlers(), reserved::BARRIER)?;
-        Ok(Client { ep, world, barrier })
+        let coll = crate::team::engine::Engine::install(&ep, reserved::COLL)?;
+        let world_team = crate::team::TeamHandle::world(coll, world.clone());
+        Ok(Client {
+            ep,
+            world,
+            barrier,
+            world_team,
+        })
     }
 
     /// The primordial endpoint, shareable across threads.
@@ -48,6 +56,12 @@ impl Client {
     /// The team of all ranks.
     pub fn world(&self) -> &Team {
         &self.world
+    }
+
+    /// The world team with collectives (barrier, broadcast, reductions,
+    /// split); see [`crate::team`].
+    pub fn world_team(&self) -> &crate::team::TeamHandle {
+        &self.world_team
     }
 
     /// This rank.

@@ -26,6 +26,7 @@ mod inject;
 mod message;
 mod prepared;
 pub mod rma;
+pub mod team;
 mod token;
 
 pub use client::Client;
@@ -33,6 +34,7 @@ pub use endpoint::Endpoint;
 pub use handler::{Entry, HandlerFn, HandlerId, HandlerTable, CLIENT_MIN};
 pub use message::Message;
 pub use prepared::Prepared;
+pub use team::TeamHandle;
 pub use token::Token;
 
 /// Handler indices rgex's own protocols use (below [`CLIENT_MIN`]).
@@ -47,4 +49,7 @@ pub mod reserved {
     pub const RMA_GET: u8 = 4;
     /// Reference RMA: a get's data (Medium reply).
     pub const RMA_GET_REPLY: u8 = 5;
+    /// Team collectives: every collective message (Medium request). The
+    /// collectives may use indices 8..=15.
+    pub const COLL: u8 = 8;
 }

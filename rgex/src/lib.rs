@@ -30,6 +30,7 @@ pub mod launch;
 pub use rgex_am::rma::{
     self, GetPending, Lc, LocalCompletion, NbiCategory, PutDeferred, PutEvents, RmaPath,
 };
+pub use rgex_am::team::{self, Element, Numeric, ReduceOp, TeamHandle, NO_COLOUR};
 pub use rgex_am::{
     context, reserved, Client, Endpoint, HandlerId, HandlerTable, Message, Prepared, Token,
     CLIENT_MIN,

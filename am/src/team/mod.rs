@@ -1,0 +1,375 @@
+//! Teams and collectives over active messages.
+//!
+//! A [`TeamHandle`] is a team (an ordered set of job ranks, see
+//! [`rgex_core::Team`]) plus what its collectives need: a team id, the
+//! same on every member, and a sequence number per collective. The world
+//! team comes from [`Client::world_team`](crate::Client::world_team);
+//! [`TeamHandle::split`] makes sub-teams.
+//!
+//! Collectives are scalable (log-depth trees and dissemination, no root
+//! looping over all ranks), poll while they wait (handlers keep running),
+//! and keep consecutive collectives and teams apart: a message that
+//! arrives for a later round or a later collective is buffered until it is
+//! asked for.
+//!
+//! Rules, as in MPI and GASNet: every member calls a team's collectives in
+//! the same order (from one thread at a time per team), with matching
+//! arguments (root, element count). Collectives are refused inside AM
+//! handlers ([`Error::InHandler`]).
+//!
+//! Algorithms: barrier by dissemination (ceil(log2 n) rounds); broadcast
+//! by binomial tree, the payload split into Medium fragments; reduce by
+//! binomial tree towards team rank 0 (operands combine in team-rank
+//! order, so a user operator needs to be associative, not commutative),
+//! then one message to the root or a binomial broadcast (allreduce); the
+//! split's allgather by Bruck's algorithm.
+
+mod algo;
+pub(crate) mod engine;
+mod ops;
+
+pub use ops::{Element, Numeric, ReduceOp};
+
+use algo::{Allgather, Barrier, Bcast, Ctx, Dest, Reduce};
+use engine::{not_in_handler, Engine};
+use rgex_core::{Error, Event, Rank, Result, Team};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The colour that puts a rank in no new team in [`TeamHandle::split`].
+pub const NO_COLOUR: u32 = u32::MAX;
+
+/// A team with collectives. Cheap to clone (clones share the sequence
+/// numbers, so they are the same team, not a copy of it).
+///
+/// ```no_run
+/// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+/// use rgex_am::team::ReduceOp;
+/// let world = client.world_team();
+/// // Odd and even ranks, each ordered by world rank.
+/// let half = world.split(world.my_rank() % 2, world.my_rank())?.expect("in a team");
+/// half.barrier()?;
+/// let sum = half.allreduce(&[1u64], ReduceOp::Sum)?;
+/// assert_eq!(sum[0], u64::from(half.size()));
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct TeamHandle {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    team: Team,
+    id: u64,
+    seq: AtomicU64,
+    engine: Arc<Engine>,
+}
+
+impl std::fmt::Debug for TeamHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeamHandle")
+            .field("id", &format_args!("{:#x}", self.inner.id))
+            .field("size", &self.size())
+            .field("my_rank", &self.my_rank())
+            .finish()
+    }
+}
+
+/// A 64-bit mix (splitmix64 finaliser) for team ids.
+fn mix64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl TeamHandle {
+    /// The world team (id 0).
+    pub(crate) fn world(engine: Arc<Engine>, team: Team) -> Self {
+        TeamHandle {
+            inner: Arc::new(Inner {
+                team,
+                id: 0,
+                seq: AtomicU64::new(0),
+                engine,
+            }),
+        }
+    }
+
+    /// The team's ranks and their numbering.
+    pub fn team(&self) -> &Team {
+        &self.inner.team
+    }
+
+    /// The team's id: the same on every member, different for every team
+    /// made by splits of the same job (derived from the parent's id, the
+    /// split's sequence number and the colour).
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// Ranks in the team.
+    pub fn size(&self) -> u32 {
+        self.inner.team.size()
+    }
+
+    /// This process's rank in the team.
+    pub fn my_rank(&self) -> u32 {
+        self.inner.team.my_rank()
+    }
+
+    /// The job rank of team rank `r` ([`Error::RankOutOfRange`] if `r` is
+    /// not below [`size`](Self::size)).
+    pub fn world_rank(&self, r: u32) -> Result<Rank> {
+        self.inner.team.world_rank(r)
+    }
+
+    /// The team rank of job rank `r`, if it is a member.
+    pub fn team_rank(&self, r: Rank) -> Option<u32> {
+        self.inner.team.team_rank(r)
+    }
+
+    fn ctx(&self, what: &'static str) -> Result<Ctx> {
+        not_in_handler(what)?;
+        // Relaxed: the counter only has to hand out distinct numbers; the
+        // read-modify-write does that whatever the ordering, and nothing
+        // is published through it.
+        let seq = self.inner.seq.fetch_add(1, Ordering::Relaxed);
+        Ok(Ctx {
+            team: self.inner.team.clone(),
+            id: self.inner.id,
+            seq,
+        })
+    }
+
+    fn check_root(&self, root: u32) -> Result<()> {
+        if root >= self.size() {
+            return Err(Error::RankOutOfRange {
+                rank: root,
+                size: self.size(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Split this team (collective over it): the members that pass the
+    /// same `colour` form a new team, ordered by `(key, rank in this team)`.
+    /// A member passing [`NO_COLOUR`] joins no team and gets `None`.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+    /// let world = client.world_team();
+    /// // Blocks of two; rank 0 opts out.
+    /// let me = world.my_rank();
+    /// let colour = if me == 0 { rgex_am::team::NO_COLOUR } else { me / 2 };
+    /// if let Some(pair) = world.split(colour, 0)? {
+    ///     println!("team rank {} of {}", pair.my_rank(), pair.size());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn split(&self, colour: u32, key: u32) -> Result<Option<TeamHandle>> {
+        let ctx = self.ctx("team split")?;
+        let seq = ctx.seq;
+        let mut mine = Vec::with_capacity(8);
+        colour.write(&mut mine);
+        key.write(&mut mine);
+        let mut op = Allgather::new(ctx, mine);
+        self.inner.engine.run(&mut op)?;
+        if colour == NO_COLOUR {
+            return Ok(None);
+        }
+        let all = op.result();
+        let mut chosen: Vec<(u32, u32)> = all
+            .chunks_exact(8)
+            .enumerate()
+            .filter(|(_, b)| u32::read(&b[..4]) == colour)
+            .map(|(r, b)| (u32::read(&b[4..]), r as u32))
+            .collect();
+        chosen.sort_unstable();
+        let me = self.my_rank();
+        let my_index = chosen
+            .iter()
+            .position(|&(_, r)| r == me)
+            .expect("this rank's own entry is in the allgather") as u32;
+        let members = chosen
+            .iter()
+            .map(|&(_, r)| self.world_rank(r))
+            .collect::<Result<Vec<_>>>()?;
+        let team = Team::from_members(members, my_index)?;
+        let id = mix64(mix64(self.inner.id ^ 0x7465_616d) ^ seq) ^ mix64(u64::from(colour) + 1);
+        Ok(Some(TeamHandle {
+            inner: Arc::new(Inner {
+                team,
+                id,
+                seq: AtomicU64::new(0),
+                engine: self.inner.engine.clone(),
+            }),
+        }))
+    }
+
+    /// Wait until every member has entered the barrier, running handlers
+    /// meanwhile.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+    /// client.world_team().barrier()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn barrier(&self) -> Result<()> {
+        let mut op = Barrier::new(self.ctx("barrier")?);
+        self.inner.engine.run(&mut op)
+    }
+
+    /// Start a barrier; the event completes once every member has entered
+    /// it. The barrier advances while this event (or any collective's
+    /// event, or a blocking collective) is waited on: [`Event::test`] does
+    /// not poll, so pair it with [`progress`](Self::progress).
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+    /// let team = client.world_team();
+    /// let ev = team.barrier_nb()?;
+    /// // ... overlap work ...
+    /// while !ev.test() {
+    ///     team.progress();
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn barrier_nb(&self) -> Result<Event> {
+        let op = Barrier::new(self.ctx("barrier_nb")?);
+        self.inner.engine.start(Box::new(op))
+    }
+
+    /// Poll the endpoint and advance this client's non-blocking
+    /// collectives (all teams). Returns how many things happened.
+    pub fn progress(&self) -> usize {
+        self.inner.engine.progress_all()
+    }
+
+    /// Broadcast from team rank `root`: at the root `data` is sent (and
+    /// returned); elsewhere it is ignored and the root's bytes are
+    /// returned. Any length.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+    /// let team = client.world_team();
+    /// let got = team.broadcast(0, b"hello")?;
+    /// assert_eq!(got, b"hello");
+    /// # Ok(()) }
+    /// ```
+    pub fn broadcast(&self, root: u32, data: &[u8]) -> Result<Vec<u8>> {
+        self.check_root(root)?;
+        let ctx = self.ctx("broadcast")?;
+        let mine = (self.my_rank() == root).then(|| data.to_vec());
+        let mut op = Bcast::new(ctx, root, mine);
+        self.inner.engine.run(&mut op)?;
+        Ok(op.data.unwrap_or_default())
+    }
+
+    /// Broadcast of elements from `root` (see [`broadcast`](Self::broadcast)).
+    pub fn broadcast_elems<T: Element>(&self, root: u32, data: &[T]) -> Result<Vec<T>> {
+        let bytes = if self.my_rank() == root {
+            algo::encode(data)
+        } else {
+            Vec::new()
+        };
+        Ok(algo::decode(&self.broadcast(root, &bytes)?))
+    }
+
+    /// Reduce `data` elementwise with a built-in operator; the result
+    /// arrives at team rank `root` (`Some` there, `None` elsewhere). Every
+    /// member passes the same number of elements.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+    /// use rgex_am::team::ReduceOp;
+    /// let team = client.world_team();
+    /// if let Some(max) = team.reduce(0, &[team.my_rank() as i32], ReduceOp::Max)? {
+    ///     assert_eq!(max[0], team.size() as i32 - 1);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce<T: Numeric>(
+        &self,
+        root: u32,
+        data: &[T],
+        op: ReduceOp,
+    ) -> Result<Option<Vec<T>>> {
+        ops::check::<T>(op)?;
+        self.reduce_with(root, data, move |a: &mut [T], b: &[T]| {
+            // Checked above: cannot fail.
+            let _ = T::combine(op, a, b);
+        })
+    }
+
+    /// Reduce with a built-in operator; every member gets the result.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+    /// use rgex_am::team::ReduceOp;
+    /// let team = client.world_team();
+    /// let v = team.allreduce(&[1.0f64, 2.0], ReduceOp::Sum)?;
+    /// assert_eq!(v, [team.size() as f64, 2.0 * team.size() as f64]);
+    /// # Ok(()) }
+    /// ```
+    pub fn allreduce<T: Numeric>(&self, data: &[T], op: ReduceOp) -> Result<Vec<T>> {
+        ops::check::<T>(op)?;
+        self.allreduce_with(data, move |a: &mut [T], b: &[T]| {
+            let _ = T::combine(op, a, b);
+        })
+    }
+
+    /// Reduce with a user operator `op(acc, x)`, which folds `x` into `acc`
+    /// elementwise or otherwise (both slices have the contribution's
+    /// length). `acc` always holds lower team ranks than `x`: `op` must be
+    /// associative, need not be commutative.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+    /// let team = client.world_team();
+    /// // Keep the first non-zero value in team-rank order.
+    /// let r = team.reduce_with(0, &[team.my_rank() as u64], |acc: &mut [u64], x: &[u64]| {
+    ///     for (a, b) in acc.iter_mut().zip(x) {
+    ///         if *a == 0 { *a = *b; }
+    ///     }
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_with<T: Element>(
+        &self,
+        root: u32,
+        data: &[T],
+        op: impl FnMut(&mut [T], &[T]),
+    ) -> Result<Option<Vec<T>>> {
+        self.check_root(root)?;
+        let ctx = self.ctx("reduce")?;
+        let mut op = op;
+        let mut r = Reduce::new(
+            ctx,
+            Dest::Root(root),
+            data.to_vec(),
+            |a: &mut [T], b: &[T]| {
+                op(a, b);
+                Ok(())
+            },
+        );
+        self.inner.engine.run(&mut r)?;
+        Ok(r.result)
+    }
+
+    /// Reduce with a user operator (see [`reduce_with`](Self::reduce_with));
+    /// every member gets the result.
+    pub fn allreduce_with<T: Element>(
+        &self,
+        data: &[T],
+        op: impl FnMut(&mut [T], &[T]),
+    ) -> Result<Vec<T>> {
+        let ctx = self.ctx("allreduce")?;
+        let mut op = op;
+        let mut r = Reduce::new(ctx, Dest::All, data.to_vec(), |a: &mut [T], b: &[T]| {
+            op(a, b);
+            Ok(())
+        });
+        self.inner.engine.run(&mut r)?;
+        Ok(r.result.unwrap_or_default())
+    }
+}

@@ -1,0 +1,51 @@
+//! Teams and collectives on the smp conduit: the conformance program on 1
+//! rank (no launcher), 2, 3, 4 and 8 ranks (8 oversubscribed on small
+//! machines), and on 3 ranks with the smallest Medium size, so broadcasts
+//! and reductions travel in many fragments.
+
+mod common;
+use common::{job, run_ok};
+use std::process::Command;
+
+const COLL: &str = env!("CARGO_BIN_EXE_coll_conformance");
+const CHECKS: usize = 10;
+
+#[test]
+fn one_rank_without_launcher() {
+    let out = Command::new(COLL)
+        .env_remove("RGEX_BOOTSTRAP")
+        .env_remove("RGEX_RANK")
+        .env_remove("RGEX_SIZE")
+        .env_remove("RGEX_JOB")
+        .output()
+        .expect("run coll_conformance");
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success());
+    assert!(text.contains("ok: all collective checks passed"));
+}
+
+#[test]
+fn two_ranks() {
+    run_ok(&job(2, COLL, &[]), CHECKS);
+}
+
+#[test]
+fn three_ranks() {
+    run_ok(&job(3, COLL, &[]), CHECKS);
+}
+
+#[test]
+fn four_ranks() {
+    run_ok(&job(4, COLL, &[]), CHECKS);
+}
+
+#[test]
+fn eight_ranks_oversubscribed() {
+    run_ok(&job(8, COLL, &[]), CHECKS);
+}
+
+#[test]
+fn three_ranks_small_mediums() {
+    run_ok(&job(3, COLL, &[]).env("RGEX_SMP_MAX_MEDIUM", "512"), CHECKS);
+}
