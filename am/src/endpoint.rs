@@ -7,7 +7,10 @@ use rgex_core::{
     Category, Conduit, Delivery, Direction, Error, Flags, PollSet, Prepare, Rank, Result, Segment,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
+
+/// Work a client-level poll also advances (non-blocking collectives).
+pub(crate) type BackgroundFn = dyn Fn() -> usize + Send + Sync;
 
 /// An AM context: where handlers are registered and requests are sent from.
 ///
@@ -30,6 +33,7 @@ pub struct Endpoint {
     polite: bool,
     dropped: AtomicU64,
     me: Weak<Endpoint>,
+    background: OnceLock<Box<BackgroundFn>>,
     rma_reference: Arc<Reference>,
     rma_reference_only: bool,
 }
@@ -81,6 +85,7 @@ impl Endpoint {
             polite,
             dropped: AtomicU64::new(0),
             me: me.clone(),
+            background: OnceLock::new(),
             rma_reference,
             rma_reference_only,
         }))
@@ -158,10 +163,25 @@ impl Endpoint {
         Ok(self.progress(PollSet::All))
     }
 
-    /// Poll without the handler check; for rgex's own waits.
+    /// Poll without the handler check; for rgex's own waits. A full poll
+    /// outside handlers also advances background work (non-blocking
+    /// collectives), so `poll()` alone drives them.
     #[inline]
     pub(crate) fn progress(&self, set: PollSet) -> usize {
-        self.conduit.poll(set, &mut |d| self.dispatch(d))
+        let mut n = self.conduit.poll(set, &mut |d| self.dispatch(d));
+        if set == PollSet::All && !in_handler() {
+            if let Some(bg) = self.background.get() {
+                n += bg();
+            }
+        }
+        n
+    }
+
+    /// Install the background work every full poll runs (once per endpoint).
+    pub(crate) fn set_background(&self, f: Box<BackgroundFn>) -> Result<()> {
+        self.background
+            .set(f)
+            .map_err(|_| Error::Config("an endpoint takes one background progress hook".into()))
     }
 
     fn dispatch(&self, d: &Delivery<'_>) {

@@ -13,8 +13,9 @@
 use crate::context::in_handler;
 use crate::{Endpoint, HandlerId};
 use parking_lot::Mutex;
-use rgex_core::{Backoff, Completion, Error, Flags, PollSet, Rank, Result};
+use rgex_core::{Backoff, Completion, Error, Flags, Rank, Result};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// `(team id, sequence number, tag)`.
@@ -50,6 +51,8 @@ pub(crate) struct Engine {
     handler: HandlerId,
     mailbox: Arc<Mailbox>,
     pending: Mutex<Vec<Arc<PendingOp>>>,
+    /// `pending.len()`, readable without the lock on every poll.
+    in_flight: AtomicUsize,
 }
 
 impl std::fmt::Debug for Engine {
@@ -103,12 +106,19 @@ impl Engine {
                     ),
                 }
             })?;
-        Ok(Arc::new(Engine {
+        let engine = Arc::new(Engine {
             ep: ep.clone(),
             handler,
             mailbox,
             pending: Mutex::new(Vec::new()),
-        }))
+            in_flight: AtomicUsize::new(0),
+        });
+        // Weak: the engine holds the endpoint; the hook must not hold it back.
+        let weak = Arc::downgrade(&engine);
+        ep.set_background(Box::new(move || {
+            weak.upgrade().map_or(0, |e| e.step_pending())
+        }))?;
+        Ok(engine)
     }
 
     /// Send `data` to `to` under `key`, in as many Medium fragments as it
@@ -147,10 +157,19 @@ impl Engine {
     /// Returns how many things happened. Inside a handler only replies are
     /// drained (collectives send requests, which a handler may not).
     pub(crate) fn progress_all(&self) -> usize {
-        if in_handler() {
-            return rgex_core::Progress::progress(&*self.ep);
+        // The endpoint's poll runs handlers and, outside handlers, calls
+        // `step_pending` through the background hook set in `install`.
+        rgex_core::Progress::progress(&*self.ep)
+    }
+
+    /// Advance the non-blocking collectives in flight by one step each.
+    fn step_pending(&self) -> usize {
+        // Relaxed: a stale zero only delays the step to the next poll; the
+        // list itself is read under its lock.
+        if self.in_flight.load(Ordering::Relaxed) == 0 {
+            return 0;
         }
-        let mut n = self.ep.progress(PollSet::All);
+        let mut n = 0;
         let snapshot: Vec<Arc<PendingOp>> = self.pending.lock().clone();
         for p in snapshot {
             // Another thread stepping it is as good as stepping it here.
@@ -169,7 +188,10 @@ impl Engine {
             };
             drop(op);
             if finished {
-                self.pending.lock().retain(|q| !Arc::ptr_eq(q, &p));
+                let mut pending = self.pending.lock();
+                pending.retain(|q| !Arc::ptr_eq(q, &p));
+                self.in_flight.store(pending.len(), Ordering::Relaxed);
+                drop(pending);
                 p.done.done();
                 n += 1;
             }
@@ -202,10 +224,13 @@ impl Engine {
             return Ok(rgex_core::Event::done());
         }
         let done = Completion::new(1);
-        self.pending.lock().push(Arc::new(PendingOp {
+        let mut pending = self.pending.lock();
+        pending.push(Arc::new(PendingOp {
             op: Mutex::new(op),
             done: done.clone(),
         }));
+        self.in_flight.store(pending.len(), Ordering::Relaxed);
+        drop(pending);
         let progress: Arc<dyn rgex_core::Progress> = self.clone();
         Ok(rgex_core::Event::pending(done, progress))
     }

@@ -220,9 +220,9 @@ impl TeamHandle {
     }
 
     /// Start a barrier; the event completes once every member has entered
-    /// it. The barrier advances while this event (or any collective's
-    /// event, or a blocking collective) is waited on: [`Event::test`] does
-    /// not poll, so pair it with [`progress`](Self::progress).
+    /// it. The barrier advances whenever the endpoint is polled (the
+    /// client's `poll()`, any wait, any blocking collective):
+    /// [`Event::test`] does not poll, so pair it with a poll.
     ///
     /// ```no_run
     /// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
@@ -230,7 +230,7 @@ impl TeamHandle {
     /// let ev = team.barrier_nb()?;
     /// // ... overlap work ...
     /// while !ev.test() {
-    ///     team.progress();
+    ///     team.progress(); // or the client's poll()
     /// }
     /// # Ok(()) }
     /// ```

@@ -186,8 +186,12 @@ fn barriers(client: &Client, st: &State) -> rgex::Result<()> {
         });
         if k % 2 == 0 {
             w.barrier()?;
-        } else {
+        } else if k % 3 == 1 {
             w.barrier_nb()?.wait();
+        } else {
+            // Driven by the client's plain poll alone.
+            let ev = w.barrier_nb()?;
+            rgex_tests::wait_until(client, "a non-blocking barrier", || ev.test());
         }
         if client.rank().0 == checker {
             // Relaxed: see the count handler.
