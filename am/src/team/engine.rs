@@ -51,8 +51,9 @@ pub(crate) struct Engine {
     handler: HandlerId,
     mailbox: Arc<Mailbox>,
     pending: Mutex<Vec<Arc<PendingOp>>>,
-    /// `pending.len()`, readable without the lock on every poll.
-    in_flight: AtomicUsize,
+    /// `pending.len()`, readable without the lock on every poll (shared
+    /// with the endpoint's background hook, which checks it first).
+    in_flight: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -111,11 +112,18 @@ impl Engine {
             handler,
             mailbox,
             pending: Mutex::new(Vec::new()),
-            in_flight: AtomicUsize::new(0),
+            in_flight: Arc::new(AtomicUsize::new(0)),
         });
-        // Weak: the engine holds the endpoint; the hook must not hold it back.
+        // Weak: the engine holds the endpoint; the hook must not hold it
+        // back. The count is checked first so an idle poll costs one load,
+        // not a reference-count update.
         let weak = Arc::downgrade(&engine);
+        let in_flight = engine.in_flight.clone();
         ep.set_background(Box::new(move || {
+            // Relaxed: see step_pending.
+            if in_flight.load(Ordering::Relaxed) == 0 {
+                return 0;
+            }
             weak.upgrade().map_or(0, |e| e.step_pending())
         }))?;
         Ok(engine)
