@@ -1,6 +1,5 @@
 //! The client: one per process, owning the endpoint and the world team.
 
-use crate::barrier::Barrier;
 use crate::context::in_handler;
 use crate::{reserved, Endpoint};
 use rgex_core::{Conduit, Error, Rank, Result, Team};
@@ -20,7 +19,6 @@ use std::sync::Arc;
 pub struct Client {
     ep: Arc<Endpoint>,
     world: Team,
-    barrier: Arc<Barrier>,
     world_team: crate::team::TeamHandle,
 }
 
@@ -37,13 +35,11 @@ impl Client {
     pub fn new(conduit: Arc<dyn Conduit>, polite: bool) -> Result<Self> {
         let world = Team::world(conduit.size(), conduit.rank());
         let ep = Endpoint::new(conduit, polite)?;
-        let barrier = Barrier::install(ep.handlers(), reserved::BARRIER)?;
         let coll = crate::team::engine::Engine::install(&ep, reserved::COLL)?;
         let world_team = crate::team::TeamHandle::world(coll, world.clone());
         Ok(Client {
             ep,
             world,
-            barrier,
             world_team,
         })
     }
@@ -76,7 +72,7 @@ impl Client {
         if in_handler() {
             return Err(Error::InHandler { what: "barrier" });
         }
-        self.barrier.run(&self.ep)
+        self.world_team.barrier()
     }
 }
 

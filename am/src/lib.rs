@@ -17,7 +17,6 @@
 //!
 //! [`Flags::IMMEDIATE`]: rgex_core::Flags::IMMEDIATE
 
-mod barrier;
 mod client;
 pub mod context;
 mod endpoint;
@@ -39,8 +38,6 @@ pub use token::Token;
 
 /// Handler indices rgex's own protocols use (below [`CLIENT_MIN`]).
 pub mod reserved {
-    /// The dissemination barrier's signal.
-    pub const BARRIER: u8 = 1;
     /// Reference RMA: a put (Long request).
     pub const RMA_PUT: u8 = 2;
     /// Reference RMA: a put's acknowledgement (Short reply).
