@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The benchmark job, from a fresh Debian machine as root: install the peer
-# tool (best-effort), build, and run testam on two ranks through the
-# launcher. Arguments go to testam: --quick (a smoke run, < 20 s),
-# --json PATH (default bench-results/testam.json), --reps N.
+# tool (best-effort), build, and run every bench through the launcher:
+# testam, testsmall, testimm (with RGEX_SMP_QUEUE_DEPTH=4) and rma_mt, on
+# two ranks. Arguments go to every bench: --quick (a smoke run, < 20 s
+# each), --reps N, --json PATH (testam's records; the other benches write
+# <bench>.json in the same directory).
 # Benches report; they never fail on timing. This script fails only if the
 # build fails or the benchmark breaks.
 set -euo pipefail
@@ -18,10 +20,10 @@ elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     if apt-get update && apt-get install -y ucx-utils; then
         echo "installed ucx-utils"
     else
-        echo "could not install ucx-utils: testam will skip the UCX comparison"
+        echo "could not install ucx-utils: testam and testsmall will skip the UCX comparison"
     fi
 else
-    echo "ucx_perftest is not installed and cannot be (needs apt-get as root): testam will skip the UCX comparison"
+    echo "ucx_perftest is not installed and cannot be (needs apt-get as root): testam and testsmall will skip the UCX comparison"
 fi
 
 section "build"
@@ -49,7 +51,26 @@ log="$dir/testam.log"
 section "testam: 2 ranks, bound to CPUs"
 target/release/rgex-run -n 2 --bind --timeout 900 target/release/testam "$@" 2>&1 | tee "$log"
 
+# The other benches: the same arguments, their records next to testam's
+# (a later --json wins, so each gets its own file).
+run_bench() {
+    local bench=$1
+    shift
+    section "$bench: 2 ranks, bound to CPUs"
+    "$@" target/release/rgex-run -n 2 --bind --timeout 900 "target/release/$bench" \
+        "${args[@]}" --json "$dir/$bench.json" 2>&1 | tee "$dir/$bench.log"
+}
+run_bench testsmall env
+# Small receive queues (room for about three 4 KiB messages plus one), so
+# an inattentive receiver pushes back. With two ranks there is a single
+# receiver; -n 3 and up show IMMEDIATE's effect but oversubscribe 2 CPUs.
+run_bench testimm env RGEX_SMP_QUEUE_DEPTH=4
+run_bench rma_mt env
+
 section "results"
 echo "JSON records: $(realpath -- "$json")"
 echo "SVG plot:     $(realpath -- "$svg")"
 echo "full output:  $(realpath -- "$log")"
+for bench in testsmall testimm rma_mt; do
+    echo "$bench: $(realpath -- "$dir/$bench.json") $(realpath -- "$dir/$bench.svg") $(realpath -- "$dir/$bench.log")"
+done

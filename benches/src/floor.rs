@@ -140,3 +140,104 @@ pub fn memcpy_bandwidth(size: usize, target: Duration, reps: usize) -> (Stats, u
     let Ok(s) = never;
     (s, copies)
 }
+
+/// The floors one bench measures before its own figures: the cache-line
+/// round trip between two CPUs and memcpy bandwidth at the bench's sizes.
+#[derive(Clone, Debug)]
+pub struct Floors {
+    /// The two CPUs the cache line bounced between.
+    pub cpus: [usize; 2],
+    /// Cache-line round trip in ns and iterations per repetition, or why
+    /// it could not be measured.
+    pub cache_rtt: Result<(Stats, u64), String>,
+    /// memcpy bandwidth in GB/s per size, with copies per repetition.
+    pub memcpy: Vec<(usize, Stats, u64)>,
+}
+
+impl Floors {
+    /// Measure the cache-line round trip between CPUs 0 and 1 (if the
+    /// node has two) and memcpy bandwidth at each of `sizes`, each
+    /// repetition about `target`, `reps` repetitions.
+    pub fn measure(sizes: &[usize], target: Duration, reps: usize) -> Floors {
+        let cpus = [0, 1];
+        let cache_rtt = if crate::affinity::online_cpus() < 2 {
+            Err("this node has one CPU".to_owned())
+        } else {
+            cache_line_rtt(cpus, target, reps).map_err(|e| e.to_string())
+        };
+        let memcpy = sizes
+            .iter()
+            .map(|&size| {
+                let (s, copies) = memcpy_bandwidth(size, target, reps);
+                (size, s, copies)
+            })
+            .collect();
+        Floors {
+            cpus,
+            cache_rtt,
+            memcpy,
+        }
+    }
+
+    /// Median cache-line round trip in ns, if measured.
+    pub fn rtt_ns(&self) -> Option<f64> {
+        self.cache_rtt.as_ref().ok().map(|(s, _)| s.median)
+    }
+
+    /// memcpy bandwidth (GB/s) at `size`, if measured.
+    pub fn memcpy_at(&self, size: usize) -> Option<Stats> {
+        self.memcpy
+            .iter()
+            .find(|(s, _, _)| *s == size)
+            .map(|(_, st, _)| *st)
+    }
+
+    /// The floors as a table (metric, median [min .. max], unit, per rep).
+    pub fn table(&self) -> crate::report::Table {
+        use crate::report::{size as size_str, spread, Table};
+        let mut t = Table::new(["metric", "median [min .. max]", "unit", "per rep"]);
+        let [a, b] = self.cpus;
+        match &self.cache_rtt {
+            Ok((st, it)) => t.row([
+                format!("cache-line round trip, CPU {a} <-> CPU {b}"),
+                spread(st),
+                "ns".into(),
+                format!("{it} trips"),
+            ]),
+            Err(e) => t.row([
+                format!("cache-line round trip: not measured ({e})"),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]),
+        };
+        for (size, st, copies) in &self.memcpy {
+            t.row([
+                format!("memcpy {}", size_str(*size as u64)),
+                spread(st),
+                "GB/s".into(),
+                format!("{copies} copies"),
+            ]);
+        }
+        t
+    }
+
+    /// One JSON record per floor figure.
+    pub fn records(&self, job: &crate::report::Job) -> Vec<crate::report::Record> {
+        let mut v = Vec::new();
+        if let Ok((st, it)) = &self.cache_rtt {
+            let [a, b] = self.cpus;
+            v.push(job.record(
+                &format!("floor: cache-line round trip CPU {a} <-> {b}"),
+                None,
+                st,
+                "ns",
+                *it,
+            ));
+        }
+        for (size, st, copies) in &self.memcpy {
+            v.push(job.record("floor: memcpy", Some(*size as u64), st, "GB/s", *copies));
+        }
+        v
+    }
+}

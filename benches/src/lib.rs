@@ -6,6 +6,7 @@
 //! each bench binary only describes what it measures:
 //!
 //! - [`affinity`]: pin threads to CPUs, count the node's CPUs;
+//! - [`cli`]: the options every bench takes, writing its outputs;
 //! - [`floor`]: cache-line round trip between two cores, memcpy bandwidth;
 //! - [`timing`]: calibrate iteration counts to a target duration;
 //! - [`stats`]: median/min/max over repetitions;
@@ -14,6 +15,7 @@
 //! - [`ucx`]: run the `ucx_perftest` peer tool and parse its output.
 
 pub mod affinity;
+pub mod cli;
 pub mod floor;
 pub mod payload;
 pub mod report;

@@ -299,3 +299,50 @@ impl Drop for Running {
         }
     }
 }
+
+impl Perftest {
+    /// Set the message size (`-s SIZE`), replacing any earlier one.
+    pub fn size(mut self, size: u64) -> Self {
+        if let Some(i) = self.extra.iter().position(|a| a == "-s") {
+            self.extra.drain(i..(i + 2).min(self.extra.len()));
+        }
+        self.extra.extend(["-s".to_owned(), size.to_string()]);
+        self
+    }
+
+    /// Run `reps` times (at least once) and summarise each of `columns`
+    /// of the CSV summaries (as reported: microseconds, MB/s, ...), in
+    /// the order asked. Fails on the first run that fails or lacks a column.
+    pub fn repeat(
+        &self,
+        reps: usize,
+        columns: &[&str],
+    ) -> Result<Vec<crate::stats::Stats>, String> {
+        let mut samples = vec![Vec::new(); columns.len()];
+        for _ in 0..reps.max(1) {
+            let r = self.run()?;
+            for (c, v) in columns.iter().zip(samples.iter_mut()) {
+                v.push(
+                    r.get(c)
+                        .ok_or_else(|| format!("no {c} column in its summary"))?,
+                );
+            }
+        }
+        samples
+            .iter()
+            .map(|v| {
+                crate::stats::Stats::from_samples(v).ok_or_else(|| "no usable samples".to_owned())
+            })
+            .collect()
+    }
+}
+
+/// `ucx_perftest` bandwidth (MB/s, where its MB is 2^20 bytes) in GB/s
+/// (10^9 bytes per second).
+///
+/// ```
+/// assert!((rgex_benches::ucx::mbs_to_gbs(1000.0) - 1.048576).abs() < 1e-12);
+/// ```
+pub fn mbs_to_gbs(mbs: f64) -> f64 {
+    mbs * 1_048_576.0 / 1e9
+}

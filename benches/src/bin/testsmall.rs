@@ -1,0 +1,773 @@
+//! testsmall: RMA put/get latency and put flood bandwidth (GASNet-EX's
+//! testsmall/testlarge, see BENCHMARKS.md).
+//!
+//! Run: `rgex-run -n 2 --bind target/release/testsmall [--quick] [--json PATH] [--reps N]`
+//!
+//! Rank 0 first measures the floor (cache-line round trip between CPUs 0
+//! and 1, memcpy bandwidth at every size) and, if installed, UCX's
+//! `ucp_put_lat` and `ucp_put_bw` over shared memory, while rank 1 waits
+//! in the bootstrap. Then, over rgex, rank 0 measures against rank 1
+//! (which sits in `barrier()` meanwhile): blocking put and get latency,
+//! and put flood bandwidth for NB with local completion NOW, NB with
+//! DEFER, and NBI, each with the source inside rank 0's segment and in a
+//! heap buffer. Each flood point ends with a get of the destination,
+//! checked against the source. A report: it fails only if something breaks.
+
+use rgex::{Client, Event, Flags, GlobalAddr, Lc, NbiCategory, Rank};
+use rgex_benches::affinity::{load_average, online_cpus};
+use rgex_benches::cli::Opts;
+use rgex_benches::floor::Floors;
+use rgex_benches::report::{num, size as size_str, spread, Job, Plot, Record, Series, Table};
+use rgex_benches::stats::{self, Stats};
+use rgex_benches::timing::calibrate;
+use rgex_benches::ucx::{find_perftest, mbs_to_gbs, Perftest};
+use std::error::Error;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+type Res<T> = Result<T, Box<dyn Error>>;
+
+const USAGE: &str = "usage: testsmall [--quick] [--json PATH] [--reps N]
+
+  --quick      short repetitions (a smoke run: well under 20 s)
+  --json PATH  where to write the JSON records (default bench-results/testsmall.json);
+               the SVG plots go next to it (.svg: flood bandwidth, -latency.svg)
+  --reps N     repetitions per point (default 5)";
+
+/// Transfer sizes: 8 B, then powers of 4 from 64 B to 4 MiB.
+const SIZES: [usize; 10] = [
+    8,
+    64,
+    256,
+    1 << 10,
+    4 << 10,
+    16 << 10,
+    64 << 10,
+    256 << 10,
+    1 << 20,
+    4 << 20,
+];
+
+/// Sizes of the UCX comparison.
+const UCX_SIZES: [usize; 3] = [8, 64 << 10, 4 << 20];
+
+/// Events outstanding in an NB flood before they are waited on together.
+const WINDOW: usize = 64;
+
+/// How a flood put is issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// `put_nb` (local completion NOW), remote events waited per window.
+    Now,
+    /// Local completion deferred: `put_nb_defer` (heap) or `put_nb_raw`
+    /// with `Lc::Defer` (segment), events waited per window.
+    Defer,
+    /// `put_nbi`, one `nbi_wait` at the end.
+    Nbi,
+}
+
+impl Mode {
+    const ALL: [Mode; 3] = [Mode::Now, Mode::Defer, Mode::Nbi];
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Now => "NB+NOW",
+            Mode::Defer => "NB+DEFER",
+            Mode::Nbi => "NBI",
+        }
+    }
+}
+
+/// Where a flood put's source lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Src {
+    /// In rank 0's own segment.
+    Segment,
+    /// In a heap `Vec`.
+    Heap,
+}
+
+impl Src {
+    const ALL: [Src; 2] = [Src::Segment, Src::Heap];
+
+    fn name(self) -> &'static str {
+        match self {
+            Src::Segment => "src in segment",
+            Src::Heap => "src on heap",
+        }
+    }
+}
+
+/// One measured point: the statistics and iterations per repetition.
+#[derive(Clone, Copy, Debug)]
+struct Point {
+    s: Stats,
+    iters: u64,
+}
+
+/// The UCX comparison at one size.
+#[derive(Clone, Debug)]
+struct UcxRow {
+    size: usize,
+    /// One-way put latency in ns (`ucp_put_lat` overall_lat).
+    lat: Result<(Stats, u64), String>,
+    /// Put bandwidth in GB/s (`ucp_put_bw` overall_bw).
+    bw: Result<(Stats, u64), String>,
+}
+
+/// Everything rank 0 measured.
+struct Results {
+    job: Job,
+    reps: usize,
+    target: Duration,
+    load: Option<f64>,
+    floors: Floors,
+    ucx: Result<Vec<UcxRow>, String>,
+    path: String,
+    /// Per size: blocking put and get latency (ns).
+    lat: Vec<(usize, Point, Point)>,
+    /// Per size, per [`Src::ALL`] x [`Mode::ALL`]: flood GB/s.
+    flood: Vec<(usize, [[Point; 3]; 2])>,
+}
+
+impl Results {
+    fn flood_at(&self, size: usize, src: Src, mode: Mode) -> Option<Point> {
+        let si = Src::ALL.iter().position(|&s| s == src)?;
+        let mi = Mode::ALL.iter().position(|&m| m == mode)?;
+        self.flood
+            .iter()
+            .find(|(s, _)| *s == size)
+            .map(|(_, p)| p[si][mi])
+    }
+
+    fn lat_at(&self, size: usize) -> Option<(Point, Point)> {
+        self.lat
+            .iter()
+            .find(|(s, _, _)| *s == size)
+            .map(|(_, p, g)| (*p, *g))
+    }
+}
+
+fn progress(what: &str) {
+    eprintln!("testsmall: measuring {what}");
+}
+
+/// UCX's put latency and bandwidth at [`UCX_SIZES`].
+fn ucx(quick: bool, reps: usize) -> Result<Vec<UcxRow>, String> {
+    let exe = find_perftest().ok_or("not installed")?;
+    let pin = |mut t: Perftest| {
+        if online_cpus() >= 2 {
+            t.cpus = Some([0, 1]);
+        }
+        t
+    };
+    let scale = if quick { 20 } else { 1 };
+    Ok(UCX_SIZES
+        .iter()
+        .map(|&size| {
+            // About 0.1-0.2 s per run at full length.
+            let lat_iters = match size {
+                s if s <= 4096 => 1_000_000,
+                s if s <= 1 << 20 => 100_000,
+                _ => 1_000,
+            } / scale;
+            let bw_iters = match size {
+                s if s <= 4096 => 4_000_000,
+                s if s <= 1 << 20 => 100_000,
+                _ => 2_000,
+            } / scale;
+            let lat = pin(Perftest::new(exe.clone(), "ucp_put_lat", lat_iters))
+                .size(size as u64)
+                .repeat(reps, &["overall_lat"])
+                .map(|v| (v[0].scale(1000.0), lat_iters));
+            let bw = pin(Perftest::new(exe.clone(), "ucp_put_bw", bw_iters))
+                .size(size as u64)
+                .repeat(reps, &["overall_bw"])
+                .map(|v| (v[0].scale(mbs_to_gbs(1.0)), bw_iters));
+            UcxRow { size, lat, bw }
+        })
+        .collect())
+}
+
+/// Rank 0's measurements against `peer`.
+struct Bench<'a> {
+    client: &'a Client,
+    peer: Rank,
+    target: Duration,
+    reps: usize,
+    heap: Vec<u8>,
+    back: Vec<u8>,
+}
+
+impl Bench<'_> {
+    /// ns per operation of `op` run `n` times.
+    fn per_op(&self, mut op: impl FnMut(u64) -> Res<Duration>) -> Res<Point> {
+        let iters = calibrate(self.target, 8, 1 << 34, &mut op)?;
+        let s = stats::repeat(self.reps, || {
+            op(iters).map(|t| t.as_nanos() as f64 / iters as f64)
+        })?;
+        Ok(Point { s, iters })
+    }
+
+    fn dst(&self) -> GlobalAddr {
+        GlobalAddr::new(self.peer, 0)
+    }
+
+    fn latency(&mut self, size: usize) -> Res<(Point, Point)> {
+        let ep = self.client.endpoint().clone();
+        let dst = self.dst();
+        let src = self.heap[..size].to_vec();
+        let put = self.per_op(|n| {
+            let t = Instant::now();
+            for _ in 0..n {
+                ep.put(dst, &src, Flags::empty())?;
+            }
+            Ok(t.elapsed())
+        })?;
+        let mut back = vec![0u8; size];
+        let get = self.per_op(|n| {
+            let t = Instant::now();
+            for _ in 0..n {
+                ep.get(&mut back, dst, Flags::empty())?;
+            }
+            Ok(t.elapsed())
+        })?;
+        if back != src {
+            return Err(format!("a {size}-byte get returned other bytes than were put").into());
+        }
+        Ok((put, get))
+    }
+
+    /// `n` flood puts of `size` bytes from `src` the way `mode` says.
+    fn flood_run(&self, src: Src, mode: Mode, size: usize, n: u64) -> Res<Duration> {
+        let ep = self.client.endpoint();
+        let dst = self.dst();
+        let f = Flags::empty();
+        let seg_ptr = self.client.segment().as_ptr();
+        let mut evs: Vec<Event> = Vec::with_capacity(2 * WINDOW);
+        let mut owned =
+            (src == Src::Heap && mode == Mode::Defer).then(|| self.heap[..size].to_vec());
+        let t = Instant::now();
+        match (src, mode) {
+            (Src::Heap, Mode::Now) => {
+                let b = &self.heap[..size];
+                for _ in 0..n {
+                    evs.push(ep.put_nb(dst, b, f)?);
+                    if evs.len() >= WINDOW {
+                        Event::wait_all(&mut evs);
+                        evs.clear();
+                    }
+                }
+            }
+            (Src::Segment, Mode::Now) => {
+                for _ in 0..n {
+                    // SAFETY: the first `size` bytes of our own segment
+                    // (checked against its length in `run`) are not written
+                    // by anyone during the flood; LC is reached on return.
+                    let e = unsafe { ep.put_nb_raw(dst, seg_ptr, size, Lc::Now, f)? };
+                    evs.push(e.rc);
+                    if evs.len() >= WINDOW {
+                        Event::wait_all(&mut evs);
+                        evs.clear();
+                    }
+                }
+            }
+            (Src::Heap, Mode::Defer) => {
+                let mut b = owned.take().expect("a heap buffer for DEFER");
+                for _ in 0..n {
+                    let p = ep.put_nb_defer(dst, b, f)?;
+                    b = p.lc.wait();
+                    evs.push(p.rc);
+                    if evs.len() >= WINDOW {
+                        Event::wait_all(&mut evs);
+                        evs.clear();
+                    }
+                }
+                owned = Some(b);
+            }
+            (Src::Segment, Mode::Defer) => {
+                for _ in 0..n {
+                    // SAFETY: as for NOW; the source is never modified, and
+                    // every local-completion event is waited on below
+                    // before the function returns.
+                    let e = unsafe { ep.put_nb_raw(dst, seg_ptr, size, Lc::Defer, f)? };
+                    evs.push(e.lc);
+                    evs.push(e.rc);
+                    if evs.len() >= 2 * WINDOW {
+                        Event::wait_all(&mut evs);
+                        evs.clear();
+                    }
+                }
+            }
+            (Src::Heap, Mode::Nbi) => {
+                let b = &self.heap[..size];
+                for _ in 0..n {
+                    ep.put_nbi(dst, b, f)?;
+                }
+                ep.nbi_wait(NbiCategory::Put);
+            }
+            (Src::Segment, Mode::Nbi) => {
+                // SAFETY: our own segment's first `size` bytes, not written
+                // by anyone while this slice lives (see NOW).
+                let b = unsafe { std::slice::from_raw_parts(seg_ptr, size) };
+                for _ in 0..n {
+                    ep.put_nbi(dst, b, f)?;
+                }
+                ep.nbi_wait(NbiCategory::Put);
+            }
+        }
+        Event::wait_all(&mut evs);
+        let elapsed = t.elapsed();
+        drop(owned);
+        Ok(elapsed)
+    }
+
+    fn flood(&mut self, src: Src, mode: Mode, size: usize) -> Res<Point> {
+        // Mark the destination so a flood that moved nothing fails the check.
+        self.client
+            .endpoint()
+            .put(self.dst(), &vec![0u8; size], Flags::empty())?;
+        let p = self.per_op(|n| self.flood_run(src, mode, size, n))?;
+        let mut back = std::mem::take(&mut self.back);
+        back.resize(size, 0);
+        self.client
+            .endpoint()
+            .get(&mut back, self.dst(), Flags::empty())?;
+        let ok = back == self.heap[..size];
+        self.back = back;
+        if !ok {
+            return Err(format!(
+                "{} {} flood of {size} B: the destination does not hold the source",
+                mode.name(),
+                src.name()
+            )
+            .into());
+        }
+        // ns per put -> GB/s.
+        let gbs = Stats {
+            median: size as f64 / p.s.median,
+            min: size as f64 / p.s.max,
+            max: size as f64 / p.s.min,
+            reps: p.s.reps,
+        };
+        Ok(Point {
+            s: gbs,
+            iters: p.iters,
+        })
+    }
+}
+
+fn run() -> Res<()> {
+    let Some(opts) = Opts::parse("testsmall", std::env::args().skip(1), |_, _| Ok(false))? else {
+        println!("{USAGE}");
+        return Ok(());
+    };
+    let env = rgex::bootstrap::JobEnv::read()?;
+    let target = opts.target(Duration::from_millis(4), Duration::from_millis(80));
+    let reps = opts.reps;
+
+    // Before rgex starts: rank 1 blocks in the bootstrap meanwhile.
+    let before = (env.rank == 0).then(|| {
+        let load = load_average();
+        progress("the floor (cache-line round trip, memcpy at every size)");
+        let floors = Floors::measure(&SIZES, target, reps);
+        progress("the UCX peer (ucx_perftest ucp_put_lat, ucp_put_bw)");
+        let ucx = ucx(opts.quick, reps);
+        (floors, ucx, load)
+    });
+
+    let client = rgex::init()?;
+    let Some((floors, ucx, load)) = before else {
+        // Rank 1 (and any other): wait in the barrier while rank 0 measures.
+        client.barrier()?;
+        return Ok(());
+    };
+    let peer = Rank(1 % client.size());
+    let max = *SIZES.last().expect("sizes");
+    if client.segment().len() < max || (client.size() == 1 && client.segment().len() < 2 * max) {
+        return Err(format!(
+            "the segment ({} B) is smaller than the largest transfer ({max} B): raise RGEX_SEGMENT_SIZE",
+            client.segment().len()
+        )
+        .into());
+    }
+    // Source pattern, in the heap buffer and in our segment (offset 0).
+    let heap: Vec<u8> = (0..max).map(|i| (i * 131 % 251) as u8).collect();
+    client.segment().write(0, &heap)?;
+    let mut b = Bench {
+        client: &client,
+        peer,
+        target,
+        reps,
+        heap,
+        back: Vec::new(),
+    };
+    let path = format!("{:?}", client.rma_path(peer));
+    let mut lat = Vec::new();
+    let mut flood = Vec::new();
+    for &size in &SIZES {
+        progress(&format!(
+            "put/get latency and put floods at {}",
+            size_str(size as u64)
+        ));
+        let (p, g) = b.latency(size)?;
+        lat.push((size, p, g));
+        let mut row = [[Point {
+            s: Stats::from_samples(&[0.0]).expect("one sample"),
+            iters: 0,
+        }; 3]; 2];
+        for (si, &src) in Src::ALL.iter().enumerate() {
+            for (mi, &mode) in Mode::ALL.iter().enumerate() {
+                row[si][mi] = b.flood(src, mode, size)?;
+            }
+        }
+        flood.push((size, row));
+    }
+    let r = Results {
+        job: Job {
+            bench: "testsmall".into(),
+            conduit: client.conduit().name().to_owned(),
+            provider: None,
+            ranks: client.size(),
+            oversubscribed: env.polite || client.size() as usize > online_cpus(),
+        },
+        reps,
+        target,
+        load,
+        floors,
+        ucx,
+        path,
+        lat,
+        flood,
+    };
+    print!("{}", table(&r));
+    opts.write(
+        &records(&r),
+        &[("", flood_plot(&r)), ("-latency", latency_plot(&r))],
+    )?;
+    client.barrier()?;
+    Ok(())
+}
+
+/// `a / b` as `0.87x`, or `-`.
+fn ratio(a: f64, b: Option<f64>) -> String {
+    match b {
+        Some(b) if b > 0.0 => format!("{:.2}x", a / b),
+        _ => "-".into(),
+    }
+}
+
+fn table(r: &Results) -> String {
+    let mut s = String::new();
+    let j = &r.job;
+    let _ = writeln!(
+        s,
+        "testsmall: {} rank(s), conduit {}, RMA path to rank 1: {}, {} repetitions per point of >= {:.2} s; figures are median [min .. max]{}",
+        j.ranks,
+        j.conduit,
+        r.path,
+        r.reps,
+        r.target.as_secs_f64(),
+        if j.oversubscribed { "; OVERSUBSCRIBED (more ranks than CPUs)" } else { "" }
+    );
+    if let Some(l) = r.load {
+        let _ = writeln!(
+            s,
+            "node load average (1 min) at start: {l:.2} on {} CPUs{}",
+            online_cpus(),
+            if l >= 0.5 {
+                " -- expect noisy figures (see min/max)"
+            } else {
+                ""
+            }
+        );
+    }
+    let _ = writeln!(s, "\nFloor (measured in this run)");
+    s.push_str(&r.floors.table().to_string());
+    let rtt = r.floors.rtt_ns();
+
+    let _ = writeln!(
+        s,
+        "\nBlocking latency (ns per operation; rank 1 sits in barrier())"
+    );
+    let mut t = Table::new([
+        "size",
+        "put",
+        "get",
+        "put / cache RTT",
+        "memcpy time",
+        "put / memcpy time",
+    ]);
+    for (size, p, g) in &r.lat {
+        let mc = r.floors.memcpy_at(*size).map(|m| *size as f64 / m.median);
+        t.row([
+            size_str(*size as u64),
+            spread(&p.s),
+            spread(&g.s),
+            ratio(p.s.median, rtt),
+            mc.map_or("-".into(), num),
+            ratio(p.s.median, mc),
+        ]);
+    }
+    s.push_str(&t.to_string());
+    if let (Some((p, _)), Some(f)) = (r.lat_at(8), rtt) {
+        let _ = writeln!(
+            s,
+            "8-byte put latency {} ns vs cache-line round trip {} ns: {:.2}x (a mapped put is a local store, no round trip)",
+            num(p.s.median),
+            num(f),
+            p.s.median / f
+        );
+    }
+
+    for src in Src::ALL {
+        let _ = writeln!(s, "\nPut flood bandwidth, {} (GB/s)", src.name());
+        let mut header: Vec<String> = vec!["size".into()];
+        header.extend(Mode::ALL.iter().map(|m| m.name().to_owned()));
+        header.push("memcpy".into());
+        header.extend(Mode::ALL.iter().map(|m| format!("{} / memcpy", m.name())));
+        let mut t = Table::new(header);
+        for &(size, _) in &r.flood {
+            let mc = r.floors.memcpy_at(size);
+            let pts: Vec<Point> = Mode::ALL
+                .iter()
+                .filter_map(|&m| r.flood_at(size, src, m))
+                .collect();
+            let mut row = vec![size_str(size as u64)];
+            row.extend(pts.iter().map(|p| spread(&p.s)));
+            row.push(mc.map_or("-".into(), |m| spread(&m)));
+            row.extend(pts.iter().map(|p| ratio(p.s.median, mc.map(|m| m.median))));
+            t.row(row);
+        }
+        s.push_str(&t.to_string());
+    }
+    let big = *SIZES.last().expect("sizes");
+    if let (Some(p), Some(m)) = (
+        r.flood_at(big, Src::Heap, Mode::Now),
+        r.floors.memcpy_at(big),
+    ) {
+        let _ = writeln!(
+            s,
+            "{} put flood (NB+NOW, heap source) {} GB/s vs memcpy {} GB/s at the same size: {:.2}x",
+            size_str(big as u64),
+            num(p.s.median),
+            num(m.median),
+            p.s.median / m.median
+        );
+    }
+
+    let _ = writeln!(
+        s,
+        "\nUCX peer: ucx_perftest over shared memory (UCX_TLS=posix,self, loopback)"
+    );
+    match &r.ucx {
+        Err(e) => {
+            let _ = writeln!(s, "ucx_perftest: skipped ({e})");
+        }
+        Ok(rows) => {
+            let mut t = Table::new([
+                "test",
+                "size",
+                "UCX",
+                "rgex",
+                "unit",
+                "rgex / UCX",
+                "rgex figure",
+            ]);
+            for u in rows {
+                let size = size_str(u.size as u64);
+                match &u.lat {
+                    Ok((st, _)) => {
+                        let p = r.lat_at(u.size).map(|(p, _)| p.s.median);
+                        t.row([
+                            "ucp_put_lat (one-way)".to_owned(),
+                            size.clone(),
+                            spread(st),
+                            p.map_or("-".into(), num),
+                            "ns".into(),
+                            p.map_or("-".into(), |p| format!("{:.2}", p / st.median)),
+                            "blocking put".into(),
+                        ]);
+                    }
+                    Err(e) => {
+                        t.row([
+                            "ucp_put_lat".to_owned(),
+                            size.clone(),
+                            format!("failed: {e}"),
+                        ]);
+                    }
+                }
+                match &u.bw {
+                    Ok((st, _)) => {
+                        let p = r
+                            .flood_at(u.size, Src::Segment, Mode::Nbi)
+                            .map(|p| p.s.median);
+                        t.row([
+                            "ucp_put_bw".to_owned(),
+                            size,
+                            spread(st),
+                            p.map_or("-".into(), num),
+                            "GB/s".into(),
+                            p.map_or("-".into(), |p| format!("{:.2}", p / st.median)),
+                            "NBI flood, src in segment".into(),
+                        ]);
+                    }
+                    Err(e) => {
+                        t.row(["ucp_put_bw".to_owned(), size, format!("failed: {e}")]);
+                    }
+                }
+            }
+            s.push_str(&t.to_string());
+            let _ = writeln!(
+                s,
+                "ucp_put_lat is half a put ping-pong (the peer sees the data, puts back); rgex's is one blocking put (remote completion is local on the mapped path)."
+            );
+        }
+    }
+    s
+}
+
+fn records(r: &Results) -> Vec<Record> {
+    let j = &r.job;
+    let mut v = r.floors.records(j);
+    for (size, p, g) in &r.lat {
+        let sz = Some(*size as u64);
+        v.push(j.record("put latency (blocking)", sz, &p.s, "ns", p.iters));
+        v.push(j.record("get latency (blocking)", sz, &g.s, "ns", g.iters));
+    }
+    for (size, row) in &r.flood {
+        for (si, src) in Src::ALL.iter().enumerate() {
+            for (mi, mode) in Mode::ALL.iter().enumerate() {
+                let p = row[si][mi];
+                let name = format!("put flood {}, {}", mode.name(), src.name());
+                v.push(j.record(&name, Some(*size as u64), &p.s, "GB/s", p.iters));
+            }
+        }
+    }
+    if let Ok(rows) = &r.ucx {
+        let peer = Job {
+            conduit: "ucx".into(),
+            provider: Some("posix,self".into()),
+            ranks: 2,
+            ..j.clone()
+        };
+        for u in rows {
+            let sz = Some(u.size as u64);
+            if let Ok((st, it)) = &u.lat {
+                v.push(peer.record("ucx_perftest ucp_put_lat (one-way)", sz, st, "ns", *it));
+            }
+            if let Ok((st, it)) = &u.bw {
+                v.push(peer.record("ucx_perftest ucp_put_bw", sz, st, "GB/s", *it));
+            }
+        }
+    }
+    v
+}
+
+fn ticks(r: &Results) -> Vec<String> {
+    r.flood.iter().map(|(s, _)| size_str(*s as u64)).collect()
+}
+
+fn title(r: &Results, what: &str) -> String {
+    format!(
+        "testsmall: {what}, {} rank(s), conduit {}{}",
+        r.job.ranks,
+        r.job.conduit,
+        if r.job.oversubscribed {
+            " (oversubscribed)"
+        } else {
+            ""
+        }
+    )
+}
+
+fn flood_plot(r: &Results) -> Plot {
+    let mut p = Plot::new(
+        &title(r, "put flood bandwidth"),
+        "transfer size (bytes)",
+        "GB/s (median; whiskers min..max)",
+        ticks(r),
+    );
+    for (si, src) in Src::ALL.iter().enumerate() {
+        for (mi, mode) in Mode::ALL.iter().enumerate() {
+            p.series.push(Series {
+                name: format!("{}, {}", mode.name(), src.name()),
+                points: r
+                    .flood
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, row))| {
+                        let s = row[si][mi].s;
+                        (i, s.median, s.min, s.max)
+                    })
+                    .collect(),
+            });
+        }
+    }
+    p.series.push(Series {
+        name: "memcpy (floor)".into(),
+        points: r
+            .flood
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (size, _))| {
+                r.floors
+                    .memcpy_at(*size)
+                    .map(|m| (i, m.median, m.min, m.max))
+            })
+            .collect(),
+    });
+    if let Ok(rows) = &r.ucx {
+        let pts = rows
+            .iter()
+            .filter_map(|u| {
+                let i = r.flood.iter().position(|(s, _)| *s == u.size)?;
+                let (st, _) = u.bw.as_ref().ok()?;
+                Some((i, st.median, st.min, st.max))
+            })
+            .collect();
+        p.series.push(Series {
+            name: "UCX ucp_put_bw".into(),
+            points: pts,
+        });
+    }
+    p
+}
+
+fn latency_plot(r: &Results) -> Plot {
+    let mut p = Plot::new(
+        &title(r, "blocking put/get latency"),
+        "transfer size (bytes)",
+        "ns per operation (median; whiskers min..max)",
+        ticks(r),
+    );
+    for (name, k) in [("put", 0), ("get", 1)] {
+        p.series.push(Series {
+            name: name.into(),
+            points: r
+                .lat
+                .iter()
+                .enumerate()
+                .map(|(i, (_, a, b))| {
+                    let s = if k == 0 { a.s } else { b.s };
+                    (i, s.median, s.min, s.max)
+                })
+                .collect(),
+        });
+    }
+    if let Some(f) = r.floors.rtt_ns() {
+        p.reference(&format!("cache-line RTT {} ns", num(f)), f);
+    }
+    p
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("testsmall: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
