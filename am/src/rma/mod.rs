@@ -25,6 +25,11 @@ use rgex_core::segment::check_range;
 use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result};
 use std::sync::Arc;
 
+/// A fresh counter for one non-blocking operation.
+fn fresh() -> Arc<Completion> {
+    Completion::new(0)
+}
+
 /// How RMA to a peer is carried out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RmaPath {
@@ -80,7 +85,9 @@ impl Endpoint {
         )
     }
 
-    /// Start a put; its remote completion is counted on `done`.
+    /// Start a put. An operation that cannot finish during injection is
+    /// counted on the counter `counter()` gives, which is returned; the
+    /// mapped path finishes at once and allocates nothing (`None`).
     ///
     /// # Safety
     /// `src..src+len` must be readable until the call returns (both paths
@@ -90,12 +97,12 @@ impl Endpoint {
         dst: GlobalAddr,
         src: *const u8,
         len: usize,
-        done: &Arc<Completion>,
+        counter: impl FnOnce() -> Arc<Completion>,
         flags: Flags,
-    ) -> Result<()> {
+    ) -> Result<Option<Arc<Completion>>> {
         self.check_remote(dst, len)?;
         if len == 0 {
-            return Ok(());
+            return Ok(None);
         }
         match self.rma_path(dst.rank) {
             RmaPath::Mapped => {
@@ -108,31 +115,34 @@ impl Endpoint {
                 // (checked); the caller guarantees the source. `copy`
                 // (memmove) because a put within our own segment may overlap.
                 unsafe { std::ptr::copy(src, to, len) };
-                Ok(())
+                Ok(None)
             }
             RmaPath::Reference => {
                 // SAFETY: the caller guarantees the source for the call.
                 let bytes = unsafe { std::slice::from_raw_parts(src, len) };
-                self.rma_reference().put(self, dst, bytes, done, flags)
+                let done = counter();
+                self.rma_reference().put(self, dst, bytes, &done, flags)?;
+                Ok(Some(done))
             }
         }
     }
 
-    /// Start a get; its completion is counted on `done`.
+    /// Start a get; as [`start_put`](Self::start_put) for the counter.
     ///
     /// # Safety
-    /// `dst..dst+len` must stay valid and unread until `done` drops.
+    /// `dst..dst+len` must stay valid and unread until the returned counter
+    /// (if any) drops to zero.
     unsafe fn start_get(
         &self,
         dst: *mut u8,
         len: usize,
         src: GlobalAddr,
-        done: &Arc<Completion>,
+        counter: impl FnOnce() -> Arc<Completion>,
         flags: Flags,
-    ) -> Result<()> {
+    ) -> Result<Option<Arc<Completion>>> {
         self.check_remote(src, len)?;
         if len == 0 {
-            return Ok(());
+            return Ok(None);
         }
         match self.rma_path(src.rank) {
             RmaPath::Mapped => {
@@ -144,20 +154,24 @@ impl Endpoint {
                 // SAFETY: the range is inside the mapped segment (checked),
                 // the caller guarantees the destination; memmove for overlap.
                 unsafe { std::ptr::copy(from, dst, len) };
-                Ok(())
+                Ok(None)
             }
-            // SAFETY: forwarded caller contract.
-            RmaPath::Reference => unsafe {
-                self.rma_reference().get(self, dst, len, src, done, flags)
-            },
+            RmaPath::Reference => {
+                let done = counter();
+                // SAFETY: forwarded caller contract.
+                unsafe {
+                    self.rma_reference()
+                        .get(self, dst, len, src, &done, flags)?
+                };
+                Ok(Some(done))
+            }
         }
     }
 
-    fn event(&self, done: Arc<Completion>) -> Event {
-        if done.is_done() {
-            Event::done()
-        } else {
-            Event::pending(done, self.progress_handle())
+    fn event(&self, done: Option<Arc<Completion>>) -> Event {
+        match done {
+            Some(d) if !d.is_done() => Event::pending(d, self.progress_handle()),
+            _ => Event::done(),
         }
     }
 
@@ -179,10 +193,9 @@ impl Endpoint {
 
     /// Blocking get: returns when `dst` holds the bytes at `src`.
     pub fn get(&self, dst: &mut [u8], src: GlobalAddr, flags: Flags) -> Result<()> {
-        let done = Completion::new(0);
         // SAFETY: `dst` is borrowed for this whole call, which waits for
         // completion before returning.
-        unsafe { self.start_get(dst.as_mut_ptr(), dst.len(), src, &done, flags)? };
+        let done = unsafe { self.start_get(dst.as_mut_ptr(), dst.len(), src, fresh, flags)? };
         self.event(done).wait();
         Ok(())
     }
@@ -267,10 +280,9 @@ impl Endpoint {
         lc: Lc,
         flags: Flags,
     ) -> Result<PutEvents> {
-        let done = Completion::new(0);
         // SAFETY: forwarded caller contract (both paths copy the source
         // during injection, so every lc option is satisfied on return).
-        unsafe { self.start_put(dst, src, len, &done, flags)? };
+        let done = unsafe { self.start_put(dst, src, len, fresh, flags)? };
         let _ = lc;
         Ok(PutEvents {
             lc: Event::done(),
@@ -290,9 +302,8 @@ impl Endpoint {
         src: GlobalAddr,
         flags: Flags,
     ) -> Result<Event> {
-        let done = Completion::new(0);
         // SAFETY: forwarded caller contract.
-        unsafe { self.start_get(dst, len, src, &done, flags)? };
+        let done = unsafe { self.start_get(dst, len, src, fresh, flags)? };
         Ok(self.event(done))
     }
 
@@ -305,10 +316,11 @@ impl Endpoint {
                 dst,
                 src.as_ptr(),
                 src.len(),
-                &nbi::counter(NbiCategory::Put),
+                || nbi::counter(NbiCategory::Put),
                 flags,
             )
         }
+        .map(drop)
     }
 
     /// Implicit-handle get; completion joins this thread's get category (or
@@ -324,7 +336,7 @@ impl Endpoint {
         flags: Flags,
     ) -> Result<()> {
         // SAFETY: forwarded caller contract.
-        unsafe { self.start_get(dst, len, src, &nbi::counter(NbiCategory::Get), flags) }
+        unsafe { self.start_get(dst, len, src, || nbi::counter(NbiCategory::Get), flags) }.map(drop)
     }
 
     /// True if this thread's implicit operations of `cat` have completed.
@@ -335,7 +347,7 @@ impl Endpoint {
 
     /// Poll until this thread's implicit operations of `cat` complete.
     pub fn nbi_wait(&self, cat: NbiCategory) {
-        self.event(nbi::category(cat)).wait();
+        self.event(Some(nbi::category(cat))).wait();
     }
 
     /// Open an access region: implicit operations this thread issues until
@@ -353,8 +365,10 @@ impl Endpoint {
     /// Close this thread's access region; the event fires when every
     /// operation issued inside it has completed.
     pub fn nbi_end_region(&self) -> Result<Event> {
-        nbi::end_region().map(|c| self.event(c)).ok_or_else(|| {
-            Error::Config("nbi_end_region: this thread has no open access region".into())
-        })
+        nbi::end_region()
+            .map(|c| self.event(Some(c)))
+            .ok_or_else(|| {
+                Error::Config("nbi_end_region: this thread has no open access region".into())
+            })
     }
 }
