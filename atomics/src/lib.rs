@@ -1,1 +1,299 @@
-//! Placeholder: this crate is filled by its own issue. It builds so the workspace layout is complete.
+//! rgex-atomics: remote atomic domains.
+//!
+//! An [`AtomicDomain<T>`] is created collectively over a team
+//! ([`TeamHandle`](rgex_am::TeamHandle)) for one data type `T` (`i32`,
+//! `u32`, `i64`, `u64`, `f32`, `f64`) and a set of ops ([`OpSet`]). Ops act
+//! on naturally aligned words in the segments of the team's members,
+//! addressed by [`GlobalAddr`](rgex_core::GlobalAddr) (job rank + offset),
+//! in three forms: non-blocking ([`AtomicDomain::op_nb`], an
+//! [`AtomicEvent<T>`] that yields the fetched value), implicit-handle
+//! ([`AtomicDomain::op_nbi`], synced with [`AtomicDomain::nbi_wait`]) and
+//! blocking ([`AtomicDomain::op`] and the named forms such as
+//! [`AtomicDomain::fetch_add`]).
+//!
+//! # Implementations
+//!
+//! Chosen once, when the domain is created, and the same on every member
+//! (agreed with a team allreduce); never a mix inside one domain, since
+//! NIC atomics, CPU atomics and handler-run atomics need not be atomic
+//! with respect to each other:
+//!
+//! 1. [`Implementation::Offload`]: the conduit performs the op in the
+//!    network, if [`Conduit::atomic_offload`](rgex_core::Conduit::atomic_offload)
+//!    accepts the type and the *whole* op set on every member;
+//! 2. [`Implementation::SharedMemory`]: every member's segment is mapped in
+//!    every member's process; the initiator applies a CPU atomic directly on
+//!    the mapped word, no message at all;
+//! 3. [`Implementation::Reference`]: an active message to the target, whose
+//!    handler applies the CPU atomic on its own segment and replies with the
+//!    old value. Correct on every conduit. Ops whose target is the calling
+//!    rank itself are applied in place (the handler's CPU atomics act on the
+//!    same memory, so this stays atomic).
+//!
+//! `RGEX_ATOMICS=reference` (or [`Builder::force_reference`]) forces the
+//! reference on every domain, so tests keep it correct where a faster path
+//! exists. [`AtomicDomain::implementation`] says which one a domain took.
+//!
+//! # Semantics
+//!
+//! - **Atomicity** holds among the ops of one domain. Two domains over the
+//!   same word, or a domain op racing with a plain put/get (or a local load
+//!   or store) of the same word, have no atomicity guarantee. To mix them,
+//!   separate the phases with a barrier: e.g. initialise words with puts,
+//!   barrier, run atomics, barrier, read the words with gets.
+//! - **Integers wrap** (ADD, SUB, MULT, INC, DEC) in two's complement.
+//! - **Floats** follow IEEE 754 arithmetic. CAS/FCAS compare *bit
+//!   patterns* (so a NaN can be swapped out, and `-0.0 != +0.0`).
+//!   MIN/MAX follow IEEE 754-2019 `minimumNumber`/`maximumNumber`: a NaN
+//!   operand is ignored (the stored value stays), a NaN stored value is
+//!   replaced by a number operand, and `-0.0` counts as less than `+0.0`
+//!   (so `min(+0.0, -0.0) = -0.0`, `max(-0.0, +0.0) = +0.0`). If both are
+//!   NaN the stored NaN stays, bit for bit.
+//! - **Bit ops** (AND/OR/XOR and their F-forms) exist for integer types
+//!   only: asking for them in a float domain is [`Error::BitOpOnFloat`] at
+//!   creation.
+//! - **Ordering**: by default an op is atomic but unordered (relaxed)
+//!   with respect to the caller's other memory accesses.
+//!   [`AtomicFlags::RELEASE`] makes the caller's earlier memory accesses
+//!   (and RMA whose completion it has observed) visible to whoever
+//!   observes this op's effect with [`AtomicFlags::ACQUIRE`]; ACQUIRE makes
+//!   later accesses see what the releasing side published. Outstanding
+//!   non-blocking puts are not waited for: complete them first.
+//! - **Operands**: `op(at, op, a, b)`: `a` is the value (SET, SWAP, ADD,
+//!   SUB, MULT, MIN, MAX, AND, OR, XOR) or the compare value (CAS), `b` the
+//!   new value of a CAS; INC/DEC/GET ignore both.
+//!
+//! # Errors
+//!
+//! An op not in the domain's set, a misaligned word, a word outside the
+//! target's segment, a rank outside the team and a broken locality flag are
+//! reported before anything moves, naming the rank, the offset and the limit.
+//!
+//! # NBI
+//!
+//! Implicit-handle atomics join the endpoint's per-thread Rmw category (or
+//! the thread's open access region, so a region collects RMA and atomics
+//! alike): sync with `Endpoint::nbi_wait(NbiCategory::Rmw)`,
+//! [`AtomicDomain::nbi_wait`] or [`nbi_wait`].
+
+mod cpu;
+mod domain;
+pub mod nbi;
+mod reference;
+
+pub use domain::{AtomicDomain, AtomicEvent, Builder, Implementation};
+pub use nbi::{nbi_test, nbi_wait};
+pub use rgex_core::conduit::{AtomicOp, AtomicRequest, AtomicType, OpSet};
+
+use rgex_core::Rank;
+
+/// Handler indices the reference implementation uses (in rgex's reserved
+/// range 16..=23 set aside for atomics).
+pub mod reserved {
+    /// An atomic op request (Short).
+    pub const AD_OP: u8 = 16;
+    /// Its answer: status and old value (Short reply).
+    pub const AD_REPLY: u8 = 17;
+}
+
+bitflags::bitflags! {
+    /// Flags of one atomic-domain op (kept apart from [`rgex_core::Flags`],
+    /// which holds only what every operation shares).
+    ///
+    /// The locality flags are assertions the caller makes; rgex checks them
+    /// (cheaply) and refuses an op whose assertion is false
+    /// ([`Error::FlagBroken`]) instead of guessing.
+    ///
+    /// ```
+    /// use rgex_atomics::AtomicFlags;
+    /// let f = AtomicFlags::ACQUIRE | AtomicFlags::RELEASE;
+    /// assert!(f.contains(AtomicFlags::RELEASE));
+    /// ```
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct AtomicFlags: u32 {
+        /// Acquire: later memory accesses of the caller see what was
+        /// published by the RELEASE op whose effect this op observed.
+        const ACQUIRE = 1 << 0;
+        /// Release: earlier memory accesses of the caller are visible to
+        /// whoever ACQUIREs this op's effect.
+        const RELEASE = 1 << 1;
+        /// The target is the calling rank.
+        const TARGET_SELF = 1 << 2;
+        /// The target is on the calling rank's node (its segment is mapped here).
+        const TARGET_LOCAL = 1 << 3;
+        /// Fail with would-block instead of waiting for a message resource
+        /// (reference implementation; the other paths never block).
+        const IMMEDIATE = 1 << 4;
+    }
+}
+
+/// The element types of atomic domains: `i32`, `u32`, `i64`, `u64`, `f32`,
+/// `f64`. Values travel as bit patterns zero-extended to 64 bits.
+///
+/// ```
+/// use rgex_atomics::{AtomicType, AtomicValue};
+/// assert_eq!(f32::TYPE, AtomicType::F32);
+/// assert_eq!(f32::from_bits64((-1.5f32).to_bits64()), -1.5);
+/// assert_eq!((-1i32).to_bits64(), 0xffff_ffff);
+/// ```
+pub trait AtomicValue:
+    Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static + sealed::Sealed
+{
+    /// The type's tag.
+    const TYPE: AtomicType;
+    /// The bit pattern, zero-extended.
+    fn to_bits64(self) -> u64;
+    /// The value of a bit pattern (the low bits for 32-bit types).
+    fn from_bits64(b: u64) -> Self;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+macro_rules! value {
+    ($t:ty, $tag:ident, |$v:ident| $to:expr, |$b:ident| $from:expr) => {
+        impl sealed::Sealed for $t {}
+        impl AtomicValue for $t {
+            const TYPE: AtomicType = AtomicType::$tag;
+            #[inline]
+            fn to_bits64(self) -> u64 {
+                let $v = self;
+                $to
+            }
+            #[inline]
+            fn from_bits64($b: u64) -> Self {
+                $from
+            }
+        }
+    };
+}
+
+value!(i32, I32, |v| u64::from(v as u32), |b| b as u32 as i32);
+value!(u32, U32, |v| u64::from(v), |b| b as u32);
+value!(i64, I64, |v| v as u64, |b| b as i64);
+value!(u64, U64, |v| v, |b| b);
+value!(f32, F32, |v| u64::from(v.to_bits()), |b| f32::from_bits(
+    b as u32
+));
+value!(f64, F64, |v| v.to_bits(), |b| f64::from_bits(b));
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What can go wrong with an atomic domain. Every message names the rank,
+/// the offset and the limit broken.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An error of the layers below (out of segment, would block, bad
+    /// configuration, a failed collective...).
+    #[error(transparent)]
+    Core(#[from] rgex_core::Error),
+    /// An op the domain was not created for.
+    #[error("atomic {op:?} at {rank} + {offset:#x}: not in this {ty:?} domain's op set {{{set}}}")]
+    OpNotInSet {
+        /// The op asked for.
+        op: AtomicOp,
+        /// The domain's type.
+        ty: AtomicType,
+        /// The target rank.
+        rank: Rank,
+        /// The target offset.
+        offset: u64,
+        /// The domain's ops, by name.
+        set: String,
+    },
+    /// A word not aligned to its size.
+    #[error(
+        "atomic {ty:?} at {rank} + {offset:#x} is misaligned: it needs {align}-byte alignment"
+    )]
+    Misaligned {
+        /// The domain's type.
+        ty: AtomicType,
+        /// The target rank.
+        rank: Rank,
+        /// The offset given.
+        offset: u64,
+        /// The alignment required.
+        align: usize,
+    },
+    /// Bit ops asked for in a float domain.
+    #[error("an atomic domain of {ty:?} cannot offer {ops}: bitwise ops are defined for integer types only")]
+    BitOpOnFloat {
+        /// The float type.
+        ty: AtomicType,
+        /// The bitwise ops asked for, by name.
+        ops: String,
+    },
+    /// An empty op set at creation.
+    #[error("an atomic domain of {ty:?} needs at least one op; the op set is empty")]
+    EmptyOpSet {
+        /// The type.
+        ty: AtomicType,
+    },
+    /// A target that is not a member of the domain's team.
+    #[error("atomic op at {rank} + {offset:#x}: {rank} is not a member of this domain's team of {team_size} ranks")]
+    NotInTeam {
+        /// The target rank.
+        rank: Rank,
+        /// The target offset.
+        offset: u64,
+        /// Members of the team.
+        team_size: u32,
+    },
+    /// A locality flag whose assertion is false.
+    #[error("atomic op at {rank} + {offset:#x} with AtomicFlags::{flag}: the assertion is false on {me}")]
+    FlagBroken {
+        /// "TARGET_SELF" or "TARGET_LOCAL".
+        flag: &'static str,
+        /// The target rank.
+        rank: Rank,
+        /// The target offset.
+        offset: u64,
+        /// The calling rank.
+        me: Rank,
+    },
+    /// The members of the team asked for different domains.
+    #[error("atomic domain creation on {me}: the team's members asked for different types or op sets (this rank: {ty:?} {{{set}}})")]
+    Mismatch {
+        /// The calling rank.
+        me: Rank,
+        /// Its type.
+        ty: AtomicType,
+        /// Its ops, by name.
+        set: String,
+    },
+    /// The target reported a failure the initiator's checks should have
+    /// caught (the ranks disagree about a segment).
+    #[error("atomic op at {rank} + {offset:#x} failed at the target: {why}")]
+    Remote {
+        /// The target rank.
+        rank: Rank,
+        /// The target offset.
+        offset: u64,
+        /// What the target said.
+        why: &'static str,
+    },
+}
+
+impl Error {
+    /// True for a would-block (IMMEDIATE, reference path): retry later;
+    /// nothing was sent.
+    pub fn is_would_block(&self) -> bool {
+        matches!(self, Error::Core(e) if e.is_would_block())
+    }
+}
+
+/// The names of the ops in `set`, comma-separated.
+///
+/// ```
+/// use rgex_atomics::{op_names, AtomicOp, OpSet};
+/// assert_eq!(op_names(OpSet::of(&[AtomicOp::Fadd, AtomicOp::Set])), "Set, Fadd");
+/// ```
+pub fn op_names(set: OpSet) -> String {
+    set.iter()
+        .map(|o| format!("{o:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

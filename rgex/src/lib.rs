@@ -35,6 +35,12 @@ pub use rgex_am::{
     context, reserved, Client, Endpoint, HandlerId, HandlerTable, Message, Prepared, Token,
     CLIENT_MIN,
 };
+/// Remote atomic domains (see [`rgex_atomics`]); its own `Error` and
+/// `Result` stay under `rgex::atomics`.
+pub use rgex_atomics::{
+    self as atomics, AtomicDomain, AtomicEvent, AtomicFlags, AtomicOp, AtomicType, AtomicValue,
+    Implementation as AtomicImplementation, OpSet,
+};
 pub use rgex_core::{
     bootstrap, event, segment, Backoff, Category, Completion, Conduit, Error, Event, Flags,
     GlobalAddr, Progress, Rank, Result, Segment, Team, MAX_ARGS,

@@ -339,6 +339,15 @@ impl Endpoint {
         unsafe { self.start_get(dst, len, src, || nbi::counter(NbiCategory::Get), flags) }.map(drop)
     }
 
+    /// The counter an implicit operation of `cat` issued now on this thread
+    /// joins (the open access region's, else the category's). For rgex's
+    /// layers that issue implicit operations of their own (atomics, VIS):
+    /// count with [`Completion::add`] before injecting, finish with
+    /// [`Completion::done`].
+    pub fn nbi_counter(&self, cat: NbiCategory) -> Arc<Completion> {
+        nbi::counter(cat)
+    }
+
     /// True if this thread's implicit operations of `cat` have completed.
     /// Does not poll.
     pub fn nbi_test(&self, cat: NbiCategory) -> bool {

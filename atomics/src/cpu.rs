@@ -1,0 +1,254 @@
+//! CPU atomics on a word of mapped memory: the shared-memory implementation
+//! applies them on a peer's mapped segment, the reference implementation's
+//! handler on its own segment. Values are bit patterns (zero-extended).
+//!
+//! Integer ops with a native instruction use it (fetch_add, fetch_min, ...);
+//! MULT and every float op use a compare-exchange loop on the bit pattern.
+
+use rgex_core::conduit::{AtomicOp, AtomicType};
+use std::sync::atomic::{fence, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
+
+/// IEEE 754-2019 minimumNumber on the stored value `old` and operand `x`:
+/// a NaN operand leaves `old`; a NaN `old` takes `x`; `-0.0 < +0.0`.
+macro_rules! fminmax {
+    ($name:ident, $t:ty, $less:expr) => {
+        #[inline]
+        fn $name(old: $t, x: $t) -> $t {
+            if x.is_nan() {
+                return old;
+            }
+            if old.is_nan() {
+                return x;
+            }
+            let less: fn($t, $t) -> bool = $less;
+            if less(x, old) {
+                x
+            } else {
+                old
+            }
+        }
+    };
+}
+
+fminmax!(fmin32, f32, |x, old| x < old
+    || (x == old && x.is_sign_negative() && old.is_sign_positive()));
+fminmax!(fmax32, f32, |x, old| x > old
+    || (x == old && x.is_sign_positive() && old.is_sign_negative()));
+fminmax!(fmin64, f64, |x, old| x < old
+    || (x == old && x.is_sign_negative() && old.is_sign_positive()));
+fminmax!(fmax64, f64, |x, old| x > old
+    || (x == old && x.is_sign_positive() && old.is_sign_negative()));
+
+/// The new bit pattern after an arithmetic/bitwise `op` with operand `a`
+/// on `old` (not for GET, SET, SWAP, CAS).
+#[inline]
+pub(crate) fn combine(ty: AtomicType, op: AtomicOp, old: u64, a: u64) -> u64 {
+    use AtomicOp::*;
+    macro_rules! int {
+        ($t:ty) => {{
+            let (o, x) = (old as $t, a as $t);
+            let r: $t = match op {
+                Add | Fadd => o.wrapping_add(x),
+                Sub | Fsub => o.wrapping_sub(x),
+                Mult | Fmult => o.wrapping_mul(x),
+                Min | Fmin => o.min(x),
+                Max | Fmax => o.max(x),
+                Inc | Finc => o.wrapping_add(1),
+                Dec | Fdec => o.wrapping_sub(1),
+                And | Fand => o & x,
+                Or | For => o | x,
+                Xor | Fxor => o ^ x,
+                Set | Get | Swap | Cas | Fcas => unreachable!("not a combining op"),
+            };
+            r
+        }};
+    }
+    macro_rules! float {
+        ($t:ty, $min:ident, $max:ident) => {{
+            let (o, x) = (<$t>::from_bits(old as _), <$t>::from_bits(a as _));
+            let r: $t = match op {
+                Add | Fadd => o + x,
+                Sub | Fsub => o - x,
+                Mult | Fmult => o * x,
+                Min | Fmin => $min(o, x),
+                Max | Fmax => $max(o, x),
+                Inc | Finc => o + 1.0,
+                Dec | Fdec => o - 1.0,
+                // Refused at domain creation; never reached.
+                And | Fand | Or | For | Xor | Fxor => o,
+                Set | Get | Swap | Cas | Fcas => unreachable!("not a combining op"),
+            };
+            r.to_bits()
+        }};
+    }
+    match ty {
+        AtomicType::I32 => u64::from(int!(i32) as u32),
+        AtomicType::U32 => u64::from(int!(u32)),
+        AtomicType::I64 => int!(i64) as u64,
+        AtomicType::U64 => int!(u64),
+        AtomicType::F32 => u64::from(float!(f32, fmin32, fmax32)),
+        AtomicType::F64 => float!(f64, fmin64, fmax64),
+    }
+}
+
+/// Apply `op` at `ptr`; returns the old bit pattern (zero for SET).
+///
+/// Ordering: the op itself is relaxed (atomicity needs no more); RELEASE
+/// adds a release fence before it and ACQUIRE an acquire fence after it.
+/// A release fence before a relaxed store or read-modify-write
+/// synchronises with an acquire fence after a relaxed load or RMW that
+/// reads its value (or a later value of its release sequence, which every
+/// RMW of the domain extends) — C++20 [atomics.fences] — so the pair gives
+/// exactly the release/acquire the flags promise, across processes too
+/// (the mapping is the same physical memory).
+///
+/// # Safety
+/// `ptr` must be aligned to `ty.size()` and point to `ty.size()` bytes that
+/// stay mapped for the call and are accessed concurrently only atomically.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn apply(
+    ptr: *mut u8,
+    ty: AtomicType,
+    op: AtomicOp,
+    a: u64,
+    b: u64,
+    acquire: bool,
+    release: bool,
+) -> u64 {
+    if release {
+        fence(std::sync::atomic::Ordering::Release);
+    }
+    let old = if ty.size() == 4 {
+        // SAFETY: forwarded caller contract (4-byte aligned, mapped, atomic
+        // access only).
+        u64::from(unsafe { apply32(ptr, ty, op, a as u32, b as u32) })
+    } else {
+        // SAFETY: forwarded caller contract (8-byte aligned, ...).
+        unsafe { apply64(ptr, ty, op, a, b) }
+    };
+    if acquire {
+        fence(std::sync::atomic::Ordering::Acquire);
+    }
+    old
+}
+
+macro_rules! apply_width {
+    ($name:ident, $u:ty, $au:ty, $ai:ty, $i:ty, $signed:pat) => {
+        /// # Safety
+        /// See [`apply`].
+        #[inline]
+        unsafe fn $name(ptr: *mut u8, ty: AtomicType, op: AtomicOp, a: $u, b: $u) -> $u {
+            use AtomicOp::*;
+            // SAFETY: the caller guarantees alignment, validity for the
+            // call, and that all concurrent access is atomic.
+            let w = unsafe { <$au>::from_ptr(ptr.cast::<$u>()) };
+            // All orderings below are Relaxed: atomicity is all the op
+            // needs; ordering comes from the fences in `apply`.
+            let int = !ty.is_float();
+            let signed = matches!(ty, $signed);
+            match op {
+                Get => w.load(Relaxed),
+                Set => {
+                    w.store(a, Relaxed);
+                    0
+                }
+                Swap => w.swap(a, Relaxed),
+                Cas | Fcas => match w.compare_exchange(a, b, Relaxed, Relaxed) {
+                    Ok(v) | Err(v) => v,
+                },
+                Add | Fadd if int => w.fetch_add(a, Relaxed),
+                Sub | Fsub if int => w.fetch_sub(a, Relaxed),
+                Inc | Finc if int => w.fetch_add(1, Relaxed),
+                Dec | Fdec if int => w.fetch_sub(1, Relaxed),
+                And | Fand => w.fetch_and(a, Relaxed),
+                Or | For => w.fetch_or(a, Relaxed),
+                Xor | Fxor => w.fetch_xor(a, Relaxed),
+                Min | Fmin if int && !signed => w.fetch_min(a, Relaxed),
+                Max | Fmax if int && !signed => w.fetch_max(a, Relaxed),
+                Min | Fmin if int => {
+                    // SAFETY: same word, same contract; the signed view
+                    // has the same size and alignment.
+                    let s = unsafe { <$ai>::from_ptr(ptr.cast::<$i>()) };
+                    s.fetch_min(a as $i, Relaxed) as $u
+                }
+                Max | Fmax if int => {
+                    // SAFETY: as above.
+                    let s = unsafe { <$ai>::from_ptr(ptr.cast::<$i>()) };
+                    s.fetch_max(a as $i, Relaxed) as $u
+                }
+                _ => {
+                    // MULT and the float ops: compare-exchange on the bits.
+                    // Always written back (even when unchanged) so a RELEASE
+                    // op publishes like any other.
+                    let mut cur = w.load(Relaxed);
+                    loop {
+                        let new = combine(ty, op, u64::from(cur), u64::from(a)) as $u;
+                        match w.compare_exchange_weak(cur, new, Relaxed, Relaxed) {
+                            Ok(old) => break old,
+                            Err(now) => cur = now,
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+
+apply_width!(apply32, u32, AtomicU32, AtomicI32, i32, AtomicType::I32);
+apply_width!(apply64, u64, AtomicU64, AtomicI64, i64, AtomicType::I64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_min_max_rule() {
+        let n = f64::NAN;
+        assert_eq!(fmin64(1.0, n), 1.0);
+        assert_eq!(fmin64(n, 2.0), 2.0);
+        assert!(fmin64(n, n).is_nan());
+        assert!(fmin64(0.0, -0.0).is_sign_negative());
+        assert!(fmin64(-0.0, 0.0).is_sign_negative());
+        assert!(fmax64(-0.0, 0.0).is_sign_positive());
+        assert!(fmax64(0.0, -0.0).is_sign_positive());
+        assert_eq!(fmax32(3.0, 2.0), 3.0);
+    }
+
+    #[test]
+    fn apply_on_local_words() {
+        let mut w = [0u64; 2];
+        let p = w.as_mut_ptr().cast::<u8>();
+        // SAFETY: `w` is aligned, owned and only touched through `apply` here.
+        unsafe {
+            assert_eq!(
+                apply(p, AtomicType::U64, AtomicOp::Fadd, 5, 0, false, false),
+                0
+            );
+            assert_eq!(
+                apply(p, AtomicType::U64, AtomicOp::Fmult, 3, 0, true, true),
+                5
+            );
+            assert_eq!(
+                apply(p, AtomicType::U64, AtomicOp::Get, 0, 0, false, false),
+                15
+            );
+            assert_eq!(
+                apply(
+                    p,
+                    AtomicType::I32,
+                    AtomicOp::Fmin,
+                    (-4i32) as u32 as u64,
+                    0,
+                    false,
+                    false
+                ),
+                15
+            );
+            assert_eq!(
+                apply(p, AtomicType::I32, AtomicOp::Get, 0, 0, false, false),
+                0xffff_fffc
+            );
+        }
+    }
+}

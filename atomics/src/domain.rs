@@ -1,0 +1,649 @@
+//! Atomic domains: creation (the collective choice of implementation) and
+//! the three forms of op (NB with an event, NBI, blocking).
+
+use crate::reference::{encode, Reference};
+use crate::{cpu, nbi, op_names, AtomicFlags, AtomicValue, Error, Result};
+use rgex_am::team::ReduceOp;
+use rgex_am::{Endpoint, TeamHandle};
+use rgex_core::conduit::{AtomicOp, AtomicRequest, AtomicType, OpSet};
+use rgex_core::{Completion, Event, Flags, GlobalAddr, Progress, Rank, Segment};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How a domain carries out its ops (chosen once, at creation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Implementation {
+    /// The conduit performs them in the network (NIC atomics).
+    Offload,
+    /// CPU atomics on the target's segment mapped in this process.
+    SharedMemory,
+    /// Active messages; the target's handler applies a CPU atomic.
+    Reference,
+}
+
+const CAP_OFFLOAD: u64 = 1;
+const CAP_SHARED: u64 = 2;
+
+/// What this process knows of one job rank, for the domain.
+#[derive(Clone, Copy)]
+struct Target {
+    member: bool,
+    seg_len: u64,
+    mapped: Option<Segment>,
+}
+
+struct Inner {
+    ty: AtomicType,
+    ops: OpSet,
+    imp: Implementation,
+    me: Rank,
+    team_size: u32,
+    targets: Vec<Target>,
+    ep: Arc<Endpoint>,
+    progress: Arc<dyn Progress>,
+    reference: Arc<Reference>,
+}
+
+/// A remote atomic domain over a team for one data type `T` and a set of
+/// ops (see the [crate docs](crate) for semantics). Cheap to clone; usable
+/// from many threads at once.
+///
+/// ```no_run
+/// # fn demo(client: &rgex_am::Client) -> rgex_atomics::Result<()> {
+/// use rgex_atomics::{AtomicDomain, AtomicFlags, AtomicOp, OpSet};
+/// use rgex_core::{GlobalAddr, Rank};
+/// let ad = AtomicDomain::<u64>::new(
+///     client.endpoint(),
+///     client.world_team(),
+///     OpSet::of(&[AtomicOp::Fadd, AtomicOp::Get]),
+/// )?;
+/// let counter = GlobalAddr::new(Rank(0), 0);
+/// let mine = ad.fetch_add(counter, 1, AtomicFlags::empty())?;
+/// let ev = ad.op_nb(counter, AtomicOp::Fadd, 1, 0, AtomicFlags::empty())?;
+/// let next = ev.wait();
+/// assert!(next > mine);
+/// println!("implementation: {:?}", ad.implementation());
+/// # Ok(()) }
+/// ```
+pub struct AtomicDomain<T: AtomicValue> {
+    inner: Arc<Inner>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: AtomicValue> Clone for AtomicDomain<T> {
+    fn clone(&self) -> Self {
+        AtomicDomain {
+            inner: self.inner.clone(),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: AtomicValue> std::fmt::Debug for AtomicDomain<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AtomicDomain")
+            .field("type", &self.inner.ty)
+            .field("ops", &op_names(self.inner.ops))
+            .field("implementation", &self.inner.imp)
+            .finish()
+    }
+}
+
+/// Options of domain creation.
+///
+/// ```no_run
+/// # fn demo(client: &rgex_am::Client) -> rgex_atomics::Result<()> {
+/// use rgex_atomics::{AtomicDomain, AtomicOp, Implementation, OpSet};
+/// let ad = AtomicDomain::<i32>::builder(OpSet::of(&[AtomicOp::Fadd]))
+///     .force_reference(true)
+///     .build(client.endpoint(), client.world_team())?;
+/// assert_eq!(ad.implementation(), Implementation::Reference);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Builder<T> {
+    ops: OpSet,
+    force_reference: Option<bool>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: AtomicValue> Builder<T> {
+    /// Force (or, with `false`, do not force, whatever `RGEX_ATOMICS`
+    /// says) the AM reference implementation.
+    pub fn force_reference(mut self, yes: bool) -> Self {
+        self.force_reference = Some(yes);
+        self
+    }
+
+    /// Create the domain: collective over `team` (every member calls it,
+    /// in the same order as its other collectives on `team`, with the same
+    /// type and op set).
+    pub fn build(self, ep: &Arc<Endpoint>, team: &TeamHandle) -> Result<AtomicDomain<T>> {
+        let ty = T::TYPE;
+        let ops = self.ops;
+        let conduit = ep.conduit();
+        let me = conduit.rank();
+        // Local checks first; a failing rank still joins the collective so
+        // its peers do not hang, and every member gets the error.
+        let mut local_err = None;
+        if ops == OpSet::EMPTY {
+            local_err = Some(Error::EmptyOpSet { ty });
+        }
+        let bit_ops = OpSet(ops.0 & OpSet::of(&BIT_OPS).0);
+        if ty.is_float() && bit_ops != OpSet::EMPTY {
+            local_err = Some(Error::BitOpOnFloat {
+                ty,
+                ops: op_names(bit_ops),
+            });
+        }
+        let force = match self.force_reference {
+            Some(f) => f,
+            None => match std::env::var("RGEX_ATOMICS").ok().as_deref() {
+                None | Some("") | Some("auto") => false,
+                Some("reference") => true,
+                Some(other) => {
+                    local_err.get_or_insert(Error::Core(rgex_core::Error::Config(format!(
+                        "RGEX_ATOMICS={other:?}: expected \"auto\" or \"reference\""
+                    ))));
+                    true
+                }
+            },
+        };
+        // The handlers exist on every member before the collective ends,
+        // so no member sends a request before its target can run it.
+        let reference = Reference::for_endpoint(ep)?;
+        let mut targets = vec![
+            Target {
+                member: false,
+                seg_len: 0,
+                mapped: None,
+            };
+            conduit.size() as usize
+        ];
+        let mut caps = CAP_OFFLOAD | CAP_SHARED;
+        for r in 0..team.size() {
+            let rank = team.world_rank(r)?;
+            let mapped = conduit.mapped_segment(rank);
+            if mapped.is_none() {
+                caps &= !CAP_SHARED;
+            }
+            targets[rank.index()] = Target {
+                member: true,
+                seg_len: conduit.segment_len(rank),
+                mapped,
+            };
+        }
+        if !conduit.atomic_offload(ty, ops) {
+            caps &= !CAP_OFFLOAD;
+        }
+        if force || local_err.is_some() {
+            caps = 0;
+        }
+        let ok = u64::from(local_err.is_none());
+        let desc = encode(ty, AtomicOp::Set, false, false) as u64 | u64::from(ops.0) << 8;
+        // One allreduce (bitwise and): the capabilities every member has,
+        // whether every member succeeded, and the description and its
+        // complement: all members agree iff and(desc) == !and(!desc)
+        // (and == or exactly when all values are equal).
+        let all = team.allreduce(&[caps, ok, desc, !desc], ReduceOp::And)?;
+        if let Some(e) = local_err {
+            return Err(e);
+        }
+        if all[1] == 0 {
+            return Err(Error::Core(rgex_core::Error::Config(format!(
+                "atomic domain creation on {me}: another member of the team refused its arguments ({ty:?} {{{}}})",
+                op_names(ops)
+            ))));
+        }
+        if all[2] != !all[3] {
+            return Err(Error::Mismatch {
+                me,
+                ty,
+                set: op_names(ops),
+            });
+        }
+        let imp = if all[0] & CAP_OFFLOAD != 0 {
+            Implementation::Offload
+        } else if all[0] & CAP_SHARED != 0 {
+            Implementation::SharedMemory
+        } else {
+            Implementation::Reference
+        };
+        let progress: Arc<dyn Progress> = ep.clone();
+        Ok(AtomicDomain {
+            inner: Arc::new(Inner {
+                ty,
+                ops,
+                imp,
+                me,
+                team_size: team.size(),
+                targets,
+                ep: ep.clone(),
+                progress,
+                reference,
+            }),
+            _t: PhantomData,
+        })
+    }
+}
+
+const BIT_OPS: [AtomicOp; 6] = [
+    AtomicOp::And,
+    AtomicOp::Fand,
+    AtomicOp::Or,
+    AtomicOp::For,
+    AtomicOp::Xor,
+    AtomicOp::Fxor,
+];
+
+/// The handle of a non-blocking atomic: completes with the fetched value
+/// (the old value for GET, SWAP, CAS/FCAS and the F-ops; zero for ops that
+/// fetch nothing).
+#[must_use = "an atomic event must be waited on to know the op completed"]
+pub struct AtomicEvent<T> {
+    state: State,
+    _t: PhantomData<fn() -> T>,
+}
+
+enum State {
+    Ready(u64),
+    Pending { event: Event, value: Arc<AtomicU64> },
+}
+
+impl<T: AtomicValue> std::fmt::Debug for AtomicEvent<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AtomicEvent")
+            .field("value", &self.value())
+            .finish()
+    }
+}
+
+impl<T: AtomicValue> AtomicEvent<T> {
+    fn ready(bits: u64) -> Self {
+        AtomicEvent {
+            state: State::Ready(bits),
+            _t: PhantomData,
+        }
+    }
+
+    /// True if the op has completed. Does not poll.
+    pub fn test(&self) -> bool {
+        match &self.state {
+            State::Ready(_) => true,
+            State::Pending { event, .. } => event.test(),
+        }
+    }
+
+    /// The fetched value, if the op has completed. Does not poll.
+    pub fn value(&self) -> Option<T> {
+        match &self.state {
+            State::Ready(b) => Some(T::from_bits64(*b)),
+            State::Pending { event, value } => event
+                .test()
+                // Relaxed: `test` made an Acquire load of the completion
+                // counter the reply handler released after storing this.
+                .then(|| T::from_bits64(value.load(Ordering::Relaxed))),
+        }
+    }
+
+    /// True if the op finished during injection (no message in flight).
+    pub fn is_invalid(&self) -> bool {
+        matches!(self.state, State::Ready(_))
+    }
+
+    /// Poll until the op completes; its fetched value.
+    pub fn wait(self) -> T {
+        match self.state {
+            State::Ready(b) => T::from_bits64(b),
+            State::Pending { event, value } => {
+                event.wait();
+                // Relaxed: the wait ended with an Acquire load of the
+                // counter the reply handler released after storing this.
+                T::from_bits64(value.load(Ordering::Relaxed))
+            }
+        }
+    }
+
+    /// Wait for every event; their values in order.
+    pub fn wait_all(events: Vec<AtomicEvent<T>>) -> Vec<T> {
+        events.into_iter().map(AtomicEvent::wait).collect()
+    }
+}
+
+/// An op started: `Ok(bits)` if it finished during injection, else its
+/// completion counter and result slot.
+type Started = std::result::Result<u64, (Arc<Completion>, Arc<AtomicU64>)>;
+
+/// Where an op's completion goes.
+enum Sink<'a> {
+    /// An event of its own (NB).
+    Event,
+    /// This thread's NBI Rmw counter.
+    Nbi(&'a Arc<Completion>),
+}
+
+impl<T: AtomicValue> AtomicDomain<T> {
+    /// Create a domain with default options (collective over `team`; see
+    /// [`Builder::build`]).
+    pub fn new(ep: &Arc<Endpoint>, team: &TeamHandle, ops: OpSet) -> Result<Self> {
+        Self::builder(ops).build(ep, team)
+    }
+
+    /// Options for a domain offering `ops`.
+    pub fn builder(ops: OpSet) -> Builder<T> {
+        Builder {
+            ops,
+            force_reference: None,
+            _t: PhantomData,
+        }
+    }
+
+    /// The implementation chosen at creation.
+    pub fn implementation(&self) -> Implementation {
+        self.inner.imp
+    }
+
+    /// The data type.
+    pub fn data_type(&self) -> AtomicType {
+        self.inner.ty
+    }
+
+    /// The ops offered.
+    pub fn ops(&self) -> OpSet {
+        self.inner.ops
+    }
+
+    /// Check an op before anything moves; the target's description.
+    #[inline]
+    fn check(&self, at: GlobalAddr, op: AtomicOp, flags: AtomicFlags) -> Result<Target> {
+        let i = &*self.inner;
+        let t = match i.targets.get(at.rank.index()) {
+            Some(t) if t.member => *t,
+            _ => {
+                return Err(Error::NotInTeam {
+                    rank: at.rank,
+                    offset: at.offset,
+                    team_size: i.team_size,
+                })
+            }
+        };
+        if !i.ops.contains(op) {
+            return Err(Error::OpNotInSet {
+                op,
+                ty: i.ty,
+                rank: at.rank,
+                offset: at.offset,
+                set: op_names(i.ops),
+            });
+        }
+        let size = i.ty.size();
+        rgex_core::segment::check_range(at.rank, t.seg_len, at.offset, size as u64)?;
+        // Sizes are powers of two.
+        if at.offset & (size as u64 - 1) != 0 {
+            return Err(Error::Misaligned {
+                ty: i.ty,
+                rank: at.rank,
+                offset: at.offset,
+                align: size,
+            });
+        }
+        if flags.contains(AtomicFlags::TARGET_SELF) && at.rank != i.me {
+            return Err(self.broken("TARGET_SELF", at));
+        }
+        if flags.contains(AtomicFlags::TARGET_LOCAL) && t.mapped.is_none() {
+            return Err(self.broken("TARGET_LOCAL", at));
+        }
+        Ok(t)
+    }
+
+    fn broken(&self, flag: &'static str, at: GlobalAddr) -> Error {
+        Error::FlagBroken {
+            flag,
+            rank: at.rank,
+            offset: at.offset,
+            me: self.inner.me,
+        }
+    }
+
+    /// Apply a CPU atomic on a mapped segment (checked range).
+    #[inline]
+    fn cpu(
+        &self,
+        seg: &Segment,
+        at: GlobalAddr,
+        op: AtomicOp,
+        a: u64,
+        b: u64,
+        f: AtomicFlags,
+    ) -> Result<u64> {
+        let ty = self.inner.ty;
+        let p = seg.ptr_at(at.offset, ty.size())?;
+        if (p as usize) & (ty.size() - 1) != 0 {
+            return Err(Error::Misaligned {
+                ty,
+                rank: at.rank,
+                offset: at.offset,
+                align: ty.size(),
+            });
+        }
+        // SAFETY: `p` is inside the target's mapped segment (checked) and
+        // aligned (checked); the segment stays mapped for the job; a
+        // domain's words are accessed only atomically (its contract).
+        Ok(unsafe {
+            cpu::apply(
+                p,
+                ty,
+                op,
+                a,
+                b,
+                f.contains(AtomicFlags::ACQUIRE),
+                f.contains(AtomicFlags::RELEASE),
+            )
+        })
+    }
+
+    /// Start one op; `Ok(Ok(bits))` if it finished during injection,
+    /// `Ok(Err(slot))` if it is in flight (counted on the sink).
+    #[inline]
+    fn start(
+        &self,
+        at: GlobalAddr,
+        op: AtomicOp,
+        a: T,
+        b: T,
+        flags: AtomicFlags,
+        sink: Sink<'_>,
+    ) -> Result<Started> {
+        let t = self.check(at, op, flags)?;
+        let (a, b) = (a.to_bits64(), b.to_bits64());
+        let i = &*self.inner;
+        let (acq, rel) = (
+            flags.contains(AtomicFlags::ACQUIRE),
+            flags.contains(AtomicFlags::RELEASE),
+        );
+        match i.imp {
+            Implementation::SharedMemory => {
+                let seg = t.mapped.expect("every member is mapped on this path");
+                self.cpu(&seg, at, op, a, b, flags)
+                    .map(|v| Ok(fetched(op, v)))
+            }
+            Implementation::Reference if at.rank == i.me => {
+                // Our own word: the handlers apply CPU atomics to it too,
+                // so applying one here is atomic with them.
+                let seg = *i.ep.segment();
+                self.cpu(&seg, at, op, a, b, flags)
+                    .map(|v| Ok(fetched(op, v)))
+            }
+            Implementation::Reference => {
+                let (done, value) = match sink {
+                    Sink::Event => (Completion::new(0), Arc::new(AtomicU64::new(0))),
+                    Sink::Nbi(c) => (c.clone(), Arc::new(AtomicU64::new(0))),
+                };
+                // NBI ops and ops that fetch nothing leave the value zero.
+                let v = (matches!(sink, Sink::Event) && op.fetches()).then(|| value.clone());
+                let imm = if flags.contains(AtomicFlags::IMMEDIATE) {
+                    Flags::IMMEDIATE
+                } else {
+                    Flags::empty()
+                };
+                i.reference
+                    .start(&i.ep, at, encode(i.ty, op, acq, rel), a, b, &done, v, imm)?;
+                Ok(Err((done, value)))
+            }
+            Implementation::Offload => {
+                let req = AtomicRequest {
+                    target: at.rank,
+                    offset: at.offset,
+                    ty: i.ty,
+                    op,
+                    operand1: a,
+                    operand2: b,
+                    acquire: acq,
+                    release: rel,
+                };
+                let done = match sink {
+                    Sink::Event => Completion::new(0),
+                    Sink::Nbi(c) => c.clone(),
+                };
+                let value = Arc::new(AtomicU64::new(0));
+                i.ep.conduit().atomic_start(&req, &value, &done)?;
+                // Whatever a conduit stores for an op that fetches nothing
+                // is not the op's value: report zero.
+                let value = if op.fetches() {
+                    value
+                } else {
+                    Arc::new(AtomicU64::new(0))
+                };
+                Ok(Err((done, value)))
+            }
+        }
+    }
+
+    /// Non-blocking op: `a` is the operand (the compare value for CAS),
+    /// `b` the new value of a CAS (ignored otherwise). The event yields the
+    /// fetched value.
+    #[inline]
+    pub fn op_nb(
+        &self,
+        at: GlobalAddr,
+        op: AtomicOp,
+        a: T,
+        b: T,
+        flags: AtomicFlags,
+    ) -> Result<AtomicEvent<T>> {
+        Ok(match self.start(at, op, a, b, flags, Sink::Event)? {
+            Ok(bits) => AtomicEvent::ready(bits),
+            Err((done, value)) if done.is_done() => {
+                // Relaxed: `is_done` was an Acquire load pairing with the
+                // Release in `done()` that followed the store.
+                AtomicEvent::ready(value.load(Ordering::Relaxed))
+            }
+            Err((done, value)) => AtomicEvent {
+                state: State::Pending {
+                    event: Event::pending(done, self.inner.progress.clone()),
+                    value,
+                },
+                _t: PhantomData,
+            },
+        })
+    }
+
+    /// Implicit-handle op (the fetched value is discarded): completion joins
+    /// this thread's Rmw category (or its open access region), synced by
+    /// [`nbi_wait`](Self::nbi_wait) or `Endpoint::nbi_wait(NbiCategory::Rmw)`.
+    #[inline]
+    pub fn op_nbi(
+        &self,
+        at: GlobalAddr,
+        op: AtomicOp,
+        a: T,
+        b: T,
+        flags: AtomicFlags,
+    ) -> Result<()> {
+        let c = nbi::counter(&self.inner.ep);
+        // In flight or not, the op is counted on `c` (or already done).
+        let _ = self.start(at, op, a, b, flags, Sink::Nbi(&c))?;
+        Ok(())
+    }
+
+    /// True if this thread's implicit-handle atomics (of every domain) have
+    /// completed. Does not poll.
+    pub fn nbi_test(&self) -> bool {
+        nbi::nbi_test(&self.inner.ep)
+    }
+
+    /// Poll until this thread's implicit-handle atomics (of every domain)
+    /// have completed.
+    pub fn nbi_wait(&self) {
+        nbi::nbi_wait(&self.inner.ep);
+    }
+
+    /// Blocking op: returns the fetched value (zero for ops that fetch
+    /// nothing) once the op has completed.
+    #[inline]
+    pub fn op(&self, at: GlobalAddr, op: AtomicOp, a: T, b: T, flags: AtomicFlags) -> Result<T> {
+        Ok(self.op_nb(at, op, a, b, flags)?.wait())
+    }
+
+    /// Blocking GET.
+    pub fn get(&self, at: GlobalAddr, flags: AtomicFlags) -> Result<T> {
+        self.op(at, AtomicOp::Get, zero(), zero(), flags)
+    }
+
+    /// Blocking SET.
+    pub fn set(&self, at: GlobalAddr, v: T, flags: AtomicFlags) -> Result<()> {
+        self.op(at, AtomicOp::Set, v, zero(), flags).map(drop)
+    }
+
+    /// Blocking SWAP: the old value.
+    pub fn swap(&self, at: GlobalAddr, v: T, flags: AtomicFlags) -> Result<T> {
+        self.op(at, AtomicOp::Swap, v, zero(), flags)
+    }
+
+    /// Blocking FCAS: store `new` if the word's bits equal `expected`'s;
+    /// the old value either way (success iff its bits equal `expected`'s).
+    pub fn compare_swap(
+        &self,
+        at: GlobalAddr,
+        expected: T,
+        new: T,
+        flags: AtomicFlags,
+    ) -> Result<T> {
+        self.op(at, AtomicOp::Fcas, expected, new, flags)
+    }
+
+    /// Blocking FADD: the old value.
+    pub fn fetch_add(&self, at: GlobalAddr, v: T, flags: AtomicFlags) -> Result<T> {
+        self.op(at, AtomicOp::Fadd, v, zero(), flags)
+    }
+
+    /// Blocking ADD.
+    pub fn add(&self, at: GlobalAddr, v: T, flags: AtomicFlags) -> Result<()> {
+        self.op(at, AtomicOp::Add, v, zero(), flags).map(drop)
+    }
+
+    /// Blocking FINC: the old value.
+    pub fn fetch_inc(&self, at: GlobalAddr, flags: AtomicFlags) -> Result<T> {
+        self.op(at, AtomicOp::Finc, zero(), zero(), flags)
+    }
+
+    /// Blocking INC.
+    pub fn inc(&self, at: GlobalAddr, flags: AtomicFlags) -> Result<()> {
+        self.op(at, AtomicOp::Inc, zero(), zero(), flags).map(drop)
+    }
+}
+
+/// The value an op reports: the old value if it fetches, else zero.
+#[inline]
+fn fetched(op: AtomicOp, old: u64) -> u64 {
+    if op.fetches() {
+        old
+    } else {
+        0
+    }
+}
+
+fn zero<T: AtomicValue>() -> T {
+    T::from_bits64(0)
+}

@@ -1,0 +1,26 @@
+//! Implicit-handle (NBI) atomics join the endpoint's per-thread Rmw
+//! category (or the thread's open access region), so they are synced with
+//! `Endpoint::nbi_wait(NbiCategory::Rmw)` like GASNet's NBI atomics, or
+//! with [`AtomicDomain::nbi_wait`](crate::AtomicDomain::nbi_wait).
+
+use rgex_am::rma::NbiCategory;
+use rgex_am::Endpoint;
+use rgex_core::Completion;
+use std::sync::Arc;
+
+/// The counter an implicit atomic issued now on this thread joins.
+pub(crate) fn counter(ep: &Endpoint) -> Arc<Completion> {
+    ep.nbi_counter(NbiCategory::Rmw)
+}
+
+/// True if every implicit atomic this thread issued has completed. Does
+/// not poll.
+pub fn nbi_test(ep: &Endpoint) -> bool {
+    ep.nbi_test(NbiCategory::Rmw)
+}
+
+/// Poll the endpoint until every implicit atomic this thread issued has
+/// completed.
+pub fn nbi_wait(ep: &Endpoint) {
+    ep.nbi_wait(NbiCategory::Rmw)
+}

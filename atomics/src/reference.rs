@@ -1,0 +1,202 @@
+//! The reference implementation: an atomic op is one Short request to the
+//! target, whose handler applies the CPU atomic on its own segment and
+//! answers with a Short reply carrying the old value.
+//!
+//! Request arguments: `[id_lo, id_hi, code, off_lo, off_hi, a_lo, a_hi,
+//! b_lo, b_hi]`, `code` = type (bits 0..3) | op (3..8) | ACQUIRE (8) |
+//! RELEASE (9). Reply: `[id_lo, id_hi, status, old_lo, old_hi]`.
+//!
+//! Ops in flight are kept in a table keyed by a 64-bit id, as in the RMA
+//! reference, so the reply finds its completion counter and result slot
+//! whichever thread runs it. One table per endpoint, shared by every
+//! domain on it; the handlers are registered when the first domain over
+//! the endpoint is created (before the creation's collective, so no member
+//! can send before every member has them).
+
+use crate::{cpu, reserved, Error, Result};
+use parking_lot::Mutex;
+use rgex_am::{Endpoint, HandlerId};
+use rgex_core::conduit::{AtomicOp, AtomicType};
+use rgex_core::{Completion, Flags, GlobalAddr};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+const ST_OK: u32 = 0;
+const ST_OUT_OF_SEGMENT: u32 = 1;
+const ST_MISALIGNED: u32 = 2;
+const ST_BAD_CODE: u32 = 3;
+
+struct Pending {
+    done: Arc<Completion>,
+    value: Option<Arc<AtomicU64>>,
+}
+
+/// Reference-path state of one endpoint.
+#[derive(Default)]
+pub(crate) struct Reference {
+    next: AtomicU64,
+    pending: Mutex<HashMap<u64, Pending>>,
+}
+
+fn split(v: u64) -> [u32; 2] {
+    [v as u32, (v >> 32) as u32]
+}
+
+fn join(lo: u32, hi: u32) -> u64 {
+    u64::from(lo) | u64::from(hi) << 32
+}
+
+pub(crate) fn encode(ty: AtomicType, op: AtomicOp, acquire: bool, release: bool) -> u32 {
+    let t = AtomicType::ALL
+        .iter()
+        .position(|&x| x == ty)
+        .expect("every type is in ALL") as u32;
+    t | (op as u32) << 3 | u32::from(acquire) << 8 | u32::from(release) << 9
+}
+
+fn decode(code: u32) -> Option<(AtomicType, AtomicOp, bool, bool)> {
+    let ty = *AtomicType::ALL.get((code & 7) as usize)?;
+    let op = AtomicOp::from_u8(((code >> 3) & 31) as u8)?;
+    Some((ty, op, code & (1 << 8) != 0, code & (1 << 9) != 0))
+}
+
+/// Endpoints that have the handlers, with their state. Keyed by the
+/// endpoint's address; the `Weak` tells a live endpoint from a dead one
+/// whose address was reused.
+type Installed = Vec<(usize, Weak<Endpoint>, Arc<Reference>)>;
+static INSTALLED: Mutex<Installed> = Mutex::new(Vec::new());
+
+impl Reference {
+    /// This endpoint's state, registering the handlers the first time.
+    pub(crate) fn for_endpoint(ep: &Arc<Endpoint>) -> Result<Arc<Self>> {
+        let key = Arc::as_ptr(ep) as usize;
+        let mut all = INSTALLED.lock();
+        all.retain(|(_, w, _)| w.strong_count() > 0);
+        if let Some((_, _, r)) = all
+            .iter()
+            .find(|(k, w, _)| *k == key && w.strong_count() > 0)
+        {
+            return Ok(r.clone());
+        }
+        let me = Arc::new(Reference::default());
+        install(ep, &me)?;
+        all.push((key, Arc::downgrade(ep), me.clone()));
+        Ok(me)
+    }
+
+    /// Send op to `at` (not this rank); `done` counts it until the reply.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start(
+        &self,
+        ep: &Endpoint,
+        at: GlobalAddr,
+        code: u32,
+        a: u64,
+        b: u64,
+        done: &Arc<Completion>,
+        value: Option<Arc<AtomicU64>>,
+        flags: Flags,
+    ) -> Result<()> {
+        // Relaxed: ids only need to be unique.
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        done.add(1);
+        self.pending.lock().insert(
+            id,
+            Pending {
+                done: done.clone(),
+                value,
+            },
+        );
+        let [i0, i1] = split(id);
+        let [o0, o1] = split(at.offset);
+        let [a0, a1] = split(a);
+        let [b0, b1] = split(b);
+        let r = ep.request_short(
+            at.rank,
+            HandlerId(reserved::AD_OP),
+            &[i0, i1, code, o0, o1, a0, a1, b0, b1],
+            flags,
+        );
+        if let Err(e) = r {
+            if let Some(p) = self.pending.lock().remove(&id) {
+                p.done.done();
+            }
+            return Err(Error::Core(e));
+        }
+        Ok(())
+    }
+}
+
+fn install(ep: &Arc<Endpoint>, me: &Arc<Reference>) -> Result<()> {
+    let table = ep.handlers();
+    table.register_reserved(reserved::AD_OP, "rgex.atomics.op", |tok, msg| {
+        let a = msg.args();
+        if a.len() < 9 {
+            return;
+        }
+        let off = join(a[3], a[4]);
+        let seg = tok.endpoint().segment();
+        let (status, old) = match decode(a[2]) {
+            None => (ST_BAD_CODE, 0),
+            Some((ty, op, acq, rel)) => match seg.ptr_at(off, ty.size()) {
+                Err(_) => (ST_OUT_OF_SEGMENT, 0),
+                Ok(p) if (p as usize) & (ty.size() - 1) != 0 => (ST_MISALIGNED, 0),
+                Ok(p) => {
+                    // SAFETY: `p` is inside this rank's segment (checked),
+                    // aligned to the type's size (checked), and the segment
+                    // stays mapped for the job; words of a domain are
+                    // accessed only atomically (the domain's contract).
+                    let old = unsafe {
+                        cpu::apply(p, ty, op, join(a[5], a[6]), join(a[7], a[8]), acq, rel)
+                    };
+                    (ST_OK, old)
+                }
+            },
+        };
+        let [v0, v1] = split(old);
+        if let Err(e) = tok.reply_short(
+            HandlerId(reserved::AD_REPLY),
+            &[a[0], a[1], status, v0, v1],
+            Flags::empty(),
+        ) {
+            eprintln!(
+                "rgex: {}: atomic op from {} at offset {off:#x} could not reply: {e}",
+                tok.endpoint().rank(),
+                tok.src()
+            );
+        }
+    })?;
+    let s = me.clone();
+    table.register_reserved(reserved::AD_REPLY, "rgex.atomics.reply", move |tok, msg| {
+        let a = msg.args();
+        if a.len() < 5 {
+            return;
+        }
+        let Some(p) = s.pending.lock().remove(&join(a[0], a[1])) else {
+            return;
+        };
+        if a[2] != ST_OK {
+            // The initiator checked range and alignment against the same
+            // segment length, so the ranks disagree about the segment.
+            eprintln!(
+                "rgex: {}: atomic op at {} failed at the target (status {}: {})",
+                tok.endpoint().rank(),
+                tok.src(),
+                a[2],
+                match a[2] {
+                    ST_OUT_OF_SEGMENT => "outside the segment",
+                    ST_MISALIGNED => "misaligned",
+                    _ => "bad op code",
+                }
+            );
+        }
+        if let Some(v) = &p.value {
+            // Relaxed: `done()` below is a Release and the waiter's
+            // `is_done` an Acquire, which order this store before its read.
+            v.store(join(a[3], a[4]), Ordering::Relaxed);
+        }
+        p.done.done();
+    })?;
+    Ok(())
+}

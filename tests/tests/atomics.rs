@@ -1,0 +1,54 @@
+//! Atomic domains on the smp conduit: the implementation the domains pick
+//! (shared memory on one node) and the forced active-message reference,
+//! on 1, 2 and 4 ranks, with 4 threads per rank racing on the counters.
+
+mod common;
+use common::{job, run_ok};
+
+const AD: &str = env!("CARGO_BIN_EXE_atomics_conformance");
+const CHECKS: usize = 7;
+
+#[test]
+fn one_rank() {
+    let out = run_ok(&job(1, AD, &["4", "2000"]), CHECKS);
+    assert!(out.contains("SharedMemory"));
+}
+
+#[test]
+fn shared_memory_two_ranks() {
+    let out = run_ok(&job(2, AD, &["4", "3000"]), CHECKS);
+    assert!(out.contains("SharedMemory") && !out.contains("Reference"));
+}
+
+#[test]
+fn shared_memory_four_ranks() {
+    run_ok(&job(4, AD, &["4", "2000"]), CHECKS);
+}
+
+#[test]
+fn reference_two_ranks() {
+    let out = run_ok(
+        &job(2, AD, &["4", "1000"]).env("RGEX_ATOMICS", "reference"),
+        CHECKS,
+    );
+    assert!(out.contains("Reference") && !out.contains("SharedMemory"));
+}
+
+#[test]
+fn reference_four_ranks() {
+    let out = run_ok(
+        &job(4, AD, &["4", "500"]).env("RGEX_ATOMICS", "reference"),
+        CHECKS,
+    );
+    assert!(out.contains("Reference") && !out.contains("SharedMemory"));
+}
+
+#[test]
+fn reference_with_reference_rma_two_ranks() {
+    run_ok(
+        &job(2, AD, &["2", "500"])
+            .env("RGEX_ATOMICS", "reference")
+            .env("RGEX_RMA", "reference"),
+        CHECKS,
+    );
+}
