@@ -5,6 +5,7 @@ use crate::token::ReplyState;
 use crate::{Endpoint, HandlerId};
 use rgex_core::{Error, Flags, Prepare, Result, SendSlot};
 use std::cell::Cell;
+use std::mem::ManuallyDrop;
 
 /// A prepared negotiated-payload message (the "source descriptor").
 ///
@@ -24,16 +25,18 @@ use std::cell::Cell;
 /// ```
 pub struct Prepared<'a> {
     ep: &'a Endpoint,
-    slot: Option<SendSlot>,
+    /// Live until `commit` or `cancel` consumes `self` (both take it out
+    /// and skip `Drop`) or `Drop` cancels it. Kept out of an `Option`: the
+    /// hot path moves this struct, so it stays small and check-free.
+    slot: ManuallyDrop<SendSlot>,
     client: Option<&'a mut [u8]>,
-    granted: usize,
     reply: Option<&'a Cell<ReplyState>>,
 }
 
 impl std::fmt::Debug for Prepared<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Prepared")
-            .field("granted", &self.granted)
+            .field("granted", &self.slot.granted)
             .field("client_buffer", &self.client.is_some())
             .finish()
     }
@@ -60,16 +63,14 @@ impl<'a> Prepared<'a> {
         }
         ep.validate(&mut spec, false)?;
         let slot = ep.claim(&spec, flags)?;
-        let granted = slot.granted;
-        debug_assert!(spec.least <= granted && granted <= spec.most);
+        debug_assert!(spec.least <= slot.granted && slot.granted <= spec.most);
         if let Some(r) = reply {
             r.set(ReplyState::Prepared);
         }
         Ok(Prepared {
             ep,
-            slot: Some(slot),
+            slot: ManuallyDrop::new(slot),
             client,
-            granted,
             reply,
         })
     }
@@ -77,12 +78,12 @@ impl<'a> Prepared<'a> {
     /// Bytes granted: `least <= len() <= most`.
     #[inline]
     pub fn len(&self) -> usize {
-        self.granted
+        self.slot.granted
     }
 
     /// True if nothing was granted (`most` was 0).
     pub fn is_empty(&self) -> bool {
-        self.granted == 0
+        self.slot.granted == 0
     }
 
     /// True if the buffer is the client's own (copied at commit), false if
@@ -94,32 +95,44 @@ impl<'a> Prepared<'a> {
     /// The granted buffer, `len()` bytes, to assemble the payload in.
     #[inline]
     pub fn buf(&mut self) -> &mut [u8] {
-        let granted = self.granted;
+        let granted = self.slot.granted;
         match &mut self.client {
             Some(b) => &mut b[..granted],
-            None => {
-                let slot = self.slot.as_ref().expect("a live Prepared holds its slot");
-                // Even when nothing is granted, the slice starts at the
-                // real buffer (no special case on the hot path).
-                // SAFETY: the conduit reserved `granted` writable bytes at
-                // `slot.buf` (non-null) for this message alone until commit
-                // or cancel, and `&mut self` keeps this the only live view.
-                unsafe { std::slice::from_raw_parts_mut(slot.buf.as_ptr(), granted) }
-            }
+            // SAFETY: the conduit reserved `granted` writable bytes at
+            // `slot.buf` (non-null) for this message alone until commit or
+            // cancel, and `&mut self` keeps this the only live view.
+            None => unsafe { std::slice::from_raw_parts_mut(self.slot.buf.as_ptr(), granted) },
         }
+    }
+
+    /// Take the slot out and forget `self` (so `Drop` does not cancel).
+    #[inline]
+    fn into_parts(
+        self,
+    ) -> (
+        &'a Endpoint,
+        SendSlot,
+        Option<&'a mut [u8]>,
+        Option<&'a Cell<ReplyState>>,
+    ) {
+        let mut me = ManuallyDrop::new(self);
+        // SAFETY: `me` is never used or dropped again, so the slot is taken
+        // exactly once; the other fields are plain references.
+        let slot = unsafe { ManuallyDrop::take(&mut me.slot) };
+        (me.ep, slot, me.client.take(), me.reply)
     }
 
     /// Send the first `len` bytes of the buffer to handler `h` with `args`
     /// (at most the `nargs` given at prepare). On error nothing is sent and
     /// the resources are released.
     #[inline]
-    pub fn commit(mut self, h: HandlerId, args: &[u32], len: usize) -> Result<()> {
-        let slot = self.slot.take().expect("a live Prepared holds its slot");
-        let problem = if len > self.granted {
+    pub fn commit(self, h: HandlerId, args: &[u32], len: usize) -> Result<()> {
+        let (ep, slot, client, reply) = self.into_parts();
+        let problem = if len > slot.granted {
             Some(Error::BadLength {
                 what: "commit: length exceeds the granted size",
                 len,
-                limit: self.granted,
+                limit: slot.granted,
             })
         } else if args.len() > slot.nargs as usize {
             Some(Error::BadLength {
@@ -128,13 +141,13 @@ impl<'a> Prepared<'a> {
                 limit: slot.nargs as usize,
             })
         } else {
-            self.ep.check_handler(h.0).err()
+            ep.check_handler(h.0).err()
         };
         if let Some(e) = problem {
-            self.release(slot);
+            release(ep, slot, reply);
             return Err(e);
         }
-        if let Some(b) = &self.client {
+        if let Some(b) = client {
             if len > 0 {
                 // SAFETY: the conduit reserved `granted >= len` bytes at
                 // slot.buf for this message; the client buffer is a distinct
@@ -142,34 +155,34 @@ impl<'a> Prepared<'a> {
                 unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), slot.buf.as_ptr(), len) };
             }
         }
-        self.ep.conduit().commit(slot, h.0, args, len);
-        if let Some(r) = self.reply {
+        ep.conduit().commit(slot, h.0, args, len);
+        if let Some(r) = reply {
             r.set(ReplyState::Done);
         }
         Ok(())
     }
 
     /// Give the resources back; nothing reaches the peer's handlers.
-    #[inline]
-    pub fn cancel(mut self) {
-        if let Some(slot) = self.slot.take() {
-            self.release(slot);
-        }
+    pub fn cancel(self) {
+        let (ep, slot, _, reply) = self.into_parts();
+        release(ep, slot, reply);
     }
+}
 
-    #[inline]
-    fn release(&mut self, slot: SendSlot) {
-        self.ep.conduit().cancel(slot);
-        if let Some(r) = self.reply {
-            r.set(ReplyState::None);
-        }
+/// Cancel a claimed slot and free the token to reply again.
+fn release(ep: &Endpoint, slot: SendSlot, reply: Option<&Cell<ReplyState>>) {
+    ep.conduit().cancel(slot);
+    if let Some(r) = reply {
+        r.set(ReplyState::None);
     }
 }
 
 impl Drop for Prepared<'_> {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot.take() {
-            self.release(slot);
-        }
+        // SAFETY: Drop runs only if neither commit nor cancel consumed
+        // `self` (they forget it), so the slot is still live; it is taken
+        // once, here.
+        let slot = unsafe { ManuallyDrop::take(&mut self.slot) };
+        release(self.ep, slot, self.reply);
     }
 }
