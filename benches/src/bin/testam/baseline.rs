@@ -3,47 +3,17 @@
 //! floors and the UCX peer.
 
 use rgex_benches::affinity::online_cpus;
-use rgex_benches::floor;
+use rgex_benches::floor::Floors;
 use rgex_benches::stats::Stats;
 use rgex_benches::ucx::{find_perftest, Perftest};
 use std::time::Duration;
 
 /// memcpy sizes: in cache, and well beyond the last-level cache.
-pub const MEMCPY_SIZES: [(usize, &str); 2] = [(32 << 10, "in cache"), (64 << 20, "out of cache")];
+pub const MEMCPY_SIZES: [usize; 2] = [32 << 10, 64 << 20];
 
-/// The physical floors.
-#[derive(Clone, Debug)]
-pub struct Floors {
-    /// The two CPUs the cache line bounced between.
-    pub cpus: [usize; 2],
-    /// Cache-line round trip in ns and iterations per repetition, or why
-    /// it could not be measured.
-    pub cache_rtt: Result<(Stats, u64), String>,
-    /// memcpy bandwidth in GB/s per [`MEMCPY_SIZES`] entry, with copies
-    /// per repetition.
-    pub memcpy: Vec<(usize, &'static str, Stats, u64)>,
-}
-
-/// Measure the floors.
+/// Measure the floors (the benches' shared measurement).
 pub fn floors(target: Duration, reps: usize) -> Floors {
-    let cpus = [0, 1];
-    let cache_rtt = if online_cpus() < 2 {
-        Err("this node has one CPU".to_owned())
-    } else {
-        floor::cache_line_rtt(cpus, target, reps).map_err(|e| e.to_string())
-    };
-    let memcpy = MEMCPY_SIZES
-        .iter()
-        .map(|&(size, what)| {
-            let (s, copies) = floor::memcpy_bandwidth(size, target, reps);
-            (size, what, s, copies)
-        })
-        .collect();
-    Floors {
-        cpus,
-        cache_rtt,
-        memcpy,
-    }
+    Floors::measure(&MEMCPY_SIZES, target, reps)
 }
 
 /// The UCX peer's AM latency, as round trips.

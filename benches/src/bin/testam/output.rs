@@ -1,8 +1,9 @@
 //! testam's table, JSON records and plot.
 
-use crate::baseline::{Floors, Ucx};
+use crate::baseline::Ucx;
 use crate::handlers::Variant;
 use crate::measure::AmResults;
+use rgex_benches::floor::Floors;
 use rgex_benches::report::{num, size as size_str, spread, Job, Plot, Record, Series, Table};
 use rgex_benches::stats::Stats;
 use std::fmt::Write as _;
@@ -77,30 +78,7 @@ pub fn table(run: &Run) -> String {
     }
 
     let _ = writeln!(s, "\nPhysical floor (measured in this run)");
-    let mut t = Table::new(["metric", "median [min .. max]", "unit", "per rep"]);
-    let [a, b] = run.floors.cpus;
-    match &run.floors.cache_rtt {
-        Ok((st, it)) => t.row([
-            format!("cache-line round trip, CPU {a} <-> CPU {b}"),
-            spread(st),
-            "ns".into(),
-            format!("{it} trips"),
-        ]),
-        Err(e) => t.row([
-            format!("cache-line round trip: not measured ({e})"),
-            String::new(),
-            String::new(),
-            String::new(),
-        ]),
-    };
-    for (size, what, st, copies) in &run.floors.memcpy {
-        t.row([
-            format!("memcpy {} ({what})", size_str(*size as u64)),
-            spread(st),
-            "GB/s".into(),
-            format!("{copies} copies"),
-        ]);
-    }
+    let t = run.floors.table();
     s.push_str(&t.to_string());
 
     let _ = writeln!(s, "\nAM Short");
@@ -206,25 +184,7 @@ pub fn table(run: &Run) -> String {
 pub fn records(run: &Run) -> Vec<Record> {
     let j = &run.job;
     let mut v = Vec::new();
-    if let Ok((st, it)) = &run.floors.cache_rtt {
-        let [a, b] = run.floors.cpus;
-        v.push(j.record(
-            &format!("floor: cache-line round trip CPU {a} <-> {b}"),
-            None,
-            st,
-            "ns",
-            *it,
-        ));
-    }
-    for (size, what, st, copies) in &run.floors.memcpy {
-        v.push(j.record(
-            &format!("floor: memcpy ({what})"),
-            Some(*size as u64),
-            st,
-            "GB/s",
-            *copies,
-        ));
-    }
+    v.extend(run.floors.records(j));
     let am = &run.am;
     v.push(j.record(
         "AM Short round trip",
