@@ -570,6 +570,11 @@ fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
     }
     let me = client.rank().0;
     let mut sent = 0u32;
+    // A bootstrap barrier (which does not poll): once rank 0 is past it,
+    // rank 1 has left the AM barrier before it and polls no more until the
+    // broadcast below releases it. (After an AM barrier alone, rank 1 may
+    // still be polling inside it while rank 0 starts filling.)
+    client.conduit().bootstrap().barrier()?;
     if me == 0 {
         let imm = Flags::IMMEDIATE;
         loop {
