@@ -71,11 +71,12 @@ run_bench testsmall 2 env
 run_bench testimm 8 env RGEX_SMP_QUEUE_DEPTH=4
 run_bench rma_mt 2 env
 run_bench testfaddperf 2 env
+run_bench testvisperf 2 env
 
 section "results"
 echo "JSON records: $(realpath -- "$json")"
 echo "SVG plot:     $(realpath -- "$svg")"
 echo "full output:  $(realpath -- "$log")"
-for bench in testsmall testimm rma_mt testfaddperf; do
+for bench in testsmall testimm rma_mt testfaddperf testvisperf; do
     echo "$bench: $(realpath -- "$dir/$bench.json") $(realpath -- "$dir/$bench.svg") $(realpath -- "$dir/$bench.log")"
 done

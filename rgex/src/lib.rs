@@ -46,6 +46,11 @@ pub use rgex_core::{
     GlobalAddr, Progress, Rank, Result, Segment, Team, MAX_ARGS,
 };
 pub use rgex_smp::{SmpConduit, SmpConfig};
+/// Vector, indexed and strided transfers (see [`rgex_vis`]).
+pub use rgex_vis::{
+    self as vis, Indexed, Mechanism as VisMechanism, Meta as VisMeta, Strided, Vector, Vis,
+    VisBuilder, VisGet, VisPut,
+};
 
 use std::sync::Arc;
 

@@ -1,0 +1,724 @@
+//! VIS conformance, run as every rank of a job; the mechanism comes from
+//! `RGEX_VIS` (auto, direct, rma, am), so the same program checks all three.
+//!
+//! Every rank owns a window of every segment ([me * WIN, (me + 1) * WIN)) and
+//! transfers with every rank (itself included): random dense N-d arrays
+//! (1..8 dims, small random extents, deterministic seeds) with random
+//! sub-sections, transposes and reflections on both sides, put and get in
+//! every form (blocking, NB, NBI), each compared against a naive reference
+//! copy computed locally; vector and indexed lists with random fragment
+//! sizes; overwriting the source right after local completion; bad
+//! metadata returning errors and moving nothing; IMMEDIATE moving nothing
+//! when it refuses.
+
+use rgex::{
+    Client, Error, Flags, GlobalAddr, Indexed, NbiCategory, Rank, Strided, Vector, Vis, VisMeta,
+};
+use rgex_tests::ok;
+
+/// Xorshift: deterministic, seeded per (rank, peer, case).
+struct Rng(u64);
+
+impl Rng {
+    fn new(a: u32, b: u32, c: u32) -> Rng {
+        Rng(u64::from(rgex_tests::mix(a, b, c)) << 32 | u64::from(rgex_tests::mix(c, a, b)) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            v.swap(i, self.below(i as u64 + 1) as usize);
+        }
+    }
+}
+
+/// Each rank's window in every segment.
+fn window(client: &Client) -> u64 {
+    ((client.segment().len() as u64) / u64::from(client.size())) & !4095
+}
+
+/// A random sub-section of a dense array on one side: base and strides of
+/// loops walking `counts` (loop k walks array dimension perm[k]).
+fn section(rng: &mut Rng, elem: usize, counts: &[u64]) -> (Vec<u64>, u64, Vec<i64>) {
+    let n = counts.len();
+    let mut perm: Vec<usize> = (0..n).collect();
+    rng.shuffle(&mut perm);
+    let mut ext = vec![0u64; n];
+    let mut corner = vec![0u64; n];
+    for k in 0..n {
+        let pad = rng.below(3);
+        ext[perm[k]] = counts[k] + pad;
+        corner[perm[k]] = rng.below(pad + 1);
+    }
+    let mut dense = vec![0i64; n];
+    let mut s = elem as i64;
+    for a in 0..n {
+        dense[a] = s;
+        s *= ext[a] as i64;
+    }
+    let (mut base, mut strides) = (0i64, vec![0i64; n]);
+    for k in 0..n {
+        let a = perm[k];
+        if rng.below(2) == 1 {
+            base += (corner[a] + counts[k] - 1) as i64 * dense[a];
+            strides[k] = -dense[a];
+        } else {
+            base += corner[a] as i64 * dense[a];
+            strides[k] = dense[a];
+        }
+    }
+    (ext, base as u64, strides)
+}
+
+/// The naive reference: (peer byte, local byte) pairs in loop order.
+fn pairs(
+    elem: usize,
+    counts: &[u64],
+    pb: u64,
+    ps: &[i64],
+    lb: u64,
+    ls: &[i64],
+) -> Vec<(usize, usize)> {
+    rgex::vis::plan::naive_mapping(elem, counts, pb, ps, lb, ls)
+        .into_iter()
+        .map(|(p, l)| (p as usize, l as usize))
+        .collect()
+}
+
+fn pattern(len: usize, seed: u32) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    rgex_tests::fill_pattern(&mut v, seed, len as u32);
+    v
+}
+
+/// Set `len` bytes of the peer's window to `bytes` (a plain put).
+fn set_remote(client: &Client, at: GlobalAddr, bytes: &[u8]) -> rgex::Result<()> {
+    client.put(at, bytes, Flags::empty())
+}
+
+fn get_remote(client: &Client, at: GlobalAddr, len: usize) -> rgex::Result<Vec<u8>> {
+    let mut b = vec![0u8; len];
+    client.get(&mut b, at, Flags::empty())?;
+    Ok(b)
+}
+
+/// Put or get `meta` in form `form` (0 blocking, 1 NB, 2 NBI).
+fn transfer(
+    vis: &Vis,
+    client: &Client,
+    peer: Rank,
+    meta: VisMeta<'_>,
+    local: &mut Vec<u8>,
+    put: bool,
+    form: u64,
+) -> rgex::Result<()> {
+    let f = Flags::empty();
+    match (put, form) {
+        (true, 0) => vis.put(peer, meta, local, f),
+        (true, 1) => {
+            let p = vis.put_nb(peer, meta, local, f)?;
+            assert!(p.lc.test(), "local completion is immediate");
+            p.rc.wait();
+            Ok(())
+        }
+        (true, _) => {
+            vis.put_nbi(peer, meta, local, f)?;
+            client.nbi_wait(NbiCategory::Put);
+            Ok(())
+        }
+        (false, 0) => vis.get(peer, meta, local, f),
+        (false, 1) => {
+            let g = vis.get_nb(peer, meta, std::mem::take(local), f)?;
+            *local = g.wait();
+            Ok(())
+        }
+        (false, _) => {
+            // SAFETY: `local` is not touched until the NBI sync below.
+            unsafe { vis.get_nbi(peer, meta, local.as_mut_ptr(), local.len(), f)? };
+            client.nbi_wait(NbiCategory::Get);
+            Ok(())
+        }
+    }
+}
+
+fn strided(vis: &Vis, client: &Client, win: u64, cases: u32) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    for k in 0..n {
+        let peer = Rank((me + k) % n);
+        let at = u64::from(me) * win;
+        for case in 0..cases {
+            let mut rng = Rng::new(me, peer.0, case);
+            let nd = 1 + rng.below(8) as usize;
+            let elem = [1usize, 2, 3, 4, 8, 16, 24, 32, 64][rng.below(9) as usize];
+            // Keep arrays small: counts up to 4 in low dimensions, 2 above.
+            let counts: Vec<u64> = (0..nd)
+                .map(|d| 1 + rng.below(if d < 3 { 4 } else { 2 }))
+                .collect();
+            let (pext, pb, ps) = section(&mut rng, elem, &counts);
+            let (lext, lb, ls) = section(&mut rng, elem, &counts);
+            let plen = elem * pext.iter().product::<u64>() as usize;
+            let llen = elem * lext.iter().product::<u64>() as usize;
+            assert!(plen as u64 <= win, "case too big for the window");
+            let put = case % 2 == 0;
+            let form = u64::from(case / 2 % 3);
+            let remote0 = pattern(plen, case * 2 + 1);
+            let mut local = pattern(llen, case * 2 + 2);
+            let map = pairs(elem, &counts, pb, &ps, lb, &ls);
+            set_remote(client, GlobalAddr::new(peer, at), &remote0)?;
+            let meta = VisMeta::Strided(Strided {
+                elem_size: elem,
+                counts: &counts,
+                peer_offset: at + pb,
+                peer_strides: &ps,
+                local_offset: lb,
+                local_strides: &ls,
+            });
+            let local0 = local.clone();
+            transfer(vis, client, peer, meta, &mut local, put, form)?;
+            let remote = get_remote(client, GlobalAddr::new(peer, at), plen)?;
+            let (mut er, mut el) = (remote0.clone(), local0.clone());
+            for &(p, l) in &map {
+                if put {
+                    er[p] = local0[l];
+                } else {
+                    el[l] = remote0[p];
+                }
+            }
+            assert_eq!(remote, er, "strided case {case} with {peer}: remote side (put={put}, form {form}, elem {elem}, counts {counts:?}, ps {ps:?}, ls {ls:?})");
+            assert_eq!(local, el, "strided case {case} with {peer}: local side (put={put}, form {form}, elem {elem}, counts {counts:?}, ps {ps:?}, ls {ls:?})");
+        }
+    }
+    client.barrier()?;
+    ok(
+        client,
+        &format!("{cases} random strided put/get cases x every rank"),
+    );
+    Ok(())
+}
+
+/// Disjoint random fragments covering a random subset of `0..len`, in a
+/// random order; returns (offset, len) pairs.
+fn fragments(rng: &mut Rng, len: u64, max_frag: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < len {
+        let gap = rng.below(4);
+        let l = (1 + rng.below(max_frag)).min(len - at);
+        if rng.below(4) != 0 && at + gap + l <= len {
+            out.push((at + gap, l));
+        }
+        at += gap + l;
+    }
+    rng.shuffle(&mut out);
+    out
+}
+
+/// Re-cut `total` bytes into fragments laid out with gaps inside a buffer.
+fn recut(rng: &mut Rng, total: u64, max_frag: u64) -> (Vec<(u64, u64)>, u64) {
+    let (mut out, mut at, mut left) = (Vec::new(), 0, total);
+    while left > 0 {
+        let l = (1 + rng.below(max_frag)).min(left);
+        at += rng.below(5);
+        out.push((at, l));
+        at += l;
+        left -= l;
+    }
+    rng.shuffle(&mut out);
+    (out, at + 3)
+}
+
+fn bytes_of(frags: &[(u64, u64)]) -> Vec<usize> {
+    frags
+        .iter()
+        .flat_map(|&(o, l)| (o..o + l).map(|b| b as usize))
+        .collect()
+}
+
+fn lists(vis: &Vis, client: &Client, win: u64, cases: u32) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    for k in 0..n {
+        let peer = Rank((me + k) % n);
+        let at = u64::from(me) * win;
+        for case in 0..cases {
+            let mut rng = Rng::new(me ^ 0x77, peer.0, case);
+            // Every fifth case spans several max-Medium messages.
+            let region = 64 + rng.below(if case % 5 == 4 { 300_000 } else { 6000 });
+            let max_frag = [1, 8, 64, 700, 3000][rng.below(5) as usize];
+            let put = case % 2 == 0;
+            let form = u64::from(case / 2 % 3);
+            let indexed = case % 4 >= 2;
+            let (pf, lf, llen);
+            let (pidx, lidx, plen1, llen1): (Vec<u64>, Vec<u64>, u64, u64);
+            if indexed {
+                // One length per side; totals equal: pick lengths a, b and
+                // counts so that na * a == nb * b.
+                let a = 1 + rng.below(16);
+                let b = [1, 2, 4][rng.below(3) as usize] * a;
+                let nb = 1 + rng.below((region / (b + 8)).max(1));
+                let na = nb * b / a;
+                pidx = {
+                    let mut v: Vec<u64> = (0..na).map(|i| i * (a + 3)).collect();
+                    rng.shuffle(&mut v);
+                    v
+                };
+                lidx = {
+                    let mut v: Vec<u64> = (0..nb).map(|i| i * (b + 1)).collect();
+                    rng.shuffle(&mut v);
+                    v
+                };
+                plen1 = a;
+                llen1 = b;
+                pf = pidx.iter().map(|&o| (o, a)).collect::<Vec<_>>();
+                lf = lidx.iter().map(|&o| (o, b)).collect::<Vec<_>>();
+                llen = nb * (b + 1) + 1;
+            } else {
+                pf = fragments(&mut rng, region, max_frag);
+                let total: u64 = pf.iter().map(|f| f.1).sum();
+                let (l, len) = recut(&mut rng, total, max_frag);
+                lf = l;
+                llen = len;
+                (pidx, lidx, plen1, llen1) = (Vec::new(), Vec::new(), 0, 0);
+            }
+            let plen = pf.iter().map(|f| f.0 + f.1).max().unwrap_or(0).max(1) as usize;
+            assert!(plen as u64 <= win);
+            let remote0 = pattern(plen, 1000 + case);
+            let mut local = pattern(llen as usize, 2000 + case);
+            set_remote(client, GlobalAddr::new(peer, at), &remote0)?;
+            let pfa: Vec<(u64, u64)> = pf.iter().map(|&(o, l)| (o + at, l)).collect();
+            let pia: Vec<u64> = pidx.iter().map(|&o| o + at).collect();
+            let meta = if indexed {
+                VisMeta::Indexed(Indexed {
+                    peer: &pia,
+                    peer_len: plen1,
+                    local: &lidx,
+                    local_len: llen1,
+                })
+            } else {
+                VisMeta::Vector(Vector {
+                    peer: &pfa,
+                    local: &lf,
+                })
+            };
+            let local0 = local.clone();
+            transfer(vis, client, peer, meta, &mut local, put, form)?;
+            let remote = get_remote(client, GlobalAddr::new(peer, at), plen)?;
+            let (mut er, mut el) = (remote0.clone(), local0.clone());
+            for (p, l) in bytes_of(&pf).into_iter().zip(bytes_of(&lf)) {
+                if put {
+                    er[p] = local0[l];
+                } else {
+                    el[l] = remote0[p];
+                }
+            }
+            let what = if indexed { "indexed" } else { "vector" };
+            assert_eq!(
+                remote, er,
+                "{what} case {case} with {peer}: remote side (put={put}, form {form})"
+            );
+            assert_eq!(
+                local, el,
+                "{what} case {case} with {peer}: local side (put={put}, form {form})"
+            );
+        }
+    }
+    client.barrier()?;
+    ok(
+        client,
+        &format!("{cases} random vector/indexed put/get cases x every rank"),
+    );
+    Ok(())
+}
+
+/// Overwriting the source right after local completion changes nothing at
+/// the target.
+fn reuse_after_lc(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let at = u64::from(me) * win;
+    // 256 KiB of u64 at 25% density, 2-d (several AM messages).
+    let counts = [4u64, 8192];
+    let mut src = pattern(4 * 8192 * 8, 77);
+    let sent = src.clone();
+    let s = Strided {
+        elem_size: 8,
+        counts: &counts,
+        peer_offset: at,
+        peer_strides: &[32, 128],
+        local_offset: 0,
+        local_strides: &[8, 32],
+    };
+    set_remote(client, GlobalAddr::new(peer, at), &vec![0u8; 8192 * 128])?;
+    let p = vis.put_nb(peer, s, &src, Flags::empty())?;
+    p.lc.wait();
+    src.fill(0xEE);
+    p.rc.wait();
+    let mut back = vec![0u8; src.len()];
+    vis.get(peer, s, &mut back, Flags::empty())?;
+    assert_eq!(
+        back, sent,
+        "the target saw bytes written after local completion"
+    );
+    drop(src);
+    client.barrier()?;
+    ok(
+        client,
+        "overwriting the source after local completion does not change the target",
+    );
+    Ok(())
+}
+
+/// Bad metadata: an error, and nothing moved.
+fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let at = u64::from(me) * win;
+    let seg = client.conduit().segment_len(peer);
+    let before = pattern(4096, 99);
+    set_remote(client, GlobalAddr::new(peer, at), &before)?;
+    let src = pattern(4096, 100);
+    let f = Flags::empty();
+    let mut errors: Vec<(&str, Error)> = Vec::new();
+    let mut expect_err = |what: &'static str, r: rgex::Result<()>| match r {
+        Err(e) => errors.push((what, e)),
+        Ok(()) => panic!("{what}: accepted"),
+    };
+    // An element past the end of the peer's segment (last element only).
+    expect_err(
+        "strided past the segment",
+        vis.put(
+            peer,
+            Strided {
+                elem_size: 8,
+                counts: &[4, 2],
+                peer_offset: seg - 64,
+                peer_strides: &[8, 40],
+                local_offset: 0,
+                local_strides: &[8, 32],
+            },
+            &src,
+            f,
+        ),
+    );
+    // Reflection reaching before the segment start.
+    expect_err(
+        "strided before the segment",
+        vis.put(
+            peer,
+            Strided {
+                elem_size: 8,
+                counts: &[4],
+                peer_offset: 16,
+                peer_strides: &[-8],
+                local_offset: 0,
+                local_strides: &[8],
+            },
+            &src,
+            f,
+        ),
+    );
+    // Local side past the slice.
+    expect_err(
+        "strided past the local buffer",
+        vis.put(
+            peer,
+            Strided {
+                elem_size: 8,
+                counts: &[4, 200],
+                peer_offset: at,
+                peer_strides: &[8, 32],
+                local_offset: 0,
+                local_strides: &[8, 32],
+            },
+            &src,
+            f,
+        ),
+    );
+    // Overflow in count x stride.
+    expect_err(
+        "strided overflow",
+        vis.put(
+            peer,
+            Strided {
+                elem_size: 8,
+                counts: &[u64::MAX / 2, 3],
+                peer_offset: at,
+                peer_strides: &[i64::MAX, 8],
+                local_offset: 0,
+                local_strides: &[8, 8],
+            },
+            &src,
+            f,
+        ),
+    );
+    // Mismatched dimension counts.
+    expect_err(
+        "strided dims mismatch",
+        vis.put(
+            peer,
+            Strided {
+                elem_size: 8,
+                counts: &[4, 2],
+                peer_offset: at,
+                peer_strides: &[8],
+                local_offset: 0,
+                local_strides: &[8, 32],
+            },
+            &src,
+            f,
+        ),
+    );
+    // Vector: mismatched totals, one bad fragment among good ones.
+    expect_err(
+        "vector totals",
+        vis.put(
+            peer,
+            Vector {
+                peer: &[(at, 8), (at + 16, 8)],
+                local: &[(0, 15)],
+            },
+            &src,
+            f,
+        ),
+    );
+    expect_err(
+        "vector past the segment",
+        vis.put(
+            peer,
+            Vector {
+                peer: &[(at, 8), (seg - 4, 8)],
+                local: &[(0, 16)],
+            },
+            &src,
+            f,
+        ),
+    );
+    expect_err(
+        "vector past the local buffer",
+        vis.put(
+            peer,
+            Vector {
+                peer: &[(at, 16)],
+                local: &[(4090, 16)],
+            },
+            &src,
+            f,
+        ),
+    );
+    // Indexed: mismatched totals, bad offset.
+    expect_err(
+        "indexed totals",
+        vis.put(
+            peer,
+            Indexed {
+                peer: &[at, at + 64],
+                peer_len: 8,
+                local: &[0],
+                local_len: 8,
+            },
+            &src,
+            f,
+        ),
+    );
+    expect_err(
+        "indexed past the segment",
+        vis.put(
+            peer,
+            Indexed {
+                peer: &[at, u64::MAX - 2],
+                peer_len: 8,
+                local: &[0, 8],
+                local_len: 8,
+            },
+            &src,
+            f,
+        ),
+    );
+    // A bad rank.
+    expect_err(
+        "bad rank",
+        vis.put(
+            Rank(n + 3),
+            Vector {
+                peer: &[(0, 8)],
+                local: &[(0, 8)],
+            },
+            &src,
+            f,
+        ),
+    );
+    // Gets too: the local buffer must not change.
+    let mut dst = vec![5u8; 64];
+    expect_err(
+        "get past the segment",
+        vis.get(
+            peer,
+            Indexed {
+                peer: &[at, seg],
+                peer_len: 8,
+                local: &[0, 8],
+                local_len: 8,
+            },
+            &mut dst,
+            f,
+        ),
+    );
+    assert!(
+        dst.iter().all(|&b| b == 5),
+        "a refused get wrote the local buffer"
+    );
+    for (what, e) in &errors {
+        let msg = e.to_string();
+        assert!(!msg.is_empty(), "{what}: empty message");
+        if what.contains("segment") {
+            assert!(
+                msg.contains(&format!("{peer}")) || msg.contains("rank"),
+                "{what}: message does not name the rank: {msg}"
+            );
+        }
+    }
+    if me == 0 {
+        for (what, e) in &errors {
+            println!("  {what}: {e}");
+        }
+    }
+    assert_eq!(
+        get_remote(client, GlobalAddr::new(peer, at), 4096)?,
+        before,
+        "a refused transfer moved bytes"
+    );
+    // Zero-size transfers: fine, no-ops.
+    vis.put(
+        peer,
+        Strided {
+            elem_size: 8,
+            counts: &[0, 3],
+            peer_offset: seg + 100,
+            peer_strides: &[8, 8],
+            local_offset: 0,
+            local_strides: &[8, 8],
+        },
+        &src,
+        f,
+    )?;
+    vis.put(
+        peer,
+        Vector {
+            peer: &[],
+            local: &[],
+        },
+        &src,
+        f,
+    )?;
+    vis.put(
+        peer,
+        Indexed {
+            peer: &[at],
+            peer_len: 0,
+            local: &[],
+            local_len: 8,
+        },
+        &src,
+        f,
+    )?;
+    assert_eq!(get_remote(client, GlobalAddr::new(peer, at), 4096)?, before);
+    client.barrier()?;
+    ok(
+        client,
+        &format!(
+            "{} kinds of bad metadata refused, nothing moved; zero-size transfers are no-ops",
+            errors.len()
+        ),
+    );
+    Ok(())
+}
+
+/// IMMEDIATE: success moves everything, refusal moves nothing.
+fn immediate(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let at = u64::from(me) * win;
+    let (mut moved, mut refused) = (0, 0);
+    for (i, count) in [4u64, 64, 4096].into_iter().enumerate() {
+        let zero = vec![0u8; (count * 32) as usize];
+        set_remote(client, GlobalAddr::new(peer, at), &zero)?;
+        let src = pattern((count * 8) as usize, 300 + i as u32);
+        let s = Strided {
+            elem_size: 8,
+            counts: &[count],
+            peer_offset: at,
+            peer_strides: &[32],
+            local_offset: 0,
+            local_strides: &[8],
+        };
+        match vis.put(peer, s, &src, Flags::IMMEDIATE) {
+            Ok(()) => {
+                moved += 1;
+                let mut back = vec![0u8; src.len()];
+                vis.get(peer, s, &mut back, Flags::empty())?;
+                assert_eq!(back, src, "IMMEDIATE put reported success but data differs");
+            }
+            Err(e) if e.is_would_block() => {
+                refused += 1;
+                assert_eq!(
+                    get_remote(client, GlobalAddr::new(peer, at), zero.len())?,
+                    zero,
+                    "IMMEDIATE refusal moved bytes"
+                );
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    client.barrier()?;
+    ok(
+        client,
+        &format!(
+            "IMMEDIATE honoured (rank 0: {moved} moved, {refused} refused, nothing half sent)"
+        ),
+    );
+    Ok(())
+}
+
+fn main() -> rgex::Result<()> {
+    let client = rgex::init()?;
+    let vis = Vis::new(client.endpoint())?;
+    client.barrier()?;
+    let win = window(&client);
+    let cases: u32 = std::env::var("VIS_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let peer = Rank((client.rank().0 + 1) % client.size());
+    let probe = vis.shape(
+        peer,
+        &VisMeta::Indexed(Indexed {
+            peer: &[0, 64],
+            peer_len: 8,
+            local: &[0, 8],
+            local_len: 8,
+        }),
+        16,
+    )?;
+    ok(
+        &client,
+        &format!(
+            "VIS mechanism: configured {:?}, small indexed to {peer} takes {:?}",
+            vis.mechanism(),
+            vis.mechanism_for(peer, &probe)
+        ),
+    );
+    strided(&vis, &client, win, cases)?;
+    lists(&vis, &client, win, cases)?;
+    reuse_after_lc(&vis, &client, win)?;
+    bad_input(&vis, &client, win)?;
+    immediate(&vis, &client, win)?;
+    client.barrier()?;
+    ok(&client, "all VIS checks passed");
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! VIS (vector, indexed, strided) on the smp conduit, on 2 and 4 ranks, once
+//! per mechanism (direct, RMA per chunk, AM pipeline) via `RGEX_VIS`, and
+//! the RMA mechanism over the active-message RMA reference.
+
+mod common;
+use common::{job, run_ok};
+
+const VIS: &str = env!("CARGO_BIN_EXE_vis_conformance");
+const CHECKS: usize = 7;
+
+fn run(ranks: u32, mechanism: &str) -> String {
+    run_ok(&job(ranks, VIS, &[]).env("RGEX_VIS", mechanism), CHECKS)
+}
+
+#[test]
+fn direct_two_ranks() {
+    assert!(run(2, "direct").contains("takes Direct"));
+}
+
+#[test]
+fn direct_four_ranks() {
+    run(4, "direct");
+}
+
+#[test]
+fn rma_two_ranks() {
+    assert!(run(2, "rma").contains("takes Rma"));
+}
+
+#[test]
+fn rma_four_ranks() {
+    run(4, "rma");
+}
+
+#[test]
+fn am_two_ranks() {
+    assert!(run(2, "am").contains("takes Am"));
+}
+
+#[test]
+fn am_four_ranks() {
+    run(4, "am");
+}
+
+#[test]
+fn auto_two_ranks() {
+    assert!(run(2, "auto").contains("takes Direct"));
+}
+
+#[test]
+fn rma_over_reference_rma_two_ranks() {
+    run_ok(
+        &job(2, VIS, &[])
+            .env("RGEX_VIS", "rma")
+            .env("RGEX_RMA", "reference"),
+        CHECKS,
+    );
+}

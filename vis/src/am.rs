@@ -1,0 +1,696 @@
+//! The AM pipeline: pieces packed straight into negotiated-payload Medium
+//! buffers (no intermediate copy), unpacked by a handler at the target;
+//! gets are requests the target answers by packing into NP reply buffers.
+//!
+//! Handlers (reserved indices 24..=27):
+//! - `PUT` (Medium request) args `[id_lo, id_hi, format]`, payload: the
+//!   format's metadata and the data;
+//! - `ACK` (Short reply) `[id_lo, id_hi, status]`;
+//! - `GET` (Medium request) args `[id_lo, id_hi, format]`, payload: metadata;
+//! - `GET_REPLY` (Medium reply) `[id_lo, id_hi, status]`, payload: the data.
+//!
+//! Formats: `RUNS` = repeated `{off: u64, len: u32, data[len]}` (for a get,
+//! without data); `STRIDED` = `{elem, ndims, base, start, n: u64,
+//! ndims x {count, stride: u64}}` then `n * elem` bytes of data (for a put):
+//! elements `start .. start + n` of the peer-side loop nest.
+//!
+//! Messages in flight are kept in a table keyed by a 64-bit id, as in the
+//! RMA reference, so the reply finds its counter and, for a get, where its
+//! bytes go, whichever thread runs it.
+
+use crate::kernel::{copy_range, dense, Loop};
+use crate::meta::Shape;
+use crate::plan::StridePlan;
+use parking_lot::Mutex;
+use rgex_am::{Endpoint, HandlerId, Message, Token};
+use rgex_core::{Completion, Flags, Rank, Result, Segment};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+/// Reserved handler indices of the VIS AM protocol.
+pub mod index {
+    /// A put's data (Medium request).
+    pub const PUT: u8 = 24;
+    /// A put's acknowledgement (Short reply).
+    pub const ACK: u8 = 25;
+    /// A get's request (Medium request).
+    pub const GET: u8 = 26;
+    /// A get's data (Medium reply).
+    pub const GET_REPLY: u8 = 27;
+}
+
+const RUNS: u32 = 0;
+const STRIDED: u32 = 1;
+const ST_OK: u32 = 0;
+const ST_BAD: u32 = 1;
+/// Bytes of a run header in the RUNS format.
+const RUN_HDR: usize = 12;
+/// Arguments of every VIS message.
+const NARGS: usize = 3;
+
+fn split(id: u64) -> [u32; 2] {
+    [id as u32, (id >> 32) as u32]
+}
+
+fn join(a: &[u32]) -> u64 {
+    u64::from(a[0]) | u64::from(a[1]) << 32
+}
+
+fn rd64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+fn rd32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Header bytes of the STRIDED format with `nd` loops.
+fn strided_hdr(nd: usize) -> usize {
+    40 + 16 * nd
+}
+
+/// Where a get's bytes go in the initiator's buffer.
+enum Dest {
+    /// `(offset, len)` pieces, in payload order.
+    Runs(Vec<(u64, u64)>),
+    /// Elements `start .. start + n` of the plan's local side.
+    Strided {
+        plan: Arc<StridePlan>,
+        start: u64,
+        n: u64,
+    },
+}
+
+struct GetDest {
+    base: *mut u8,
+    dest: Dest,
+}
+
+// SAFETY: `base` names the initiator's buffer, which it keeps valid and
+// untouched until the operation's counter drops (the get APIs' contract);
+// only the reply handler for this message writes it, once.
+unsafe impl Send for GetDest {}
+
+struct Pending {
+    done: Arc<Completion>,
+    get: Option<GetDest>,
+}
+
+/// The VIS AM protocol state of one endpoint.
+#[derive(Default)]
+pub(crate) struct Proto {
+    next: AtomicU64,
+    pending: Mutex<HashMap<u64, Pending>>,
+}
+
+type Installed = Vec<(usize, Weak<Endpoint>, Arc<Proto>)>;
+/// Endpoints that have the handlers (keyed by address; the `Weak` tells a
+/// live endpoint from a dead one whose address was reused).
+static INSTALLED: Mutex<Installed> = Mutex::new(Vec::new());
+
+impl Proto {
+    /// This endpoint's state, registering the handlers the first time.
+    pub(crate) fn for_endpoint(ep: &Arc<Endpoint>) -> Result<Arc<Self>> {
+        let key = Arc::as_ptr(ep) as usize;
+        let mut all = INSTALLED.lock();
+        all.retain(|(_, w, _)| w.strong_count() > 0);
+        if let Some((_, _, p)) = all.iter().find(|(k, _, _)| *k == key) {
+            return Ok(p.clone());
+        }
+        let me = Arc::new(Proto::default());
+        install(ep, &me)?;
+        all.push((key, Arc::downgrade(ep), me.clone()));
+        Ok(me)
+    }
+
+    fn register(&self, done: &Arc<Completion>, get: Option<GetDest>) -> u64 {
+        // Relaxed: ids only need to be unique.
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        done.add(1);
+        self.pending.lock().insert(
+            id,
+            Pending {
+                done: done.clone(),
+                get,
+            },
+        );
+        id
+    }
+
+    fn unregister(&self, id: u64) {
+        if let Some(p) = self.pending.lock().remove(&id) {
+            p.done.done();
+        }
+    }
+
+    /// True if the transfer fits one message each way (for IMMEDIATE).
+    pub(crate) fn one_message(ep: &Endpoint, peer: Rank, shape: &Shape) -> bool {
+        let max = ep.max_medium(peer, NARGS) as u64;
+        match (shape, strided_format(ep, peer, shape)) {
+            (Shape::Strided(p), true) => strided_hdr(p.dims.len()) as u64 + p.bytes() <= max,
+            _ => {
+                let b = shape.bytes();
+                b + RUN_HDR as u64 * shape.chunks() <= max
+            }
+        }
+    }
+
+    /// Put: pack `shape`'s local side of `src` into NP Medium requests.
+    ///
+    /// # Safety
+    /// `src` must be readable at every local offset of `shape` for the call.
+    pub(crate) unsafe fn put(
+        &self,
+        ep: &Endpoint,
+        peer: Rank,
+        shape: &Shape,
+        src: *const u8,
+        done: &Arc<Completion>,
+        flags: Flags,
+    ) -> Result<()> {
+        let max = ep.max_medium(peer, NARGS);
+        let h = HandlerId(index::PUT);
+        if let (Shape::Strided(p), true) = (shape, strided_format(ep, peer, shape)) {
+            let hdr = strided_hdr(p.dims.len());
+            let total = p.elements();
+            let local = loops_local_to_dense(p);
+            let mut start = 0;
+            while start < total {
+                let least = hdr + p.elem;
+                let most = (hdr as u64 + (total - start) * p.elem as u64).min(max as u64) as usize;
+                let mut sd = ep.prepare_request_medium(peer, None, least, most, NARGS, flags)?;
+                let buf = sd.buf();
+                let n = ((buf.len() - hdr) / p.elem) as u64;
+                let n = n.min(total - start);
+                write_strided_hdr(buf, p, start, n);
+                let data = buf[hdr..].as_mut_ptr();
+                // SAFETY: the local side is readable (caller); the
+                // destination holds n elements after the header (granted
+                // >= hdr + n * elem), addressed from `start` by shifting
+                // the base back; the two cannot overlap.
+                unsafe {
+                    copy_range(
+                        p.elem,
+                        &local,
+                        src.add(p.local_base as usize),
+                        data.wrapping_sub(start as usize * p.elem),
+                        start,
+                        n,
+                    )
+                };
+                let len = hdr + n as usize * p.elem;
+                let id = self.register(done, None);
+                let [a, b] = split(id);
+                if let Err(e) = sd.commit(h, &[a, b, STRIDED], len) {
+                    self.unregister(id);
+                    return Err(e);
+                }
+                start += n;
+            }
+            return Ok(());
+        }
+        // RUNS format.
+        let mut cur = Cursor::new(shape);
+        while !cur.finished() {
+            let most =
+                max.min((cur.remaining_bytes() + RUN_HDR as u64 * cur.remaining_chunks()) as usize);
+            let mut sd = ep.prepare_request_medium(peer, None, RUN_HDR + 1, most, NARGS, flags)?;
+            let buf = sd.buf();
+            let mut at = 0;
+            while buf.len() - at > RUN_HDR {
+                let Some((po, lo, n)) = cur.next((buf.len() - at - RUN_HDR) as u64) else {
+                    break;
+                };
+                buf[at..at + 8].copy_from_slice(&po.to_le_bytes());
+                buf[at + 8..at + 12].copy_from_slice(&(n as u32).to_le_bytes());
+                at += RUN_HDR;
+                // SAFETY: the caller vouches for the local bytes; the
+                // destination is inside the granted buffer.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        src.add(lo as usize),
+                        buf[at..].as_mut_ptr(),
+                        n as usize,
+                    )
+                };
+                at += n as usize;
+            }
+            let id = self.register(done, None);
+            let [a, b] = split(id);
+            if let Err(e) = sd.commit(h, &[a, b, RUNS], at) {
+                self.unregister(id);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Get: requests describing the peer side; replies unpacked into `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be writable at every local offset of `shape`, and left
+    /// alone, until `done` drops.
+    pub(crate) unsafe fn get(
+        &self,
+        ep: &Endpoint,
+        peer: Rank,
+        shape: &Shape,
+        dst: *mut u8,
+        done: &Arc<Completion>,
+        flags: Flags,
+    ) -> Result<()> {
+        let max = ep.max_medium(peer, NARGS);
+        let h = HandlerId(index::GET);
+        if let (Shape::Strided(p), true) = (shape, strided_format(ep, peer, shape)) {
+            let hdr = strided_hdr(p.dims.len());
+            let total = p.elements();
+            let per = (max / p.elem) as u64;
+            let plan = Arc::new(p.clone());
+            let mut start = 0;
+            while start < total {
+                let n = per.min(total - start);
+                let mut sd = ep.prepare_request_medium(peer, None, hdr, hdr, NARGS, flags)?;
+                write_strided_hdr(sd.buf(), p, start, n);
+                let id = self.register(
+                    done,
+                    Some(GetDest {
+                        base: dst,
+                        dest: Dest::Strided {
+                            plan: plan.clone(),
+                            start,
+                            n,
+                        },
+                    }),
+                );
+                let [a, b] = split(id);
+                if let Err(e) = sd.commit(h, &[a, b, STRIDED], hdr) {
+                    self.unregister(id);
+                    return Err(e);
+                }
+                start += n;
+            }
+            return Ok(());
+        }
+        let mut cur = Cursor::new(shape);
+        while !cur.finished() {
+            let most = max.min(RUN_HDR * cur.remaining_chunks() as usize + RUN_HDR);
+            let mut sd = ep.prepare_request_medium(peer, None, RUN_HDR, most, NARGS, flags)?;
+            let buf = sd.buf();
+            let (mut at, mut data) = (0, 0usize);
+            let mut pieces = Vec::new();
+            while buf.len() - at >= RUN_HDR && data < max {
+                let Some((po, lo, n)) = cur.next((max - data) as u64) else {
+                    break;
+                };
+                buf[at..at + 8].copy_from_slice(&po.to_le_bytes());
+                buf[at + 8..at + 12].copy_from_slice(&(n as u32).to_le_bytes());
+                at += RUN_HDR;
+                data += n as usize;
+                pieces.push((lo, n));
+            }
+            let id = self.register(
+                done,
+                Some(GetDest {
+                    base: dst,
+                    dest: Dest::Runs(pieces),
+                }),
+            );
+            let [a, b] = split(id);
+            if let Err(e) = sd.commit(h, &[a, b, RUNS], at) {
+                self.unregister(id);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// True if a strided shape travels in the STRIDED format (elements fit a
+/// message with the header); else in RUNS.
+fn strided_format(ep: &Endpoint, peer: Rank, shape: &Shape) -> bool {
+    match shape {
+        Shape::Strided(p) => {
+            let max = ep.max_medium(peer, NARGS);
+            let hdr = strided_hdr(p.dims.len());
+            !p.is_empty() && hdr <= max / 2 && p.elem <= (max - hdr) / 2
+        }
+        Shape::Runs(_) => false,
+    }
+}
+
+fn write_strided_hdr(buf: &mut [u8], p: &StridePlan, start: u64, n: u64) {
+    let mut w = |at: usize, v: u64| buf[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    w(0, p.elem as u64);
+    w(8, p.dims.len() as u64);
+    w(16, p.peer_base);
+    w(24, start);
+    w(32, n);
+    for (i, d) in p.dims.iter().enumerate() {
+        w(40 + 16 * i, d.count);
+        w(48 + 16 * i, d.peer_stride as u64);
+    }
+}
+
+/// Loops from the plan's local side to a dense buffer.
+fn loops_local_to_dense(p: &StridePlan) -> Vec<Loop> {
+    let d = dense(p.elem, p.dims.iter().map(|d| d.count));
+    p.dims
+        .iter()
+        .zip(d)
+        .map(|(x, s)| Loop {
+            count: x.count,
+            src: x.local_stride as isize,
+            dst: s,
+        })
+        .collect()
+}
+
+/// Loops from a dense buffer to the plan's local side.
+fn loops_dense_to_local(p: &StridePlan) -> Vec<Loop> {
+    loops_local_to_dense(p)
+        .into_iter()
+        .map(|l| Loop {
+            count: l.count,
+            src: l.dst,
+            dst: l.src,
+        })
+        .collect()
+}
+
+/// A resumable walk over a shape's chunks, handing out pieces of at most
+/// a given length.
+struct Cursor<'s> {
+    shape: &'s Shape,
+    chunk: u64,
+    within: u64,
+    chunks: u64,
+    left: u64,
+}
+
+impl<'s> Cursor<'s> {
+    fn new(shape: &'s Shape) -> Self {
+        Cursor {
+            shape,
+            chunk: 0,
+            within: 0,
+            chunks: shape.chunks(),
+            left: shape.bytes(),
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.left == 0
+    }
+
+    fn remaining_bytes(&self) -> u64 {
+        self.left
+    }
+
+    fn remaining_chunks(&self) -> u64 {
+        self.chunks - self.chunk
+    }
+
+    /// The next piece, `(peer, local, len)` with `0 < len <= max`.
+    fn next(&mut self, max: u64) -> Option<(u64, u64, u64)> {
+        if self.left == 0 || max == 0 {
+            return None;
+        }
+        let (p, l, len) = match self.shape {
+            Shape::Strided(plan) => {
+                let (p, l) = plan.offsets_of(self.chunk);
+                (p, l, plan.elem as u64)
+            }
+            Shape::Runs(r) => {
+                let r = r[self.chunk as usize];
+                (r.peer, r.local, r.len)
+            }
+        };
+        let n = (len - self.within).min(max).min(u64::from(u32::MAX));
+        let out = (p + self.within, l + self.within, n);
+        self.within += n;
+        self.left -= n;
+        if self.within == len {
+            self.within = 0;
+            self.chunk += 1;
+        }
+        Some(out)
+    }
+}
+
+/// Parse a STRIDED header: (elem, loops from dense to peer, base, start, n, header len).
+/// A parsed STRIDED header: elem, (count, stride) loops, base, start, n, header bytes.
+type StridedHdr = (usize, Vec<(u64, u64)>, u64, u64, u64, usize);
+
+fn parse_strided(b: &[u8]) -> Option<StridedHdr> {
+    let elem = rd64(b, 0)? as usize;
+    let nd = rd64(b, 8)? as usize;
+    if nd > 64 || elem == 0 {
+        return None;
+    }
+    let dims = (0..nd)
+        .map(|i| Some((rd64(b, 40 + 16 * i)?, rd64(b, 48 + 16 * i)?)))
+        .collect::<Option<Vec<_>>>()?;
+    Some((
+        elem,
+        dims,
+        rd64(b, 16)?,
+        rd64(b, 24)?,
+        rd64(b, 32)?,
+        strided_hdr(nd),
+    ))
+}
+
+/// Check the peer-side nest of a STRIDED header lies in `seg`; its loops
+/// (segment side as `seg_side`, dense as the other).
+fn strided_in_segment(
+    seg: &Segment,
+    elem: usize,
+    dims: &[(u64, u64)],
+    base: u64,
+    start: u64,
+    n: u64,
+) -> Option<Vec<(u64, isize, isize)>> {
+    let total = dims.iter().try_fold(1u64, |a, d| a.checked_mul(d.0))?;
+    if start.checked_add(n)? > total || dims.iter().any(|d| d.0 == 0) {
+        return None;
+    }
+    let mut hi = base;
+    for d in dims {
+        hi = hi.checked_add((d.0 - 1).checked_mul(d.1)?)?;
+    }
+    seg.check(base, hi.checked_sub(base)?.checked_add(elem as u64)?)
+        .ok()?;
+    let dn = dense(elem, dims.iter().map(|d| d.0));
+    Some(
+        dims.iter()
+            .zip(dn)
+            .map(|(d, s)| (d.0, d.1 as isize, s))
+            .collect(),
+    )
+}
+
+fn install(ep: &Arc<Endpoint>, me: &Arc<Proto>) -> Result<()> {
+    let t = ep.handlers();
+    t.register_reserved(index::PUT, "rgex.vis.put", |tok, msg| {
+        let status = if unpack_put(tok, msg).is_some() {
+            ST_OK
+        } else {
+            eprintln!(
+                "rgex: {}: VIS put from {} refused: malformed or outside the segment (checked at the initiator, so the segments disagree)",
+                tok.endpoint().rank(),
+                tok.src()
+            );
+            ST_BAD
+        };
+        let a = msg.args();
+        let _ = tok.reply_short(HandlerId(index::ACK), &[a[0], a[1], status], Flags::empty());
+    })?;
+    let s = me.clone();
+    t.register_reserved(index::ACK, "rgex.vis.ack", move |_tok, msg| {
+        if let Some(p) = s.pending.lock().remove(&join(msg.args())) {
+            p.done.done();
+        }
+    })?;
+    t.register_reserved(index::GET, "rgex.vis.get", |tok, msg| {
+        let a = msg.args();
+        if answer_get(tok, msg).is_none() {
+            eprintln!(
+                "rgex: {}: VIS get from {} refused: malformed or outside the segment",
+                tok.endpoint().rank(),
+                tok.src()
+            );
+            let _ = tok.reply_short(
+                HandlerId(index::GET_REPLY),
+                &[a[0], a[1], ST_BAD],
+                Flags::empty(),
+            );
+        }
+    })?;
+    let s = me.clone();
+    t.register_reserved(index::GET_REPLY, "rgex.vis.get.reply", move |tok, msg| {
+        let Some(p) = s.pending.lock().remove(&join(msg.args())) else {
+            return;
+        };
+        let data = msg.payload();
+        if let (Some(g), ST_OK) = (&p.get, msg.arg(2)) {
+            match &g.dest {
+                Dest::Runs(pieces) => {
+                    let want: u64 = pieces.iter().map(|x| x.1).sum();
+                    if want == data.len() as u64 {
+                        let mut at = 0;
+                        for &(lo, n) in pieces {
+                            // SAFETY: `base + lo .. + n` is in the
+                            // initiator's buffer (validated, kept alive
+                            // until `done` drops); `data` is the message.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    data[at..].as_ptr(),
+                                    g.base.add(lo as usize),
+                                    n as usize,
+                                )
+                            };
+                            at += n as usize;
+                        }
+                    }
+                }
+                Dest::Strided { plan, start, n } => {
+                    if *n * plan.elem as u64 == data.len() as u64 {
+                        let loops = loops_dense_to_local(plan);
+                        // SAFETY: elements start..start+n of the plan's
+                        // local side are in the initiator's buffer (as
+                        // above); the source is the message, addressed
+                        // from `start` by shifting its base back.
+                        unsafe {
+                            copy_range(
+                                plan.elem,
+                                &loops,
+                                data.as_ptr().wrapping_sub(*start as usize * plan.elem),
+                                g.base.add(plan.local_base as usize),
+                                *start,
+                                *n,
+                            )
+                        };
+                    }
+                }
+            }
+        } else {
+            eprintln!(
+                "rgex: {}: VIS get reply from {} was refused",
+                tok.endpoint().rank(),
+                tok.src()
+            );
+        }
+        p.done.done();
+    })?;
+    Ok(())
+}
+
+/// Unpack a put into this rank's segment; `None` if malformed or outside.
+fn unpack_put(tok: &Token<'_>, msg: &Message<'_>) -> Option<()> {
+    let seg = tok.endpoint().segment();
+    let b = msg.payload();
+    match *msg.args().get(2)? {
+        STRIDED => {
+            let (elem, dims, base, start, n, hdr) = parse_strided(b)?;
+            let data = b.get(hdr..hdr + (n as usize).checked_mul(elem)?)?;
+            let loops: Vec<Loop> = strided_in_segment(seg, elem, &dims, base, start, n)?
+                .into_iter()
+                .map(|(count, ps, ds)| Loop {
+                    count,
+                    src: ds,
+                    dst: ps,
+                })
+                .collect();
+            // SAFETY: every element of the nest is inside this segment
+            // (checked) and the source is the message payload, addressed
+            // from `start` (n elements present, checked).
+            unsafe {
+                copy_range(
+                    elem,
+                    &loops,
+                    data.as_ptr().wrapping_sub(start as usize * elem),
+                    seg.as_ptr().add(base as usize),
+                    start,
+                    n,
+                )
+            };
+            Some(())
+        }
+        RUNS => {
+            let mut at = 0;
+            while at < b.len() {
+                let off = rd64(b, at)?;
+                let n = rd32(b, at + 8)? as usize;
+                let data = b.get(at + RUN_HDR..at + RUN_HDR + n)?;
+                seg.write(off, data).ok()?;
+                at += RUN_HDR + n;
+            }
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// Answer a get by packing into an NP reply buffer; `None` if malformed.
+fn answer_get(tok: &Token<'_>, msg: &Message<'_>) -> Option<()> {
+    let seg = tok.endpoint().segment();
+    let b = msg.payload();
+    let a = msg.args();
+    let h = HandlerId(index::GET_REPLY);
+    let args = [a[0], a[1], ST_OK];
+    match *a.get(2)? {
+        STRIDED => {
+            let (elem, dims, base, start, n, _) = parse_strided(b)?;
+            let len = (n as usize).checked_mul(elem)?;
+            let loops: Vec<Loop> = strided_in_segment(seg, elem, &dims, base, start, n)?
+                .into_iter()
+                .map(|(count, ps, ds)| Loop {
+                    count,
+                    src: ps,
+                    dst: ds,
+                })
+                .collect();
+            let mut sd = tok
+                .prepare_reply_medium(None, len, len, NARGS, Flags::empty())
+                .ok()?;
+            let out = sd.buf().as_mut_ptr();
+            // SAFETY: the nest is inside this segment (checked); the
+            // reply buffer holds `len` bytes, addressed from `start`.
+            unsafe {
+                copy_range(
+                    elem,
+                    &loops,
+                    seg.as_ptr().add(base as usize),
+                    out.wrapping_sub(start as usize * elem),
+                    start,
+                    n,
+                )
+            };
+            sd.commit(h, &args, len).ok()
+        }
+        RUNS => {
+            let mut pieces = Vec::with_capacity(b.len() / RUN_HDR);
+            let mut len = 0usize;
+            for at in (0..b.len() / RUN_HDR * RUN_HDR).step_by(RUN_HDR) {
+                let (off, n) = (rd64(b, at)?, rd32(b, at + 8)?);
+                let p = seg.ptr_at(off, n as usize).ok()?;
+                pieces.push((p, n as usize));
+                len += n as usize;
+            }
+            let mut sd = tok
+                .prepare_reply_medium(None, len, len, NARGS, Flags::empty())
+                .ok()?;
+            let buf = sd.buf();
+            let mut at = 0;
+            for (p, n) in pieces {
+                // SAFETY: `p..p+n` is inside this segment (checked); the
+                // reply buffer holds the sum of the pieces.
+                unsafe { std::ptr::copy_nonoverlapping(p, buf[at..].as_mut_ptr(), n) };
+                at += n;
+            }
+            sd.commit(h, &args, len).ok()
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,180 @@
+//! Pack/unpack/copy kernels: walk a range of elements of a loop nest,
+//! copying `elem` bytes per point from one side to the other.
+//!
+//! The innermost loop is specialised for element sizes 1, 2, 4, 8, 16, 32
+//! and 64 bytes (a copy of a fixed-size array, which the compiler turns
+//! into one or two vector moves); other sizes use `memcpy` per element.
+//! A run that is contiguous on both sides is one `memcpy`.
+
+/// A loop of a kernel walk, innermost first: `count` iterations advancing
+/// the source by `src` bytes and the destination by `dst` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loop {
+    /// Iterations.
+    pub count: u64,
+    /// Source stride in bytes.
+    pub src: isize,
+    /// Destination stride in bytes.
+    pub dst: isize,
+}
+
+/// Copy `count` elements of `N` bytes, strided on both sides.
+///
+/// # Safety
+/// Every element read and written must be inside live allocations, and
+/// no source element may overlap a destination element.
+#[inline(always)]
+unsafe fn run_fixed<const N: usize>(
+    src: *const u8,
+    ss: isize,
+    dst: *mut u8,
+    ds: isize,
+    count: usize,
+) {
+    let (mut s, mut d) = (src, dst);
+    for _ in 0..count {
+        // SAFETY: the caller guarantees both elements are in bounds and
+        // disjoint; unaligned accesses of a byte array are always allowed.
+        unsafe {
+            let v = s.cast::<[u8; N]>().read_unaligned();
+            d.cast::<[u8; N]>().write_unaligned(v);
+        }
+        s = s.wrapping_offset(ss);
+        d = d.wrapping_offset(ds);
+    }
+}
+
+/// As [`run_fixed`] for any element size.
+///
+/// # Safety
+/// As [`run_fixed`].
+#[inline]
+unsafe fn run_any(elem: usize, src: *const u8, ss: isize, dst: *mut u8, ds: isize, count: usize) {
+    let (mut s, mut d) = (src, dst);
+    for _ in 0..count {
+        // SAFETY: the caller's contract, per element.
+        unsafe { std::ptr::copy_nonoverlapping(s, d, elem) };
+        s = s.wrapping_offset(ss);
+        d = d.wrapping_offset(ds);
+    }
+}
+
+/// Copy one innermost run of `count` elements of `elem` bytes.
+///
+/// # Safety
+/// As [`run_fixed`].
+#[inline]
+pub unsafe fn run(elem: usize, src: *const u8, ss: isize, dst: *mut u8, ds: isize, count: usize) {
+    let e = elem as isize;
+    // SAFETY: forwarded caller contract (every arm copies the same elements).
+    unsafe {
+        if ss == e && ds == e {
+            return std::ptr::copy_nonoverlapping(src, dst, elem * count);
+        }
+        match elem {
+            1 => run_fixed::<1>(src, ss, dst, ds, count),
+            2 => run_fixed::<2>(src, ss, dst, ds, count),
+            4 => run_fixed::<4>(src, ss, dst, ds, count),
+            8 => run_fixed::<8>(src, ss, dst, ds, count),
+            16 => run_fixed::<16>(src, ss, dst, ds, count),
+            32 => run_fixed::<32>(src, ss, dst, ds, count),
+            64 => run_fixed::<64>(src, ss, dst, ds, count),
+            _ => run_any(elem, src, ss, dst, ds, count),
+        }
+    }
+}
+
+/// Copy elements `start .. start + n` (in loop order, loop 0 innermost) of
+/// the nest `loops`, `elem` bytes each, from `src` to `dst`. With no loops
+/// the nest has one element.
+///
+/// # Safety
+/// Every element of that range, at `src + sum(i_k * loops[k].src)` and
+/// `dst + sum(i_k * loops[k].dst)`, must be inside live allocations
+/// (readable, resp. writable), and sources must not overlap destinations.
+pub unsafe fn copy_range(
+    elem: usize,
+    loops: &[Loop],
+    src: *const u8,
+    dst: *mut u8,
+    start: u64,
+    n: u64,
+) {
+    if n == 0 || elem == 0 {
+        return;
+    }
+    let one = [Loop {
+        count: 1,
+        src: 0,
+        dst: 0,
+    }];
+    let loops = if loops.is_empty() { &one[..] } else { loops };
+    // The multi-index of `start`, and the offsets it gives.
+    let mut idx = [0u64; 64];
+    let mut idx_v;
+    let idx: &mut [u64] = if loops.len() <= 64 {
+        &mut idx[..loops.len()]
+    } else {
+        idx_v = vec![0u64; loops.len()];
+        &mut idx_v
+    };
+    let (mut so, mut d_o) = (0isize, 0isize);
+    let mut rest = start;
+    for (k, l) in loops.iter().enumerate() {
+        idx[k] = rest % l.count;
+        rest /= l.count;
+        so += idx[k] as isize * l.src;
+        d_o += idx[k] as isize * l.dst;
+    }
+    let inner = loops[0];
+    let mut left = n;
+    loop {
+        let len = (inner.count - idx[0]).min(left);
+        // SAFETY: these `len` elements are part of the range the caller
+        // vouches for.
+        unsafe {
+            run(
+                elem,
+                src.wrapping_offset(so),
+                inner.src,
+                dst.wrapping_offset(d_o),
+                inner.dst,
+                len as usize,
+            )
+        };
+        left -= len;
+        if left == 0 {
+            return;
+        }
+        // Advance to the start of the next innermost run.
+        so += (inner.count - idx[0]) as isize * inner.src - inner.count as isize * inner.src;
+        d_o += (inner.count - idx[0]) as isize * inner.dst - inner.count as isize * inner.dst;
+        idx[0] = 0;
+        let mut k = 1;
+        loop {
+            let l = loops[k];
+            idx[k] += 1;
+            so += l.src;
+            d_o += l.dst;
+            if idx[k] < l.count {
+                break;
+            }
+            so -= l.count as isize * l.src;
+            d_o -= l.count as isize * l.dst;
+            idx[k] = 0;
+            k += 1;
+        }
+    }
+}
+
+/// Dense strides for `counts` elements of `elem` bytes (loop 0 innermost).
+pub fn dense(elem: usize, counts: impl Iterator<Item = u64>) -> Vec<isize> {
+    let mut s = elem as isize;
+    counts
+        .map(|c| {
+            let here = s;
+            s *= c as isize;
+            here
+        })
+        .collect()
+}

@@ -1,0 +1,336 @@
+//! VIS metadata and its validation: everything is checked (bounds of every
+//! element on both sides, overflow, matching totals) before any byte moves,
+//! and compiled into an owned [`Shape`], so the caller's metadata arrays
+//! are consumed before the call returns.
+
+use crate::plan::{optimize, StridePlan};
+use rgex_core::segment::check_range;
+use rgex_core::{Error, Rank, Result};
+
+/// Strided metadata: a rectangular section of an N-d array on each side.
+///
+/// Element `(i_0, .., i_{n-1})` (each `i_k < counts[k]`) is `elem_size`
+/// bytes at `peer_offset + sum(i_k * peer_strides[k])` in the peer's
+/// segment and at `local_offset + sum(i_k * local_strides[k])` in the local
+/// buffer. Strides are signed bytes: translations, transposes (permuted
+/// strides) and reflections (negative strides) are all expressible.
+///
+/// ```
+/// use rgex_vis::Strided;
+/// // Column 2 of a 4 x 8 row-major array of u64 on the peer, to a dense
+/// // local vector of 4.
+/// let s = Strided { elem_size: 8, counts: &[4], peer_offset: 16, peer_strides: &[64],
+///                   local_offset: 0, local_strides: &[8] };
+/// assert_eq!(s.bytes().unwrap(), 32);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Strided<'a> {
+    /// Bytes per element.
+    pub elem_size: usize,
+    /// Elements per dimension (dimension 0 is walked innermost).
+    pub counts: &'a [u64],
+    /// Byte offset in the peer's segment of element (0, .., 0).
+    pub peer_offset: u64,
+    /// Peer-side stride of each dimension, in bytes.
+    pub peer_strides: &'a [i64],
+    /// Byte offset in the local buffer of element (0, .., 0).
+    pub local_offset: u64,
+    /// Local-side stride of each dimension, in bytes.
+    pub local_strides: &'a [i64],
+}
+
+impl Strided<'_> {
+    /// Bytes the transfer moves (an error on overflow or bad metadata).
+    pub fn bytes(&self) -> Result<u64> {
+        self.check_dims()?;
+        let mut n = self.elem_size as u64;
+        for &c in self.counts {
+            n = n.checked_mul(c).ok_or_else(|| {
+                Error::Config(format!(
+                    "VIS strided: {} x {:?} bytes overflows 64 bits",
+                    self.elem_size, self.counts
+                ))
+            })?;
+        }
+        Ok(n)
+    }
+
+    fn check_dims(&self) -> Result<()> {
+        let n = self.counts.len();
+        if self.peer_strides.len() != n || self.local_strides.len() != n {
+            return Err(Error::Config(format!(
+                "VIS strided: {n} counts but {} peer strides and {} local strides (one of each per dimension)",
+                self.peer_strides.len(),
+                self.local_strides.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Vector metadata: lists of `(offset, length)` fragments on each side; the
+/// totals must be equal, the list lengths may differ. Bytes are matched in
+/// order: the k-th byte of the peer fragments with the k-th local byte.
+#[derive(Clone, Copy, Debug)]
+pub struct Vector<'a> {
+    /// `(offset, len)` fragments in the peer's segment.
+    pub peer: &'a [(u64, u64)],
+    /// `(offset, len)` fragments in the local buffer.
+    pub local: &'a [(u64, u64)],
+}
+
+/// Indexed metadata: a list of offsets with one fragment length per side;
+/// totals (`peer.len() * peer_len == local.len() * local_len`) must match.
+#[derive(Clone, Copy, Debug)]
+pub struct Indexed<'a> {
+    /// Fragment offsets in the peer's segment.
+    pub peer: &'a [u64],
+    /// Length of every peer fragment.
+    pub peer_len: u64,
+    /// Fragment offsets in the local buffer.
+    pub local: &'a [u64],
+    /// Length of every local fragment.
+    pub local_len: u64,
+}
+
+/// Any VIS metadata.
+#[derive(Clone, Copy, Debug)]
+pub enum Meta<'a> {
+    /// Strided.
+    Strided(Strided<'a>),
+    /// Vector.
+    Vector(Vector<'a>),
+    /// Indexed.
+    Indexed(Indexed<'a>),
+}
+
+impl<'a> From<Strided<'a>> for Meta<'a> {
+    fn from(s: Strided<'a>) -> Self {
+        Meta::Strided(s)
+    }
+}
+impl<'a> From<Vector<'a>> for Meta<'a> {
+    fn from(v: Vector<'a>) -> Self {
+        Meta::Vector(v)
+    }
+}
+impl<'a> From<Indexed<'a>> for Meta<'a> {
+    fn from(i: Indexed<'a>) -> Self {
+        Meta::Indexed(i)
+    }
+}
+
+/// A contiguous piece on both sides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// Offset in the peer's segment.
+    pub peer: u64,
+    /// Offset in the local buffer.
+    pub local: u64,
+    /// Bytes.
+    pub len: u64,
+}
+
+/// Validated, owned metadata: what a mechanism executes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// An optimized strided plan.
+    Strided(StridePlan),
+    /// Pieces contiguous on both sides (vector and indexed).
+    Runs(Vec<Run>),
+}
+
+impl Shape {
+    /// Bytes moved.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Shape::Strided(p) => p.bytes(),
+            Shape::Runs(r) => r.iter().map(|r| r.len).sum(),
+        }
+    }
+
+    /// Contiguous chunks.
+    pub fn chunks(&self) -> u64 {
+        match self {
+            Shape::Strided(p) => p.elements(),
+            Shape::Runs(r) => r.len() as u64,
+        }
+    }
+
+    /// Call `f(peer, local, len)` for every chunk, in order.
+    pub fn for_each(&self, mut f: impl FnMut(u64, u64, usize)) {
+        match self {
+            Shape::Strided(p) => p.for_each(f),
+            Shape::Runs(r) => r.iter().for_each(|r| f(r.peer, r.local, r.len as usize)),
+        }
+    }
+}
+
+fn local_err(what: &str, lo: i128, hi: i128, limit: usize) -> Error {
+    Error::Config(format!(
+        "VIS {what}: local range [{lo}, {hi}) falls outside the local buffer of {limit} bytes"
+    ))
+}
+
+/// Lowest and highest (exclusive) byte a strided side touches, relative to
+/// nothing (absolute), or `None` on overflow.
+fn extent(elem: usize, counts: &[u64], base: u64, strides: &[i64]) -> Option<(i128, i128)> {
+    let (mut lo, mut hi) = (i128::from(base), i128::from(base));
+    for (&c, &s) in counts.iter().zip(strides) {
+        let span = i128::from(c - 1).checked_mul(i128::from(s))?;
+        if span < 0 {
+            lo = lo.checked_add(span)?;
+        } else {
+            hi = hi.checked_add(span)?;
+        }
+    }
+    Some((lo, hi.checked_add(elem as i128)?))
+}
+
+/// Check `peer` is a rank of a job of `size`.
+pub(crate) fn check_rank(peer: Rank, size: u32) -> Result<()> {
+    if peer.0 >= size {
+        return Err(Error::RankOutOfRange { rank: peer.0, size });
+    }
+    Ok(())
+}
+
+/// Validate `meta` for a transfer with `peer` (whose segment is `seg_len`
+/// bytes) and a local buffer of `local_len` bytes; compile it.
+///
+/// ```
+/// use rgex_core::Rank;
+/// use rgex_vis::{validate, Meta, Vector};
+/// let v = Vector { peer: &[(0, 4), (8, 4)], local: &[(0, 8)] };
+/// assert_eq!(validate(&Meta::Vector(v), Rank(1), 64, 8).unwrap().bytes(), 8);
+/// let bad = Vector { peer: &[(60, 8)], local: &[(0, 8)] };
+/// assert!(validate(&Meta::Vector(bad), Rank(1), 64, 8).is_err());
+/// ```
+pub fn validate(meta: &Meta<'_>, peer: Rank, seg_len: u64, local_len: usize) -> Result<Shape> {
+    match meta {
+        Meta::Strided(s) => {
+            let bytes = s.bytes()?;
+            if bytes == 0 {
+                return Ok(Shape::Strided(optimize(0, &[], 0, &[], 0, &[])));
+            }
+            let overflow = || {
+                Error::Config(format!(
+                    "VIS strided to {peer}: counts {:?} x strides overflow (peer strides {:?}, local strides {:?})",
+                    s.counts, s.peer_strides, s.local_strides
+                ))
+            };
+            let (plo, phi) = extent(s.elem_size, s.counts, s.peer_offset, s.peer_strides)
+                .ok_or_else(overflow)?;
+            if plo < 0 || phi > i128::from(seg_len) {
+                if plo < 0 {
+                    return Err(Error::Config(format!(
+                        "VIS strided: remote range on {peer} starts at byte {plo} (offset {:#x} with strides {:?}), before its segment of {seg_len:#x} bytes",
+                        s.peer_offset, s.peer_strides
+                    )));
+                }
+                return Err(Error::OutOfSegment {
+                    rank: peer,
+                    offset: plo as u64,
+                    len: (phi - plo).min(i128::from(u64::MAX)) as u64,
+                    seg_len,
+                });
+            }
+            let (llo, lhi) = extent(s.elem_size, s.counts, s.local_offset, s.local_strides)
+                .ok_or_else(overflow)?;
+            if llo < 0 || lhi > local_len as i128 {
+                return Err(local_err("strided", llo, lhi, local_len));
+            }
+            Ok(Shape::Strided(optimize(
+                s.elem_size,
+                s.counts,
+                s.peer_offset,
+                s.peer_strides,
+                s.local_offset,
+                s.local_strides,
+            )))
+        }
+        Meta::Vector(v) => {
+            for &(off, len) in v.peer {
+                check_range(peer, seg_len, off, len)?;
+            }
+            for &(off, len) in v.local {
+                check_local("vector", off, len, local_len)?;
+            }
+            runs(v.peer.iter().copied(), v.local.iter().copied())
+        }
+        Meta::Indexed(x) => {
+            for &off in x.peer {
+                check_range(peer, seg_len, off, x.peer_len)?;
+            }
+            for &off in x.local {
+                check_local("indexed", off, x.local_len, local_len)?;
+            }
+            runs(
+                x.peer.iter().map(|&o| (o, x.peer_len)),
+                x.local.iter().map(|&o| (o, x.local_len)),
+            )
+        }
+    }
+}
+
+fn check_local(what: &str, off: u64, len: u64, limit: usize) -> Result<()> {
+    match off.checked_add(len) {
+        Some(end) if end <= limit as u64 => Ok(()),
+        _ => Err(local_err(
+            what,
+            i128::from(off),
+            i128::from(off) + i128::from(len),
+            limit,
+        )),
+    }
+}
+
+/// Match two fragment lists byte for byte into runs (merging runs
+/// contiguous on both sides); the totals must agree.
+fn runs(
+    peer: impl Iterator<Item = (u64, u64)> + Clone,
+    local: impl Iterator<Item = (u64, u64)> + Clone,
+) -> Result<Shape> {
+    fn total(mut it: impl Iterator<Item = (u64, u64)>) -> Option<u64> {
+        it.try_fold(0u64, |a, (_, l)| a.checked_add(l))
+    }
+    let (pt, lt) = (
+        total(peer.clone())
+            .ok_or_else(|| Error::Config("VIS: peer total overflows 64 bits".into()))?,
+        total(local.clone())
+            .ok_or_else(|| Error::Config("VIS: local total overflows 64 bits".into()))?,
+    );
+    if pt != lt {
+        return Err(Error::BadLength {
+            what: "VIS: the local fragments' total must equal the peer fragments' total",
+            len: lt as usize,
+            limit: pt as usize,
+        });
+    }
+    let mut out: Vec<Run> = Vec::new();
+    let mut p = peer.filter(|f| f.1 > 0);
+    let mut l = local.filter(|f| f.1 > 0);
+    let (mut pc, mut lc) = (p.next(), l.next());
+    while let (Some((po, pl)), Some((lo, ll))) = (pc, lc) {
+        let n = pl.min(ll);
+        match out.last_mut() {
+            Some(r) if r.peer + r.len == po && r.local + r.len == lo => r.len += n,
+            _ => out.push(Run {
+                peer: po,
+                local: lo,
+                len: n,
+            }),
+        }
+        pc = if pl == n {
+            p.next()
+        } else {
+            Some((po + n, pl - n))
+        };
+        lc = if ll == n {
+            l.next()
+        } else {
+            Some((lo + n, ll - n))
+        };
+    }
+    Ok(Shape::Runs(out))
+}

@@ -1,0 +1,243 @@
+//! Property tests: the stride optimizer moves exactly the naive loop's
+//! (peer byte, local byte) pairs, and the kernels copy what a byte loop does.
+
+use proptest::prelude::*;
+use rgex_vis::kernel::{copy_range, Loop};
+use rgex_vis::plan::{naive_mapping, optimize, plan_mapping};
+
+/// A random section of a dense N-d array on one side: counts fit inside
+/// extents, with a random permutation of dimensions and reflections.
+#[derive(Clone, Debug)]
+struct Case {
+    elem: usize,
+    counts: Vec<u64>,
+    peer_base: u64,
+    peer_strides: Vec<i64>,
+    local_base: u64,
+    local_strides: Vec<i64>,
+}
+
+/// Strides and base of a sub-section (of `counts`) of a dense array with
+/// `extents`, starting at `corner`, with dimensions permuted by `perm` and
+/// dimension `k` reflected where `flip[k]`.
+fn side(
+    elem: usize,
+    extents: &[u64],
+    counts: &[u64],
+    corner: &[u64],
+    perm: &[usize],
+    flip: &[bool],
+) -> (u64, Vec<i64>) {
+    let n = extents.len();
+    let mut dense = vec![0i64; n];
+    let mut s = elem as i64;
+    for k in 0..n {
+        dense[k] = s;
+        s *= extents[k] as i64;
+    }
+    // Array dimension perm[k] is walked by loop k.
+    let mut base = 0i64;
+    let mut strides = vec![0i64; n];
+    for k in 0..n {
+        let a = perm[k];
+        let start = corner[a] as i64;
+        if flip[k] {
+            base += (start + counts[k] as i64 - 1) * dense[a];
+            strides[k] = -dense[a];
+        } else {
+            base += start * dense[a];
+            strides[k] = dense[a];
+        }
+    }
+    (base as u64, strides)
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        1usize..=8,
+        prop::sample::select(vec![1usize, 2, 3, 4, 8, 16]),
+    )
+        .prop_flat_map(|(n, elem)| {
+            (
+                Just(elem),
+                prop::collection::vec(1u64..=4, n),
+                prop::collection::vec(0u64..=2, n),
+                prop::collection::vec(0u64..=2, n),
+                Just(n).prop_shuffle_perm(),
+                Just(n).prop_shuffle_perm(),
+                prop::collection::vec(any::<bool>(), n),
+                prop::collection::vec(any::<bool>(), n),
+            )
+        })
+        .prop_map(
+            |(elem, counts, pad_p, pad_l, perm_p, perm_l, flip_p, flip_l)| {
+                let n = counts.len();
+                // Extents of array dimension a: room for the count of the
+                // loop that walks it, plus padding.
+                let ext = |perm: &[usize], pad: &[u64]| {
+                    let mut e = vec![0u64; n];
+                    for k in 0..n {
+                        e[perm[k]] = counts[k] + pad[perm[k]];
+                    }
+                    e
+                };
+                let (ep, el) = (ext(&perm_p, &pad_p), ext(&perm_l, &pad_l));
+                let corner_p: Vec<u64> = (0..n).map(|a| pad_p[a] / 2).collect();
+                let corner_l: Vec<u64> = (0..n).map(|a| pad_l[a] - pad_l[a] / 2).collect();
+                let (pb, ps) = side(
+                    elem,
+                    &ep,
+                    &counts_for(&counts, &perm_p),
+                    &corner_p,
+                    &perm_p,
+                    &flip_p,
+                );
+                let (lb, ls) = side(
+                    elem,
+                    &el,
+                    &counts_for(&counts, &perm_l),
+                    &corner_l,
+                    &perm_l,
+                    &flip_l,
+                );
+                Case {
+                    elem,
+                    counts,
+                    peer_base: pb,
+                    peer_strides: ps,
+                    local_base: lb,
+                    local_strides: ls,
+                }
+            },
+        )
+}
+
+/// Counts indexed by loop (identity: the helper takes loop-indexed counts).
+fn counts_for(counts: &[u64], _perm: &[usize]) -> Vec<u64> {
+    counts.to_vec()
+}
+
+trait PermExt {
+    fn prop_shuffle_perm(self) -> BoxedStrategy<Vec<usize>>;
+}
+
+impl PermExt for Just<usize> {
+    fn prop_shuffle_perm(self) -> BoxedStrategy<Vec<usize>> {
+        Just((0..self.0).collect::<Vec<usize>>())
+            .prop_shuffle()
+            .boxed()
+    }
+}
+
+fn sorted(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.sort_unstable();
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn plan_moves_the_naive_mapping(c in case()) {
+        let plan = optimize(c.elem, &c.counts, c.peer_base, &c.peer_strides, c.local_base, &c.local_strides);
+        let naive = naive_mapping(c.elem, &c.counts, c.peer_base, &c.peer_strides, c.local_base, &c.local_strides);
+        // Invariants of an optimized plan.
+        prop_assert!(plan.dims.iter().all(|d| d.peer_stride >= 0 && d.count >= 2));
+        prop_assert!(plan.dims.windows(2).all(|w| w[0].peer_stride <= w[1].peer_stride));
+        prop_assert_eq!(plan.bytes() as usize, naive.len());
+        prop_assert_eq!(sorted(plan_mapping(&plan)), sorted(naive));
+    }
+
+    #[test]
+    fn arbitrary_strides_keep_the_mapping(
+        elem in 1usize..=8,
+        dims in prop::collection::vec((1u64..=3, -40i64..=40, -40i64..=40), 0..=6),
+    ) {
+        // Strides may alias, be zero or overlap: the pair multiset must
+        // still match. Bases far enough from zero to stay non-negative.
+        let counts: Vec<u64> = dims.iter().map(|d| d.0).collect();
+        let ps: Vec<i64> = dims.iter().map(|d| d.1).collect();
+        let ls: Vec<i64> = dims.iter().map(|d| d.2).collect();
+        let base = 1000;
+        let plan = optimize(elem, &counts, base, &ps, base, &ls);
+        prop_assert_eq!(
+            sorted(plan_mapping(&plan)),
+            sorted(naive_mapping(elem, &counts, base, &ps, base, &ls))
+        );
+    }
+
+    #[test]
+    fn kernels_copy_like_a_byte_loop(
+        elem in prop::sample::select(vec![1usize, 2, 3, 4, 5, 8, 12, 16, 32, 64, 100]),
+        dims in prop::collection::vec((1u64..=4, 0usize..=3), 1..=4),
+        split in 0u64..=1000,
+    ) {
+        // Source: a strided nest (stride = elem * (1 + gap) * inner extent);
+        // destination dense: a pack. Then unpack back and compare.
+        let mut src_strides = Vec::new();
+        let mut s = 0isize;
+        for (i, d) in dims.iter().enumerate() {
+            s = if i == 0 { (elem * (1 + d.1)) as isize } else { s * dims[i - 1].0 as isize + (elem * d.1) as isize };
+            src_strides.push(s);
+        }
+        let total: u64 = dims.iter().map(|d| d.0).product();
+        let span: isize = dims.iter().zip(&src_strides).map(|(d, &s)| (d.0 as isize - 1) * s).sum::<isize>() + elem as isize;
+        let src: Vec<u8> = (0..span as usize).map(|i| (i * 7 + 3) as u8).collect();
+        let dense = rgex_vis::kernel::dense(elem, dims.iter().map(|d| d.0));
+        let loops: Vec<Loop> = dims.iter().zip(&src_strides).zip(&dense)
+            .map(|((d, &s), &t)| Loop { count: d.0, src: s, dst: t }).collect();
+        let mut packed = vec![0u8; total as usize * elem];
+        // Two ranges, split anywhere, must give the whole.
+        let cut = split % (total + 1);
+        // SAFETY: every element of the nest is inside `src` (span) and
+        // `packed` (dense); distinct allocations.
+        unsafe {
+            copy_range(elem, &loops, src.as_ptr(), packed.as_mut_ptr(), 0, cut);
+            copy_range(elem, &loops, src.as_ptr(), packed.as_mut_ptr(), cut, total - cut);
+        }
+        // The byte-loop reference.
+        let mut expect = Vec::new();
+        for i in 0..total {
+            let (mut rest, mut off) = (i, 0isize);
+            for (d, &s) in dims.iter().zip(&src_strides) {
+                off += (rest % d.0) as isize * s;
+                rest /= d.0;
+            }
+            expect.extend_from_slice(&src[off as usize..off as usize + elem]);
+        }
+        prop_assert_eq!(&packed, &expect);
+        // Unpack into a fresh buffer and compare the touched bytes.
+        let back_loops: Vec<Loop> = loops.iter().map(|l| Loop { count: l.count, src: l.dst, dst: l.src }).collect();
+        let mut back = vec![0u8; span as usize];
+        // SAFETY: as above, sides swapped.
+        unsafe { copy_range(elem, &back_loops, packed.as_ptr(), back.as_mut_ptr(), 0, total) };
+        for i in 0..total {
+            let (mut rest, mut off) = (i, 0isize);
+            for (d, &s) in dims.iter().zip(&src_strides) {
+                off += (rest % d.0) as isize * s;
+                rest /= d.0;
+            }
+            let o = off as usize;
+            prop_assert_eq!(&back[o..o + elem], &src[o..o + elem]);
+        }
+    }
+}
+
+#[test]
+fn folds_dense_blocks() {
+    // A full 3-d dense array folds to one element.
+    let p = optimize(8, &[4, 5, 6], 0, &[8, 32, 160], 0, &[8, 32, 160]);
+    assert_eq!((p.elem, p.dims.len()), (8 * 120, 0));
+    // Fully reflected on both sides: still one element.
+    let p = optimize(8, &[4], 24, &[-8], 24, &[-8]);
+    assert_eq!(
+        (p.elem, p.dims.len(), p.peer_base, p.local_base),
+        (32, 0, 0, 0)
+    );
+    // Count-0 dimension: empty.
+    assert!(optimize(8, &[4, 0], 0, &[8, 64], 0, &[8, 64]).is_empty());
+    // 25% density, 3-d: one loop after folding.
+    let p = optimize(8, &[2, 2, 2], 0, &[32, 64, 128], 0, &[8, 16, 32]);
+    assert_eq!(p.dims.len(), 1);
+    assert_eq!(p.dims[0].count, 8);
+}
