@@ -15,10 +15,9 @@
 
 use crate::{cpu, reserved, Error, Result};
 use parking_lot::Mutex;
-use rgex_am::{Endpoint, HandlerId};
+use rgex_am::{Endpoint, HandlerId, InFlight};
 use rgex_core::conduit::{AtomicOp, AtomicType};
 use rgex_core::{Completion, Flags, GlobalAddr};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -27,16 +26,11 @@ const ST_OUT_OF_SEGMENT: u32 = 1;
 const ST_MISALIGNED: u32 = 2;
 const ST_BAD_CODE: u32 = 3;
 
-struct Pending {
-    done: Arc<Completion>,
-    value: Option<Arc<AtomicU64>>,
-}
-
-/// Reference-path state of one endpoint.
+/// Reference-path state of one endpoint: ops in flight, each with the
+/// cell its fetched value goes to (if it fetches).
 #[derive(Default)]
 pub(crate) struct Reference {
-    next: AtomicU64,
-    pending: Mutex<HashMap<u64, Pending>>,
+    ops: InFlight<Option<Arc<AtomicU64>>>,
 }
 
 fn split(v: u64) -> [u32; 2] {
@@ -98,17 +92,7 @@ impl Reference {
         value: Option<Arc<AtomicU64>>,
         flags: Flags,
     ) -> Result<()> {
-        // Relaxed: ids only need to be unique.
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        done.add(1);
-        self.pending.lock().insert(
-            id,
-            Pending {
-                done: done.clone(),
-                value,
-            },
-        );
-        let [i0, i1] = split(id);
+        let [i0, i1] = self.ops.start(done, value);
         let [o0, o1] = split(at.offset);
         let [a0, a1] = split(a);
         let [b0, b1] = split(b);
@@ -119,9 +103,7 @@ impl Reference {
             flags,
         );
         if let Err(e) = r {
-            if let Some(p) = self.pending.lock().remove(&id) {
-                p.done.done();
-            }
+            self.ops.abandon(&[i0, i1]);
             return Err(Error::Core(e));
         }
         Ok(())
@@ -173,7 +155,7 @@ fn install(ep: &Arc<Endpoint>, me: &Arc<Reference>) -> Result<()> {
         if a.len() < 5 {
             return;
         }
-        let Some(p) = s.pending.lock().remove(&join(a[0], a[1])) else {
+        let Some((done, value)) = s.ops.finish(a) else {
             return;
         };
         if a[2] != ST_OK {
@@ -191,12 +173,12 @@ fn install(ep: &Arc<Endpoint>, me: &Arc<Reference>) -> Result<()> {
                 }
             );
         }
-        if let Some(v) = &p.value {
+        if let Some(v) = &value {
             // Relaxed: `done()` below is a Release and the waiter's
             // `is_done` an Acquire, which order this store before its read.
             v.store(join(a[3], a[4]), Ordering::Relaxed);
         }
-        p.done.done();
+        done.done();
     })?;
     Ok(())
 }

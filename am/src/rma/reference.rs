@@ -3,18 +3,15 @@
 //! Short reply; a get is one Short request per max-Medium chunk, answered by
 //! a Medium reply carrying the bytes.
 //!
-//! Operations in flight are kept in a table keyed by a 64-bit id carried in
-//! the first two arguments, so the reply finds the completion counter (and,
-//! for a get, the destination) whichever thread runs it.
+//! Operations in flight are kept in an [`InFlight`] table, so the reply
+//! finds the completion counter (and, for a get, the destination)
+//! whichever thread runs it.
 
-use crate::{reserved, Endpoint, HandlerId, HandlerTable};
-use parking_lot::Mutex;
+use crate::{reserved, Endpoint, HandlerId, HandlerTable, InFlight};
 use rgex_core::{Completion, Error, Flags, GlobalAddr, Result};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Where a get's bytes go.
+/// Where a get's bytes go (`None` for a put).
 struct Dest(*mut u8, usize);
 
 // SAFETY: the pointer names memory the initiator keeps valid until the
@@ -22,24 +19,10 @@ struct Dest(*mut u8, usize);
 // owned by the event); only the reply handler writes it, once.
 unsafe impl Send for Dest {}
 
-struct Pending {
-    done: Arc<Completion>,
-    dest: Option<Dest>,
-}
-
 /// Operations in flight on the reference path.
 #[derive(Default)]
 pub(crate) struct Reference {
-    next: AtomicU64,
-    pending: Mutex<HashMap<u64, Pending>>,
-}
-
-fn split(id: u64) -> [u32; 2] {
-    [id as u32, (id >> 32) as u32]
-}
-
-fn join(a: &[u32]) -> u64 {
-    u64::from(a[0]) | u64::from(a[1]) << 32
+    ops: InFlight<Option<Dest>>,
 }
 
 /// Status argument of a get reply.
@@ -60,8 +43,8 @@ impl Reference {
         })?;
         let s = me.clone();
         table.register_reserved(reserved::RMA_ACK, "rgex.rma.ack", move |_tok, msg| {
-            if let Some(p) = s.pending.lock().remove(&join(msg.args())) {
-                p.done.done();
+            if let Some((done, _)) = s.ops.finish(msg.args()) {
+                done.done();
             }
         })?;
         table.register_reserved(reserved::RMA_GET, "rgex.rma.get", |tok, msg| {
@@ -91,40 +74,24 @@ impl Reference {
         })?;
         let s = me.clone();
         table.register_reserved(reserved::RMA_GET_REPLY, "rgex.rma.get.reply", move |tok, msg| {
-            let Some(p) = s.pending.lock().remove(&join(msg.args())) else { return };
+            let Some((done, dest)) = s.ops.finish(msg.args()) else { return };
             let data = msg.payload();
-            match (&p.dest, msg.arg(2)) {
+            match (&dest, msg.arg(2)) {
                 (Some(Dest(dst, len)), GET_OK) if *len == data.len() => {
                     // SAFETY: `dst..dst+len` is the initiator's destination,
                     // valid until `done` drops (see `Dest`), and distinct
                     // from the message buffer.
                     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), *dst, *len) };
                 }
-                _ => eprintln!("rgex: {}: reference get reply from {} was refused (range checked at the initiator, so the segments disagree)", tok.endpoint().rank(), tok.src()),
+                _ => eprintln!(
+                    "rgex: {}: reference get reply from {} was refused (range checked at the initiator, so the segments disagree)",
+                    tok.endpoint().rank(),
+                    tok.src()
+                ),
             }
-            p.done.done();
+            done.done();
         })?;
         Ok(me)
-    }
-
-    fn register(&self, done: &Arc<Completion>, dest: Option<Dest>) -> u64 {
-        // Relaxed: ids only need to be unique, not ordered.
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        done.add(1);
-        self.pending.lock().insert(
-            id,
-            Pending {
-                done: done.clone(),
-                dest,
-            },
-        );
-        id
-    }
-
-    fn unregister(&self, id: u64) {
-        if let Some(p) = self.pending.lock().remove(&id) {
-            p.done.done();
-        }
     }
 
     /// Put `src` to `dst` as one Long request; `done` drops when acknowledged.
@@ -136,17 +103,17 @@ impl Reference {
         done: &Arc<Completion>,
         flags: Flags,
     ) -> Result<()> {
-        let id = self.register(done, None);
+        let id = self.ops.start(done, None);
         let r = ep.request_long(
             dst.rank,
             HandlerId(reserved::RMA_PUT),
-            &split(id),
+            &id,
             src,
             dst.offset,
             flags,
         );
         if r.is_err() {
-            self.unregister(id);
+            self.ops.abandon(&id);
         }
         r
     }
@@ -167,23 +134,20 @@ impl Reference {
         let chunk = ep.max_medium(src.rank, 3);
         if flags.contains(Flags::IMMEDIATE) && len > chunk {
             // All or nothing would need every chunk's queue slot at once.
-            return Err(Error::WouldBlock { peer: src.rank, resource: "the request queue (an IMMEDIATE reference get is limited to one max-Medium chunk)" });
+            return Err(Error::WouldBlock {
+                peer: src.rank,
+                resource: "the request queue (an IMMEDIATE reference get is limited to one max-Medium chunk)",
+            });
         }
         let mut at = 0;
         while at < len {
             let n = chunk.min(len - at);
             // SAFETY: at + n <= len, inside the caller's destination.
-            let id = self.register(done, Some(Dest(unsafe { dst.add(at) }, n)));
+            let [a, b] = self.ops.start(done, Some(Dest(unsafe { dst.add(at) }, n)));
             let off = src.offset + at as u64;
-            let [a, b] = split(id);
-            let r = ep.request_short(
-                src.rank,
-                HandlerId(reserved::RMA_GET),
-                &[a, b, off as u32, (off >> 32) as u32, n as u32],
-                flags,
-            );
-            if let Err(e) = r {
-                self.unregister(id);
+            let args = [a, b, off as u32, (off >> 32) as u32, n as u32];
+            if let Err(e) = ep.request_short(src.rank, HandlerId(reserved::RMA_GET), &args, flags) {
+                self.ops.abandon(&[a, b]);
                 return Err(e);
             }
             at += n;
