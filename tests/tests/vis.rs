@@ -34,7 +34,9 @@ fn rma_four_ranks() {
 
 #[test]
 fn am_two_ranks() {
-    assert!(run(2, "am").contains("takes Am"));
+    let out = run(2, "am");
+    assert!(out.contains("takes Am"));
+    assert!(out.contains("FP-based AM pipeline (Fixed)"));
 }
 
 #[test]

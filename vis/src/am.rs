@@ -2,6 +2,11 @@
 //! buffers (no intermediate copy), unpacked by a handler at the target;
 //! gets are requests the target answers by packing into NP reply buffers.
 //!
+//! [`AmPayload::Fixed`] is the FP-based variant kept for comparison: the
+//! same packing code writes into a client-side buffer, sent with a
+//! fixed-payload `request_medium` (one more copy). Only the initiator's
+//! requests change; the target's replies are NP either way.
+//!
 //! Handlers (reserved indices 24..=27):
 //! - `PUT` (Medium request) args `[id_lo, id_hi, format]`, payload: the
 //!   format's metadata and the data;
@@ -38,6 +43,95 @@ pub mod index {
     pub const GET: u8 = 26;
     /// A get's data (Medium reply).
     pub const GET_REPLY: u8 = 27;
+}
+
+/// How the AM pipeline's requests carry their payload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AmPayload {
+    /// Packed straight into the negotiated-payload send buffer (no copy).
+    #[default]
+    Negotiated,
+    /// Packed into a client-side buffer, then sent as a fixed-payload
+    /// Medium (one extra copy; for comparison).
+    Fixed,
+}
+
+std::thread_local! {
+    /// The client-side buffer of [`AmPayload::Fixed`], kept between calls
+    /// (taken out while in use, so a nested use just gets a fresh one).
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Where one transfer's requests are packed and how they are sent.
+struct Sender<'e> {
+    ep: &'e Endpoint,
+    peer: Rank,
+    payload: AmPayload,
+    flags: Flags,
+    /// The client-side buffer (Fixed only).
+    scratch: Vec<u8>,
+}
+
+impl<'e> Sender<'e> {
+    fn new(ep: &'e Endpoint, peer: Rank, payload: AmPayload, flags: Flags) -> Self {
+        let scratch = match payload {
+            AmPayload::Negotiated => Vec::new(),
+            AmPayload::Fixed => SCRATCH.with(|c| c.take()),
+        };
+        Sender {
+            ep,
+            peer,
+            payload,
+            flags,
+            scratch,
+        }
+    }
+
+    /// Send one request to handler `h`: `pack` fills a buffer of between
+    /// `least` and `most` bytes and says how many it used and where a get's
+    /// reply goes; the message is registered with `done` under a fresh id.
+    #[allow(clippy::too_many_arguments)]
+    fn send(
+        &mut self,
+        proto: &Proto,
+        h: HandlerId,
+        format: u32,
+        least: usize,
+        most: usize,
+        done: &Arc<Completion>,
+        pack: impl FnOnce(&mut [u8]) -> (usize, Option<GetDest>),
+    ) -> Result<()> {
+        let (ep, peer, flags) = (self.ep, self.peer, self.flags);
+        match self.payload {
+            AmPayload::Negotiated => {
+                let mut sd = ep.prepare_request_medium(peer, None, least, most, NARGS, flags)?;
+                let (len, get) = pack(sd.buf());
+                let id = proto.register(done, get);
+                let [a, b] = split(id);
+                sd.commit(h, &[a, b, format], len)
+                    .inspect_err(|_| proto.unregister(id))
+            }
+            AmPayload::Fixed => {
+                if self.scratch.len() < most {
+                    self.scratch.resize(most, 0);
+                }
+                let (len, get) = pack(&mut self.scratch[..most]);
+                let id = proto.register(done, get);
+                let [a, b] = split(id);
+                ep.request_medium(peer, h, &[a, b, format], &self.scratch[..len], flags)
+                    .inspect_err(|_| proto.unregister(id))
+            }
+        }
+    }
+}
+
+impl Drop for Sender<'_> {
+    fn drop(&mut self) {
+        if self.payload == AmPayload::Fixed {
+            let v = std::mem::take(&mut self.scratch);
+            SCRATCH.with(|c| c.set(v));
+        }
+    }
 }
 
 const RUNS: u32 = 0;
@@ -156,10 +250,12 @@ impl Proto {
         }
     }
 
-    /// Put: pack `shape`'s local side of `src` into NP Medium requests.
+    /// Put: pack `shape`'s local side of `src` into Medium requests (NP
+    /// buffers, or a client-side buffer sent FP, as `payload` says).
     ///
     /// # Safety
     /// `src` must be readable at every local offset of `shape` for the call.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn put(
         &self,
         ep: &Endpoint,
@@ -168,9 +264,11 @@ impl Proto {
         src: *const u8,
         done: &Arc<Completion>,
         flags: Flags,
+        payload: AmPayload,
     ) -> Result<()> {
         let max = ep.max_medium(peer, NARGS);
         let h = HandlerId(index::PUT);
+        let mut tx = Sender::new(ep, peer, payload, flags);
         if let (Shape::Strided(p), true) = (shape, strided_format(ep, peer, shape)) {
             let hdr = strided_hdr(p.dims.len());
             let total = p.elements();
@@ -179,33 +277,27 @@ impl Proto {
             while start < total {
                 let least = hdr + p.elem;
                 let most = (hdr as u64 + (total - start) * p.elem as u64).min(max as u64) as usize;
-                let mut sd = ep.prepare_request_medium(peer, None, least, most, NARGS, flags)?;
-                let buf = sd.buf();
-                let n = ((buf.len() - hdr) / p.elem) as u64;
-                let n = n.min(total - start);
-                write_strided_hdr(buf, p, start, n);
-                let data = buf[hdr..].as_mut_ptr();
-                // SAFETY: the local side is readable (caller); the
-                // destination holds n elements after the header (granted
-                // >= hdr + n * elem), addressed from `start` by shifting
-                // the base back; the two cannot overlap.
-                unsafe {
-                    copy_range(
-                        p.elem,
-                        &local,
-                        src.add(p.local_base as usize),
-                        data.wrapping_sub(start as usize * p.elem),
-                        start,
-                        n,
-                    )
-                };
-                let len = hdr + n as usize * p.elem;
-                let id = self.register(done, None);
-                let [a, b] = split(id);
-                if let Err(e) = sd.commit(h, &[a, b, STRIDED], len) {
-                    self.unregister(id);
-                    return Err(e);
-                }
+                let mut n = 0;
+                tx.send(self, h, STRIDED, least, most, done, |buf| {
+                    n = (((buf.len() - hdr) / p.elem) as u64).min(total - start);
+                    write_strided_hdr(buf, p, start, n);
+                    let data = buf[hdr..].as_mut_ptr();
+                    // SAFETY: the local side is readable (caller); the
+                    // destination holds n elements after the header (granted
+                    // >= hdr + n * elem), addressed from `start` by shifting
+                    // the base back; the two cannot overlap.
+                    unsafe {
+                        copy_range(
+                            p.elem,
+                            &local,
+                            src.add(p.local_base as usize),
+                            data.wrapping_sub(start as usize * p.elem),
+                            start,
+                            n,
+                        )
+                    };
+                    (hdr + n as usize * p.elem, None)
+                })?;
                 start += n;
             }
             return Ok(());
@@ -215,42 +307,39 @@ impl Proto {
         while !cur.finished() {
             let most =
                 max.min((cur.remaining_bytes() + RUN_HDR as u64 * cur.remaining_chunks()) as usize);
-            let mut sd = ep.prepare_request_medium(peer, None, RUN_HDR + 1, most, NARGS, flags)?;
-            let buf = sd.buf();
-            let mut at = 0;
-            while buf.len() - at > RUN_HDR {
-                let Some((po, lo, n)) = cur.next((buf.len() - at - RUN_HDR) as u64) else {
-                    break;
-                };
-                buf[at..at + 8].copy_from_slice(&po.to_le_bytes());
-                buf[at + 8..at + 12].copy_from_slice(&(n as u32).to_le_bytes());
-                at += RUN_HDR;
-                // SAFETY: the caller vouches for the local bytes; the
-                // destination is inside the granted buffer.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        src.add(lo as usize),
-                        buf[at..].as_mut_ptr(),
-                        n as usize,
-                    )
-                };
-                at += n as usize;
-            }
-            let id = self.register(done, None);
-            let [a, b] = split(id);
-            if let Err(e) = sd.commit(h, &[a, b, RUNS], at) {
-                self.unregister(id);
-                return Err(e);
-            }
+            tx.send(self, h, RUNS, RUN_HDR + 1, most, done, |buf| {
+                let mut at = 0;
+                while buf.len() - at > RUN_HDR {
+                    let Some((po, lo, n)) = cur.next((buf.len() - at - RUN_HDR) as u64) else {
+                        break;
+                    };
+                    buf[at..at + 8].copy_from_slice(&po.to_le_bytes());
+                    buf[at + 8..at + 12].copy_from_slice(&(n as u32).to_le_bytes());
+                    at += RUN_HDR;
+                    // SAFETY: the caller vouches for the local bytes; the
+                    // destination is inside the buffer.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            src.add(lo as usize),
+                            buf[at..].as_mut_ptr(),
+                            n as usize,
+                        )
+                    };
+                    at += n as usize;
+                }
+                (at, None)
+            })?;
         }
         Ok(())
     }
 
-    /// Get: requests describing the peer side; replies unpacked into `dst`.
+    /// Get: requests describing the peer side (sent as `payload` says);
+    /// replies unpacked into `dst`.
     ///
     /// # Safety
     /// `dst` must be writable at every local offset of `shape`, and left
     /// alone, until `done` drops.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn get(
         &self,
         ep: &Endpoint,
@@ -259,9 +348,11 @@ impl Proto {
         dst: *mut u8,
         done: &Arc<Completion>,
         flags: Flags,
+        payload: AmPayload,
     ) -> Result<()> {
         let max = ep.max_medium(peer, NARGS);
         let h = HandlerId(index::GET);
+        let mut tx = Sender::new(ep, peer, payload, flags);
         if let (Shape::Strided(p), true) = (shape, strided_format(ep, peer, shape)) {
             let hdr = strided_hdr(p.dims.len());
             let total = p.elements();
@@ -270,24 +361,15 @@ impl Proto {
             let mut start = 0;
             while start < total {
                 let n = per.min(total - start);
-                let mut sd = ep.prepare_request_medium(peer, None, hdr, hdr, NARGS, flags)?;
-                write_strided_hdr(sd.buf(), p, start, n);
-                let id = self.register(
-                    done,
-                    Some(GetDest {
-                        base: dst,
-                        dest: Dest::Strided {
-                            plan: plan.clone(),
-                            start,
-                            n,
-                        },
-                    }),
-                );
-                let [a, b] = split(id);
-                if let Err(e) = sd.commit(h, &[a, b, STRIDED], hdr) {
-                    self.unregister(id);
-                    return Err(e);
-                }
+                tx.send(self, h, STRIDED, hdr, hdr, done, |buf| {
+                    write_strided_hdr(buf, p, start, n);
+                    let dest = Dest::Strided {
+                        plan: plan.clone(),
+                        start,
+                        n,
+                    };
+                    (hdr, Some(GetDest { base: dst, dest }))
+                })?;
                 start += n;
             }
             return Ok(());
@@ -295,32 +377,22 @@ impl Proto {
         let mut cur = Cursor::new(shape);
         while !cur.finished() {
             let most = max.min(RUN_HDR * cur.remaining_chunks() as usize + RUN_HDR);
-            let mut sd = ep.prepare_request_medium(peer, None, RUN_HDR, most, NARGS, flags)?;
-            let buf = sd.buf();
-            let (mut at, mut data) = (0, 0usize);
-            let mut pieces = Vec::new();
-            while buf.len() - at >= RUN_HDR && data < max {
-                let Some((po, lo, n)) = cur.next((max - data) as u64) else {
-                    break;
-                };
-                buf[at..at + 8].copy_from_slice(&po.to_le_bytes());
-                buf[at + 8..at + 12].copy_from_slice(&(n as u32).to_le_bytes());
-                at += RUN_HDR;
-                data += n as usize;
-                pieces.push((lo, n));
-            }
-            let id = self.register(
-                done,
-                Some(GetDest {
-                    base: dst,
-                    dest: Dest::Runs(pieces),
-                }),
-            );
-            let [a, b] = split(id);
-            if let Err(e) = sd.commit(h, &[a, b, RUNS], at) {
-                self.unregister(id);
-                return Err(e);
-            }
+            tx.send(self, h, RUNS, RUN_HDR, most, done, |buf| {
+                let (mut at, mut data) = (0, 0usize);
+                let mut pieces = Vec::new();
+                while buf.len() - at >= RUN_HDR && data < max {
+                    let Some((po, lo, n)) = cur.next((max - data) as u64) else {
+                        break;
+                    };
+                    buf[at..at + 8].copy_from_slice(&po.to_le_bytes());
+                    buf[at + 8..at + 12].copy_from_slice(&(n as u32).to_le_bytes());
+                    at += RUN_HDR;
+                    data += n as usize;
+                    pieces.push((lo, n));
+                }
+                let dest = Dest::Runs(pieces);
+                (at, Some(GetDest { base: dst, dest }))
+            })?;
         }
         Ok(())
     }

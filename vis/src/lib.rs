@@ -12,6 +12,9 @@
 //!   node-local peers (segment mapped), one RMA per chunk when chunks are
 //!   large, an AM pipeline over negotiated-payload buffers when small.
 //!   `RGEX_VIS=auto|direct|rma|am` (or [`VisBuilder::mechanism`]) forces one.
+//!   [`VisBuilder::am_payload`] selects, for comparison, an FP-based AM
+//!   pipeline ([`AmPayload::Fixed`]: packed into a client-side buffer and
+//!   sent with a fixed-payload Medium, one more copy).
 //!
 //! Everything is validated before any byte moves; a bad transfer is an
 //! error naming the rank, offset and limit, and nothing moves.
@@ -40,6 +43,7 @@ pub mod kernel;
 mod meta;
 pub mod plan;
 
+pub use am::AmPayload;
 pub use meta::{validate, Indexed, Meta, Run, Shape, Strided, Vector};
 
 use crate::kernel::{copy_range, Loop};
@@ -86,12 +90,20 @@ pub const RMA_MIN_CHUNK: u64 = 2048;
 #[derive(Clone, Debug, Default)]
 pub struct VisBuilder {
     mechanism: Option<Mechanism>,
+    am_payload: AmPayload,
 }
 
 impl VisBuilder {
     /// Force a mechanism (else `RGEX_VIS`, else `Auto`).
     pub fn mechanism(mut self, m: Mechanism) -> Self {
         self.mechanism = Some(m);
+        self
+    }
+
+    /// How the AM pipeline's requests carry their payload (default
+    /// [`AmPayload::Negotiated`]; [`AmPayload::Fixed`] is for comparison).
+    pub fn am_payload(mut self, p: AmPayload) -> Self {
+        self.am_payload = p;
         self
     }
 
@@ -105,6 +117,7 @@ impl VisBuilder {
             ep: ep.clone(),
             proto: am::Proto::for_endpoint(ep)?,
             mechanism,
+            am_payload: self.am_payload,
         })
     }
 }
@@ -173,6 +186,7 @@ pub struct Vis {
     ep: Arc<Endpoint>,
     proto: Arc<am::Proto>,
     mechanism: Mechanism,
+    am_payload: AmPayload,
 }
 
 impl std::fmt::Debug for Vis {
@@ -180,6 +194,7 @@ impl std::fmt::Debug for Vis {
         f.debug_struct("Vis")
             .field("rank", &self.ep.rank())
             .field("mechanism", &self.mechanism)
+            .field("am_payload", &self.am_payload)
             .finish()
     }
 }
@@ -203,6 +218,11 @@ impl Vis {
     /// The configured mechanism.
     pub fn mechanism(&self) -> Mechanism {
         self.mechanism
+    }
+
+    /// How the AM pipeline's requests carry their payload.
+    pub fn am_payload(&self) -> AmPayload {
+        self.am_payload
     }
 
     /// The mechanism a transfer of `shape` with `peer` takes.
@@ -473,8 +493,14 @@ impl Vis {
                 // SAFETY: forwarded caller contract.
                 let r = unsafe {
                     match local {
-                        Local::Src(p) => self.proto.put(&self.ep, peer, shape, p, &c, flags),
-                        Local::Dst(p) => self.proto.get(&self.ep, peer, shape, p, &c, flags),
+                        Local::Src(p) => {
+                            let a = self.am_payload;
+                            self.proto.put(&self.ep, peer, shape, p, &c, flags, a)
+                        }
+                        Local::Dst(p) => {
+                            let a = self.am_payload;
+                            self.proto.get(&self.ep, peer, shape, p, &c, flags, a)
+                        }
                     }
                 };
                 match (r, track) {

@@ -9,10 +9,13 @@
 //! copy computed locally; vector and indexed lists with random fragment
 //! sizes; overwriting the source right after local completion; bad
 //! metadata returning errors and moving nothing; IMMEDIATE moving nothing
-//! when it refuses.
+//! when it refuses. With `RGEX_VIS=am`, a share of the strided and list
+//! cases again through the FP-based AM pipeline (`AmPayload::Fixed`).
 
+use rgex::vis::AmPayload;
 use rgex::{
-    Client, Error, Flags, GlobalAddr, Indexed, NbiCategory, Rank, Strided, Vector, Vis, VisMeta,
+    Client, Error, Flags, GlobalAddr, Indexed, NbiCategory, Rank, Strided, Vector, Vis,
+    VisMechanism, VisMeta,
 };
 use rgex_tests::ok;
 
@@ -718,6 +721,24 @@ fn main() -> rgex::Result<()> {
     reuse_after_lc(&vis, &client, win)?;
     bad_input(&vis, &client, win)?;
     immediate(&vis, &client, win)?;
+    if vis.mechanism() == VisMechanism::Am {
+        // The FP-based AM pipeline (kept for comparison) must move the
+        // same bytes: a bounded share of the same deterministic cases.
+        let fixed = Vis::builder()
+            .mechanism(VisMechanism::Am)
+            .am_payload(AmPayload::Fixed)
+            .build(client.endpoint())?;
+        let few = cases.min(24);
+        strided(&fixed, &client, win, few)?;
+        lists(&fixed, &client, win, few)?;
+        ok(
+            &client,
+            &format!(
+                "FP-based AM pipeline ({:?}): strided and list cases match the reference",
+                fixed.am_payload()
+            ),
+        );
+    }
     client.barrier()?;
     ok(&client, "all VIS checks passed");
     Ok(())
