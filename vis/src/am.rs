@@ -27,10 +27,8 @@ use crate::kernel::{copy_range, dense, Loop};
 use crate::meta::Shape;
 use crate::plan::StridePlan;
 use parking_lot::Mutex;
-use rgex_am::{Endpoint, HandlerId, Message, Token};
+use rgex_am::{Endpoint, HandlerId, InFlight, Message, Token};
 use rgex_core::{Completion, Flags, Rank, Result, Segment};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 /// Reserved handler indices of the VIS AM protocol.
@@ -106,20 +104,18 @@ impl<'e> Sender<'e> {
             AmPayload::Negotiated => {
                 let mut sd = ep.prepare_request_medium(peer, None, least, most, NARGS, flags)?;
                 let (len, get) = pack(sd.buf());
-                let id = proto.register(done, get);
-                let [a, b] = split(id);
+                let id @ [a, b] = proto.ops.start(done, get);
                 sd.commit(h, &[a, b, format], len)
-                    .inspect_err(|_| proto.unregister(id))
+                    .inspect_err(|_| proto.ops.abandon(&id))
             }
             AmPayload::Fixed => {
                 if self.scratch.len() < most {
                     self.scratch.resize(most, 0);
                 }
                 let (len, get) = pack(&mut self.scratch[..most]);
-                let id = proto.register(done, get);
-                let [a, b] = split(id);
+                let id @ [a, b] = proto.ops.start(done, get);
                 ep.request_medium(peer, h, &[a, b, format], &self.scratch[..len], flags)
-                    .inspect_err(|_| proto.unregister(id))
+                    .inspect_err(|_| proto.ops.abandon(&id))
             }
         }
     }
@@ -142,14 +138,6 @@ const ST_BAD: u32 = 1;
 const RUN_HDR: usize = 12;
 /// Arguments of every VIS message.
 const NARGS: usize = 3;
-
-fn split(id: u64) -> [u32; 2] {
-    [id as u32, (id >> 32) as u32]
-}
-
-fn join(a: &[u32]) -> u64 {
-    u64::from(a[0]) | u64::from(a[1]) << 32
-}
 
 fn rd64(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
@@ -186,16 +174,11 @@ struct GetDest {
 // only the reply handler for this message writes it, once.
 unsafe impl Send for GetDest {}
 
-struct Pending {
-    done: Arc<Completion>,
-    get: Option<GetDest>,
-}
-
-/// The VIS AM protocol state of one endpoint.
+/// The VIS AM protocol state of one endpoint: operations in flight, with
+/// where a get's reply goes.
 #[derive(Default)]
 pub(crate) struct Proto {
-    next: AtomicU64,
-    pending: Mutex<HashMap<u64, Pending>>,
+    ops: InFlight<Option<GetDest>>,
 }
 
 type Installed = Vec<(usize, Weak<Endpoint>, Arc<Proto>)>;
@@ -216,26 +199,6 @@ impl Proto {
         install(ep, &me)?;
         all.push((key, Arc::downgrade(ep), me.clone()));
         Ok(me)
-    }
-
-    fn register(&self, done: &Arc<Completion>, get: Option<GetDest>) -> u64 {
-        // Relaxed: ids only need to be unique.
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        done.add(1);
-        self.pending.lock().insert(
-            id,
-            Pending {
-                done: done.clone(),
-                get,
-            },
-        );
-        id
-    }
-
-    fn unregister(&self, id: u64) {
-        if let Some(p) = self.pending.lock().remove(&id) {
-            p.done.done();
-        }
     }
 
     /// True if the transfer fits one message each way (for IMMEDIATE).
@@ -580,8 +543,8 @@ fn install(ep: &Arc<Endpoint>, me: &Arc<Proto>) -> Result<()> {
     })?;
     let s = me.clone();
     t.register_reserved(index::ACK, "rgex.vis.ack", move |_tok, msg| {
-        if let Some(p) = s.pending.lock().remove(&join(msg.args())) {
-            p.done.done();
+        if let Some((done, _)) = s.ops.finish(msg.args()) {
+            done.done();
         }
     })?;
     t.register_reserved(index::GET, "rgex.vis.get", |tok, msg| {
@@ -601,11 +564,11 @@ fn install(ep: &Arc<Endpoint>, me: &Arc<Proto>) -> Result<()> {
     })?;
     let s = me.clone();
     t.register_reserved(index::GET_REPLY, "rgex.vis.get.reply", move |tok, msg| {
-        let Some(p) = s.pending.lock().remove(&join(msg.args())) else {
+        let Some((done, get)) = s.ops.finish(msg.args()) else {
             return;
         };
         let data = msg.payload();
-        if let (Some(g), ST_OK) = (&p.get, msg.arg(2)) {
+        if let (Some(g), ST_OK) = (&get, msg.arg(2)) {
             match &g.dest {
                 Dest::Runs(pieces) => {
                     let want: u64 = pieces.iter().map(|x| x.1).sum();
@@ -653,7 +616,7 @@ fn install(ep: &Arc<Endpoint>, me: &Arc<Proto>) -> Result<()> {
                 tok.src()
             );
         }
-        p.done.done();
+        done.done();
     })?;
     Ok(())
 }
