@@ -79,6 +79,70 @@ pub trait Conduit: Send + Sync + 'static {
     /// with the AM barrier instead.
     fn bootstrap(&self) -> &dyn Bootstrap;
 
+    /// True if this conduit moves RMA to `peer` itself (RDMA on a network,
+    /// coherent copies on the scc conduit). The default is false: rgex then
+    /// copies through the peer's mapped segment or falls back to the AM
+    /// reference. Decided once per peer when an endpoint is made.
+    fn rma_native(&self, peer: Rank) -> bool {
+        let _ = peer;
+        false
+    }
+
+    /// Start a put of `len > 0` bytes at `src` into `peer`'s segment at
+    /// `offset`, for a peer where [`rma_native`](Self::rma_native) holds.
+    /// The range is already checked against the peer's segment.
+    ///
+    /// Never waits: if a resource is busy it returns
+    /// [`Error::WouldBlock`](crate::Error::WouldBlock) with nothing counted
+    /// or sent (the AM layer polls and retries, or hands the would-block to
+    /// an IMMEDIATE caller). On `Ok` the conduit has counted one on `rc`
+    /// ([`Completion::add`](crate::Completion::add)) and calls
+    /// [`Completion::done`](crate::Completion::done) once the bytes are in
+    /// the peer's segment; if it still reads `src` after returning it has
+    /// also counted one on `lc`, done when `src` may be reused. Completion
+    /// may be driven by [`poll`](Self::poll).
+    ///
+    /// # Safety
+    /// `src..src+len` must stay readable and unmodified until local
+    /// completion (`lc`, or return when nothing was counted on it).
+    unsafe fn try_put(
+        &self,
+        peer: Rank,
+        offset: u64,
+        src: *const u8,
+        len: usize,
+        lc: &Arc<crate::Completion>,
+        rc: &Arc<crate::Completion>,
+    ) -> Result<()> {
+        let _ = (src, lc, rc);
+        Err(crate::Error::Config(format!(
+            "the {} conduit has no native RMA (put of {len} bytes to {peer} + {offset:#x})",
+            self.name()
+        )))
+    }
+
+    /// Start a get of `len > 0` bytes from `peer`'s segment at `offset`
+    /// into `dst`; as [`try_put`](Self::try_put) for waiting. On `Ok` one is
+    /// counted on `done`, done when `dst` holds the bytes.
+    ///
+    /// # Safety
+    /// `dst..dst+len` must stay valid, and untouched by anyone else, until
+    /// `done` completes.
+    unsafe fn try_get(
+        &self,
+        dst: *mut u8,
+        peer: Rank,
+        offset: u64,
+        len: usize,
+        done: &Arc<crate::Completion>,
+    ) -> Result<()> {
+        let _ = (dst, done);
+        Err(crate::Error::Config(format!(
+            "the {} conduit has no native RMA (get of {len} bytes from {peer} + {offset:#x})",
+            self.name()
+        )))
+    }
+
     /// True if this conduit performs remote atomics of type `ty` for every
     /// op in `ops` in the network (NIC offload), for every peer. An atomic
     /// domain takes offload only if this holds for its whole op set, never

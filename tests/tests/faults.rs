@@ -41,3 +41,17 @@ fn bad_conduit_setting_is_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn smp_with_ranks_on_two_hosts_is_a_clear_error() {
+    // Each rank claims another host (RGEX_HOST), so they share no memory:
+    // the smp conduit must refuse, naming a rank, not hang or crash.
+    let script = format!("RGEX_HOST=node$RGEX_RANK exec {FAULTS} exit3");
+    let (outcome, _out, err) = run(&job(2, "sh", &["-c", &script]).conduit(Some("smp".into())));
+    assert_ne!(outcome.status, 0);
+    assert!(
+        err.contains("needs every rank on one node") && err.contains("on another host"),
+        "{err}"
+    );
+    assert!(!err.contains("removed shared memory left behind"), "{err}");
+}

@@ -1,8 +1,11 @@
 //! One-sided RMA: put and get, blocking, non-blocking with events, and
 //! implicit-handle (NBI), with local completion exposed for puts.
 //!
-//! Two paths, chosen per peer when the endpoint is made (not per byte):
+//! Three paths, chosen per peer (not per byte):
 //!
+//! - **native**: the conduit moves the bytes itself (RDMA on ofi, coherent
+//!   copies on scc) through [`Conduit::try_put`](rgex_core::Conduit::try_put)
+//!   and `try_get`; local completion may come later than return;
 //! - **mapped**: the peer's segment is mapped in this process (smp, or any
 //!   node-local peer of any conduit): a put or get is one `memcpy`, complete
 //!   when it returns;
@@ -22,7 +25,7 @@ pub use nbi::NbiCategory;
 
 use crate::Endpoint;
 use rgex_core::segment::check_range;
-use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result};
+use rgex_core::{Backoff, Completion, Error, Event, Flags, GlobalAddr, PollSet, Rank, Result};
 use std::sync::Arc;
 
 /// A fresh counter for one non-blocking operation.
@@ -33,6 +36,8 @@ fn fresh() -> Arc<Completion> {
 /// How RMA to a peer is carried out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RmaPath {
+    /// The conduit's own RMA (RDMA, or the scc conduit's coherent copies).
+    Native,
     /// Direct copies through the peer's segment mapped in this process.
     Mapped,
     /// Active messages (the reference implementation).
@@ -50,6 +55,16 @@ pub enum Lc {
     Group,
 }
 
+/// The counters a started put left behind (none when it finished at once).
+#[derive(Default)]
+struct Started {
+    /// Remote completion.
+    rc: Option<Arc<Completion>>,
+    /// Local completion, when the caller asked for it deferred and it is
+    /// later than return.
+    lc: Option<Arc<Completion>>,
+}
+
 /// The local- and remote-completion events of a raw non-blocking put.
 #[derive(Debug)]
 pub struct PutEvents {
@@ -62,7 +77,11 @@ pub struct PutEvents {
 impl Endpoint {
     /// How RMA to `peer` is carried out.
     pub fn rma_path(&self, peer: Rank) -> RmaPath {
-        if !self.rma_reference_only() && self.conduit().mapped_segment(peer).is_some() {
+        if self.rma_reference_only() {
+            RmaPath::Reference
+        } else if self.conduit().rma_native(peer) {
+            RmaPath::Native
+        } else if self.conduit().mapped_segment(peer).is_some() {
             RmaPath::Mapped
         } else {
             RmaPath::Reference
@@ -86,25 +105,53 @@ impl Endpoint {
     }
 
     /// Start a put. An operation that cannot finish during injection is
-    /// counted on the counter `counter()` gives, which is returned; the
-    /// mapped path finishes at once and allocates nothing (`None`).
+    /// counted on the counter `counter()` gives, which is returned with the
+    /// local-completion counter when local completion comes later than
+    /// return (native path with `Lc::Defer`; `Lc::Group` counts it on this
+    /// thread's NBI put category instead; `Lc::Now` waits for it here). The
+    /// mapped path finishes at once and allocates nothing (`None`s).
     ///
     /// # Safety
-    /// `src..src+len` must be readable until the call returns (both paths
-    /// copy the source during injection, so local completion is immediate).
+    /// `src..src+len` must stay readable and unmodified until local
+    /// completion as `lc` defines it.
     unsafe fn start_put(
         &self,
         dst: GlobalAddr,
         src: *const u8,
         len: usize,
         counter: impl FnOnce() -> Arc<Completion>,
+        lc: Lc,
         flags: Flags,
-    ) -> Result<Option<Arc<Completion>>> {
+    ) -> Result<Started> {
         self.check_remote(dst, len)?;
         if len == 0 {
-            return Ok(None);
+            return Ok(Started::default());
         }
         match self.rma_path(dst.rank) {
+            RmaPath::Native => {
+                let rc = counter();
+                let lcc = match lc {
+                    Lc::Group => nbi::counter(NbiCategory::Put),
+                    Lc::Now | Lc::Defer => fresh(),
+                };
+                self.native_retry(flags, || {
+                    // SAFETY: forwarded caller contract; `lcc` tracks the
+                    // source as long as the conduit reads it.
+                    unsafe {
+                        self.conduit()
+                            .try_put(dst.rank, dst.offset, src, len, &lcc, &rc)
+                    }
+                })?;
+                let lc = match lc {
+                    Lc::Now => {
+                        self.event(Some(lcc)).wait();
+                        None
+                    }
+                    Lc::Defer => Some(lcc),
+                    Lc::Group => None,
+                };
+                Ok(Started { rc: Some(rc), lc })
+            }
             RmaPath::Mapped => {
                 let seg = self
                     .conduit()
@@ -115,14 +162,17 @@ impl Endpoint {
                 // (checked); the caller guarantees the source. `copy`
                 // (memmove) because a put within our own segment may overlap.
                 unsafe { std::ptr::copy(src, to, len) };
-                Ok(None)
+                Ok(Started::default())
             }
             RmaPath::Reference => {
                 // SAFETY: the caller guarantees the source for the call.
                 let bytes = unsafe { std::slice::from_raw_parts(src, len) };
                 let done = counter();
                 self.rma_reference().put(self, dst, bytes, &done, flags)?;
-                Ok(Some(done))
+                Ok(Started {
+                    rc: Some(done),
+                    lc: None,
+                })
             }
         }
     }
@@ -145,6 +195,17 @@ impl Endpoint {
             return Ok(None);
         }
         match self.rma_path(src.rank) {
+            RmaPath::Native => {
+                let done = counter();
+                self.native_retry(flags, || {
+                    // SAFETY: forwarded caller contract.
+                    unsafe {
+                        self.conduit()
+                            .try_get(dst, src.rank, src.offset, len, &done)
+                    }
+                })?;
+                Ok(Some(done))
+            }
             RmaPath::Mapped => {
                 let seg = self
                     .conduit()
@@ -172,6 +233,32 @@ impl Endpoint {
         match done {
             Some(d) if !d.is_done() => Event::pending(d, self.progress_handle()),
             _ => Event::done(),
+        }
+    }
+
+    /// Run a native RMA injection, polling and retrying while the conduit
+    /// says would-block (unless IMMEDIATE, which hands the would-block back).
+    fn native_retry(&self, flags: Flags, mut attempt: impl FnMut() -> Result<()>) -> Result<()> {
+        match attempt() {
+            Err(e) if e.is_would_block() && !flags.contains(Flags::IMMEDIATE) => {}
+            other => return other,
+        }
+        let set = if crate::context::in_handler() {
+            PollSet::RepliesOnly
+        } else {
+            PollSet::All
+        };
+        let mut backoff = Backoff::new(self.polite());
+        loop {
+            if self.progress(set) == 0 {
+                backoff.snooze();
+            } else {
+                backoff.reset();
+            }
+            match attempt() {
+                Err(e) if e.is_would_block() => continue,
+                other => return other,
+            }
         }
     }
 
@@ -280,13 +367,11 @@ impl Endpoint {
         lc: Lc,
         flags: Flags,
     ) -> Result<PutEvents> {
-        // SAFETY: forwarded caller contract (both paths copy the source
-        // during injection, so every lc option is satisfied on return).
-        let done = unsafe { self.start_put(dst, src, len, fresh, flags)? };
-        let _ = lc;
+        // SAFETY: forwarded caller contract (start_put honours `lc`).
+        let started = unsafe { self.start_put(dst, src, len, fresh, lc, flags)? };
         Ok(PutEvents {
-            lc: Event::done(),
-            rc: self.event(done),
+            lc: self.event(started.lc),
+            rc: self.event(started.rc),
         })
     }
 
@@ -317,6 +402,7 @@ impl Endpoint {
                 src.as_ptr(),
                 src.len(),
                 || nbi::counter(NbiCategory::Put),
+                Lc::Now,
                 flags,
             )
         }

@@ -24,7 +24,10 @@ const POLL_BATCH: usize = 32;
 /// ```
 pub struct SmpConduit {
     rank: Rank,
-    regions: Vec<Region>,
+    /// Every rank's region, mapped for the ranks on this node only.
+    regions: Vec<Option<Region>>,
+    /// Every rank's segment length.
+    seg_lens: Vec<u64>,
     cfg: SmpConfig,
     boot: Box<dyn Bootstrap>,
 }
@@ -42,7 +45,26 @@ impl SmpConduit {
     /// Set up the job's shared memory: create this rank's region, agree on
     /// the geometry, map every peer's region, then unlink this rank's name
     /// once all have mapped it (so nothing is left in /dev/shm after a crash).
+    ///
+    /// Every rank must be on this node: the smp conduit on its own reaches
+    /// no other. A rank on another host is a clear error naming it.
     pub fn new(env: &JobEnv, boot: Box<dyn Bootstrap>, local: SmpConfig) -> Result<Self> {
+        let me = Self::new_node(env, boot, local)?;
+        if let Some(far) = (0..me.size()).map(Rank).find(|&r| !me.is_local(r)) {
+            return Err(Error::Config(format!(
+                "the smp conduit needs every rank on one node, but {far} is on another host than {} \
+                 (choose a network conduit: RGEX_CONDUIT=ofi)",
+                me.rank
+            )));
+        }
+        Ok(me)
+    }
+
+    /// As [`new`](Self::new), but only the ranks on this node (same host
+    /// name, see [`host_name`]) are mapped; the others are reported not
+    /// local, for a network conduit that carries them itself and uses this
+    /// one as its shared-memory bypass. Collective over the whole job.
+    pub fn new_node(env: &JobEnv, boot: Box<dyn Bootstrap>, local: SmpConfig) -> Result<Self> {
         local.check()?;
         let rank = Rank(env.rank);
         // Queue geometry must be symmetric: rank 0's settings rule.
@@ -62,44 +84,90 @@ impl SmpConduit {
             ..local
         };
         mine.check()?;
+        let host = host_name();
         let my_region = Region::create(&env.job, rank, mine);
-        // Everyone reports success or failure so no rank waits on a region
-        // that will never exist.
+        // Everyone reports success (segment length and host) or failure, so
+        // no rank waits on a region that will never exist.
         let report = match &my_region {
-            Ok(_) => (mine.segment_len as u64).to_le_bytes().to_vec(),
-            Err(e) => format!("{e}").into_bytes(),
+            Ok(_) => [
+                &[0u8][..],
+                &(mine.segment_len as u64).to_le_bytes(),
+                host.as_bytes(),
+            ]
+            .concat(),
+            Err(e) => [&[1u8][..], format!("{e}").as_bytes()].concat(),
         };
         let all = boot.allgather(&report)?;
         let my_region = my_region?;
         let mut regions = Vec::with_capacity(all.len());
+        let mut seg_lens = Vec::with_capacity(all.len());
         let mut my_region = Some(my_region);
         for (r, rep) in all.iter().enumerate() {
             let peer = Rank(r as u32);
-            let seg = <[u8; 8]>::try_from(rep.as_slice()).map_err(|_| {
-                Error::Bootstrap(format!(
+            let (ok, seg, peer_host) = match rep.split_first() {
+                Some((0, rest)) if rest.len() >= 8 => {
+                    let (len, h) = rest.split_at(8);
+                    (
+                        true,
+                        u64::from_le_bytes(len.try_into().expect("8 bytes")),
+                        h,
+                    )
+                }
+                _ => (false, 0, &[][..]),
+            };
+            if !ok {
+                return Err(Error::Bootstrap(format!(
                     "{peer} could not create its shared memory: {}",
-                    String::from_utf8_lossy(rep)
-                ))
-            })?;
+                    String::from_utf8_lossy(rep.get(1..).unwrap_or_default())
+                )));
+            }
+            seg_lens.push(seg);
             let cfg = SmpConfig {
-                segment_len: u64::from_le_bytes(seg) as usize,
+                segment_len: seg as usize,
                 ..mine
             };
             let region = if peer == rank {
-                my_region.take().expect("own region once")
+                my_region.take()
+            } else if peer_host == host.as_bytes() {
+                Some(Region::open(&env.job, peer, cfg)?)
             } else {
-                Region::open(&env.job, peer, cfg)?
+                None
             };
             regions.push(region);
         }
         boot.barrier()?;
-        shm::unlink(regions[rank.index()].shm_name())?;
+        shm::unlink(
+            regions[rank.index()]
+                .as_ref()
+                .expect("own region")
+                .shm_name(),
+        )?;
         Ok(SmpConduit {
             rank,
             regions,
+            seg_lens,
             cfg: mine,
             boot,
         })
+    }
+
+    /// This rank's own region.
+    #[inline]
+    fn mine(&self) -> &Region {
+        self.region(self.rank)
+    }
+
+    /// The region of a node-local `peer`. The AM layer only sends to ranks
+    /// in range, and a composing conduit only to local ones.
+    #[inline]
+    fn region(&self, peer: Rank) -> &Region {
+        match self.regions.get(peer.index()) {
+            Some(Some(r)) => r,
+            _ => panic!(
+                "rgex-smp: {peer} is not on this node (its region is not mapped by {})",
+                self.rank
+            ),
+        }
     }
 
     /// The geometry every rank uses.
@@ -117,7 +185,7 @@ impl SmpConduit {
 
     /// Deliver up to `budget` messages of ring `which` of this rank.
     fn drain(&self, which: usize, budget: usize, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
-        let me = &self.regions[self.rank.index()];
+        let me = self.mine();
         let ring: &Ring = &me.rings[which];
         let mut n = 0;
         while n < budget {
@@ -194,21 +262,19 @@ impl Conduit for SmpConduit {
     }
 
     fn is_local(&self, peer: Rank) -> bool {
-        peer.index() < self.regions.len()
+        matches!(self.regions.get(peer.index()), Some(Some(_)))
     }
 
     fn segment(&self) -> &Segment {
-        &self.regions[self.rank.index()].segment
+        &self.mine().segment
     }
 
     fn segment_len(&self, peer: Rank) -> u64 {
-        self.regions
-            .get(peer.index())
-            .map_or(0, |r| r.segment.len() as u64)
+        self.seg_lens.get(peer.index()).copied().unwrap_or(0)
     }
 
     fn mapped_segment(&self, peer: Rank) -> Option<Segment> {
-        self.regions.get(peer.index()).map(|r| r.segment)
+        self.regions.get(peer.index())?.as_ref().map(|r| r.segment)
     }
 
     fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {
@@ -221,7 +287,7 @@ impl Conduit for SmpConduit {
 
     #[inline]
     fn try_prepare(&self, spec: &Prepare) -> Result<SendSlot> {
-        let peer = &self.regions[spec.peer.index()];
+        let peer = self.region(spec.peer);
         let which = Self::ring_of(spec.dir);
         let ring = &peer.rings[which];
         let Some(pos) = ring.try_claim() else {
@@ -249,7 +315,7 @@ impl Conduit for SmpConduit {
 
     #[inline]
     fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
-        let ring = &self.regions[slot.peer.index()].rings[Self::ring_of(slot.dir)];
+        let ring = &self.region(slot.peer).rings[Self::ring_of(slot.dir)];
         let pos = slot.cookie;
         let src = self.rank.0;
         ring.body(pos).with_mut(|b| {
@@ -268,7 +334,7 @@ impl Conduit for SmpConduit {
     }
 
     fn cancel(&self, slot: SendSlot) {
-        let ring = &self.regions[slot.peer.index()].rings[Self::ring_of(slot.dir)];
+        let ring = &self.region(slot.peer).rings[Self::ring_of(slot.dir)];
         // SAFETY: as in commit: the claimed body is ours until published.
         ring.body(slot.cookie)
             .with_mut(|b| unsafe { (*b).kind = cell_kind::CANCELLED });
@@ -287,4 +353,22 @@ impl Conduit for SmpConduit {
     fn bootstrap(&self) -> &dyn Bootstrap {
         &*self.boot
     }
+}
+
+/// This node's name, as ranks compare it to find who shares memory:
+/// `RGEX_HOST` when set (tests use it to split one machine into "nodes"),
+/// else the kernel's host name.
+///
+/// ```
+/// assert!(!rgex_smp::host_name().is_empty());
+/// ```
+pub fn host_name() -> String {
+    if let Some(h) = std::env::var("RGEX_HOST").ok().filter(|h| !h.is_empty()) {
+        return h;
+    }
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }

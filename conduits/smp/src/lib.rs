@@ -24,7 +24,7 @@ pub mod ring;
 mod shm;
 mod sync;
 
-pub use conduit::SmpConduit;
+pub use conduit::{host_name, SmpConduit};
 pub use config::SmpConfig;
 
 /// How a cell's `kind` byte encodes category, direction and cancellation.
