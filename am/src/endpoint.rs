@@ -1,6 +1,7 @@
 //! The endpoint: a conduit, its handler table, and the request API.
 
 use crate::context::{in_handler, HandlerScope};
+use crate::extension::Extensions;
 use crate::rma::reference::Reference;
 use crate::{HandlerId, HandlerTable, Message, Prepared, Token};
 use rgex_core::{
@@ -36,6 +37,7 @@ pub struct Endpoint {
     background: OnceLock<Box<BackgroundFn>>,
     rma_reference: Arc<Reference>,
     rma_reference_only: bool,
+    extensions: Extensions,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -88,11 +90,16 @@ impl Endpoint {
             background: OnceLock::new(),
             rma_reference,
             rma_reference_only,
+            extensions: Extensions::default(),
         }))
     }
 
     pub(crate) fn rma_reference(&self) -> &Reference {
         &self.rma_reference
+    }
+
+    pub(crate) fn extensions(&self) -> &Extensions {
+        &self.extensions
     }
 
     pub(crate) fn rma_reference_only(&self) -> bool {

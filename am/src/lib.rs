@@ -20,6 +20,7 @@
 mod client;
 pub mod context;
 mod endpoint;
+mod extension;
 mod handler;
 mod in_flight;
 mod inject;

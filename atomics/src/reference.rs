@@ -14,12 +14,11 @@
 //! can send before every member has them).
 
 use crate::{cpu, reserved, Error, Result};
-use parking_lot::Mutex;
 use rgex_am::{Endpoint, HandlerId, InFlight};
 use rgex_core::conduit::{AtomicOp, AtomicType};
 use rgex_core::{Completion, Flags, GlobalAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 const ST_OK: u32 = 0;
 const ST_OUT_OF_SEGMENT: u32 = 1;
@@ -55,28 +54,14 @@ fn decode(code: u32) -> Option<(AtomicType, AtomicOp, bool, bool)> {
     Some((ty, op, code & (1 << 8) != 0, code & (1 << 9) != 0))
 }
 
-/// Endpoints that have the handlers, with their state. Keyed by the
-/// endpoint's address; the `Weak` tells a live endpoint from a dead one
-/// whose address was reused.
-type Installed = Vec<(usize, Weak<Endpoint>, Arc<Reference>)>;
-static INSTALLED: Mutex<Installed> = Mutex::new(Vec::new());
-
 impl Reference {
     /// This endpoint's state, registering the handlers the first time.
     pub(crate) fn for_endpoint(ep: &Arc<Endpoint>) -> Result<Arc<Self>> {
-        let key = Arc::as_ptr(ep) as usize;
-        let mut all = INSTALLED.lock();
-        all.retain(|(_, w, _)| w.strong_count() > 0);
-        if let Some((_, _, r)) = all
-            .iter()
-            .find(|(k, w, _)| *k == key && w.strong_count() > 0)
-        {
-            return Ok(r.clone());
-        }
-        let me = Arc::new(Reference::default());
-        install(ep, &me)?;
-        all.push((key, Arc::downgrade(ep), me.clone()));
-        Ok(me)
+        ep.extension(|ep| {
+            let me = Arc::new(Reference::default());
+            install(ep, &me)?;
+            Ok(me)
+        })
     }
 
     /// Send op to `at` (not this rank); `done` counts it until the reply.

@@ -26,10 +26,9 @@
 use crate::kernel::{copy_range, dense, Loop};
 use crate::meta::Shape;
 use crate::plan::StridePlan;
-use parking_lot::Mutex;
 use rgex_am::{Endpoint, HandlerId, InFlight, Message, Token};
 use rgex_core::{Completion, Flags, Rank, Result, Segment};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// Reserved handler indices of the VIS AM protocol.
 pub mod index {
@@ -181,24 +180,14 @@ pub(crate) struct Proto {
     ops: InFlight<Option<GetDest>>,
 }
 
-type Installed = Vec<(usize, Weak<Endpoint>, Arc<Proto>)>;
-/// Endpoints that have the handlers (keyed by address; the `Weak` tells a
-/// live endpoint from a dead one whose address was reused).
-static INSTALLED: Mutex<Installed> = Mutex::new(Vec::new());
-
 impl Proto {
     /// This endpoint's state, registering the handlers the first time.
     pub(crate) fn for_endpoint(ep: &Arc<Endpoint>) -> Result<Arc<Self>> {
-        let key = Arc::as_ptr(ep) as usize;
-        let mut all = INSTALLED.lock();
-        all.retain(|(_, w, _)| w.strong_count() > 0);
-        if let Some((_, _, p)) = all.iter().find(|(k, _, _)| *k == key) {
-            return Ok(p.clone());
-        }
-        let me = Arc::new(Proto::default());
-        install(ep, &me)?;
-        all.push((key, Arc::downgrade(ep), me.clone()));
-        Ok(me)
+        ep.extension(|ep| {
+            let me = Arc::new(Proto::default());
+            install(ep, &me)?;
+            Ok(me)
+        })
     }
 
     /// True if the transfer fits one message each way (for IMMEDIATE).
