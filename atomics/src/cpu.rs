@@ -5,91 +5,9 @@
 //! Integer ops with a native instruction use it (fetch_add, fetch_min, ...);
 //! MULT and every float op use a compare-exchange loop on the bit pattern.
 
+use rgex_core::atomic::combine;
 use rgex_core::conduit::{AtomicOp, AtomicType};
 use std::sync::atomic::{fence, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
-
-/// IEEE 754-2019 minimumNumber on the stored value `old` and operand `x`:
-/// a NaN operand leaves `old`; a NaN `old` takes `x`; `-0.0 < +0.0`.
-macro_rules! fminmax {
-    ($name:ident, $t:ty, $less:expr) => {
-        #[inline]
-        fn $name(old: $t, x: $t) -> $t {
-            if x.is_nan() {
-                return old;
-            }
-            if old.is_nan() {
-                return x;
-            }
-            let less: fn($t, $t) -> bool = $less;
-            if less(x, old) {
-                x
-            } else {
-                old
-            }
-        }
-    };
-}
-
-fminmax!(fmin32, f32, |x, old| x < old
-    || (x == old && x.is_sign_negative() && old.is_sign_positive()));
-fminmax!(fmax32, f32, |x, old| x > old
-    || (x == old && x.is_sign_positive() && old.is_sign_negative()));
-fminmax!(fmin64, f64, |x, old| x < old
-    || (x == old && x.is_sign_negative() && old.is_sign_positive()));
-fminmax!(fmax64, f64, |x, old| x > old
-    || (x == old && x.is_sign_positive() && old.is_sign_negative()));
-
-/// The new bit pattern after an arithmetic/bitwise `op` with operand `a`
-/// on `old` (not for GET, SET, SWAP, CAS).
-#[inline]
-pub(crate) fn combine(ty: AtomicType, op: AtomicOp, old: u64, a: u64) -> u64 {
-    use AtomicOp::*;
-    macro_rules! int {
-        ($t:ty) => {{
-            let (o, x) = (old as $t, a as $t);
-            let r: $t = match op {
-                Add | Fadd => o.wrapping_add(x),
-                Sub | Fsub => o.wrapping_sub(x),
-                Mult | Fmult => o.wrapping_mul(x),
-                Min | Fmin => o.min(x),
-                Max | Fmax => o.max(x),
-                Inc | Finc => o.wrapping_add(1),
-                Dec | Fdec => o.wrapping_sub(1),
-                And | Fand => o & x,
-                Or | For => o | x,
-                Xor | Fxor => o ^ x,
-                Set | Get | Swap | Cas | Fcas => unreachable!("not a combining op"),
-            };
-            r
-        }};
-    }
-    macro_rules! float {
-        ($t:ty, $min:ident, $max:ident) => {{
-            let (o, x) = (<$t>::from_bits(old as _), <$t>::from_bits(a as _));
-            let r: $t = match op {
-                Add | Fadd => o + x,
-                Sub | Fsub => o - x,
-                Mult | Fmult => o * x,
-                Min | Fmin => $min(o, x),
-                Max | Fmax => $max(o, x),
-                Inc | Finc => o + 1.0,
-                Dec | Fdec => o - 1.0,
-                // Refused at domain creation; never reached.
-                And | Fand | Or | For | Xor | Fxor => o,
-                Set | Get | Swap | Cas | Fcas => unreachable!("not a combining op"),
-            };
-            r.to_bits()
-        }};
-    }
-    match ty {
-        AtomicType::I32 => u64::from(int!(i32) as u32),
-        AtomicType::U32 => u64::from(int!(u32)),
-        AtomicType::I64 => int!(i64) as u64,
-        AtomicType::U64 => int!(u64),
-        AtomicType::F32 => u64::from(float!(f32, fmin32, fmax32)),
-        AtomicType::F64 => float!(f64, fmin64, fmax64),
-    }
-}
 
 /// Apply `op` at `ptr`; returns the old bit pattern (zero for SET).
 ///
@@ -201,19 +119,6 @@ apply_width!(apply64, u64, AtomicU64, AtomicI64, i64, AtomicType::I64);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn float_min_max_rule() {
-        let n = f64::NAN;
-        assert_eq!(fmin64(1.0, n), 1.0);
-        assert_eq!(fmin64(n, 2.0), 2.0);
-        assert!(fmin64(n, n).is_nan());
-        assert!(fmin64(0.0, -0.0).is_sign_negative());
-        assert!(fmin64(-0.0, 0.0).is_sign_negative());
-        assert!(fmax64(-0.0, 0.0).is_sign_positive());
-        assert!(fmax64(0.0, -0.0).is_sign_positive());
-        assert_eq!(fmax32(3.0, 2.0), 3.0);
-    }
 
     #[test]
     fn apply_on_local_words() {

@@ -5,6 +5,7 @@
 //! reference implementation over these, which a conduit may override with a
 //! provided method where its hardware does better.
 
+pub use crate::atomic::{AtomicOp, AtomicRequest, AtomicType, OpSet};
 use crate::{Bootstrap, Delivery, Prepare, Rank, Result, Segment, SendSlot};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -78,6 +79,13 @@ pub trait Conduit: Send + Sync + 'static {
     /// setup, or where no AM traffic can be in flight; clients synchronise
     /// with the AM barrier instead.
     fn bootstrap(&self) -> &dyn Bootstrap;
+
+    /// This conduit as [`Any`](std::any::Any), so a client can reach what a
+    /// conduit offers beyond the SPI (the scc conduit's epochs, the ofi
+    /// conduit's provider) by downcasting. The default offers nothing.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 
     /// True if this conduit moves RMA to `peer` itself (RDMA on a network,
     /// coherent copies on the scc conduit). The default is false: rgex then
@@ -180,219 +188,4 @@ pub trait Conduit: Send + Sync + 'static {
             req.offset
         )))
     }
-}
-
-/// The data type of a remote atomic (the offload SPI's vocabulary; the
-/// atomic domains live in rgex-atomics).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AtomicType {
-    /// `i32`.
-    I32,
-    /// `u32`.
-    U32,
-    /// `i64`.
-    I64,
-    /// `u64`.
-    U64,
-    /// `f32`.
-    F32,
-    /// `f64`.
-    F64,
-}
-
-impl AtomicType {
-    /// Every type.
-    pub const ALL: [AtomicType; 6] = [
-        AtomicType::I32,
-        AtomicType::U32,
-        AtomicType::I64,
-        AtomicType::U64,
-        AtomicType::F32,
-        AtomicType::F64,
-    ];
-
-    /// Size (and required alignment) in bytes.
-    pub const fn size(self) -> usize {
-        match self {
-            AtomicType::I32 | AtomicType::U32 | AtomicType::F32 => 4,
-            _ => 8,
-        }
-    }
-
-    /// True for `f32` and `f64`.
-    pub const fn is_float(self) -> bool {
-        matches!(self, AtomicType::F32 | AtomicType::F64)
-    }
-}
-
-/// A remote atomic operation. `F`-prefixed ops fetch the old value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-#[allow(missing_docs)]
-pub enum AtomicOp {
-    Set,
-    Get,
-    Swap,
-    Cas,
-    Fcas,
-    Add,
-    Fadd,
-    Sub,
-    Fsub,
-    Mult,
-    Fmult,
-    Min,
-    Fmin,
-    Max,
-    Fmax,
-    Inc,
-    Finc,
-    Dec,
-    Fdec,
-    And,
-    Fand,
-    Or,
-    For,
-    Xor,
-    Fxor,
-}
-
-impl AtomicOp {
-    /// Every op, in discriminant order.
-    pub const ALL: [AtomicOp; 25] = [
-        AtomicOp::Set,
-        AtomicOp::Get,
-        AtomicOp::Swap,
-        AtomicOp::Cas,
-        AtomicOp::Fcas,
-        AtomicOp::Add,
-        AtomicOp::Fadd,
-        AtomicOp::Sub,
-        AtomicOp::Fsub,
-        AtomicOp::Mult,
-        AtomicOp::Fmult,
-        AtomicOp::Min,
-        AtomicOp::Fmin,
-        AtomicOp::Max,
-        AtomicOp::Fmax,
-        AtomicOp::Inc,
-        AtomicOp::Finc,
-        AtomicOp::Dec,
-        AtomicOp::Fdec,
-        AtomicOp::And,
-        AtomicOp::Fand,
-        AtomicOp::Or,
-        AtomicOp::For,
-        AtomicOp::Xor,
-        AtomicOp::Fxor,
-    ];
-
-    /// True for the bitwise ops (integers only).
-    pub const fn is_bitwise(self) -> bool {
-        matches!(
-            self,
-            AtomicOp::And
-                | AtomicOp::Fand
-                | AtomicOp::Or
-                | AtomicOp::For
-                | AtomicOp::Xor
-                | AtomicOp::Fxor
-        )
-    }
-
-    /// True if the op returns the old value (GET, SWAP and the F-ops).
-    pub const fn fetches(self) -> bool {
-        !matches!(
-            self,
-            AtomicOp::Set
-                | AtomicOp::Cas
-                | AtomicOp::Add
-                | AtomicOp::Sub
-                | AtomicOp::Mult
-                | AtomicOp::Min
-                | AtomicOp::Max
-                | AtomicOp::Inc
-                | AtomicOp::Dec
-                | AtomicOp::And
-                | AtomicOp::Or
-                | AtomicOp::Xor
-        )
-    }
-
-    /// The op with discriminant `v`, if any (wire decoding).
-    pub const fn from_u8(v: u8) -> Option<AtomicOp> {
-        if (v as usize) < Self::ALL.len() {
-            Some(Self::ALL[v as usize])
-        } else {
-            None
-        }
-    }
-}
-
-/// A set of [`AtomicOp`]s (one bit each).
-///
-/// ```
-/// use rgex_core::conduit::{AtomicOp, OpSet};
-/// let s = OpSet::of(&[AtomicOp::Fadd, AtomicOp::Get]);
-/// assert!(s.contains(AtomicOp::Get) && !s.contains(AtomicOp::Set));
-/// assert_eq!(s.iter().count(), 2);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct OpSet(pub u32);
-
-impl OpSet {
-    /// No op.
-    pub const EMPTY: OpSet = OpSet(0);
-    /// Every op.
-    pub const ALL: OpSet = OpSet((1 << AtomicOp::ALL.len()) - 1);
-
-    /// The set of `ops`.
-    pub const fn of(ops: &[AtomicOp]) -> OpSet {
-        let mut bits = 0;
-        let mut i = 0;
-        while i < ops.len() {
-            bits |= 1 << ops[i] as u32;
-            i += 1;
-        }
-        OpSet(bits)
-    }
-
-    /// True if `op` is in the set.
-    pub const fn contains(self, op: AtomicOp) -> bool {
-        self.0 & (1 << op as u32) != 0
-    }
-
-    /// This set plus `op`.
-    pub const fn with(self, op: AtomicOp) -> OpSet {
-        OpSet(self.0 | (1 << op as u32))
-    }
-
-    /// The ops of this set, in discriminant order.
-    pub fn iter(self) -> impl Iterator<Item = AtomicOp> {
-        AtomicOp::ALL
-            .into_iter()
-            .filter(move |&op| self.contains(op))
-    }
-}
-
-/// One remote atomic, as handed to a conduit that offloads it. Operands
-/// and results are bit patterns zero-extended to 64 bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AtomicRequest {
-    /// The rank whose segment holds the word.
-    pub target: Rank,
-    /// Offset of the word in that segment (aligned to `ty.size()`).
-    pub offset: u64,
-    /// The data type.
-    pub ty: AtomicType,
-    /// The op.
-    pub op: AtomicOp,
-    /// First operand (the value for SET/SWAP/ADD..., the compare value for CAS).
-    pub operand1: u64,
-    /// Second operand (the new value for CAS).
-    pub operand2: u64,
-    /// Acquire ordering asked for.
-    pub acquire: bool,
-    /// Release ordering asked for.
-    pub release: bool,
 }

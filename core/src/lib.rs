@@ -9,6 +9,7 @@
 //! Clients normally use the `rgex` facade crate, which re-exports these.
 
 pub mod addr;
+pub mod atomic;
 pub mod backoff;
 pub mod bootstrap;
 pub mod conduit;
