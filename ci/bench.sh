@@ -26,6 +26,9 @@ else
     echo "ucx_perftest is not installed and cannot be (needs apt-get as root): testam and testsmall will skip the UCX comparison"
 fi
 
+section "system packages"
+bash ci/deps.sh
+
 section "build"
 command -v cargo >/dev/null 2>&1 || { echo "cargo is not installed (https://rustup.rs)" >&2; exit 1; }
 cargo build --release -p rgex -p rgex-benches

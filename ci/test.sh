@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 
 section() { printf '\n=== %s ===\n' "$*"; }
 
+section "system packages"
+bash ci/deps.sh
+
 section "toolchain components"
 rustup component add rustfmt clippy >/dev/null 2>&1 || echo "rustup could not add rustfmt/clippy; using what is installed"
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# System packages the build needs, installed when missing (Debian, as root):
+#   libfabric-dev, libfabric-bin  the ofi conduit (headers, fi_info, fi_pingpong)
+#   clang, libclang-dev           bindgen, which generates libfabric-sys
+#   pkg-config                    finds libfabric
+# Sourced by ci/test.sh and ci/bench.sh; idempotent and quiet when all is there.
+set -euo pipefail
+
+need=()
+dpkg -s libfabric-dev >/dev/null 2>&1 || need+=(libfabric-dev)
+command -v fi_pingpong >/dev/null 2>&1 || need+=(libfabric-bin)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
+command -v clang >/dev/null 2>&1 || need+=(clang)
+
+if [ ${#need[@]} -gt 0 ]; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        echo "installing: ${need[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y "${need[@]}" >/dev/null 2>&1 ||
+            { apt-get update >/dev/null && apt-get install -y "${need[@]}"; }
+    else
+        echo "missing system packages: ${need[*]} (install them with apt-get as root)" >&2
+        exit 1
+    fi
+else
+    echo "system packages present (libfabric $(pkg-config --modversion libfabric 2>/dev/null || echo '?'))"
+fi
