@@ -64,6 +64,12 @@ pub fn ok(client: &Client, what: &str) {
     }
 }
 
+/// Report which conduit carried the job (the conduit matrix checks it, so
+/// a run meant for ofi or scc cannot pass on smp by mistake).
+pub fn conduit_banner(client: &Client) {
+    ok(client, &format!("conduit {}", client.conduit().name()));
+}
+
 /// Names of `/dev/shm` entries belonging to job `job`.
 pub fn shm_leftovers(job: &str) -> Vec<String> {
     let prefix = format!("rgex-{job}-");

@@ -242,6 +242,7 @@ fn main() -> rgex::Result<()> {
         size: size_hint,
     });
     let client = rgex::init_with(|t| register(t, &st, areas.clone()))?;
+    rgex_tests::conduit_banner(&client);
     assert_eq!(client.handlers().name(IMM_SINK.0), "imm.sink");
 
     if let Ok(job) = std::env::var("RGEX_JOB") {

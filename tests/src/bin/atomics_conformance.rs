@@ -591,6 +591,7 @@ fn main() -> Res {
     let threads: u32 = a.next().and_then(|s| s.parse().ok()).unwrap_or(4);
     let iters: u64 = a.next().and_then(|s| s.parse().ok()).unwrap_or(2000);
     let client = Arc::new(rgex::init()?);
+    rgex_tests::conduit_banner(&client);
     let win = window(&client);
     // Model words sit in [me * win + 256, + 640): below the last window's end.
     assert!(win >= 4096 && u64::from(client.size()) * win <= sub_word(&client));

@@ -435,6 +435,7 @@ fn main() -> rgex::Result<()> {
         world: OnceLock::new(),
     });
     let client = rgex::init_with(|t| register(t, &st))?;
+    rgex_tests::conduit_banner(&client);
     assert_eq!(client.handlers().name(INHANDLER.0), "inhandler");
     let _ = st.world.set(client.world_team().clone());
     let w = client.world_team();

@@ -31,6 +31,7 @@ fn sizes(max: u64) -> Vec<usize> {
 
 fn main() -> rgex::Result<()> {
     let client = rgex::init()?;
+    rgex_tests::conduit_banner(&client);
     let (me, n) = (client.rank().0, client.size());
     let win = window(&client);
     let path = client.rma_path(Rank((me + 1) % n));

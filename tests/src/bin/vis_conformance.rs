@@ -690,6 +690,7 @@ fn immediate(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
 
 fn main() -> rgex::Result<()> {
     let client = rgex::init()?;
+    rgex_tests::conduit_banner(&client);
     let vis = Vis::new(client.endpoint())?;
     client.barrier()?;
     let win = window(&client);

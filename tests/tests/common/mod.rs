@@ -32,6 +32,17 @@ pub fn run_ok(job: &Job, expect_oks: usize) -> String {
         !err.contains("removed shared memory left behind"),
         "the conduit left shared memory behind"
     );
+    if let Some(c) = std::env::var("RGEX_CONDUIT").ok().filter(|c| !c.is_empty()) {
+        // Under the conduit matrix every conformance program must say it ran
+        // on the conduit asked for (those that print a banner at all).
+        let banners: Vec<&str> = out.lines().filter(|l| l.contains("ok: conduit ")).collect();
+        assert!(
+            banners
+                .iter()
+                .all(|l| l.ends_with(&format!("ok: conduit {c}"))),
+            "RGEX_CONDUIT={c} but the job reports {banners:?}"
+        );
+    }
     let oks = out.lines().filter(|l| l.contains("ok: ")).count();
     assert!(
         oks >= expect_oks,
