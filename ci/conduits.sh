@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The conduit matrix: the multi-process conformance suite (AM, NP, RMA, LC,
+# IMMEDIATE, NBI, teams, collectives, atomics, VIS, faults) on every conduit
+# and provider this machine can run, loopback only. Called by ci/test.sh;
+# run alone with `bash ci/conduits.sh [ROW...]` (rows: see `rows` below).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Network rule: libfabric may only use the loopback interface.
+export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
+
+# name | environment
+rows=(
+    "ofi-tcp|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=tcp;ofi_rxm RGEX_SHM_BYPASS=0"
+    "ofi-sockets|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=sockets RGEX_SHM_BYPASS=0"
+    "ofi-shm|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=shm RGEX_SHM_BYPASS=0"
+    "ofi-tcp-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=tcp;ofi_rxm RGEX_SHM_BYPASS=1"
+)
+suites=(--test am --test rma --test coll --test atomics --test vis --test faults)
+
+want=("$@")
+failed=()
+cargo build -p rgex-tests --bins --tests >/dev/null
+for row in "${rows[@]}"; do
+    name=${row%%|*}
+    envs=${row#*|}
+    if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx "$name"; then
+        continue
+    fi
+    printf '\n--- conduit matrix: %s (%s)\n' "$name" "$envs"
+    # shellcheck disable=SC2086 # word splitting of the row's settings is wanted
+    if env $envs cargo test -p rgex-tests "${suites[@]}" 2>&1 | tee "target/matrix-$name.log" |
+        grep -E '^test result|FAILED|panicked'; [ "${PIPESTATUS[0]}" = 0 ]; then
+        echo "matrix $name: passed"
+    else
+        echo "matrix $name: FAILED (log: target/matrix-$name.log)"
+        failed+=("$name")
+    fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "conduit matrix failed: ${failed[*]}"
+    exit 1
+fi
+echo "conduit matrix passed"
