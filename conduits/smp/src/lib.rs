@@ -21,7 +21,7 @@ mod conduit;
 mod config;
 mod region;
 pub mod ring;
-mod shm;
+pub mod shm;
 mod sync;
 
 pub use conduit::{host_name, SmpConduit};
