@@ -29,7 +29,7 @@ for row in "${rows[@]}"; do
     fi
     printf '\n--- conduit matrix: %s (%s)\n' "$name" "$envs"
     # shellcheck disable=SC2086 # word splitting of the row's settings is wanted
-    if env $envs cargo test -p rgex-tests "${suites[@]}" 2>&1 | tee "target/matrix-$name.log" |
+    if env $envs cargo test --no-fail-fast -p rgex-tests "${suites[@]}" 2>&1 | tee "target/matrix-$name.log" |
         grep -E '^test result|FAILED|panicked'; [ "${PIPESTATUS[0]}" = 0 ]; then
         echo "matrix $name: passed"
     else

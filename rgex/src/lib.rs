@@ -45,6 +45,7 @@ pub use rgex_core::{
     bootstrap, event, segment, Backoff, Category, Completion, Conduit, Error, Event, Flags,
     GlobalAddr, Progress, Rank, Result, Segment, Team, MAX_ARGS,
 };
+pub use rgex_ofi::{OfiConduit, OfiConfig};
 pub use rgex_smp::{SmpConduit, SmpConfig};
 /// Vector, indexed and strided transfers (see [`rgex_vis`]).
 pub use rgex_vis::{
@@ -65,10 +66,18 @@ pub fn init() -> Result<Client> {
 pub fn init_with(register: impl FnOnce(&HandlerTable) -> Result<()>) -> Result<Client> {
     let (env, boot) = bootstrap::from_env()?;
     let conduit: Arc<dyn Conduit> = match std::env::var("RGEX_CONDUIT").ok().as_deref() {
-        None | Some("") | Some("smp") => Arc::new(SmpConduit::new(&env, boot, SmpConfig::from_env()?)?),
+        None | Some("") | Some("smp") => {
+            Arc::new(SmpConduit::new(&env, boot, SmpConfig::from_env()?)?)
+        }
+        Some("ofi") => Arc::new(OfiConduit::new(
+            &env,
+            boot,
+            SmpConfig::from_env()?,
+            OfiConfig::from_env()?,
+        )?),
         Some(other) => {
             return Err(Error::Config(format!(
-                "RGEX_CONDUIT={other:?}: this build offers the smp conduit only (ofi, ibv and scc are not built yet)"
+                "RGEX_CONDUIT={other:?}: this build offers the smp and ofi conduits (ibv and scc are not built yet)"
             )))
         }
     };

@@ -1,1 +1,80 @@
-//! Placeholder: this crate is filled by its own issue. It builds so the workspace layout is complete.
+//! rgex-ofi: the libfabric conduit.
+//!
+//! One RDM endpoint per process over whichever libfabric provider the
+//! machine has (gni on Cray XC, cxi on Slingshot, verbs;ofi_rxm on
+//! InfiniBand, tcp;ofi_rxm, sockets or shm for tests), chosen with
+//! `RGEX_OFI_PROVIDER`; node-local peers take the shared-memory path of
+//! the smp transport (`RGEX_SHM_BYPASS=0` sends them through the network
+//! too). See [`OfiConfig`] for the environment and the crate's README for
+//! running on each network.
+//!
+//! - **Setup.** `fi_getinfo` asks for `FI_MSG | FI_RMA` with `FI_ATOMIC`,
+//!   `FI_ORDER_SAW` and `FI_DELIVERY_COMPLETE` when offered (each wish is
+//!   dropped in turn until a provider answers), every memory-registration
+//!   mode rgex handles (`FI_MR_LOCAL`, `FI_MR_VIRT_ADDR`,
+//!   `FI_MR_ALLOCATED`, `FI_MR_PROV_KEY`, `FI_MR_ENDPOINT`; `FI_MR_RAW`
+//!   is refused with a clear error) and `FI_CONTEXT`/`FI_CONTEXT2`
+//!   (every operation has an `fi_context2` of its own). The segment is
+//!   the smp transport's shared memory, registered for remote access;
+//!   each rank's endpoint name, segment key and (under `FI_MR_VIRT_ADDR`)
+//!   base address go through the bootstrap allgather into an
+//!   `FI_AV_TABLE` address vector of all ranks.
+//! - **Active messages.** Each message is one send: a small header
+//!   (handler, category, direction, arguments, length, Long offset and
+//!   piggybacked credits, see [`wire`]) followed by a Medium's payload.
+//!   Receives are a ring of individually posted buffers (one message
+//!   each), not `FI_MULTI_RECV`: with one buffer per message the credits
+//!   below account exactly for receive space, whereas a multi-receive
+//!   buffer is only reposted once every message in it was handled, so a
+//!   request held back by a replies-only poll would pin the whole buffer.
+//!   A Long writes its payload into the target's segment with `fi_write`,
+//!   then sends the header: at once behind the write when the provider
+//!   offers `FI_ORDER_SAW`, else after the write's completion
+//!   (`FI_DELIVERY_COMPLETE` when granted). Negotiated payload hands out
+//!   the registered send buffer itself (or, for a Long larger than a send
+//!   buffer, registered staging memory), so the payload goes to the wire
+//!   without a copy.
+//! - **Flow control.** A receiver posts, per sender, a window of
+//!   `RGEX_OFI_WINDOW` buffers for requests, as many for replies, and
+//!   three for credit messages. A sender spends a credit per message and
+//!   learns what the receiver consumed from cumulative counts in every
+//!   header it receives back, or from a credit-only message the receiver
+//!   sends once a window's worth is unreported (at most two such messages
+//!   can be unread at a receiver, so three buffers suffice). Out of
+//!   credits or send buffers, `try_prepare` returns
+//!   [`Error::WouldBlock`](rgex_core::Error::WouldBlock). Replies have
+//!   their own credits and send buffers, so a request handler can always
+//!   reply by polling replies only; requests arriving meanwhile wait, in
+//!   order, for the next full poll.
+//! - **RMA and atomics**: see [`rma`](crate::rma) and
+//!   [`atomics`](crate::atomics) (module docs).
+//! - **Threads and progress.** All libfabric calls on the endpoint are
+//!   made under one lock (`FI_THREAD_DOMAIN` is asked for; the conduit's
+//!   own bookkeeping needs the lock anyway); handlers run outside it.
+//!   Progress is driven by `poll`, which reads the completion queue
+//!   (manual-progress providers need that) and retries posts the provider
+//!   refused with `FI_EAGAIN`; a background ticker ([`ticker`](crate::ticker))
+//!   does the same once a millisecond when nobody polls, so a rank that
+//!   computes or waits in a bootstrap collective still finishes what it
+//!   sent (found when 5- and 8-rank jobs over tcp;ofi_rxm hung at start:
+//!   a rank left the barrier with its last message unsent).
+//! - **Failures.** Every error names the operation, the provider and
+//!   `fi_strerror`'s text. An error completion marks the peer dead: the
+//!   failed operation's completions fire (so nothing hangs; the error is
+//!   printed), and later operations to the peer return an error naming
+//!   it. A peer that is silent while we wait for its credits longer than
+//!   `RGEX_OFI_TIMEOUT` is declared dead the same way.
+
+pub mod atomics;
+mod conduit;
+mod config;
+pub mod fabric;
+mod net;
+pub mod rma;
+mod state;
+pub mod ticker;
+pub mod wire;
+
+pub use conduit::OfiConduit;
+pub use config::OfiConfig;
+pub use net::Provider;

@@ -1,0 +1,600 @@
+//! The ofi conduit: the Conduit SPI over a libfabric RDM endpoint, with
+//! the smp transport for node-local peers.
+
+use crate::net::{self, Geometry, Net, Provider, POOL_REP, POOL_REQ};
+use crate::state::{dir_index, Op, Post, Ready, Staging, State};
+use crate::ticker::Ticker;
+use crate::wire::{self, Header};
+use crate::OfiConfig;
+use parking_lot::Mutex;
+use rgex_core::bootstrap::JobEnv;
+use rgex_core::{
+    Bootstrap, Category, Conduit, Delivery, Error, PollSet, Prepare, Rank, Result, Segment,
+    SendSlot,
+};
+use rgex_smp::{SmpConduit, SmpConfig};
+use std::sync::Arc;
+
+/// Messages delivered per direction per poll call at most, so one busy
+/// sender cannot keep a poller from returning.
+const POLL_BATCH: usize = 32;
+
+/// Ranks over a libfabric provider, node-local ranks over shared memory.
+///
+/// ```no_run
+/// use rgex_core::{bootstrap, Conduit};
+/// let (env, boot) = bootstrap::from_env()?;
+/// let ofi = rgex_ofi::OfiConduit::new(&env, boot, rgex_smp::SmpConfig::from_env()?, rgex_ofi::OfiConfig::from_env()?)?;
+/// println!("{} of {} on {}", ofi.rank(), ofi.size(), ofi.provider().name);
+/// # Ok::<(), rgex_core::Error>(())
+/// ```
+pub struct OfiConduit {
+    // Field order is drop order: the network (regions on smp's segment)
+    // before the smp conduit that maps the segment.
+    /// Stops (joins) first: it shares the state and the network.
+    ticker: Ticker,
+    pub(crate) state: Arc<Mutex<State>>,
+    pub(crate) net: Arc<Net>,
+    /// One delivery at a time per direction, so messages from one sender
+    /// reach the handlers in arrival order.
+    deliver_lock: [Mutex<()>; 2],
+    /// Per peer: reached through smp (shared memory) rather than the network.
+    local: Vec<bool>,
+    /// Every peer is local (offloaded atomics would only slow things down).
+    all_local: bool,
+    pub(crate) rank: Rank,
+    smp: SmpConduit,
+}
+
+impl std::fmt::Debug for OfiConduit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OfiConduit")
+            .field("rank", &self.rank)
+            .field("size", &self.local.len())
+            .field("provider", &self.net.prov.name)
+            .field("domain", &self.net.prov.domain)
+            .finish()
+    }
+}
+
+impl OfiConduit {
+    /// Set up the job: the shared-memory transport for the ranks on this
+    /// node (it owns the bootstrap and the segment memory), then one RDM
+    /// endpoint per rank, registered segment, buffers and addresses
+    /// exchanged through the bootstrap. Collective.
+    ///
+    /// With `cfg.shm_bypass` false every peer, this rank included, goes
+    /// through the network; the segment still lives in shared memory.
+    pub fn new(
+        env: &JobEnv,
+        boot: Box<dyn Bootstrap>,
+        smp_cfg: SmpConfig,
+        cfg: OfiConfig,
+    ) -> Result<Self> {
+        cfg.check()?;
+        let smp = SmpConduit::new_node(env, boot, smp_cfg)?;
+        let boot = smp.bootstrap();
+        let size = smp.size() as usize;
+        let rank = smp.rank();
+        // Geometry must be symmetric: rank 0's settings rule.
+        let geo0 = boot.broadcast(
+            0,
+            &[
+                (cfg.max_medium as u64).to_le_bytes(),
+                (cfg.window as u64).to_le_bytes(),
+            ]
+            .concat(),
+        )?;
+        let word = |i: usize| {
+            u64::from_le_bytes(geo0[8 * i..8 * i + 8].try_into().expect("8 bytes")) as usize
+        };
+        let cfg = OfiConfig {
+            max_medium: word(0),
+            window: word(1),
+            ..cfg
+        };
+        cfg.check()?;
+        let geo = Geometry::new(size, &cfg);
+        let opened = Net::open(&cfg, geo, smp.segment()).and_then(|(net, card)| {
+            let mut state = State::new(&net, rank, cfg.timeout_secs);
+            state.post_receives(&net)?;
+            Ok((net, state, card))
+        });
+        // Every rank reports success or its error, so none waits for a
+        // rank that failed.
+        let mine = opened
+            .as_ref()
+            .map(|(_, _, c)| c.as_slice())
+            .map_err(|e| e.to_string());
+        let cards = net::exchange(boot, mine)?;
+        let (mut net, state, _) = opened?;
+        net.connect(&cards)?;
+        // Everyone has inserted everyone before anyone sends.
+        boot.barrier()?;
+        let local: Vec<bool> = (0..size)
+            .map(|p| cfg.shm_bypass && smp.is_local(Rank(p as u32)))
+            .collect();
+        let all_local = local.iter().all(|&l| l);
+        let state = Arc::new(Mutex::new(state));
+        let net = Arc::new(net);
+        let ticker = Ticker::start(state.clone(), net.clone()).map_err(|source| Error::Os {
+            op: "starting the ofi progress thread".into(),
+            source,
+        })?;
+        Ok(OfiConduit {
+            ticker,
+            state,
+            net,
+            deliver_lock: [Mutex::new(()), Mutex::new(())],
+            local,
+            all_local,
+            rank,
+            smp,
+        })
+    }
+
+    /// What the provider granted (name, domain, mr_mode, caps, ordering).
+    pub fn provider(&self) -> &Provider {
+        &self.net.prov
+    }
+
+    /// The smp conduit carrying node-local peers.
+    pub fn smp(&self) -> &SmpConduit {
+        &self.smp
+    }
+
+    #[inline]
+    pub(crate) fn local(&self, peer: Rank) -> bool {
+        self.local.get(peer.index()).copied().unwrap_or(false)
+    }
+
+    /// Deliver up to a batch of ready messages of direction `dir`.
+    fn deliver(&self, dir: usize, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
+        let Some(_one) = self.deliver_lock[dir].try_lock() else {
+            return 0;
+        };
+        let mut batch = [Ready { buf: 0, len: 0 }; POLL_BATCH];
+        let k = {
+            let mut st = self.state.lock();
+            let q = &mut st.ready[dir];
+            let k = q.len().min(POLL_BATCH);
+            for (slot, r) in batch.iter_mut().zip(q.drain(..k)) {
+                *slot = r;
+            }
+            k
+        };
+        if k == 0 {
+            return 0;
+        }
+        let mut srcs = [0u32; POLL_BATCH];
+        let seg = self.smp.segment();
+        for (i, r) in batch[..k].iter().enumerate() {
+            let mut args = [0u32; rgex_core::MAX_ARGS];
+            // SAFETY: receive buffer `r.buf` holds `r.len` bytes written by
+            // the provider; it is not reposted until we report it consumed
+            // below, so nothing else writes it meanwhile.
+            let msg = unsafe {
+                std::slice::from_raw_parts(self.net.recv_buf(r.buf as usize), r.len as usize)
+            };
+            let h = Header::read(msg, &mut args).expect("checked on arrival");
+            srcs[i] = h.src;
+            let len = h.len as usize;
+            let payload: &[u8] = match h.category() {
+                Category::Short => &[],
+                Category::Medium => match msg.get(h.hlen..h.hlen + len) {
+                    Some(p) => p,
+                    None => {
+                        eprintln!(
+                            "rgex-ofi: {}: dropped a truncated Medium AM from rank {}",
+                            self.rank, h.src
+                        );
+                        continue;
+                    }
+                },
+                Category::Long => match seg.ptr_at(h.long_offset, len) {
+                    // SAFETY: inside this rank's segment (just checked); the
+                    // sender's write completed before its header was sent.
+                    Ok(p) => unsafe { std::slice::from_raw_parts(p, len) },
+                    Err(e) => {
+                        eprintln!(
+                            "rgex-ofi: {}: dropped a Long AM from rank {}: {e}",
+                            self.rank, h.src
+                        );
+                        continue;
+                    }
+                },
+            };
+            sink(&Delivery {
+                src: Rank(h.src),
+                dir: h.direction(),
+                category: h.category(),
+                handler: h.handler,
+                args: &args[..h.nargs as usize],
+                payload,
+                long_offset: h.long_offset,
+            });
+        }
+        let mut st = self.state.lock();
+        for (r, &src) in batch[..k].iter().zip(&srcs) {
+            st.consumed(&self.net, r.buf as usize, src as usize, dir);
+        }
+        k
+    }
+
+    /// Reap completions (without waiting for the lock if another thread
+    /// is at it).
+    pub(crate) fn progress(&self) -> usize {
+        self.ticker.polled();
+        match self.state.try_lock() {
+            Some(mut st) => st.progress(&self.net),
+            None => 0,
+        }
+    }
+}
+
+impl Conduit for OfiConduit {
+    fn name(&self) -> &'static str {
+        "ofi"
+    }
+
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> u32 {
+        self.local.len() as u32
+    }
+
+    fn is_local(&self, peer: Rank) -> bool {
+        self.local(peer)
+    }
+
+    fn segment(&self) -> &Segment {
+        self.smp.segment()
+    }
+
+    fn segment_len(&self, peer: Rank) -> u64 {
+        self.smp.segment_len(peer)
+    }
+
+    fn mapped_segment(&self, peer: Rank) -> Option<Segment> {
+        if self.local(peer) {
+            self.smp.mapped_segment(peer)
+        } else {
+            None
+        }
+    }
+
+    fn max_medium(&self, peer: Rank, nargs: usize) -> usize {
+        if self.local(peer) {
+            self.smp.max_medium(peer, nargs)
+        } else {
+            self.net.geo.max_medium
+        }
+    }
+
+    fn max_long(&self, peer: Rank, nargs: usize) -> usize {
+        if self.local(peer) {
+            self.smp.max_long(peer, nargs)
+        } else {
+            u32::MAX as usize
+        }
+    }
+
+    fn try_prepare(&self, spec: &Prepare) -> Result<SendSlot> {
+        if self.local(spec.peer) {
+            return self.smp.try_prepare(spec);
+        }
+        let net = &self.net;
+        let peer = spec.peer.index();
+        let d = dir_index(spec.dir);
+        let mut st = self.state.lock();
+        st.check_alive(spec.peer, "AM")?;
+        let p = &st.peers[peer];
+        if p.sent[d].wrapping_sub(p.acked[d]) as usize >= net.geo.window {
+            st.stalled(peer)?;
+            return Err(Error::WouldBlock {
+                peer: spec.peer,
+                resource: if d == 0 {
+                    "request credits"
+                } else {
+                    "reply credits"
+                },
+            });
+        }
+        let pool = if d == 0 { POOL_REQ } else { POOL_REP };
+        let Some(slot) = st.pools[pool].pop() else {
+            return Err(Error::WouldBlock {
+                peer: spec.peer,
+                resource: "registered send buffers",
+            });
+        };
+        let slot_u = slot as usize;
+        let hlen = wire::header_len(spec.nargs);
+        let room = net.geo.slot - hlen;
+        // SAFETY: hlen <= MAX_HEADER < slot, so the payload area starts
+        // inside send buffer `slot`.
+        let payload = unsafe { net.send_buf(slot_u).add(hlen) };
+        let (buf, granted) = match spec.category {
+            Category::Short => (std::ptr::null_mut(), 0),
+            Category::Medium => (payload, spec.most.min(net.geo.max_medium)),
+            Category::Long => {
+                let Some(op) = st.take_op() else {
+                    st.pools[pool].push(slot);
+                    return Err(Error::WouldBlock {
+                        peer: spec.peer,
+                        resource: "RMA operation slots",
+                    });
+                };
+                st.long_op[slot_u] = op;
+                if spec.most <= room {
+                    (payload, spec.most)
+                } else {
+                    match self.stage(&mut st, spec.most) {
+                        Ok(s) => {
+                            let p = s.ptr();
+                            st.staging[slot_u] = Some(s);
+                            (p, spec.most)
+                        }
+                        Err(e) => {
+                            st.free_ops.push(op);
+                            st.pools[pool].push(slot);
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        };
+        let p = &mut st.peers[peer];
+        p.sent[d] = p.sent[d].wrapping_add(1);
+        p.stalled_since = None;
+        st.slot_pending[slot_u] = 1;
+        Ok(SendSlot::new(spec, buf, granted, u64::from(slot)))
+    }
+
+    fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
+        if self.local(slot.peer) {
+            return self.smp.commit(slot, handler, args, len);
+        }
+        let net = &self.net;
+        let s = slot.cookie as usize;
+        let peer = slot.peer.index();
+        let h = Header {
+            kind: wire::kind(slot.category, slot.dir),
+            handler,
+            nargs: args.len() as u8,
+            hlen: wire::header_len(slot.nargs as usize),
+            src: self.rank.0,
+            len: len as u32,
+            ack_req: 0,
+            ack_rep: 0,
+            long_offset: slot.long_offset,
+        };
+        let mut st = self.state.lock();
+        if st.peers[peer].dead.is_some() {
+            // The peer is gone: nothing to deliver to (its ops return errors).
+            let op = st.long_op[s];
+            if slot.category == Category::Long && op != u32::MAX {
+                st.free_ops.push(op);
+                st.long_op[s] = u32::MAX;
+            }
+            st.staging[s] = None;
+            st.release_slot(net, s);
+            return;
+        }
+        if slot.category != Category::Long || len == 0 {
+            if slot.category == Category::Long {
+                let op = std::mem::replace(&mut st.long_op[s], u32::MAX);
+                st.free_ops.push(op);
+                st.staging[s] = None;
+            }
+            st.send_am(net, s, peer, h, args);
+            return;
+        }
+        // Long: write the payload into the target's segment, then the header.
+        let op = std::mem::replace(&mut st.long_op[s], u32::MAX);
+        let (src, desc) = match &st.staging[s] {
+            Some(stg) => (
+                stg.ptr(),
+                stg.mr
+                    .as_ref()
+                    .map_or(std::ptr::null_mut(), |m| net.desc(m)),
+            ),
+            None => (slot.buf.as_ptr(), net.desc(&net.send_mr)),
+        };
+        let saw = net.prov.send_after_write();
+        let flags = if net.prov.delivery_complete && !saw {
+            libfabric_sys::FI_DELIVERY_COMPLETE
+        } else {
+            0
+        };
+        st.ops[op as usize] = Op::LongWrite {
+            slot: s as u32,
+            peer: peer as u32,
+            header_after: (!saw).then_some(h.hlen),
+        };
+        let write = Post::Write {
+            op,
+            peer: peer as u32,
+            src: src as usize,
+            len,
+            desc: desc as usize,
+            offset: slot.long_offset,
+            flags,
+        };
+        if saw {
+            // FI_ORDER_SAW: the header may follow the write at once.
+            st.slot_pending[s] = 2;
+            st.post(net, write);
+            st.send_am(net, s, peer, h, args);
+        } else {
+            // Write the header now; it is sent when the write completes.
+            let p = &mut st.peers[peer];
+            let mut h = h;
+            h.ack_req = p.consumed[0];
+            h.ack_rep = p.consumed[1];
+            p.reported = p.consumed[0].wrapping_add(p.consumed[1]);
+            // SAFETY: send buffer `s` is ours until released.
+            unsafe { h.write(net.send_buf(s), args) };
+            st.post(net, write);
+        }
+    }
+
+    fn cancel(&self, slot: SendSlot) {
+        if self.local(slot.peer) {
+            return self.smp.cancel(slot);
+        }
+        let s = slot.cookie as usize;
+        let d = dir_index(slot.dir);
+        let mut st = self.state.lock();
+        let p = &mut st.peers[slot.peer.index()];
+        p.sent[d] = p.sent[d].wrapping_sub(1);
+        let op = std::mem::replace(&mut st.long_op[s], u32::MAX);
+        if op != u32::MAX {
+            st.free_ops.push(op);
+        }
+        st.staging[s] = None;
+        st.release_slot(&self.net, s);
+    }
+
+    fn poll(&self, set: PollSet, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
+        let mut n = 0;
+        if !self.all_local || self.local.is_empty() {
+            n += self.progress();
+        }
+        if self.local.iter().any(|&l| l) {
+            n += self.smp.poll(set, sink);
+        }
+        n += self.deliver(1, sink);
+        if set == PollSet::All {
+            n += self.deliver(0, sink);
+        }
+        n
+    }
+
+    fn bootstrap(&self) -> &dyn Bootstrap {
+        self.smp.bootstrap()
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn rma_native(&self, peer: Rank) -> bool {
+        !self.local(peer)
+    }
+
+    unsafe fn try_put(
+        &self,
+        peer: Rank,
+        offset: u64,
+        src: *const u8,
+        len: usize,
+        lc: &Arc<rgex_core::Completion>,
+        rc: &Arc<rgex_core::Completion>,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.put(peer, offset, src, len, lc, rc) }
+    }
+
+    unsafe fn try_get(
+        &self,
+        dst: *mut u8,
+        peer: Rank,
+        offset: u64,
+        len: usize,
+        done: &Arc<rgex_core::Completion>,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.get(dst, peer, offset, len, done) }
+    }
+
+    fn atomic_offload(
+        &self,
+        ty: rgex_core::atomic::AtomicType,
+        ops: rgex_core::conduit::OpSet,
+    ) -> bool {
+        !self.all_local && self.offloadable(ty, ops)
+    }
+
+    fn atomic_start(
+        &self,
+        req: &rgex_core::atomic::AtomicRequest,
+        fetched: &Arc<std::sync::atomic::AtomicU64>,
+        done: &Arc<rgex_core::Completion>,
+    ) -> Result<()> {
+        self.atomic(req, fetched, done)
+    }
+}
+
+impl OfiConduit {
+    /// Staging memory of `len` bytes for a Long larger than a send buffer,
+    /// registered when the provider needs local descriptors.
+    pub(crate) fn stage(&self, st: &mut State, len: usize) -> Result<Staging> {
+        let mem: Box<[u64]> = vec![0u64; len.div_ceil(8)].into_boxed_slice();
+        let mr = if self.net.prov.mr_local() {
+            Some(self.register(st, mem.as_ptr().cast(), len)?)
+        } else {
+            None
+        };
+        Ok(Staging { mr, mem })
+    }
+
+    /// Register `len` bytes at `p` for local use by one operation.
+    pub(crate) fn register(
+        &self,
+        st: &mut State,
+        p: *const u8,
+        len: usize,
+    ) -> Result<crate::fabric::MemoryRegion> {
+        let key = st.next_key;
+        st.next_key += 1;
+        let bind =
+            (self.net.prov.mr_mode & libfabric_sys::FI_MR_ENDPOINT != 0).then_some(&self.net.ep);
+        let access = libfabric_sys::FI_SEND
+            | libfabric_sys::FI_RECV
+            | libfabric_sys::FI_READ
+            | libfabric_sys::FI_WRITE;
+        // SAFETY: the caller keeps `p..p+len` allocated until the region is
+        // dropped (at the operation's completion, under the state lock).
+        Ok(unsafe {
+            crate::fabric::MemoryRegion::register(self.net.ep.domain(), p, len, access, key, bind)
+        }?)
+    }
+}
+
+/// How long dropping the conduit waits for its sends to complete.
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Drop for OfiConduit {
+    /// Finish what was posted before closing the endpoint: a message
+    /// still in the provider's queue (or our backlog) when the endpoint
+    /// closes would never reach a peer that is still waiting for it (the
+    /// last message of a barrier, say). Bounded by [`DRAIN_LIMIT`].
+    fn drop(&mut self) {
+        let start = std::time::Instant::now();
+        loop {
+            let mut st = self.state.lock();
+            st.progress(&self.net);
+            if st.quiet(&self.net) {
+                return;
+            }
+            // Operations to a dead peer may never complete: do not wait
+            // the full limit for them.
+            let limit = if st.peers.iter().any(|p| p.dead.is_some()) {
+                DRAIN_LIMIT / 10
+            } else {
+                DRAIN_LIMIT
+            };
+            if start.elapsed() > limit {
+                eprintln!(
+                    "rgex-ofi: {}: closing with operations still in flight after {limit:?} (a peer stopped responding?)",
+                    self.rank
+                );
+                return;
+            }
+            drop(st);
+            std::thread::yield_now();
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Settings of the ofi conduit.
+
+use rgex_core::config::env_size;
+use rgex_core::{Error, Result};
+
+/// What the ofi conduit reads from the environment.
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `RGEX_OFI_PROVIDER` | libfabric's choice | provider, as `fi_info -p` spells it: `tcp;ofi_rxm`, `sockets`, `shm`, `verbs;ofi_rxm`, `cxi`, `gni` |
+/// | `RGEX_OFI_DOMAIN` | libfabric's choice | domain (NIC) name: `lo`, `mlx5_0`, `cxi0`, ... |
+/// | `RGEX_SHM_BYPASS` | `1` | `0`: node-local peers go through the network too |
+/// | `RGEX_OFI_MAX_MEDIUM` | 8K | largest Medium payload (at least 512) |
+/// | `RGEX_OFI_WINDOW` | 8 | messages a sender may have unconsumed at a receiver, per direction (requests and replies each) |
+/// | `RGEX_OFI_SEND_BUFFERS` | 64 | registered send buffers for requests (replies get half as many of their own) |
+/// | `RGEX_OFI_TIMEOUT` | 300 | seconds without any sign of life from a peer we wait on before it is declared dead (0: never) |
+///
+/// The sizes (max Medium, window) are taken from rank 0 so every rank
+/// agrees. Loopback only in tests: set `FI_TCP_IFACE=lo` /
+/// `FI_SOCKETS_IFACE=lo` or `RGEX_OFI_DOMAIN=lo` (see the README).
+///
+/// ```
+/// let c = rgex_ofi::OfiConfig::default();
+/// assert!(c.max_medium >= 512 && c.window >= 2);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OfiConfig {
+    /// `RGEX_OFI_PROVIDER`.
+    pub provider: Option<String>,
+    /// `RGEX_OFI_DOMAIN`.
+    pub domain: Option<String>,
+    /// `RGEX_SHM_BYPASS`.
+    pub shm_bypass: bool,
+    /// Largest Medium payload.
+    pub max_medium: usize,
+    /// Credit window per sender and direction.
+    pub window: usize,
+    /// Send buffers for requests.
+    pub send_buffers: usize,
+    /// Dead-peer timeout in seconds (0: never).
+    pub timeout_secs: u64,
+}
+
+impl Default for OfiConfig {
+    fn default() -> Self {
+        OfiConfig {
+            provider: None,
+            domain: None,
+            shm_bypass: true,
+            max_medium: 8 << 10,
+            window: 8,
+            send_buffers: 64,
+            timeout_secs: 300,
+        }
+    }
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+impl OfiConfig {
+    /// Read the environment over the defaults, and check the values.
+    pub fn from_env() -> Result<Self> {
+        let d = OfiConfig::default();
+        let shm_bypass = match var("RGEX_SHM_BYPASS").as_deref() {
+            None | Some("1") | Some("true") | Some("yes") => true,
+            Some("0") | Some("false") | Some("no") => false,
+            Some(other) => {
+                return Err(Error::Config(format!(
+                    "RGEX_SHM_BYPASS={other:?}: use 1 or 0"
+                )));
+            }
+        };
+        let timeout_secs = match var("RGEX_OFI_TIMEOUT") {
+            None => d.timeout_secs,
+            Some(t) => t.parse().map_err(|_| {
+                Error::Config(format!("RGEX_OFI_TIMEOUT={t:?} is not a number of seconds"))
+            })?,
+        };
+        let c = OfiConfig {
+            provider: var("RGEX_OFI_PROVIDER"),
+            domain: var("RGEX_OFI_DOMAIN"),
+            shm_bypass,
+            max_medium: env_size("RGEX_OFI_MAX_MEDIUM", d.max_medium)?,
+            window: env_size("RGEX_OFI_WINDOW", d.window)?,
+            send_buffers: env_size("RGEX_OFI_SEND_BUFFERS", d.send_buffers)?,
+            timeout_secs,
+        };
+        c.check()?;
+        Ok(c)
+    }
+
+    /// Reject values the conduit cannot work with.
+    pub fn check(&self) -> Result<()> {
+        if !(512..=(1 << 20)).contains(&self.max_medium) {
+            return Err(Error::Config(format!(
+                "RGEX_OFI_MAX_MEDIUM={} must be between 512 bytes and 1 MiB",
+                self.max_medium
+            )));
+        }
+        if !(2..=4096).contains(&self.window) {
+            return Err(Error::Config(format!(
+                "RGEX_OFI_WINDOW={} must be in 2..=4096",
+                self.window
+            )));
+        }
+        if !(2..=65536).contains(&self.send_buffers) {
+            return Err(Error::Config(format!(
+                "RGEX_OFI_SEND_BUFFERS={} must be in 2..=65536",
+                self.send_buffers
+            )));
+        }
+        Ok(())
+    }
+}

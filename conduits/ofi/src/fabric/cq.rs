@@ -1,0 +1,158 @@
+//! The completion queue: where finished operations and arrived messages
+//! are reported.
+
+use super::domain::Domain;
+use super::error::{check, FiError};
+use libfabric_sys as sys;
+use std::ptr;
+use std::sync::Arc;
+
+/// A completion queue of `FI_CQ_FORMAT_DATA` entries (`fi_cq_open`),
+/// closed on drop after the endpoints bound to it.
+pub struct CompletionQueue {
+    ptr: *mut sys::fid_cq,
+    domain: Arc<Domain>,
+}
+
+// SAFETY: the CQ is read under its owner's lock (FI_THREAD_DOMAIN); the
+// handle has no thread affinity.
+unsafe impl Send for CompletionQueue {}
+// SAFETY: as above.
+unsafe impl Sync for CompletionQueue {}
+
+/// What one `read` found.
+#[derive(Debug)]
+pub enum CqRead {
+    /// This many entries were written to the buffer.
+    Entries(usize),
+    /// Nothing completed.
+    Empty,
+    /// An error completion is waiting: call [`CompletionQueue::read_error`].
+    Error,
+}
+
+/// One error completion: the operation's context and what went wrong.
+#[derive(Debug)]
+pub struct CqError {
+    /// The context the failed operation was posted with.
+    pub context: *mut std::os::raw::c_void,
+    /// The operation's flags (`FI_SEND`, `FI_RECV`, `FI_RMA`, ...).
+    pub flags: u64,
+    /// The error, with the provider's own text appended.
+    pub error: FiError,
+}
+
+impl CompletionQueue {
+    /// Open a CQ of `size` entries (0: the provider's default).
+    pub fn open(domain: &Arc<Domain>, size: usize) -> Result<Arc<Self>, FiError> {
+        let mut attr = sys::fi_cq_attr {
+            size,
+            format: sys::FI_CQ_FORMAT_DATA,
+            wait_obj: sys::FI_WAIT_NONE,
+            ..Default::default()
+        };
+        let mut ptr = ptr::null_mut();
+        // SAFETY: a live domain, a valid attribute struct, an out pointer.
+        let ret = unsafe { sys::rfi_cq_open(domain.raw(), &mut attr, &mut ptr, ptr::null_mut()) };
+        check(
+            i64::from(ret),
+            || format!("fi_cq_open ({size} entries)"),
+            domain.provider(),
+        )?;
+        Ok(Arc::new(CompletionQueue {
+            ptr,
+            domain: domain.clone(),
+        }))
+    }
+
+    /// `fi_cq_read` into `buf`. Also drives progress on providers with
+    /// manual progress.
+    pub fn read(&self, buf: &mut [sys::fi_cq_data_entry]) -> Result<CqRead, FiError> {
+        // SAFETY: a live CQ of FI_CQ_FORMAT_DATA and room for buf.len() entries.
+        let n = unsafe { sys::rfi_cq_read(self.ptr, buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            Ok(CqRead::Entries(n as usize))
+        } else if n == -(sys::FI_EAGAIN as isize) || n == 0 {
+            Ok(CqRead::Empty)
+        } else if n == -(sys::FI_EAVAIL as isize) {
+            Ok(CqRead::Error)
+        } else {
+            Err(FiError::new(
+                n as i64,
+                "fi_cq_read",
+                self.domain.provider().clone(),
+            ))
+        }
+    }
+
+    /// `fi_cq_readerr`: the waiting error completion, if any.
+    pub fn read_error(&self) -> Option<CqError> {
+        let mut e = sys::fi_cq_err_entry::default();
+        // SAFETY: a live CQ and one zeroed error entry (err_data_size 0:
+        // the provider keeps err_data itself).
+        let n = unsafe { sys::rfi_cq_readerr(self.ptr, &mut e, 0) };
+        if n != 1 {
+            return None;
+        }
+        let mut text = [0 as std::os::raw::c_char; 256];
+        // SAFETY: a live CQ; err_data as the provider returned it; a local
+        // buffer for the text. The returned pointer is NUL-terminated.
+        let prov = unsafe {
+            let p = sys::rfi_cq_strerror(
+                self.ptr,
+                e.prov_errno,
+                e.err_data,
+                text.as_mut_ptr(),
+                text.len(),
+            );
+            if p.is_null() {
+                String::new()
+            } else {
+                std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        };
+        let what = if e.flags & sys::FI_RECV != 0 {
+            "receive"
+        } else if e.flags & sys::FI_READ != 0 {
+            "fi_read"
+        } else if e.flags & sys::FI_WRITE != 0 {
+            "fi_write"
+        } else if e.flags & sys::FI_ATOMIC != 0 {
+            "atomic"
+        } else {
+            "send"
+        };
+        Some(CqError {
+            context: e.op_context,
+            flags: e.flags,
+            error: FiError::new(
+                i64::from(e.err),
+                format!("{what} completed in error (provider says: {prov})"),
+                self.domain.provider().clone(),
+            ),
+        })
+    }
+
+    pub(crate) fn raw_fid(&self) -> *mut sys::fid {
+        // SAFETY: ptr is a live CQ; taking the address of its embedded fid.
+        unsafe { &mut (*self.ptr).fid }
+    }
+}
+
+impl Drop for CompletionQueue {
+    fn drop(&mut self) {
+        // SAFETY: endpoints bound to this CQ hold an Arc to it, so they
+        // are closed already.
+        let ret = unsafe { sys::rfi_close(&mut (*self.ptr).fid) };
+        if ret != 0 {
+            eprintln!(
+                "rgex-ofi: {}",
+                FiError::new(
+                    i64::from(ret),
+                    "fi_close(cq)",
+                    self.domain.provider().clone()
+                )
+            );
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Native RMA: fi_write / fi_read on the peers' registered segments.
+//!
+//! Local buffers:
+//! - inside this rank's segment: its registration's descriptor;
+//! - up to one send buffer (`RGEX_OFI_MAX_MEDIUM` + header, 8 KiB by
+//!   default): bounced through a registered RMA buffer, so a put's local
+//!   completion is immediate (nothing counted on `lc`);
+//! - larger, when the provider needs local registration (`FI_MR_LOCAL`):
+//!   registered for the operation and closed at its completion;
+//! - larger, without `FI_MR_LOCAL`: passed as is (null descriptor).
+//!
+//! Remote completion of a put: with `FI_DELIVERY_COMPLETE` granted, the
+//! write's completion means the bytes are visible in the target's
+//! segment. Without it the write's completion only means the transfer
+//! left this rank (`FI_TRANSMIT_COMPLETE`), so a 1-byte read of the last
+//! byte written follows it, and remote completion is that read's
+//! completion (a read issued after the write completed returns after the
+//! write is placed at the target). Local completion is the write's
+//! completion in both cases.
+//!
+//! Transfers larger than the provider's `max_msg_size` are split; the
+//! first piece is posted directly (FI_EAGAIN there is
+//! [`Error::WouldBlock`] with nothing counted), the others go to the
+//! backlog that poll retries, so once anything was issued all of it is.
+
+use crate::net::POOL_RMA;
+use crate::state::{Op, Post, State};
+use crate::OfiConduit;
+use rgex_core::{Completion, Error, Rank, Result};
+use std::sync::Arc;
+
+impl OfiConduit {
+    /// Pick the descriptor for a local buffer of an RMA: its region, a
+    /// bounce buffer, an on-the-fly registration or none.
+    fn local_side(&self, st: &mut State, p: *const u8, len: usize, peer: Rank) -> Result<Local> {
+        let net = &self.net;
+        if net.seg_mr.contains(p, len) {
+            return Ok(Local::Registered(net.desc(&net.seg_mr) as usize));
+        }
+        if len <= net.geo.slot.min(net.prov.max_msg) {
+            return match st.pools[POOL_RMA].pop() {
+                Some(s) => {
+                    st.slot_pending[s as usize] = 1;
+                    Ok(Local::Bounce(s))
+                }
+                None => Err(Error::WouldBlock {
+                    peer,
+                    resource: "RMA bounce buffers",
+                }),
+            };
+        }
+        if net.prov.mr_local() {
+            let mr = Arc::new(self.register(st, p, len)?);
+            return Ok(Local::OnTheFly(mr));
+        }
+        Ok(Local::Registered(0))
+    }
+
+    /// See the module docs; the SPI's `try_put`.
+    ///
+    /// # Safety
+    /// As `Conduit::try_put`.
+    pub(crate) unsafe fn put(
+        &self,
+        peer: Rank,
+        offset: u64,
+        src: *const u8,
+        len: usize,
+        lc: &Arc<Completion>,
+        rc: &Arc<Completion>,
+    ) -> Result<()> {
+        let net = &self.net;
+        let mut st = self.state.lock();
+        st.check_alive(peer, "put")?;
+        let pieces = len.div_ceil(net.prov.max_msg).max(1);
+        if st.free_ops.len() < pieces {
+            return Err(Error::WouldBlock {
+                peer,
+                resource: "RMA operation slots",
+            });
+        }
+        let local = self.local_side(&mut st, src, len, peer)?;
+        let (src, desc, bounce, mr) = match &local {
+            Local::Registered(d) => (src as usize, *d, None, None),
+            Local::Bounce(s) => {
+                let b = net.send_buf(*s as usize);
+                // SAFETY: `len <= slot` bytes into bounce buffer `s`, which
+                // we hold; the caller's `src` is readable (its contract).
+                unsafe { std::ptr::copy_nonoverlapping(src, b, len) };
+                (b as usize, net.desc(&net.send_mr) as usize, Some(*s), None)
+            }
+            Local::OnTheFly(m) => (src as usize, m.desc() as usize, None, Some(m.clone())),
+        };
+        let flags = if net.prov.delivery_complete {
+            libfabric_sys::FI_DELIVERY_COMPLETE
+        } else {
+            0
+        };
+        let max = net.prov.max_msg;
+        let mut ids = Vec::with_capacity(pieces);
+        for i in 0..pieces {
+            let id = st.take_op().expect("counted above");
+            let at = i * max;
+            let n = (len - at).min(max);
+            let post = Post::Write {
+                op: id,
+                peer: peer.0,
+                src: src + at,
+                len: n,
+                desc,
+                offset: offset + at as u64,
+                flags,
+            };
+            st.ops[id as usize] = Op::Put {
+                peer: peer.0,
+                rc: rc.clone(),
+                lc: (bounce.is_none()).then(|| lc.clone()),
+                bounce: if i + 1 == pieces { bounce } else { None },
+                mr: mr.clone(),
+                flush_at: (!net.prov.delivery_complete).then_some(offset + (at + n - 1) as u64),
+            };
+            if i == 0 {
+                if let Err(e) = st.issue(net, &post) {
+                    // Nothing issued: undo and report.
+                    st.ops[id as usize] = Op::Idle;
+                    st.free_ops.push(id);
+                    if let Some(b) = bounce {
+                        st.release_slot(net, b as usize);
+                    }
+                    return Err(if e.is_again() {
+                        Error::WouldBlock {
+                            peer,
+                            resource: "the provider's transmit queue",
+                        }
+                    } else {
+                        e.into()
+                    });
+                }
+            } else {
+                st.post(net, post);
+            }
+            ids.push(id);
+        }
+        rc.add(pieces as u64);
+        if bounce.is_none() {
+            lc.add(pieces as u64);
+        }
+        Ok(())
+    }
+
+    /// See the module docs; the SPI's `try_get`.
+    ///
+    /// # Safety
+    /// As `Conduit::try_get`.
+    pub(crate) unsafe fn get(
+        &self,
+        dst: *mut u8,
+        peer: Rank,
+        offset: u64,
+        len: usize,
+        done: &Arc<Completion>,
+    ) -> Result<()> {
+        let net = &self.net;
+        let mut st = self.state.lock();
+        st.check_alive(peer, "get")?;
+        let pieces = len.div_ceil(net.prov.max_msg).max(1);
+        if st.free_ops.len() < pieces {
+            return Err(Error::WouldBlock {
+                peer,
+                resource: "RMA operation slots",
+            });
+        }
+        let local = self.local_side(&mut st, dst, len, peer)?;
+        let (to, desc, bounce, mr) = match &local {
+            Local::Registered(d) => (dst as usize, *d, None, None),
+            Local::Bounce(s) => (
+                net.send_buf(*s as usize) as usize,
+                net.desc(&net.send_mr) as usize,
+                Some(*s),
+                None,
+            ),
+            Local::OnTheFly(m) => (dst as usize, m.desc() as usize, None, Some(m.clone())),
+        };
+        let max = net.prov.max_msg;
+        for i in 0..pieces {
+            let id = st.take_op().expect("counted above");
+            let at = i * max;
+            let n = (len - at).min(max);
+            let post = Post::Read {
+                op: id,
+                peer: peer.0,
+                dst: to + at,
+                len: n,
+                desc,
+                offset: offset + at as u64,
+            };
+            st.ops[id as usize] = Op::Get {
+                peer: peer.0,
+                done: done.clone(),
+                bounce: bounce.map(|s| (s, dst as usize, len)),
+                mr: mr.clone(),
+            };
+            if i == 0 {
+                if let Err(e) = st.issue(net, &post) {
+                    st.ops[id as usize] = Op::Idle;
+                    st.free_ops.push(id);
+                    if let Some(b) = bounce {
+                        st.release_slot(net, b as usize);
+                    }
+                    return Err(if e.is_again() {
+                        Error::WouldBlock {
+                            peer,
+                            resource: "the provider's transmit queue",
+                        }
+                    } else {
+                        e.into()
+                    });
+                }
+            } else {
+                st.post(net, post);
+            }
+        }
+        done.add(pieces as u64);
+        Ok(())
+    }
+}
+
+/// How an RMA's local buffer is reached.
+enum Local {
+    /// Inside a registered region (descriptor, possibly null).
+    Registered(usize),
+    /// Bounce buffer (send slot).
+    Bounce(u32),
+    /// Registered for this operation.
+    OnTheFly(Arc<crate::fabric::MemoryRegion>),
+}

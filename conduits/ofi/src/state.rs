@@ -1,0 +1,763 @@
+//! The conduit's mutable network state, kept under one lock: operation
+//! slots, send-buffer pools, credits, the backlog of posts the provider
+//! refused for now, and the received messages waiting for delivery.
+//!
+//! Every libfabric call on the endpoint and CQ is made with this lock
+//! held, which is what `FI_THREAD_DOMAIN` asks of the application (and
+//! what our own bookkeeping needs anyway). Handlers never run under it.
+
+use crate::fabric::{CqRead, FiError, MemoryRegion};
+use crate::net::{Net, POOL_REP};
+use crate::wire::{self, Header};
+use libfabric_sys as sys;
+use rgex_core::{Completion, Direction, Error, Rank};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Request or reply, as an index into per-direction arrays.
+#[inline]
+pub(crate) fn dir_index(d: Direction) -> usize {
+    match d {
+        Direction::Request => 0,
+        Direction::Reply => 1,
+    }
+}
+
+/// Memory staged for a Long AM larger than a send buffer.
+pub(crate) struct Staging {
+    // Dropped before `mem` (field order): the registration first.
+    pub mr: Option<MemoryRegion>,
+    pub mem: Box<[u64]>,
+}
+
+impl Staging {
+    pub fn ptr(&self) -> *mut u8 {
+        self.mem.as_ptr() as *mut u8
+    }
+}
+
+/// What an operation slot is doing.
+pub(crate) enum Op {
+    /// Not in use (dynamic slots only).
+    Idle,
+    /// A posted receive buffer (slot id = buffer index).
+    Recv,
+    /// An AM (or credit message) sent from send buffer `id - n_recv`.
+    AmSend { peer: u32 },
+    /// A Long's payload write; the header goes after it unless it was
+    /// already posted behind it (`FI_ORDER_SAW`).
+    LongWrite {
+        slot: u32,
+        peer: u32,
+        header_after: Option<usize>,
+    },
+    /// One put (or one piece of a large one).
+    Put {
+        peer: u32,
+        rc: Arc<Completion>,
+        lc: Option<Arc<Completion>>,
+        bounce: Option<u32>,
+        mr: Option<Arc<MemoryRegion>>,
+        /// Without FI_DELIVERY_COMPLETE: the last byte's offset, read back
+        /// after the write completes to know it landed.
+        flush_at: Option<u64>,
+    },
+    /// The 1-byte read confirming a put landed.
+    Flush { peer: u32, rc: Arc<Completion> },
+    /// One get (or one piece of a large one).
+    Get {
+        peer: u32,
+        done: Arc<Completion>,
+        /// Bounce buffer, destination and length to copy at completion.
+        bounce: Option<(u32, usize, usize)>,
+        mr: Option<Arc<MemoryRegion>>,
+    },
+    /// One offloaded atomic; operands and result in send buffer `slot`.
+    Atomic {
+        peer: u32,
+        slot: u32,
+        size: u8,
+        fetched: Arc<AtomicU64>,
+        done: Arc<Completion>,
+    },
+}
+
+/// A post the provider refused with FI_EAGAIN, retried in order by poll.
+pub(crate) enum Post {
+    Recv {
+        op: u32,
+    },
+    Send {
+        op: u32,
+        peer: u32,
+        buf: usize,
+        len: usize,
+    },
+    Write {
+        op: u32,
+        peer: u32,
+        src: usize,
+        len: usize,
+        desc: usize,
+        offset: u64,
+        flags: u64,
+    },
+    Read {
+        op: u32,
+        peer: u32,
+        dst: usize,
+        len: usize,
+        desc: usize,
+        offset: u64,
+    },
+}
+
+/// Per-peer flow control and health.
+pub(crate) struct Peer {
+    /// Messages sent to the peer, per direction (cumulative, wrapping).
+    pub sent: [u32; 2],
+    /// Of those, how many the peer reported consumed.
+    pub acked: [u32; 2],
+    /// Messages from the peer this rank consumed, per direction.
+    pub consumed: [u32; 2],
+    /// consumed[0] + consumed[1] when last reported to the peer.
+    pub reported: u32,
+    /// A credit message is owed and waits for a send buffer.
+    pub want_credit: bool,
+    /// Why the peer is considered gone.
+    pub dead: Option<Arc<str>>,
+    /// Last sign of life (a message or a completion).
+    pub last_heard: Instant,
+    /// Since when a send to it has waited for credits.
+    pub stalled_since: Option<Instant>,
+}
+
+/// A received message waiting for its handler.
+#[derive(Clone, Copy)]
+pub(crate) struct Ready {
+    pub buf: u32,
+    pub len: u32,
+}
+
+pub(crate) struct State {
+    pub ops: Vec<Op>,
+    pub free_ops: Vec<u32>,
+    pub pools: [Vec<u32>; 3],
+    /// Outstanding uses of each send buffer (the header send, a Long's write).
+    pub slot_pending: Vec<u8>,
+    /// Long staging memory, per send buffer, from prepare to write completion.
+    pub staging: Vec<Option<Staging>>,
+    /// The write operation reserved for a prepared Long, per send buffer.
+    pub long_op: Vec<u32>,
+    pub peers: Vec<Peer>,
+    pub backlog: VecDeque<Post>,
+    pub ready: [VecDeque<Ready>; 2],
+    /// Keys for on-the-fly registrations (without FI_MR_PROV_KEY).
+    pub next_key: u64,
+    /// Errors already printed, per peer (once each).
+    pub reported_dead: Vec<bool>,
+    timeout: Option<Duration>,
+    me: Rank,
+}
+
+/// A peer that went away, as an error naming it.
+pub(crate) fn dead_error(me: Rank, peer: Rank, why: &str, what: &str) -> Error {
+    Error::Os {
+        op: format!("{what} from {me} to {peer}"),
+        source: std::io::Error::new(
+            std::io::ErrorKind::ConnectionAborted,
+            format!("{peer} is unreachable (considered dead): {why}"),
+        ),
+    }
+}
+
+impl State {
+    pub fn new(net: &Net, me: Rank, timeout_secs: u64) -> Self {
+        let g = &net.geo;
+        let n_send = g.n_send();
+        let mut ops = Vec::with_capacity(g.n_ops());
+        ops.extend((0..g.n_recv).map(|_| Op::Recv));
+        ops.extend((0..n_send).map(|_| Op::Idle));
+        ops.extend((0..crate::net::DYNAMIC_OPS).map(|_| Op::Idle));
+        let dyn0 = (g.n_recv + n_send) as u32;
+        let mut pools: [Vec<u32>; 3] = Default::default();
+        let mut s = 0u32;
+        for (p, &n) in pools.iter_mut().zip(&g.pools) {
+            // Reversed, so pop() hands out the lowest first.
+            *p = (s..s + n as u32).rev().collect();
+            s += n as u32;
+        }
+        let now = Instant::now();
+        State {
+            ops,
+            free_ops: (dyn0..g.n_ops() as u32).rev().collect(),
+            pools,
+            slot_pending: vec![0; n_send],
+            staging: (0..n_send).map(|_| None).collect(),
+            long_op: vec![u32::MAX; n_send],
+            peers: (0..g.size)
+                .map(|_| Peer {
+                    sent: [0; 2],
+                    acked: [0; 2],
+                    consumed: [0; 2],
+                    reported: 0,
+                    want_credit: false,
+                    dead: None,
+                    last_heard: now,
+                    stalled_since: None,
+                })
+                .collect(),
+            backlog: VecDeque::new(),
+            ready: Default::default(),
+            next_key: 1 << 20,
+            reported_dead: vec![false; g.size],
+            timeout: (timeout_secs > 0).then(|| Duration::from_secs(timeout_secs)),
+            me,
+        }
+    }
+
+    /// Post every receive buffer (setup).
+    pub fn post_receives(&mut self, net: &Net) -> Result<(), FiError> {
+        for i in 0..net.geo.n_recv {
+            match self.issue(net, &Post::Recv { op: i as u32 }) {
+                Ok(()) => {}
+                Err(e) if e.is_again() => self.backlog.push_back(Post::Recv { op: i as u32 }),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Hand one post to the provider.
+    pub fn issue(&self, net: &Net, p: &Post) -> Result<(), FiError> {
+        let g = &net.geo;
+        match *p {
+            // SAFETY: receive buffer `op` lies in the registered receive
+            // region and is ours until its completion; one context per op.
+            Post::Recv { op } => unsafe {
+                net.ep.recv(
+                    net.recv_buf(op as usize),
+                    g.slot,
+                    net.desc(&net.recv_mr),
+                    net.ctx(op as usize),
+                )
+            },
+            // SAFETY: the bytes at `buf` stay untouched until the send's
+            // completion (they are a send buffer we hold, or staging).
+            Post::Send { op, peer, buf, len } => unsafe {
+                net.ep.send(
+                    buf as *const u8,
+                    len,
+                    net.desc(&net.send_mr),
+                    net.peers[peer as usize].addr,
+                    net.ctx(op as usize),
+                )
+            },
+            Post::Write {
+                op,
+                peer,
+                src,
+                len,
+                desc,
+                offset,
+                flags,
+            } => {
+                let to = net.remote(peer as usize, offset);
+                // SAFETY: the source stays valid until completion (segment,
+                // send buffer, staging or a caller buffer under its
+                // contract); the remote range was bounds-checked.
+                unsafe {
+                    net.ep.write(
+                        src as *const u8,
+                        len,
+                        desc as *mut _,
+                        to,
+                        net.ctx(op as usize),
+                        flags,
+                    )
+                }
+            }
+            Post::Read {
+                op,
+                peer,
+                dst,
+                len,
+                desc,
+                offset,
+            } => {
+                let from = net.remote(peer as usize, offset);
+                // SAFETY: as for Write, for the destination.
+                unsafe {
+                    net.ep.read(
+                        dst as *mut u8,
+                        len,
+                        desc as *mut _,
+                        from,
+                        net.ctx(op as usize),
+                        0,
+                    )
+                }
+            }
+        }
+    }
+
+    /// Post in order: behind the backlog if there is one, into it if the
+    /// provider refuses for now. A hard failure fails the operation.
+    pub fn post(&mut self, net: &Net, p: Post) {
+        if !self.backlog.is_empty() {
+            self.backlog.push_back(p);
+            return;
+        }
+        match self.issue(net, &p) {
+            Ok(()) => {}
+            Err(e) if e.is_again() => self.backlog.push_back(p),
+            Err(e) => {
+                let op = match p {
+                    Post::Recv { op }
+                    | Post::Send { op, .. }
+                    | Post::Write { op, .. }
+                    | Post::Read { op, .. } => op,
+                };
+                self.fail(net, op as usize, &e.to_string());
+            }
+        }
+    }
+
+    /// Retry the backlog in order; stop at the first refusal.
+    fn flush_backlog(&mut self, net: &Net) -> usize {
+        let mut n = 0;
+        while let Some(p) = self.backlog.front() {
+            match self.issue(net, p) {
+                Ok(()) => {
+                    self.backlog.pop_front();
+                    n += 1;
+                }
+                Err(e) if e.is_again() => break,
+                Err(e) => {
+                    let p = self.backlog.pop_front().expect("front exists");
+                    let op = match p {
+                        Post::Recv { op }
+                        | Post::Send { op, .. }
+                        | Post::Write { op, .. }
+                        | Post::Read { op, .. } => op,
+                    };
+                    self.fail(net, op as usize, &e.to_string());
+                }
+            }
+        }
+        n
+    }
+
+    /// True when nothing we posted is outstanding: no backlog, every send
+    /// buffer back in its pool, every dynamic operation slot free.
+    pub fn quiet(&self, net: &Net) -> bool {
+        self.backlog.is_empty()
+            && self
+                .pools
+                .iter()
+                .zip(&net.geo.pools)
+                .all(|(p, &n)| p.len() == n)
+            && self.free_ops.len() == crate::net::DYNAMIC_OPS
+    }
+
+    /// Take a dynamic operation slot.
+    #[inline]
+    pub fn take_op(&mut self) -> Option<u32> {
+        self.free_ops.pop()
+    }
+
+    #[inline]
+    fn free_op(&mut self, id: usize) {
+        self.ops[id] = Op::Idle;
+        self.free_ops.push(id as u32);
+    }
+
+    /// One use of send buffer `slot` ended; back to its pool after the last.
+    #[inline]
+    pub fn release_slot(&mut self, net: &Net, slot: usize) {
+        let p = &mut self.slot_pending[slot];
+        *p = p.saturating_sub(1);
+        if *p == 0 {
+            self.pools[net.geo.pool_of(slot)].push(slot as u32);
+        }
+    }
+
+    /// Write an AM header into send buffer `slot` for `peer` (with the
+    /// credits we owe it) and post the send of `hlen + len` bytes.
+    pub fn send_am(&mut self, net: &Net, slot: usize, peer: usize, mut h: Header, args: &[u32]) {
+        let p = &mut self.peers[peer];
+        h.ack_req = p.consumed[0];
+        h.ack_rep = p.consumed[1];
+        p.reported = p.consumed[0].wrapping_add(p.consumed[1]);
+        p.want_credit = false;
+        let buf = net.send_buf(slot);
+        // SAFETY: send buffer `slot` is ours (taken from its pool) and
+        // 64-aligned with room for the longest header.
+        unsafe { h.write(buf, args) };
+        let op = (net.geo.n_recv + slot) as u32;
+        self.ops[op as usize] = Op::AmSend { peer: peer as u32 };
+        self.post(
+            net,
+            Post::Send {
+                op,
+                peer: peer as u32,
+                buf: buf as usize,
+                len: h.hlen
+                    + if h.category() == rgex_core::Category::Long {
+                        0
+                    } else {
+                        h.len as usize
+                    },
+            },
+        );
+    }
+
+    /// Send credit messages owed, where a reply buffer is free.
+    fn send_credits(&mut self, net: &Net) {
+        for peer in 0..self.peers.len() {
+            if !self.peers[peer].want_credit || self.peers[peer].dead.is_some() {
+                continue;
+            }
+            let Some(slot) = self.pools[POOL_REP].pop() else {
+                return;
+            };
+            self.slot_pending[slot as usize] = 1;
+            let h = Header {
+                kind: wire::CREDIT,
+                handler: 0,
+                nargs: 0,
+                hlen: wire::header_len(0),
+                src: self.me.0,
+                len: 0,
+                ack_req: 0,
+                ack_rep: 0,
+                long_offset: 0,
+            };
+            self.send_am(net, slot as usize, peer, h, &[]);
+        }
+    }
+
+    /// A delivered message's buffer is free again: count it consumed and
+    /// repost it; owe a credit message once half the window is consumed.
+    pub fn consumed(&mut self, net: &Net, buf: usize, src: usize, dir: usize) {
+        if let Some(p) = self.peers.get_mut(src) {
+            p.consumed[dir] = p.consumed[dir].wrapping_add(1);
+            let unreported = p.consumed[0]
+                .wrapping_add(p.consumed[1])
+                .wrapping_sub(p.reported);
+            if unreported as usize >= net.geo.window {
+                p.want_credit = true;
+            }
+        }
+        self.post(net, Post::Recv { op: buf as u32 });
+    }
+
+    /// Read completions, retry the backlog, send owed credits. Returns how
+    /// many things happened.
+    pub fn progress(&mut self, net: &Net) -> usize {
+        let mut n = 0;
+        let mut buf = [sys::fi_cq_data_entry::default(); 16];
+        for _ in 0..4 {
+            match net.ep.cq().read(&mut buf) {
+                Ok(CqRead::Entries(k)) => {
+                    for e in &buf[..k] {
+                        self.complete(net, e.op_context, e.len);
+                    }
+                    n += k;
+                    if k < buf.len() {
+                        break;
+                    }
+                }
+                Ok(CqRead::Empty) => break,
+                Ok(CqRead::Error) => {
+                    if let Some(err) = net.ep.cq().read_error() {
+                        n += 1;
+                        self.error_completion(net, err);
+                    }
+                }
+                Err(e) => {
+                    eprintln!("rgex-ofi: {}: {e}", self.me);
+                    break;
+                }
+            }
+        }
+        if !self.backlog.is_empty() {
+            n += self.flush_backlog(net);
+        }
+        self.send_credits(net);
+        n
+    }
+
+    fn error_completion(&mut self, net: &Net, err: crate::fabric::CqError) {
+        let Some(id) = net.op_of(err.context) else {
+            eprintln!(
+                "rgex-ofi: {}: error completion for an unknown operation: {}",
+                self.me, err.error
+            );
+            return;
+        };
+        if id < net.geo.n_recv {
+            // A receive failed (cancelled at close, or truncated): repost
+            // unless the endpoint is going away.
+            if err.error.code != sys::FI_ECANCELED {
+                eprintln!("rgex-ofi: {}: {}", self.me, err.error);
+                self.post(net, Post::Recv { op: id as u32 });
+            }
+            return;
+        }
+        self.fail(net, id, &err.error.to_string());
+    }
+
+    /// Operation `id` failed: its peer is declared dead, its resources are
+    /// released and its completions fired so no waiter hangs (the error is
+    /// printed once per peer, and later operations to it return errors).
+    pub fn fail(&mut self, net: &Net, id: usize, why: &str) {
+        let peer = match &self.ops[id] {
+            Op::AmSend { peer }
+            | Op::LongWrite { peer, .. }
+            | Op::Put { peer, .. }
+            | Op::Flush { peer, .. }
+            | Op::Get { peer, .. }
+            | Op::Atomic { peer, .. } => Some(*peer as usize),
+            Op::Recv | Op::Idle => None,
+        };
+        if let Some(p) = peer {
+            self.mark_dead(p, why);
+        }
+        self.finish(net, id, true);
+    }
+
+    /// Declare `peer` dead with reason `why` (printed once).
+    pub fn mark_dead(&mut self, peer: usize, why: &str) {
+        if self.peers[peer].dead.is_none() {
+            self.peers[peer].dead = Some(why.into());
+        }
+        if !std::mem::replace(&mut self.reported_dead[peer], true) {
+            eprintln!(
+                "rgex-ofi: {}: an operation to rank {peer} failed; rank {peer} is now considered dead and later operations to it return errors: {why}",
+                self.me
+            );
+        }
+    }
+
+    /// The error for an operation to a dead `peer`, if it is.
+    #[inline]
+    pub fn check_alive(&self, peer: Rank, what: &str) -> Result<(), Error> {
+        match &self.peers[peer.index()].dead {
+            None => Ok(()),
+            Some(why) => Err(dead_error(self.me, peer, why, what)),
+        }
+    }
+
+    /// Out of credits towards `peer`: start or check its stall clock.
+    /// Returns the error once the peer has been silent past the timeout.
+    pub fn stalled(&mut self, peer: usize) -> Result<(), Error> {
+        let Some(t) = self.timeout else { return Ok(()) };
+        let now = Instant::now();
+        let p = &mut self.peers[peer];
+        let since = *p.stalled_since.get_or_insert(now);
+        if now.duration_since(since) > t && now.duration_since(p.last_heard) > t {
+            let why = format!(
+                "no credit returned and nothing heard from it for {} s (RGEX_OFI_TIMEOUT)",
+                t.as_secs()
+            );
+            self.mark_dead(peer, &why);
+            return self.check_alive(Rank(peer as u32), "AM");
+        }
+        Ok(())
+    }
+
+    /// One completion: what its operation does next.
+    fn complete(&mut self, net: &Net, ctx: *mut std::ffi::c_void, len: usize) {
+        let Some(id) = net.op_of(ctx) else {
+            eprintln!(
+                "rgex-ofi: {}: completion for an unknown context {ctx:p}",
+                self.me
+            );
+            return;
+        };
+        if id < net.geo.n_recv {
+            self.incoming(net, id, len);
+        } else {
+            self.finish(net, id, false);
+        }
+    }
+
+    /// A receive completed into buffer `id`.
+    fn incoming(&mut self, net: &Net, id: usize, len: usize) {
+        let mut args = [0u32; rgex_core::MAX_ARGS];
+        // SAFETY: the provider wrote `len <= slot` bytes into receive
+        // buffer `id`, which is ours until reposted.
+        let msg = unsafe { std::slice::from_raw_parts(net.recv_buf(id), len.min(net.geo.slot)) };
+        let h = match Header::read(msg, &mut args) {
+            Some(h) if (h.src as usize) < self.peers.len() => h,
+            _ => {
+                eprintln!(
+                    "rgex-ofi: {}: dropped a malformed message of {len} bytes",
+                    self.me
+                );
+                self.post(net, Post::Recv { op: id as u32 });
+                return;
+            }
+        };
+        let p = &mut self.peers[h.src as usize];
+        // Cumulative counts: the newest report wins (SAS ordering).
+        if h.ack_req.wrapping_sub(p.acked[0]) as i32 > 0 {
+            p.acked[0] = h.ack_req;
+        }
+        if h.ack_rep.wrapping_sub(p.acked[1]) as i32 > 0 {
+            p.acked[1] = h.ack_rep;
+        }
+        p.last_heard = Instant::now();
+        p.stalled_since = None;
+        if h.is_credit() {
+            self.post(net, Post::Recv { op: id as u32 });
+            return;
+        }
+        self.ready[dir_index(h.direction())].push_back(Ready {
+            buf: id as u32,
+            len: len as u32,
+        });
+    }
+
+    /// Operation `id` (not a receive) completed, or failed when `failed`.
+    fn finish(&mut self, net: &Net, id: usize, failed: bool) {
+        let n_recv = net.geo.n_recv;
+        let op = std::mem::replace(&mut self.ops[id], Op::Idle);
+        let touch = |peers: &mut Vec<Peer>, p: u32| {
+            if let Some(p) = peers.get_mut(p as usize) {
+                p.last_heard = Instant::now();
+            }
+        };
+        match op {
+            Op::Idle | Op::Recv => {}
+            Op::AmSend { peer } => {
+                touch(&mut self.peers, peer);
+                self.release_slot(net, id - n_recv);
+            }
+            Op::LongWrite {
+                slot,
+                peer,
+                header_after,
+            } => {
+                touch(&mut self.peers, peer);
+                self.free_op(id);
+                self.staging[slot as usize] = None;
+                match header_after {
+                    Some(len) if !failed && self.peers[peer as usize].dead.is_none() => {
+                        let op = (n_recv + slot as usize) as u32;
+                        self.ops[op as usize] = Op::AmSend { peer };
+                        self.post(
+                            net,
+                            Post::Send {
+                                op,
+                                peer,
+                                buf: net.send_buf(slot as usize) as usize,
+                                len,
+                            },
+                        );
+                    }
+                    _ => self.release_slot(net, slot as usize),
+                }
+            }
+            Op::Put {
+                peer,
+                rc,
+                lc,
+                bounce,
+                mr,
+                flush_at,
+            } => {
+                touch(&mut self.peers, peer);
+                if let Some(b) = bounce {
+                    self.release_slot(net, b as usize);
+                }
+                drop(mr);
+                if let Some(lc) = lc {
+                    lc.done();
+                }
+                match flush_at {
+                    Some(at) if !failed => {
+                        // Read the last byte back: the read completes after
+                        // the write has landed.
+                        self.ops[id] = Op::Flush { peer, rc };
+                        let dst = net.scratch() as usize;
+                        let desc = net.desc(&net.send_mr) as usize;
+                        self.post(
+                            net,
+                            Post::Read {
+                                op: id as u32,
+                                peer,
+                                dst,
+                                len: 1,
+                                desc,
+                                offset: at,
+                            },
+                        );
+                    }
+                    _ => {
+                        rc.done();
+                        self.free_op(id);
+                    }
+                }
+            }
+            Op::Flush { peer, rc } => {
+                touch(&mut self.peers, peer);
+                rc.done();
+                self.free_op(id);
+            }
+            Op::Get {
+                peer,
+                done,
+                bounce,
+                mr,
+            } => {
+                touch(&mut self.peers, peer);
+                if let Some((slot, dst, len)) = bounce {
+                    if !failed {
+                        // SAFETY: the read landed `len` bytes in bounce
+                        // buffer `slot`; `dst` is the caller's buffer, valid
+                        // until `done` completes (try_get's contract).
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                net.send_buf(slot as usize),
+                                dst as *mut u8,
+                                len,
+                            )
+                        };
+                    }
+                    self.release_slot(net, slot as usize);
+                }
+                drop(mr);
+                done.done();
+                self.free_op(id);
+            }
+            Op::Atomic {
+                peer,
+                slot,
+                size,
+                fetched,
+                done,
+            } => {
+                touch(&mut self.peers, peer);
+                // SAFETY: the result word at +16 of send buffer `slot` was
+                // written by the completed fetch (or holds zero).
+                let v = unsafe {
+                    let r = net.send_buf(slot as usize).add(16);
+                    if size == 4 {
+                        u64::from(std::ptr::read(r.cast::<u32>()))
+                    } else {
+                        std::ptr::read(r.cast::<u64>())
+                    }
+                };
+                // Relaxed: done()'s Release publishes it to the waiter.
+                fetched.store(v, Ordering::Relaxed);
+                self.release_slot(net, slot as usize);
+                done.done();
+                self.free_op(id);
+            }
+        }
+    }
+}

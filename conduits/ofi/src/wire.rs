@@ -1,0 +1,192 @@
+//! The header every ofi AM carries, in front of its payload.
+//!
+//! ```text
+//! 0  kind      u8   category (2 bits) | reply (bit 2) | credit-only (bit 3)
+//! 1  handler   u8
+//! 2  nargs     u8   arguments carried
+//! 3  hlen      u8   header length in 8-byte words (payload starts there)
+//! 4  src       u32  sender's rank
+//! 8  len       u32  payload bytes (Medium: after the header; Long: in the segment)
+//! 12 ack_req   u32  requests of the receiver the sender has consumed (cumulative, wrapping)
+//! 16 ack_rep   u32  replies of the receiver the sender has consumed (cumulative, wrapping)
+//! 20 pad       u32
+//! 24 long_off  u64  Long: where the payload landed in the receiver's segment
+//! 32 args      u32 x nargs, then padding to 8 bytes
+//! ```
+//!
+//! The header length follows the argument count declared at prepare, so a
+//! Medium's payload sits right behind it and goes out in the same send.
+
+use rgex_core::{Category, Direction, MAX_ARGS};
+
+/// Fixed part of the header.
+pub const FIXED: usize = 32;
+/// The longest header (16 arguments).
+pub const MAX_HEADER: usize = header_len(MAX_ARGS);
+
+const REPLY: u8 = 1 << 2;
+/// A credit-return message: no handler runs.
+pub const CREDIT: u8 = 1 << 3;
+
+/// Header bytes for `nargs` arguments (a multiple of 8).
+pub const fn header_len(nargs: usize) -> usize {
+    (FIXED + 4 * nargs + 7) & !7
+}
+
+/// The kind byte for a message.
+pub fn kind(c: Category, d: Direction) -> u8 {
+    let c = match c {
+        Category::Short => 0,
+        Category::Medium => 1,
+        Category::Long => 2,
+    };
+    c | if d == Direction::Reply { REPLY } else { 0 }
+}
+
+/// Decoded header fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Kind byte (see [`kind`], [`CREDIT`]).
+    pub kind: u8,
+    /// Handler index.
+    pub handler: u8,
+    /// Arguments carried.
+    pub nargs: u8,
+    /// Header length in bytes.
+    pub hlen: usize,
+    /// Sender.
+    pub src: u32,
+    /// Payload length.
+    pub len: u32,
+    /// Credits returned: requests consumed.
+    pub ack_req: u32,
+    /// Credits returned: replies consumed.
+    pub ack_rep: u32,
+    /// Long destination offset.
+    pub long_offset: u64,
+}
+
+impl Header {
+    /// True for a credit-return message.
+    pub fn is_credit(&self) -> bool {
+        self.kind & CREDIT != 0
+    }
+
+    /// Category.
+    pub fn category(&self) -> Category {
+        match self.kind & 3 {
+            0 => Category::Short,
+            1 => Category::Medium,
+            _ => Category::Long,
+        }
+    }
+
+    /// Direction.
+    pub fn direction(&self) -> Direction {
+        if self.kind & REPLY != 0 {
+            Direction::Reply
+        } else {
+            Direction::Request
+        }
+    }
+
+    /// Write the header and `args` at `buf`.
+    ///
+    /// # Safety
+    /// `buf` must be 8-byte aligned with `self.hlen` writable bytes, and
+    /// `self.hlen >= header_len(args.len())`.
+    pub unsafe fn write(&self, buf: *mut u8, args: &[u32]) {
+        debug_assert!(self.hlen >= header_len(args.len()) && self.hlen <= MAX_HEADER);
+        let mut fixed = [0u8; FIXED];
+        fixed[0] = self.kind;
+        fixed[1] = self.handler;
+        fixed[2] = self.nargs;
+        fixed[3] = (self.hlen / 8) as u8;
+        fixed[4..8].copy_from_slice(&self.src.to_le_bytes());
+        fixed[8..12].copy_from_slice(&self.len.to_le_bytes());
+        fixed[12..16].copy_from_slice(&self.ack_req.to_le_bytes());
+        fixed[16..20].copy_from_slice(&self.ack_rep.to_le_bytes());
+        fixed[24..32].copy_from_slice(&self.long_offset.to_le_bytes());
+        // SAFETY: the caller guarantees hlen >= FIXED + 4 * nargs writable bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(fixed.as_ptr(), buf, FIXED);
+            for (i, a) in args.iter().enumerate() {
+                std::ptr::copy_nonoverlapping(a.to_le_bytes().as_ptr(), buf.add(FIXED + 4 * i), 4);
+            }
+        }
+    }
+
+    /// Parse the header at the start of `msg` (`None` if malformed) and
+    /// copy its arguments into `args`.
+    pub fn read(msg: &[u8], args: &mut [u32; MAX_ARGS]) -> Option<Header> {
+        if msg.len() < FIXED {
+            return None;
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(msg[o..o + 4].try_into().expect("4 bytes"));
+        let h = Header {
+            kind: msg[0],
+            handler: msg[1],
+            nargs: msg[2],
+            hlen: msg[3] as usize * 8,
+            src: u32_at(4),
+            len: u32_at(8),
+            ack_req: u32_at(12),
+            ack_rep: u32_at(16),
+            long_offset: u64::from_le_bytes(msg[24..32].try_into().expect("8 bytes")),
+        };
+        let n = h.nargs as usize;
+        if n > MAX_ARGS || h.hlen < header_len(n) || h.hlen > msg.len() {
+            return None;
+        }
+        for (i, a) in args.iter_mut().take(n).enumerate() {
+            *a = u32_at(FIXED + 4 * i);
+        }
+        Some(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let mut buf = [0u64; MAX_HEADER / 8];
+        let args: Vec<u32> = (0..5).map(|i| i * 1000 + 7).collect();
+        let h = Header {
+            kind: kind(Category::Long, Direction::Reply),
+            handler: 200,
+            nargs: 5,
+            hlen: header_len(16),
+            src: 3,
+            len: 4096,
+            ack_req: u32::MAX,
+            ack_rep: 9,
+            long_offset: 0xdead_beef_0000,
+        };
+        // SAFETY: buf is 8-aligned with MAX_HEADER bytes.
+        unsafe { h.write(buf.as_mut_ptr().cast(), &args) };
+        // SAFETY: viewing the u64 array as bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), MAX_HEADER) };
+        let mut out = [0u32; MAX_ARGS];
+        let back = Header::read(bytes, &mut out).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(&out[..5], &args[..]);
+        assert_eq!(back.category(), Category::Long);
+        assert_eq!(back.direction(), Direction::Reply);
+        assert!(!back.is_credit());
+        assert_eq!(header_len(0), 32);
+        assert_eq!(header_len(1), 40);
+        assert_eq!(MAX_HEADER, 96);
+    }
+
+    #[test]
+    fn malformed_is_refused() {
+        let mut out = [0u32; MAX_ARGS];
+        assert!(Header::read(&[0u8; 8], &mut out).is_none());
+        let mut b = [0u8; 40];
+        b[2] = 17; // too many arguments
+        b[3] = 5;
+        assert!(Header::read(&b, &mut out).is_none());
+    }
+}
