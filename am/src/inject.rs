@@ -104,6 +104,50 @@ impl Endpoint {
         } else {
             PollSet::All
         };
+        self.retry_while_blocked(set, || self.conduit().try_prepare(spec))
+    }
+
+    /// Run one conduit injection (`attempt`: a native put, an offloaded
+    /// atomic, ...): when it says would-block, hand that back under
+    /// IMMEDIATE, else poll and retry until it goes through. For rgex's
+    /// layers that call the Conduit SPI themselves.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_am::Endpoint) -> rgex_core::Result<()> {
+    /// use rgex_core::Flags;
+    /// let mut tries = 0;
+    /// ep.inject_or_wait(Flags::empty(), || {
+    ///     tries += 1;
+    ///     if tries < 3 { Err(rgex_core::Error::WouldBlock { peer: rgex_core::Rank(1), resource: "demo" }) } else { Ok(()) }
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn inject_or_wait<T>(
+        &self,
+        flags: Flags,
+        mut attempt: impl FnMut() -> Result<T>,
+    ) -> Result<T> {
+        match attempt() {
+            Err(e) if e.is_would_block() && !flags.contains(Flags::IMMEDIATE) => {
+                let set = if in_handler() {
+                    PollSet::RepliesOnly
+                } else {
+                    PollSet::All
+                };
+                self.retry_while_blocked(set, attempt)
+            }
+            other => other,
+        }
+    }
+
+    /// Poll `set` (backing off when nothing arrives) and retry `attempt`
+    /// until it stops saying would-block.
+    #[cold]
+    fn retry_while_blocked<T>(
+        &self,
+        set: PollSet,
+        mut attempt: impl FnMut() -> Result<T>,
+    ) -> Result<T> {
         let mut backoff = Backoff::new(self.polite());
         loop {
             if self.progress(set) == 0 {
@@ -111,7 +155,7 @@ impl Endpoint {
             } else {
                 backoff.reset();
             }
-            match self.conduit().try_prepare(spec) {
+            match attempt() {
                 Err(e) if e.is_would_block() => continue,
                 other => return other,
             }

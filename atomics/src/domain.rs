@@ -507,7 +507,12 @@ impl<T: AtomicValue> AtomicDomain<T> {
                     Sink::Nbi(c) => c.clone(),
                 };
                 let value = Arc::new(AtomicU64::new(0));
-                i.ep.conduit().atomic_start(&req, &value, &done)?;
+                let imm = if flags.contains(AtomicFlags::IMMEDIATE) {
+                    Flags::IMMEDIATE
+                } else {
+                    Flags::empty()
+                };
+                i.ep.inject_or_wait(imm, || i.ep.conduit().atomic_start(&req, &value, &done))?;
                 // Whatever a conduit stores for an op that fetches nothing
                 // is not the op's value: report zero.
                 let value = if op.fetches() {

@@ -170,8 +170,10 @@ pub trait Conduit: Send + Sync + 'static {
     /// completes it stores the fetched value's bit pattern (zero-extended
     /// to 64 bits; anything for non-fetching ops) into `fetched`, then calls
     /// [`Completion::done`](crate::Completion::done). Completion may be
-    /// driven by [`poll`](Self::poll). On `Err` nothing was counted or sent.
-    /// The default refuses.
+    /// driven by [`poll`](Self::poll). Never waits: a busy resource is
+    /// [`Error::WouldBlock`](crate::Error::WouldBlock) (the atomics layer
+    /// polls and retries). On `Err` nothing was counted or sent. The
+    /// default refuses.
     fn atomic_start(
         &self,
         req: &AtomicRequest,

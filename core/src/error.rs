@@ -138,6 +138,19 @@ pub enum Error {
         /// The call.
         what: &'static str,
     },
+    /// A peer went away (its process died, its network failed): operations
+    /// to it fail with this instead of waiting forever.
+    #[error("{what} from {from} to {rank}: {rank} is unreachable (considered dead): {why}")]
+    PeerUnreachable {
+        /// The operation.
+        what: String,
+        /// This rank.
+        from: Rank,
+        /// The peer.
+        rank: Rank,
+        /// What the network reported (with the provider and its error text).
+        why: String,
+    },
     /// The job's out-of-band channel failed (a rank left, the launcher died).
     #[error("bootstrap: {0}")]
     Bootstrap(String),

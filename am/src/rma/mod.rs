@@ -25,7 +25,7 @@ pub use nbi::NbiCategory;
 
 use crate::Endpoint;
 use rgex_core::segment::check_range;
-use rgex_core::{Backoff, Completion, Error, Event, Flags, GlobalAddr, PollSet, Rank, Result};
+use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result};
 use std::sync::Arc;
 
 /// A fresh counter for one non-blocking operation.
@@ -134,7 +134,7 @@ impl Endpoint {
                     Lc::Group => nbi::counter(NbiCategory::Put),
                     Lc::Now | Lc::Defer => fresh(),
                 };
-                self.native_retry(flags, || {
+                self.inject_or_wait(flags, || {
                     // SAFETY: forwarded caller contract; `lcc` tracks the
                     // source as long as the conduit reads it.
                     unsafe {
@@ -197,7 +197,7 @@ impl Endpoint {
         match self.rma_path(src.rank) {
             RmaPath::Native => {
                 let done = counter();
-                self.native_retry(flags, || {
+                self.inject_or_wait(flags, || {
                     // SAFETY: forwarded caller contract.
                     unsafe {
                         self.conduit()
@@ -233,32 +233,6 @@ impl Endpoint {
         match done {
             Some(d) if !d.is_done() => Event::pending(d, self.progress_handle()),
             _ => Event::done(),
-        }
-    }
-
-    /// Run a native RMA injection, polling and retrying while the conduit
-    /// says would-block (unless IMMEDIATE, which hands the would-block back).
-    fn native_retry(&self, flags: Flags, mut attempt: impl FnMut() -> Result<()>) -> Result<()> {
-        match attempt() {
-            Err(e) if e.is_would_block() && !flags.contains(Flags::IMMEDIATE) => {}
-            other => return other,
-        }
-        let set = if crate::context::in_handler() {
-            PollSet::RepliesOnly
-        } else {
-            PollSet::All
-        };
-        let mut backoff = Backoff::new(self.polite());
-        loop {
-            if self.progress(set) == 0 {
-                backoff.snooze();
-            } else {
-                backoff.reset();
-            }
-            match attempt() {
-                Err(e) if e.is_would_block() => continue,
-                other => return other,
-            }
         }
     }
 

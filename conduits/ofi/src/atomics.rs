@@ -43,10 +43,6 @@ use rgex_core::{Completion, Error, Result};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-/// How long `atomic_start` retries a busy resource before reporting
-/// would-block.
-const ATOMIC_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// Which libfabric call performs an op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Call {
@@ -154,23 +150,10 @@ impl OfiConduit {
                 req.op, req.ty, req.target, req.offset
             )));
         };
-        // The atomics layer does not retry: when a resource is busy (a
-        // connection still being set up, a full transmit queue), progress
-        // the CQ here, under the lock, and retry for a bounded time. Safe
-        // inside a handler: progress runs no handlers.
-        let start = std::time::Instant::now();
+        // Never waits: a busy resource is WouldBlock, which the atomics
+        // layer turns into poll-and-retry (or hands to an IMMEDIATE caller).
         let mut st = self.state.lock();
-        loop {
-            match self.try_atomic(&mut st, req, call, fop, fetched, done) {
-                Err(e) if e.is_would_block() && start.elapsed() < ATOMIC_RETRY => {
-                    if st.progress(&self.net) == 0 {
-                        parking_lot::MutexGuard::bump(&mut st);
-                        std::thread::yield_now();
-                    }
-                }
-                other => return other,
-            }
-        }
+        self.try_atomic(&mut st, req, call, fop, fetched, done)
     }
 
     fn try_atomic(

@@ -164,12 +164,11 @@ pub(crate) struct State {
 
 /// A peer that went away, as an error naming it.
 pub(crate) fn dead_error(me: Rank, peer: Rank, why: &str, what: &str) -> Error {
-    Error::Os {
-        op: format!("{what} from {me} to {peer}"),
-        source: std::io::Error::new(
-            std::io::ErrorKind::ConnectionAborted,
-            format!("{peer} is unreachable (considered dead): {why}"),
-        ),
+    Error::PeerUnreachable {
+        what: what.to_string(),
+        from: me,
+        rank: peer,
+        why: why.to_string(),
     }
 }
 

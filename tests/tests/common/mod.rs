@@ -50,3 +50,36 @@ pub fn run_ok(job: &Job, expect_oks: usize) -> String {
     );
     out
 }
+
+/// The conduit these tests run on (`RGEX_CONDUIT`, smp when unset): the
+/// conduit matrix (ci/conduits.sh) runs the same tests on each.
+#[allow(dead_code)] // not every test file uses it
+pub fn conduit() -> String {
+    std::env::var("RGEX_CONDUIT")
+        .ok()
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| "smp".into())
+}
+
+/// True if node-local peers' segments are mapped (smp, or ofi with its
+/// shared-memory bypass on): what the direct VIS mechanism and the
+/// shared-memory atomics need.
+#[allow(dead_code)] // not every test file uses it
+pub fn shares_memory() -> bool {
+    match conduit().as_str() {
+        "smp" => true,
+        "ofi" => std::env::var("RGEX_SHM_BYPASS").as_deref() != Ok("0"),
+        _ => false,
+    }
+}
+
+/// Print why a test does nothing on this conduit (shown with --nocapture
+/// and in the matrix log) and return true, when `applies` is false.
+#[allow(dead_code)] // not every test file uses it
+pub fn skip_unless(applies: bool, why: &str) -> bool {
+    if !applies {
+        println!("skipped on RGEX_CONDUIT={}: {why}", conduit());
+        eprintln!("skipped on RGEX_CONDUIT={}: {why}", conduit());
+    }
+    !applies
+}
