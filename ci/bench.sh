@@ -2,7 +2,10 @@
 # The benchmark job, from a fresh Debian machine as root: install the peer
 # tool (best-effort), build, and run every bench through the launcher:
 # testam, testsmall, rma_mt and testfaddperf on two ranks, testimm (with
-# RGEX_SMP_QUEUE_DEPTH=4) on eight. Arguments go to every bench: --quick (a smoke run, < 20 s
+# RGEX_SMP_QUEUE_DEPTH=4) on eight; then testam, testsmall and testfaddperf
+# over the ofi conduit (providers tcp;ofi_rxm and sockets, loopback), each
+# against the provider's own floor (fi_pingpong), skipped if this build has
+# no ofi conduit. Arguments go to every bench: --quick (a smoke run, < 20 s
 # each), --reps N, --json PATH (testam's records; the other benches write
 # <bench>.json in the same directory).
 # Benches report; they never fail on timing. This script fails only if the
@@ -76,6 +79,53 @@ run_bench rma_mt 2 env
 run_bench testfaddperf 2 env
 run_bench testvisperf 2 env
 
+# The ofi conduit over loopback, per provider: testam, testsmall and
+# testfaddperf on two ranks, node-local traffic through the network
+# (RGEX_SHM_BYPASS=0). Each bench measures the raw provider in the same run
+# (fi_pingpong, see benches/src/fabric.rs) and reports its figures against
+# it. Network rule: libfabric uses the loopback interface only. The sockets
+# provider's progress thread spins FI_SOCKETS_PE_WAITTIME ms (default 10)
+# after every wake-up; on a small node that turns each transfer into a wait
+# for a time slice (milliseconds), so its runs set 0, for rgex and the
+# floor alike. Records go to $dir/ofi-<provider>/ (';' becomes '_'). A build
+# without the ofi conduit (rgex::init: "this build offers ...") skips the
+# section; any other failure fails the script.
+ofi_providers=("tcp;ofi_rxm" "sockets")
+ofi_dirs=()
+ofi_benches=(testam testsmall testfaddperf)
+run_ofi_bench() {
+    local prov=$1 bench=$2 out=$3
+    local bind=--bind
+    [ 2 -le "$(nproc)" ] || bind=
+    local extra=()
+    [ "$prov" != sockets ] || extra=(FI_SOCKETS_PE_WAITTIME=0)
+    section "ofi ($prov) $bench: 2 ranks${bind:+, bound to CPUs}"
+    env RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER="$prov" RGEX_SHM_BYPASS=0 \
+        FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo "${extra[@]}" \
+        target/release/rgex-run -n 2 $bind --timeout 900 "target/release/$bench" \
+        "${args[@]}" --json "$out/$bench.json" 2>&1 | tee "$out/$bench.log"
+}
+ofi_skipped=
+for prov in "${ofi_providers[@]}"; do
+    out="$dir/ofi-${prov//;/_}"
+    mkdir -p "$out"
+    for bench in "${ofi_benches[@]}"; do
+        if ! run_ofi_bench "$prov" "$bench" "$out"; then
+            if grep -q "this build offers" "$out/$bench.log"; then
+                ofi_skipped=$(grep -m1 "this build offers" "$out/$bench.log" | sed 's/^.*error: //')
+                break 2
+            fi
+            echo "ofi ($prov) $bench failed (log: $out/$bench.log)" >&2
+            exit 1
+        fi
+    done
+    ofi_dirs+=("$out")
+done
+if [ -n "$ofi_skipped" ]; then
+    section "ofi conduit"
+    echo "skipped: the ofi conduit is not available in this build ($ofi_skipped)"
+fi
+
 section "results"
 echo "JSON records: $(realpath -- "$json")"
 echo "SVG plot:     $(realpath -- "$svg")"
@@ -83,3 +133,11 @@ echo "full output:  $(realpath -- "$log")"
 for bench in testsmall testimm rma_mt testfaddperf testvisperf; do
     echo "$bench: $(realpath -- "$dir/$bench.json") $(realpath -- "$dir/$bench.svg") $(realpath -- "$dir/$bench.log")"
 done
+for out in "${ofi_dirs[@]}"; do
+    for bench in "${ofi_benches[@]}"; do
+        echo "$(basename -- "$out") $bench: $(realpath -- "$out/$bench.json") $(realpath -- "$out/$bench.log")"
+    done
+done
+if [ -n "$ofi_skipped" ]; then
+    echo "ofi: skipped (not in this build)"
+fi

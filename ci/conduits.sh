@@ -28,10 +28,13 @@ for row in "${rows[@]}"; do
         continue
     fi
     printf '\n--- conduit matrix: %s (%s)\n' "$name" "$envs"
+    export RGEX_SKIP_LOG="$PWD/target/matrix-$name.skips"
+    rm -f "$RGEX_SKIP_LOG"
     # shellcheck disable=SC2086 # word splitting of the row's settings is wanted
     if env $envs cargo test --no-fail-fast -p rgex-tests "${suites[@]}" 2>&1 | tee "target/matrix-$name.log" |
         grep -E '^test result|FAILED|panicked'; [ "${PIPESTATUS[0]}" = 0 ]; then
         echo "matrix $name: passed"
+        [ -f "$RGEX_SKIP_LOG" ] && sort "$RGEX_SKIP_LOG" | uniq -c | sed 's/^/    /'
     else
         echo "matrix $name: FAILED (log: target/matrix-$name.log)"
         failed+=("$name")

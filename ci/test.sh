@@ -25,3 +25,6 @@ awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d f
 
 section "loom model checking of the shared-memory ring"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p rgex-smp --release --lib loom
+
+section "conduit matrix: the conformance suite on ofi (tcp, sockets, shm; loopback only)"
+bash ci/conduits.sh
