@@ -151,6 +151,10 @@ pub enum Error {
         /// What the network reported (with the provider and its error text).
         why: String,
     },
+    /// A non-blocking operation failed after it was injected (reported by
+    /// the conduit at completion, with the operation, ranks and cause).
+    #[error("operation failed: {0}")]
+    Failed(String),
     /// The job's out-of-band channel failed (a rank left, the launcher died).
     #[error("bootstrap: {0}")]
     Bootstrap(String),

@@ -2,7 +2,7 @@
 
 use crate::Backoff;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The completion counter behind one event (or an NBI group): operations
 /// outstanding. An operation is counted with [`add`](Self::add) before it
@@ -19,6 +19,8 @@ use std::sync::Arc;
 #[derive(Debug, Default)]
 pub struct Completion {
     outstanding: AtomicU64,
+    /// Why an operation counted here failed (the first failure), if one did.
+    failure: OnceLock<String>,
 }
 
 impl Completion {
@@ -26,6 +28,7 @@ impl Completion {
     pub fn new(n: u64) -> Arc<Self> {
         Arc::new(Completion {
             outstanding: AtomicU64::new(n),
+            failure: OnceLock::new(),
         })
     }
 
@@ -45,6 +48,26 @@ impl Completion {
         // happen before a waiter's Acquire load sees the count drop.
         let before = self.outstanding.fetch_sub(1, Ordering::Release);
         debug_assert!(before > 0, "Completion::done without a matching add");
+    }
+
+    /// Finish one operation that failed (its peer went away, say): the
+    /// count drops as for [`done`](Self::done), so no waiter hangs, and
+    /// [`Event::wait_checked`] reports `why` (the first failure recorded).
+    ///
+    /// ```
+    /// use rgex_core::event::Completion;
+    /// let c = Completion::new(1);
+    /// c.fail("put to rank 3: rank 3 is unreachable".into());
+    /// assert!(c.is_done() && c.failure().unwrap().contains("rank 3"));
+    /// ```
+    pub fn fail(&self, why: String) {
+        let _ = self.failure.set(why);
+        self.done();
+    }
+
+    /// Why an operation counted here failed, if one did.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
     }
 
     /// True if nothing is outstanding.
@@ -132,6 +155,17 @@ impl Event {
                     backoff.reset();
                 }
             }
+        }
+    }
+
+    /// Poll until the operation completes; an error if it failed (a peer
+    /// that went away, on a conduit that can tell).
+    pub fn wait_checked(self) -> crate::Result<()> {
+        let c = self.pending.as_ref().map(|(c, _)| c.clone());
+        self.wait();
+        match c.as_deref().and_then(Completion::failure) {
+            Some(why) => Err(crate::Error::Failed(why.to_string())),
+            None => Ok(()),
         }
     }
 

@@ -231,7 +231,10 @@ impl Endpoint {
 
     fn event(&self, done: Option<Arc<Completion>>) -> Event {
         match done {
-            Some(d) if !d.is_done() => Event::pending(d, self.progress_handle()),
+            // A failed operation keeps its counter so wait_checked sees why.
+            Some(d) if !d.is_done() || d.failure().is_some() => {
+                Event::pending(d, self.progress_handle())
+            }
             _ => Event::done(),
         }
     }
@@ -248,8 +251,7 @@ impl Endpoint {
     /// # Ok(()) }
     /// ```
     pub fn put(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
-        self.put_nb(dst, src, flags)?.wait();
-        Ok(())
+        self.put_nb(dst, src, flags)?.wait_checked()
     }
 
     /// Blocking get: returns when `dst` holds the bytes at `src`.
@@ -257,8 +259,7 @@ impl Endpoint {
         // SAFETY: `dst` is borrowed for this whole call, which waits for
         // completion before returning.
         let done = unsafe { self.start_get(dst.as_mut_ptr(), dst.len(), src, fresh, flags)? };
-        self.event(done).wait();
-        Ok(())
+        self.event(done).wait_checked()
     }
 
     /// Put a `u64` by value (native byte order).
