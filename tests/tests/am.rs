@@ -45,7 +45,11 @@ fn four_ranks_flood_a_million_each() {
     // A million each through shared memory; a network provider on
     // loopback (sockets: ~20 us a message) gets a tenth, which still
     // wraps every credit window thousands of times.
-    let n = if conduit() == "smp" { "1000000" } else { "100000" };
+    let n = if conduit() == "smp" {
+        "1000000"
+    } else {
+        "100000"
+    };
     let out = run_ok(&job(4, FLOOD, &[n]), 1);
     assert!(out.contains(&format!("{n} AMs from each of 4 ranks")));
 }
@@ -54,7 +58,11 @@ fn four_ranks_flood_a_million_each() {
 fn two_ranks_flood_with_tiny_queues() {
     // Two-cell queues (and, on ofi, two-message credit windows and four
     // send buffers): nearly every send meets a full queue.
-    let n = if conduit() == "smp" { "200000" } else { "20000" };
+    let n = if conduit() == "smp" {
+        "200000"
+    } else {
+        "20000"
+    };
     let out = run_ok(
         &job(2, FLOOD, &[n])
             .env("RGEX_SMP_QUEUE_DEPTH", "2")

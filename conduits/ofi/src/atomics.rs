@@ -116,10 +116,19 @@ fn operand(ty: AtomicType, op: AtomicOp, a: u64) -> u64 {
     }
 }
 
+/// Providers whose atomics `fi_query_atomic` accepts but which fail
+/// rgex's exactness tests here, so domains take the AM reference instead.
+///
+/// - `shm` (libfabric 1.17): under tests/src/bin/atomics_conformance, two
+///   concurrent FADDs fetched the same value, and 32-bit FSUB/FDEC fetched
+///   -2 where the old value was expected; the same code passes on
+///   tcp;ofi_rxm and sockets. Revisit with a newer libfabric.
+const BROKEN_ATOMICS: &[&str] = &["shm"];
+
 impl OfiConduit {
     /// True if the provider performs every op of `ops` on `ty`.
     pub(crate) fn offloadable(&self, ty: AtomicType, ops: OpSet) -> bool {
-        if !self.net.prov.atomics() {
+        if !self.net.prov.atomics() || BROKEN_ATOMICS.contains(&&*self.net.prov.name) {
             return false;
         }
         let dt = datatype(ty);
