@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The conduit matrix: the multi-process conformance suite (AM, NP, RMA, LC,
 # IMMEDIATE, NBI, teams, collectives, atomics, VIS, faults) on every conduit
-# and provider this machine can run, loopback only. Called by ci/test.sh;
+# and provider this machine can run: ofi on loopback only, and scc on its
+# emulated non-coherent memory with the stale-read checker on. Called by ci/test.sh;
 # run alone with `bash ci/conduits.sh [ROW...]` (rows: see `rows` below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,7 @@ rows=(
     "ofi-sockets|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=sockets RGEX_SHM_BYPASS=0"
     "ofi-shm|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=shm RGEX_SHM_BYPASS=0"
     "ofi-tcp-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=tcp;ofi_rxm RGEX_SHM_BYPASS=1"
+    "scc|RGEX_CONDUIT=scc RGEX_SCC_CHECK=1"
 )
 suites=(--test am --test rma --test coll --test atomics --test vis --test faults)
 

@@ -46,6 +46,7 @@ pub use rgex_core::{
     GlobalAddr, Progress, Rank, Result, Segment, Team, MAX_ARGS,
 };
 pub use rgex_ofi::{OfiConduit, OfiConfig};
+pub use rgex_scc::{SccConduit, SccConfig};
 pub use rgex_smp::{SmpConduit, SmpConfig};
 /// Vector, indexed and strided transfers (see [`rgex_vis`]).
 pub use rgex_vis::{
@@ -75,9 +76,10 @@ pub fn init_with(register: impl FnOnce(&HandlerTable) -> Result<()>) -> Result<C
             SmpConfig::from_env()?,
             OfiConfig::from_env()?,
         )?),
+        Some("scc") => Arc::new(SccConduit::new(&env, boot, SccConfig::from_env()?)?),
         Some(other) => {
             return Err(Error::Config(format!(
-                "RGEX_CONDUIT={other:?}: this build offers the smp and ofi conduits (ibv and scc are not built yet)"
+                "RGEX_CONDUIT={other:?}: this build offers the smp, ofi and scc conduits (ibv is not built yet)"
             )))
         }
     };

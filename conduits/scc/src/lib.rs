@@ -9,7 +9,44 @@
 //! drain), test-and-set registers, atomic counters, per-core event counters,
 //! a cycle cost model and a stale-read checker. Every access the conduit
 //! makes to shared memory goes through [`emu::Core`].
+//!
+//! The conduit ([`SccConduit`]) keeps coherence in software, tied to
+//! synchronisation: a **release** drains the write-combine buffer before
+//! the signal, an **acquire** invalidates the message-buffer-typed lines
+//! (CL1INVMB) after observing it. Where everything lives is the [`plan`].
+//!
+//! - **Active messages**: per (sender, receiver, direction) a ring of
+//!   `depth` slots. The sender writes header and payload into the slot (in
+//!   shared DRAM, MPBT), drains, then stores the message's sequence number
+//!   into the slot's flag in the receiver's MPB (uncached). The receiver
+//!   polls its flags uncached, invalidates, copies the message out, and
+//!   stores its consumed count into the sender's MPB (uncached), which the
+//!   sender reads only when it runs out of slots. Replies have slots of
+//!   their own, so a request handler can always reply. A Long's payload is
+//!   written into the target's segment through the emulation and drained
+//!   before the flag.
+//! - **RMA** (native for every peer): a put is stores through the
+//!   write-combine buffer into the peer's segment (shared DRAM, MPBT),
+//!   drained before it completes; a get is loads through this core's L1.
+//!   AM send is a release and AM receive an acquire, so the AM barrier is a
+//!   release plus an acquire on every rank: what was put before a barrier
+//!   is seen after it.
+//! - **Epochs** ([`epoch`]): MPI-style post / start / complete / wait,
+//!   trigger-only, with per-pair sequence numbers in the owners' MPBs.
+//! - **Atomics**: offloaded for every type and op: under the owner's
+//!   test-and-set register, invalidate, read, apply
+//!   [`rmw`](rgex_core::atomic::rmw), write, drain, release.
+//! - **Checking**: `RGEX_SCC_CHECK=1` turns the stale-read checker on; a
+//!   process that saw a stale read prints it and exits with status 1.
 
 #![warn(missing_docs)]
 
+mod conduit;
+mod config;
 pub mod emu;
+pub mod epoch;
+pub mod plan;
+mod report;
+
+pub use conduit::SccConduit;
+pub use config::SccConfig;

@@ -343,18 +343,23 @@ fn immediate(client: &Client, win: u64) -> rgex::Result<()> {
                 }
                 Err(e) => return Err(e),
             }
-            if client.rma_path(Rank(1)) == RmaPath::Mapped && i == 1000 {
+            if client.rma_path(Rank(1)) != RmaPath::Reference && i == 1000 {
                 break;
             }
         }
-        if client.rma_path(Rank(1)) == RmaPath::Mapped {
-            assert_eq!(blocked_at, u64::MAX, "the mapped path never blocks");
-        } else {
-            assert_ne!(
+        match client.rma_path(Rank(1)) {
+            RmaPath::Mapped => {
+                assert_eq!(blocked_at, u64::MAX, "the mapped path never blocks")
+            }
+            RmaPath::Reference => assert_ne!(
                 blocked_at,
                 u64::MAX,
                 "the reference path must block against a rank that does not poll"
-            );
+            ),
+            // RDMA may go through without the target (scc's copies always
+            // do) or run out of transmit resources: either is right, as
+            // long as a would-block moved nothing (checked below).
+            RmaPath::Native => {}
         }
     }
     // Rank 1 sits here without polling while rank 0 fills its queue.

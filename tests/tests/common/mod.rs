@@ -84,7 +84,11 @@ pub fn skip_unless(applies: bool, why: &str) -> bool {
         // in a file of its own and prints them.
         if let Some(path) = std::env::var_os("RGEX_SKIP_LOG") {
             use std::io::Write;
-            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
                 let _ = writeln!(f, "{line}");
             }
         }

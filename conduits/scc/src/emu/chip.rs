@@ -392,6 +392,26 @@ impl Chip {
         Ok(Core::new(Arc::clone(&self.inner), rank, cfg, mode))
     }
 
+    /// This process's address of chip memory `[addr, addr + len)`, for
+    /// handing memory to code outside the emulation: the scc conduit
+    /// exposes a rank's own segment this way (an rgex `Segment`, which the
+    /// client reads and writes with plain copies). Accesses through it
+    /// bypass every cache, WCB and the checker, like [`peek`](Self::peek):
+    /// they act on memory directly, as a coherent DMA engine would. The
+    /// pointer is valid while a handle to this chip lives.
+    pub fn host_ptr(&self, addr: Addr, len: usize) -> Result<std::ptr::NonNull<u8>> {
+        if !self.inner.layout.contains(addr, len) {
+            return Err(Error::OutOfSegment {
+                rank: Rank(u32::MAX),
+                offset: addr.0,
+                len: len as u64,
+                seg_len: self.inner.layout.mem_bytes(),
+            });
+        }
+        let p = self.inner.region.ptr(self.inner.map.mem + addr.0 as usize);
+        Ok(std::ptr::NonNull::new(p).expect("a mapping is never at address 0"))
+    }
+
     /// Read chip memory `[addr, addr + out.len())` directly, bypassing every
     /// cache, WCB and the checker: for tests and debugging only (no real
     /// core can do this).

@@ -104,6 +104,21 @@ impl Region {
         unsafe { std::slice::from_raw_parts(self.base.as_ptr().cast::<AtomicU64>(), self.len / 8) }
     }
 
+    /// Raw pointer to byte offset `off` (`off <= len`), for callers that
+    /// hand chip memory to code outside the emulation (a rank's own
+    /// segment as an rgex `Segment`). Nothing is dereferenced here.
+    #[inline]
+    pub(crate) fn ptr(&self, off: usize) -> *mut u8 {
+        assert!(
+            off <= self.len,
+            "offset {off} past the {}-byte region",
+            self.len
+        );
+        // SAFETY: `off <= len`, so the result is inside the mapping or one
+        // past its end, which `add` allows.
+        unsafe { self.base.as_ptr().add(off) }
+    }
+
     /// The word at byte offset `off` (8-aligned).
     #[inline]
     pub(crate) fn w(&self, off: usize) -> &AtomicU64 {
