@@ -12,12 +12,17 @@
 //! - [`stats`]: median/min/max over repetitions;
 //! - [`payload`]: generate and check test payloads;
 //! - [`report`]: text tables, JSON records, SVG plots;
-//! - [`ucx`]: run the `ucx_perftest` peer tool and parse its output.
+//! - [`ucx`]: run the `ucx_perftest` peer tool and parse its output;
+//! - [`fabric`]: the libfabric provider floor (`fi_pingpong`) for benches
+//!   run with `RGEX_CONDUIT=ofi`;
+//! - [`proc`]: the peer tools' child processes (deadlines, no orphans).
 
 pub mod affinity;
 pub mod cli;
+pub mod fabric;
 pub mod floor;
 pub mod payload;
+pub mod proc;
 pub mod report;
 pub mod stats;
 pub mod timing;

@@ -8,11 +8,9 @@
 //! `ucx_perftest` latency tests report one-way latency (half a round trip)
 //! in microseconds; callers comparing with a round trip must double it.
 
-use std::io::{self, Read};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread::JoinHandle;
+use crate::proc::{find_exe, free_port, last_line, Running};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The name of UCX's benchmark program.
@@ -20,17 +18,7 @@ pub const PERFTEST: &str = "ucx_perftest";
 
 /// `ucx_perftest` on `PATH`, if installed (Debian: `ucx-utils`).
 pub fn find_perftest() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(PERFTEST))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
+    find_exe(PERFTEST)
 }
 
 /// The final summary of a `ucx_perftest -f -v` run: its CSV columns.
@@ -131,7 +119,8 @@ impl Perftest {
         if let Some([_, cpu]) = self.cpus {
             server.args(["-c", &cpu.to_string()]);
         }
-        let mut server = Running::spawn(server).map_err(|e| format!("start the server: {e}"))?;
+        let mut server =
+            Running::spawn(PERFTEST, server).map_err(|e| format!("start the server: {e}"))?;
         let deadline = Instant::now() + self.timeout;
         let mut client_failure = String::new();
         // The server needs a moment to listen: retry a refused client.
@@ -154,7 +143,7 @@ impl Perftest {
                 client.args(["-c", &cpu.to_string()]);
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            let done = Running::spawn(client)
+            let done = Running::spawn(PERFTEST, client)
                 .map_err(|e| format!("start the client: {e}"))?
                 .finish(left);
             match done {
@@ -189,114 +178,6 @@ impl Perftest {
             "the server was still waiting and was stopped".to_owned()
         };
         Err(format!("{client_failure}; {server_said}"))
-    }
-}
-
-/// The last non-empty line of `err`, else of `out`.
-fn last_line(err: &str, out: &str) -> String {
-    let pick = |s: &str| {
-        s.lines()
-            .rev()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(str::to_owned)
-    };
-    pick(err)
-        .or_else(|| pick(out))
-        .unwrap_or_else(|| "(no output)".to_owned())
-}
-
-/// A port on 127.0.0.1 nothing listens on right now.
-fn free_port() -> io::Result<u16> {
-    Ok(TcpListener::bind(("127.0.0.1", 0))?.local_addr()?.port())
-}
-
-/// A finished process and what it printed.
-struct Finished {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-/// A child process whose output is drained by two threads (so a chatty
-/// child never blocks on a full pipe).
-struct Running {
-    child: Child,
-    out: Option<JoinHandle<String>>,
-    err: Option<JoinHandle<String>>,
-}
-
-fn drain(r: Option<impl Read + Send + 'static>) -> Option<JoinHandle<String>> {
-    r.map(|mut r| {
-        std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = r.read_to_end(&mut v);
-            String::from_utf8_lossy(&v).into_owned()
-        })
-    })
-}
-
-impl Running {
-    fn spawn(mut cmd: Command) -> io::Result<Running> {
-        let mut child = cmd.spawn()?;
-        let out = drain(child.stdout.take());
-        let err = drain(child.stderr.take());
-        Ok(Running { child, out, err })
-    }
-
-    fn exited(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(Some(_)))
-    }
-
-    /// Wait up to `timeout` for the child to exit; kill it after that.
-    fn finish(mut self, timeout: Duration) -> Result<Finished, String> {
-        let deadline = Instant::now() + timeout;
-        let status = loop {
-            match self.child.try_wait() {
-                Ok(Some(st)) => break Some(st),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5))
-                }
-                Ok(None) => break None,
-                Err(e) => return Err(format!("wait for {PERFTEST}: {e}")),
-            }
-        };
-        let status = match status {
-            Some(st) => st,
-            None => {
-                // Our own child, by its handle (no broad kill).
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                let err = self
-                    .err
-                    .take()
-                    .and_then(|h| h.join().ok())
-                    .unwrap_or_default();
-                return Err(format!(
-                    "timed out after {:.1} s and was killed ({})",
-                    timeout.as_secs_f64(),
-                    last_line(&err, "")
-                ));
-            }
-        };
-        let join =
-            |h: Option<JoinHandle<String>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
-        Ok(Finished {
-            status,
-            stdout: join(self.out.take()),
-            stderr: join(self.err.take()),
-        })
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        // A run abandoned half-way (an error path) must not leave its
-        // child behind: kill it by its handle if it still runs.
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 

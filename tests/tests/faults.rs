@@ -34,7 +34,10 @@ fn a_rank_exiting_3_makes_the_job_exit_3() {
 
 #[test]
 fn bad_conduit_setting_is_a_clear_error() {
-    let (outcome, _out, err) = run(&job(2, FAULTS, &["die"]).env("RGEX_SMP_QUEUE_DEPTH", "3"));
+    // An smp setting: the smp conduit (and ofi, whose bypass is smp) check it.
+    let (outcome, _out, err) = run(&job(2, FAULTS, &["die"])
+        .conduit(Some("smp".into()))
+        .env("RGEX_SMP_QUEUE_DEPTH", "3"));
     assert_ne!(outcome.status, 0);
     assert!(
         err.contains("RGEX_SMP_QUEUE_DEPTH=3 must be a power of two"),

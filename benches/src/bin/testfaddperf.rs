@@ -16,6 +16,14 @@
 //!
 //! The floor is the cache-line round trip between two cores, measured in
 //! the same run; the ratio column compares shared memory with the reference.
+//!
+//! Over the ofi conduit (`RGEX_CONDUIT=ofi`) the floor of the latency
+//! column is the provider's round trip (twice `fi_pingpong`'s one-way
+//! latency of 8 bytes on `RGEX_OFI_PROVIDER`, see `rgex_benches::fabric`),
+//! the ratio columns compare the implementation the domain picked
+//! (offload, if the conduit offers it) with the forced AM reference, and a
+//! summary says which ran and whether offload beats the reference (the
+//! requirement).
 
 use rgex::{
     AtomicDomain, AtomicFlags, AtomicImplementation, AtomicOp, AtomicValue, Client, GlobalAddr,
@@ -23,10 +31,12 @@ use rgex::{
 };
 use rgex_benches::affinity::online_cpus;
 use rgex_benches::cli::Opts;
+use rgex_benches::fabric::{self, run_target, ProviderFloor};
 use rgex_benches::floor::Floors;
 use rgex_benches::report::{num, spread, Job, Plot, Record, Series, Table};
 use rgex_benches::stats::{self, Stats};
 use std::error::Error;
+use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -40,6 +50,9 @@ const USAGE: &str = "usage: testfaddperf [--quick] [--json PATH] [--reps N]
   --reps N     repetitions per point (default 5)
 
 Run through rgex-run -n 2 --bind (or -n 4 for the 4-rank hot-spot point).";
+
+/// The provider floor's transfer size: a FADD carries an 8-byte operand.
+const FABRIC_SIZE: u64 = 8;
 
 /// The word every measurement uses (in the target's segment).
 const WORD: u64 = 4096;
@@ -167,9 +180,16 @@ fn run() -> Res<bool> {
     };
     let env = rgex::bootstrap::JobEnv::read()?;
     let floor_target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
+    let provider = fabric::ofi_provider();
     let floors = (env.rank == 0).then(|| {
         eprintln!("testfaddperf: measuring the floor (cache-line round trip)");
-        Floors::measure(&[], floor_target, opts.reps)
+        let floors = Floors::measure(&[], floor_target, opts.reps);
+        let fabric = provider.as_ref().map(|p| {
+            ProviderFloor::measure(p, &[FABRIC_SIZE], run_target(opts.quick), opts.reps, |w| {
+                eprintln!("testfaddperf: measuring {w}")
+            })
+        });
+        (floors, fabric)
     });
     let client = rgex::init()?;
     let n = client.size();
@@ -209,33 +229,58 @@ fn run() -> Res<bool> {
         }
     }
     client.barrier()?;
-    let Some(floors) = floors else {
+    let Some((floors, fabric)) = floors else {
         return Ok(true);
     };
 
     let job = Job {
         bench: "testfaddperf".into(),
         conduit: client.conduit().name().into(),
-        provider: None,
+        provider: provider.clone(),
         ranks: n,
         oversubscribed: n as usize > cpus,
     };
-    let rtt = floors.rtt_ns();
+    // The latency floor: the provider's round trip over ofi, else the
+    // cache-line round trip.
+    let provider_rtt = fabric
+        .as_ref()
+        .and_then(|f| f.at(FABRIC_SIZE))
+        .map(|f| (f.round_trip().median, format!("2 x {} one-way", f.name())));
+    let rtt = match &fabric {
+        Some(_) => provider_rtt.as_ref().map(|(r, _)| *r),
+        None => floors.rtt_ns(),
+    };
     println!(
         "testfaddperf: {n} ranks on {cpus} CPUs, conduit {}",
         job.conduit
     );
     println!("\nFloor:\n{}", floors.table());
     let mut records: Vec<Record> = floors.records(&job);
+    if let Some(f) = &fabric {
+        print!("\n{}", f.report());
+        records.extend(f.records(&job));
+    }
+    // What the domain picked (without forcing), for the ratio columns.
+    let auto = points.iter().find(|p| !p.forced).map(|p| p.imp);
+    let vs = match auto {
+        Some(AtomicImplementation::SharedMemory) => "shm",
+        Some(AtomicImplementation::Offload) => "offload",
+        _ => "auto",
+    };
     let mut t = Table::new([
-        "type",
-        "implementation",
-        "latency ns median [min .. max]",
-        "x floor",
-        "throughput ns/op median [min .. max]",
-        "Mops/s",
-        "ref/shm latency",
-        "ref/shm throughput",
+        "type".to_owned(),
+        "implementation".to_owned(),
+        "latency ns median [min .. max]".to_owned(),
+        if fabric.is_some() {
+            "x provider RTT"
+        } else {
+            "x floor"
+        }
+        .to_owned(),
+        "throughput ns/op median [min .. max]".to_owned(),
+        "Mops/s".to_owned(),
+        format!("ref/{vs} latency"),
+        format!("ref/{vs} throughput"),
     ]);
     for p in &points {
         let twin = points
@@ -243,7 +288,7 @@ fn run() -> Res<bool> {
             .find(|q| q.ty == p.ty && q.forced != p.forced)
             .filter(|_| !p.forced);
         let (rl, rt) = match twin {
-            Some(r) if p.imp == AtomicImplementation::SharedMemory => (
+            Some(r) if p.imp != AtomicImplementation::Reference => (
                 num(r.lat.median / p.lat.median),
                 num(r.thr.median / p.thr.median),
             ),
@@ -260,7 +305,11 @@ fn run() -> Res<bool> {
             rt,
         ]);
         let v = format!("FADD {} {}", p.ty, label(p.imp, p.forced));
-        records.push(job.record(&format!("{v} latency"), None, &p.lat, "ns", p.lat_iters));
+        let mut lat = job.record(&format!("{v} latency"), None, &p.lat, "ns", p.lat_iters);
+        if let Some((r, name)) = &provider_rtt {
+            lat = lat.with_floor(name, *r, None);
+        }
+        records.push(lat);
         records.push(job.record(
             &format!("{v} throughput"),
             None,
@@ -270,6 +319,9 @@ fn run() -> Res<bool> {
         ));
     }
     println!("\nFADD, rank 0 -> rank 1 word:\n{t}");
+    if fabric.is_some() {
+        print!("{}", offload_summary(&points));
+    }
     let mut h = Table::new([
         "implementation",
         "ranks",
@@ -330,10 +382,65 @@ fn run() -> Res<bool> {
         plot.series.push(Series { name, points: pts });
     }
     if let Some(r) = rtt {
-        plot.reference("cache-line round trip", r);
+        plot.reference(
+            if fabric.is_some() {
+                "provider round trip (2 x fi_pingpong one-way)"
+            } else {
+                "cache-line round trip"
+            },
+            r,
+        );
     }
     opts.write(&records, &[("", plot)])?;
     Ok(true)
+}
+
+/// Over the ofi conduit: which implementation ran, and whether offload
+/// beats the AM reference (the requirement), per type.
+fn offload_summary(points: &[Point]) -> String {
+    let mut s = String::new();
+    let auto: Vec<&Point> = points.iter().filter(|p| !p.forced).collect();
+    let mut uniq: Vec<String> = auto.iter().map(|p| format!("{:?}", p.imp)).collect();
+    uniq.sort();
+    uniq.dedup();
+    let _ = writeln!(
+        s,
+        "Implementation the domain picked (no forcing): {} (the other rows force the AM reference)",
+        uniq.join(", ")
+    );
+    for p in &auto {
+        let Some(r) = points.iter().find(|q| q.forced && q.ty == p.ty) else {
+            continue;
+        };
+        let _ = match p.imp {
+            AtomicImplementation::Offload => writeln!(
+                s,
+                "  {}: offload latency {} ns vs reference {} ns ({:.2}x), throughput {} vs {} ns/op ({:.2}x): offload faster than the reference: {}",
+                p.ty,
+                num(p.lat.median),
+                num(r.lat.median),
+                r.lat.median / p.lat.median,
+                num(p.thr.median),
+                num(r.thr.median),
+                r.thr.median / p.thr.median,
+                if p.lat.median < r.lat.median && p.thr.median < r.thr.median { "met" } else { "MISSED" }
+            ),
+            AtomicImplementation::Reference => writeln!(
+                s,
+                "  {}: the domain picked the AM reference (no offload for this type here): target not testable",
+                p.ty
+            ),
+            other => writeln!(
+                s,
+                "  {}: {other:?} {} ns vs reference {} ns ({:.2}x)",
+                p.ty,
+                num(p.lat.median),
+                num(r.lat.median),
+                r.lat.median / p.lat.median
+            ),
+        };
+    }
+    s
 }
 
 fn main() -> ExitCode {

@@ -12,10 +12,19 @@
 //! DEFER, and NBI, each with the source inside rank 0's segment and in a
 //! heap buffer. Each flood point ends with a get of the destination,
 //! checked against the source. A report: it fails only if something breaks.
+//!
+//! Over the ofi conduit (`RGEX_CONDUIT=ofi`) the provider floor replaces
+//! UCX: `fi_pingpong` on `RGEX_OFI_PROVIDER` at every size (8 B, 64 KiB and
+//! 4 MiB with `--quick`), see `rgex_benches::fabric`. Blocking put and get
+//! latency are compared with the provider's round trip at the same size
+//! (twice its one-way latency: a blocking put waits for its remote
+//! completion; the target is within 1.15x), flood bandwidth with its
+//! ping-pong bandwidth (and `fi_rma_bw`, if installed).
 
 use rgex::{Client, Event, Flags, GlobalAddr, Lc, NbiCategory, Rank};
 use rgex_benches::affinity::{load_average, online_cpus};
 use rgex_benches::cli::Opts;
+use rgex_benches::fabric::{self, run_target, ProviderFloor, LATENCY_TARGET};
 use rgex_benches::floor::Floors;
 use rgex_benches::report::{num, size as size_str, spread, Job, Plot, Record, Series, Table};
 use rgex_benches::stats::{self, Stats};
@@ -48,6 +57,9 @@ const SIZES: [usize; 10] = [
     1 << 20,
     4 << 20,
 ];
+
+/// Sizes of the provider floor with `--quick` (all of [`SIZES`] otherwise).
+const FABRIC_QUICK_SIZES: [usize; 3] = [8, 64 << 10, 4 << 20];
 
 /// Sizes of the UCX comparison.
 const UCX_SIZES: [usize; 3] = [8, 64 << 10, 4 << 20];
@@ -124,6 +136,8 @@ struct Results {
     load: Option<f64>,
     floors: Floors,
     ucx: Result<Vec<UcxRow>, String>,
+    /// Over the ofi conduit: the provider floor.
+    fabric: Option<ProviderFloor>,
     path: String,
     /// Per size: blocking put and get latency (ns).
     lat: Vec<(usize, Point, Point)>,
@@ -139,6 +153,26 @@ impl Results {
             .iter()
             .find(|(s, _)| *s == size)
             .map(|(_, p)| p[si][mi])
+    }
+
+    /// The provider floor at `size`, if measured.
+    fn fabric_at(&self, size: usize) -> Option<&fabric::Floor> {
+        self.fabric.as_ref()?.at(size as u64)
+    }
+
+    /// The bandwidth floor (GB/s) a flood at `size` is compared with, and
+    /// its name: `fi_rma_bw` if it ran, else `fi_pingpong`'s ping-pong
+    /// bandwidth.
+    fn bw_floor_at(&self, size: usize) -> Option<(f64, String)> {
+        let f = self.fabric.as_ref()?;
+        if let Some(st) = f.rma_bw_at(size as u64) {
+            return Some((
+                st.median,
+                format!("fi_rma_bw write {} {}", f.provider, size_str(size as u64)),
+            ));
+        }
+        let p = f.at(size as u64)?;
+        Some((p.gbs.median, format!("{} ping-pong bandwidth", p.name())))
     }
 
     fn lat_at(&self, size: usize) -> Option<(Point, Point)> {
@@ -368,17 +402,40 @@ fn run() -> Res<()> {
     let reps = opts.reps;
 
     // Before rgex starts: rank 1 blocks in the bootstrap meanwhile.
+    let provider = fabric::ofi_provider();
     let before = (env.rank == 0).then(|| {
         let load = load_average();
         progress("the floor (cache-line round trip, memcpy at every size)");
         let floors = Floors::measure(&SIZES, target, reps);
-        progress("the UCX peer (ucx_perftest ucp_put_lat, ucp_put_bw)");
-        let ucx = ucx(opts.quick, reps);
-        (floors, ucx, load)
+        let (ucx, fabric) = match &provider {
+            None => {
+                progress("the UCX peer (ucx_perftest ucp_put_lat, ucp_put_bw)");
+                (ucx(opts.quick, reps), None)
+            }
+            Some(p) => {
+                let sizes: Vec<u64> = if opts.quick {
+                    FABRIC_QUICK_SIZES.map(|s| s as u64).to_vec()
+                } else {
+                    SIZES.map(|s| s as u64).to_vec()
+                };
+                let mut f =
+                    ProviderFloor::measure(p, &sizes, run_target(opts.quick), reps, progress);
+                let big = *SIZES.last().expect("sizes") as u64;
+                f.measure_rma_bw(&[big], reps, |_| if opts.quick { 100 } else { 1000 });
+                (
+                    Err(
+                        "RGEX_CONDUIT=ofi: the provider floor (fi_pingpong) is the peer here"
+                            .to_owned(),
+                    ),
+                    Some(f),
+                )
+            }
+        };
+        (floors, ucx, fabric, load)
     });
 
     let client = rgex::init()?;
-    let Some((floors, ucx, load)) = before else {
+    let Some((floors, ucx, fabric, load)) = before else {
         // Rank 1 (and any other): wait in the barrier while rank 0 measures.
         client.barrier()?;
         return Ok(());
@@ -428,7 +485,7 @@ fn run() -> Res<()> {
         job: Job {
             bench: "testsmall".into(),
             conduit: client.conduit().name().to_owned(),
-            provider: None,
+            provider: provider.clone(),
             ranks: client.size(),
             oversubscribed: env.polite || client.size() as usize > online_cpus(),
         },
@@ -437,6 +494,7 @@ fn run() -> Res<()> {
         load,
         floors,
         ucx,
+        fabric,
         path,
         lat,
         flood,
@@ -486,6 +544,10 @@ fn table(r: &Results) -> String {
     let _ = writeln!(s, "\nFloor (measured in this run)");
     s.push_str(&r.floors.table().to_string());
     let rtt = r.floors.rtt_ns();
+    if let Some(f) = &r.fabric {
+        s.push('\n');
+        s.push_str(&f.report());
+    }
 
     let _ = writeln!(
         s,
@@ -519,6 +581,9 @@ fn table(r: &Results) -> String {
             num(f),
             p.s.median / f
         );
+    }
+    if let Some(f) = &r.fabric {
+        s.push_str(&provider_latency(r, f));
     }
 
     for src in Src::ALL {
@@ -555,6 +620,9 @@ fn table(r: &Results) -> String {
             num(m.median),
             p.s.median / m.median
         );
+    }
+    if r.fabric.is_some() {
+        s.push_str(&provider_bandwidth(r));
     }
 
     let _ = writeln!(
@@ -628,20 +696,132 @@ fn table(r: &Results) -> String {
     s
 }
 
+/// Over the ofi conduit: blocking latency against the provider's round
+/// trip at the same size.
+fn provider_latency(r: &Results, f: &ProviderFloor) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nBlocking latency vs the provider ({}; RTT = 2 x fi_pingpong one-way at the same size; target: put and get <= {LATENCY_TARGET} x RTT)",
+        f.provider
+    );
+    let mut t = Table::new([
+        "size",
+        "put ns",
+        "get ns",
+        "provider one-way ns",
+        "put / one-way",
+        "put / RTT",
+        "get / RTT",
+        "target",
+    ]);
+    for (size, p, g) in &r.lat {
+        let Some(fl) = r.fabric_at(*size) else {
+            continue;
+        };
+        let ow = fl.one_way.median;
+        let rt = fl.round_trip().median;
+        let ok =
+            fabric::verdict(p.s.median, rt) == "met" && fabric::verdict(g.s.median, rt) == "met";
+        t.row([
+            size_str(*size as u64),
+            num(p.s.median),
+            num(g.s.median),
+            num(ow),
+            fabric::ratio(p.s.median, Some(ow)),
+            fabric::ratio(p.s.median, Some(rt)),
+            fabric::ratio(g.s.median, Some(rt)),
+            if ok { "met" } else { "MISSED" }.into(),
+        ]);
+    }
+    s.push_str(&t.to_string());
+    if r.lat.len() > f.points.len() {
+        let _ = writeln!(
+            s,
+            "(the provider floor was measured at {} only{})",
+            f.points
+                .iter()
+                .map(|(sz, _)| size_str(*sz))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if f.points.len() == FABRIC_QUICK_SIZES.len() {
+                ": --quick"
+            } else {
+                ""
+            }
+        );
+    }
+    s
+}
+
+/// Over the ofi conduit: flood bandwidth against the provider's.
+fn provider_bandwidth(r: &Results) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nPut flood bandwidth vs the provider (GB/s; fi_pingpong's is a ping-pong, one message in flight; fi_rma_bw's a flood)"
+    );
+    let mut t = Table::new([
+        "size",
+        "NB+NOW heap",
+        "NBI segment",
+        "provider",
+        "NB+NOW / provider",
+        "NBI / provider",
+        "provider figure",
+    ]);
+    for &(size, _) in &r.flood {
+        let Some((bw, name)) = r.bw_floor_at(size) else {
+            continue;
+        };
+        let now = r.flood_at(size, Src::Heap, Mode::Now).map(|p| p.s.median);
+        let nbi = r
+            .flood_at(size, Src::Segment, Mode::Nbi)
+            .map(|p| p.s.median);
+        t.row([
+            size_str(size as u64),
+            now.map_or("-".into(), num),
+            nbi.map_or("-".into(), num),
+            num(bw),
+            now.map_or("-".into(), |x| fabric::ratio(x, Some(bw))),
+            nbi.map_or("-".into(), |x| fabric::ratio(x, Some(bw))),
+            name,
+        ]);
+    }
+    s.push_str(&t.to_string());
+    s
+}
+
 fn records(r: &Results) -> Vec<Record> {
     let j = &r.job;
     let mut v = r.floors.records(j);
+    if let Some(f) = &r.fabric {
+        v.extend(f.records(j));
+    }
     for (size, p, g) in &r.lat {
         let sz = Some(*size as u64);
-        v.push(j.record("put latency (blocking)", sz, &p.s, "ns", p.iters));
-        v.push(j.record("get latency (blocking)", sz, &g.s, "ns", g.iters));
+        let mut put = j.record("put latency (blocking)", sz, &p.s, "ns", p.iters);
+        let mut get = j.record("get latency (blocking)", sz, &g.s, "ns", g.iters);
+        if let Some(fl) = r.fabric_at(*size) {
+            let name = format!("2 x {} one-way", fl.name());
+            let rt = fl.round_trip().median;
+            put = put.with_floor(&name, rt, Some(LATENCY_TARGET));
+            get = get.with_floor(&name, rt, Some(LATENCY_TARGET));
+        }
+        v.push(put);
+        v.push(get);
     }
     for (size, row) in &r.flood {
+        let floor = r.bw_floor_at(*size);
         for (si, src) in Src::ALL.iter().enumerate() {
             for (mi, mode) in Mode::ALL.iter().enumerate() {
                 let p = row[si][mi];
                 let name = format!("put flood {}, {}", mode.name(), src.name());
-                v.push(j.record(&name, Some(*size as u64), &p.s, "GB/s", p.iters));
+                let mut rec = j.record(&name, Some(*size as u64), &p.s, "GB/s", p.iters);
+                if let Some((bw, fname)) = &floor {
+                    rec = rec.with_floor(fname, *bw, None);
+                }
+                v.push(rec);
             }
         }
     }
@@ -732,6 +912,20 @@ fn flood_plot(r: &Results) -> Plot {
             points: pts,
         });
     }
+    if r.fabric.is_some() {
+        p.series.push(Series {
+            name: "fi_pingpong ping-pong bandwidth".into(),
+            points: r
+                .flood
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (size, _))| {
+                    let g = r.fabric_at(*size)?.gbs;
+                    Some((i, g.median, g.min, g.max))
+                })
+                .collect(),
+        });
+    }
     p
 }
 
@@ -752,6 +946,20 @@ fn latency_plot(r: &Results) -> Plot {
                 .map(|(i, (_, a, b))| {
                     let s = if k == 0 { a.s } else { b.s };
                     (i, s.median, s.min, s.max)
+                })
+                .collect(),
+        });
+    }
+    if r.fabric.is_some() {
+        p.series.push(Series {
+            name: "fi_pingpong round trip (2 x one-way)".into(),
+            points: r
+                .lat
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (size, _, _))| {
+                    let t = r.fabric_at(*size)?.round_trip();
+                    Some((i, t.median, t.min, t.max))
                 })
                 .collect(),
         });

@@ -34,6 +34,47 @@ pub struct Record {
     pub iterations: u64,
     /// More ranks or threads than CPUs: the figures measure the scheduler too.
     pub oversubscribed: bool,
+    /// The floor this point is compared with, in `unit` (for example twice
+    /// `fi_pingpong`'s one-way latency on the same provider), if any.
+    /// Absent from the JSON when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<f64>,
+    /// What [`floor`](Record::floor) is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor_name: Option<String>,
+    /// `median / floor`: for a time, above 1 is slower than the floor; for
+    /// a bandwidth, above 1 is faster.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    /// The ratio the requirement asks for (a time: `ratio <= target`), if
+    /// there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<f64>,
+}
+
+impl Record {
+    /// This record compared with `floor` (in the record's unit), named
+    /// `name`, against `target` if the requirement sets one.
+    ///
+    /// ```
+    /// use rgex_benches::{report::Job, stats::Stats};
+    /// let job = Job { bench: "b".into(), conduit: "ofi".into(), provider: None, ranks: 2, oversubscribed: false };
+    /// let s = Stats::from_samples(&[23.0]).unwrap();
+    /// let r = job.record("AM Short round trip", None, &s, "us", 1).with_floor("2 x one-way", 20.0, Some(1.15));
+    /// assert_eq!(r.ratio, Some(1.15));
+    /// let json = serde_json::to_string(&r).unwrap();
+    /// assert!(json.contains("\"floor\":20.0") && json.contains("\"target\":1.15"));
+    /// // Without a floor the fields are absent, as before they existed.
+    /// let plain = serde_json::to_string(&job.record("x", None, &s, "us", 1)).unwrap();
+    /// assert!(!plain.contains("\"floor") && !plain.contains("\"ratio\""));
+    /// ```
+    pub fn with_floor(mut self, name: &str, floor: f64, target: Option<f64>) -> Record {
+        self.floor = Some(floor);
+        self.floor_name = Some(name.to_owned());
+        self.ratio = (floor > 0.0).then(|| self.median / floor);
+        self.target = target;
+        self
+    }
 }
 
 /// What every record of one run shares.
@@ -75,6 +116,10 @@ impl Job {
             repetitions: s.reps,
             iterations,
             oversubscribed: self.oversubscribed,
+            floor: None,
+            floor_name: None,
+            ratio: None,
+            target: None,
         }
     }
 }

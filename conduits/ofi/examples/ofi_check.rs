@@ -129,14 +129,26 @@ fn main() -> rgex_core::Result<()> {
     client.barrier()?;
     if me == 0 {
         println!(
-            "ok: conduit ofi, provider {} domain {} mr_mode {:?} caps {:#x} saw {} delivery_complete {} bypass {}",
+            "ok: conduit ofi, provider {} domain {} mr_mode {:?} caps {:#x} saw {} delivery_complete {} manual_progress {} bypass {}",
             prov.name,
             prov.domain,
             rgex_ofi::fabric::Info::mr_mode_names(prov.mr_mode),
             prov.caps,
             prov.send_after_write(),
             prov.delivery_complete,
+            prov.data_progress == libfabric_sys::FI_PROGRESS_MANUAL,
             client.conduit().is_local(Rank((me + 1) % size)),
+        );
+    }
+    // Regression: sockets' own progress thread (FI_PROGRESS_AUTO) starved
+    // on a busy node, making AM round trips take milliseconds each (the
+    // AM-carried atomics conformance test looked hung). The conduit asks
+    // for manual progress, which sockets (like tcp;ofi_rxm and shm) offers.
+    if &*prov.name == "sockets" {
+        assert_eq!(
+            prov.data_progress,
+            libfabric_sys::FI_PROGRESS_MANUAL,
+            "sockets must run with manual progress (see choose() in src/net.rs)"
         );
     }
 
@@ -188,6 +200,25 @@ fn main() -> rgex_core::Result<()> {
     });
     client.barrier()?;
     println!("ok: {me}: Short/Medium/Long requests and replies to every rank, payloads verified");
+
+    // 1b. Round trips: Short request, Short reply, one at a time, to the
+    // next rank (every rank at once). Reported, and bounded like every wait.
+    let rounds = 2000u64;
+    let next = Rank((me + 1) % size);
+    let base_replies = st.replies.load(Ordering::Relaxed);
+    let start = Instant::now();
+    for i in 1..=rounds {
+        client.request_short(next, echo, &[me], Flags::empty())?;
+        wait(&client, "round trip", || {
+            st.replies.load(Ordering::Relaxed) >= base_replies + i
+        });
+    }
+    let secs = start.elapsed().as_secs_f64();
+    client.barrier()?;
+    println!(
+        "ok: {me}: {rounds} round trips to {next} in {secs:.2} s ({:.0} per second)",
+        rounds as f64 / secs
+    );
 
     // 2. Flood: n_flood Shorts round-robin, in order per sender.
     let mut seq = vec![0u32; size as usize];

@@ -9,8 +9,11 @@
 //! running on each network.
 //!
 //! - **Setup.** `fi_getinfo` asks for `FI_MSG | FI_RMA` with `FI_ATOMIC`,
-//!   `FI_ORDER_SAW` and `FI_DELIVERY_COMPLETE` when offered (each wish is
-//!   dropped in turn until a provider answers), every memory-registration
+//!   `FI_ORDER_SAW`, `FI_DELIVERY_COMPLETE` and `FI_PROGRESS_MANUAL` data
+//!   progress when offered (each wish is dropped in turn until a provider
+//!   answers; manual progress keeps a provider's own progress thread, as
+//!   sockets runs by default, from competing with the polling threads for
+//!   the CPU: see `choose` in `net.rs`), every memory-registration
 //!   mode rgex handles (`FI_MR_LOCAL`, `FI_MR_VIRT_ADDR`,
 //!   `FI_MR_ALLOCATED`, `FI_MR_PROV_KEY`, `FI_MR_ENDPOINT`; `FI_MR_RAW`
 //!   is refused with a clear error) and `FI_CONTEXT`/`FI_CONTEXT2`

@@ -174,7 +174,16 @@ unsafe impl Send for Net {}
 // SAFETY: as above.
 unsafe impl Sync for Net {}
 
-fn hints_for(cfg: &OfiConfig, geo: &Geometry, atomic: bool, saw: bool, dc: bool) -> Hints {
+/// The hints for one attempt of [`choose`]: each flag is a wish that may
+/// be dropped.
+fn hints_for(
+    cfg: &OfiConfig,
+    geo: &Geometry,
+    atomic: bool,
+    saw: bool,
+    dc: bool,
+    manual: bool,
+) -> Hints {
     let mut caps = sys::FI_MSG
         | sys::FI_RMA
         | sys::FI_READ
@@ -199,22 +208,44 @@ fn hints_for(cfg: &OfiConfig, geo: &Geometry, atomic: bool, saw: bool, dc: bool)
         tx_msg_order: sys::FI_ORDER_SAS | if saw { sys::FI_ORDER_SAW } else { 0 },
         rx_msg_order: sys::FI_ORDER_SAS,
         tx_op_flags: if dc { sys::FI_DELIVERY_COMPLETE } else { 0 },
+        data_progress: if manual {
+            sys::FI_PROGRESS_MANUAL
+        } else {
+            sys::FI_PROGRESS_UNSPEC
+        },
         tx_size: 0,
         rx_size: geo.n_recv,
     }
 }
 
 /// Ask for the best offer first: atomics, then send-after-write ordering,
-/// then delivery-complete; drop wishes until a provider answers.
+/// then delivery-complete, then manual data progress; drop wishes (the
+/// last first) until a provider answers.
+///
+/// Manual progress: the conduit drives progress itself (every poll reads
+/// the CQ, and the [`ticker`](crate::ticker) does when nobody polls), so a
+/// provider's own progress thread only competes with the polling threads
+/// for the CPU. With the sockets provider's default `FI_PROGRESS_AUTO`,
+/// its progress thread is the only thing that moves data (`fi_cq_read`
+/// merely reads what that thread queued), and on a node with more busy
+/// threads than cores every message waited for that thread to be
+/// scheduled, twice per round trip. On a loaded 2-core host that was
+/// about 200 Short round trips a second against about 19,000 with manual
+/// progress (`ofi_check` reports the rate), so the AM-carried atomics
+/// conformance test, a long chain of round trips, looked hung, and floods
+/// ran at a sixth to a tenth of tcp;ofi_rxm's rate. Providers that cannot
+/// progress manually answer the hint-less retry.
 fn choose(cfg: &OfiConfig, geo: &Geometry) -> std::result::Result<Info, FiError> {
     let mut first_err = None;
     for atomic in [true, false] {
         for saw in [true, false] {
             for dc in [true, false] {
-                match Info::get(&hints_for(cfg, geo, atomic, saw, dc)) {
-                    Ok(i) => return Ok(i),
-                    Err(e) => {
-                        first_err.get_or_insert(e);
+                for manual in [true, false] {
+                    match Info::get(&hints_for(cfg, geo, atomic, saw, dc, manual)) {
+                        Ok(i) => return Ok(i),
+                        Err(e) => {
+                            first_err.get_or_insert(e);
+                        }
                     }
                 }
             }

@@ -1,8 +1,9 @@
 //! What rank 0 measures before rgex starts (the other ranks then block in
 //! the bootstrap, so nothing else competes for the CPUs): the physical
-//! floors and the UCX peer.
+//! floors, the UCX peer, and over the ofi conduit the provider floor.
 
 use rgex_benches::affinity::online_cpus;
+use rgex_benches::fabric::{run_target, ProviderFloor};
 use rgex_benches::floor::Floors;
 use rgex_benches::stats::Stats;
 use rgex_benches::ucx::{find_perftest, Perftest};
@@ -23,6 +24,8 @@ pub enum Ucx {
     NotInstalled,
     /// It ran and failed (why).
     Failed(String),
+    /// Not run (why): over the ofi conduit it would measure shared memory.
+    Skipped(String),
     /// Round trip in ns: twice the reported one-way latency.
     Measured {
         /// 2 x `overall_lat` (elapsed / iterations: rgex's method).
@@ -36,6 +39,19 @@ pub enum Ucx {
         /// Message size in bytes.
         size: u64,
     },
+}
+
+/// The provider floor's transfer size: testam's Short ping carries no
+/// payload and no arguments, so the provider's smallest messages compare
+/// (8 bytes, as the UCX comparison uses).
+pub const FABRIC_SIZE: u64 = 8;
+
+/// Over the ofi conduit (`RGEX_CONDUIT=ofi`): `fi_pingpong` at
+/// [`FABRIC_SIZE`] on the conduit's provider.
+pub fn fabric(provider: &str, quick: bool, reps: usize) -> ProviderFloor {
+    ProviderFloor::measure(provider, &[FABRIC_SIZE], run_target(quick), reps, |w| {
+        eprintln!("testam: measuring {w}")
+    })
 }
 
 /// Run `ucx_perftest -t ucp_am_lat` over shared memory `reps` times.

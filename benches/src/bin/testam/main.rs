@@ -5,7 +5,11 @@
 //!
 //! Rank 0 first measures the physical floor (cache-line round trip between
 //! CPUs 0 and 1, memcpy bandwidth) and, if installed, UCX's `ucp_am_lat`
-//! over shared memory, while the other ranks wait in the bootstrap. Then,
+//! over shared memory, while the other ranks wait in the bootstrap. Over
+//! the ofi conduit (`RGEX_CONDUIT=ofi`) the provider floor replaces UCX:
+//! `fi_pingpong` of 8 bytes on `RGEX_OFI_PROVIDER`, and the AM Short round
+//! trip is compared with twice its one-way latency (the target: within
+//! 1.15x; see `rgex_benches::fabric`). Then,
 //! over rgex: AM Short ping-pong round trip, Short one-way flood, and
 //! Medium ping-pong from 0 bytes to max Medium for the FP, NP-rgex and
 //! NP-client variants. Rank 1 only runs handlers. Rank 0 prints a table
@@ -100,17 +104,28 @@ fn run() -> Result<(), Box<dyn Error>> {
 
     // Before rgex starts: the other ranks block in the bootstrap meanwhile,
     // leaving both CPUs to the floor threads and to UCX.
+    let provider = rgex_benches::fabric::ofi_provider();
     let before = (env.rank == 0).then(|| {
         let load = rgex_benches::affinity::load_average();
         progress("the physical floor (cache-line round trip, memcpy)");
         let floors = baseline::floors(target, reps);
-        progress("the UCX peer (ucx_perftest ucp_am_lat)");
-        let ucx = baseline::ucx(opts.ucx_iters(), reps);
-        (floors, ucx, load)
+        let (ucx, fabric) = match &provider {
+            None => {
+                progress("the UCX peer (ucx_perftest ucp_am_lat)");
+                (baseline::ucx(opts.ucx_iters(), reps), None)
+            }
+            Some(p) => (
+                baseline::Ucx::Skipped(
+                    "RGEX_CONDUIT=ofi: the provider floor (fi_pingpong) is the peer here".into(),
+                ),
+                Some(baseline::fabric(p, opts.quick, reps)),
+            ),
+        };
+        (floors, ucx, fabric, load)
     });
 
     let (client, ids, state) = handlers::init()?;
-    if let Some((floors, ucx, load)) = before {
+    if let Some((floors, ucx, fabric, load)) = before {
         let peer = Rank(1 % client.size());
         let mut bench = measure::Bench::new(&client, &state, ids, peer, target, reps);
         bench.progress = progress;
@@ -119,7 +134,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         let job = Job {
             bench: "testam".into(),
             conduit: client.conduit().name().to_owned(),
-            provider: None,
+            provider: provider.clone(),
             ranks: client.size(),
             oversubscribed: env.polite || client.size() as usize > online_cpus(),
         };
@@ -129,6 +144,7 @@ fn run() -> Result<(), Box<dyn Error>> {
             target,
             floors,
             ucx,
+            fabric,
             am,
             load,
         };

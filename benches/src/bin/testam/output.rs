@@ -1,8 +1,9 @@
 //! testam's table, JSON records and plot.
 
-use crate::baseline::Ucx;
+use crate::baseline::{Ucx, FABRIC_SIZE};
 use crate::handlers::Variant;
 use crate::measure::AmResults;
+use rgex_benches::fabric::{self, ProviderFloor, LATENCY_TARGET};
 use rgex_benches::floor::Floors;
 use rgex_benches::report::{num, size as size_str, spread, Job, Plot, Record, Series, Table};
 use rgex_benches::stats::Stats;
@@ -21,6 +22,8 @@ pub struct Run {
     pub floors: Floors,
     /// The UCX peer.
     pub ucx: Ucx,
+    /// Over the ofi conduit: the provider floor.
+    pub fabric: Option<ProviderFloor>,
     /// The rgex measurements.
     pub am: AmResults,
     /// The node's 1-minute load average when rank 0 started.
@@ -30,6 +33,13 @@ pub struct Run {
 impl Run {
     fn cache_rtt(&self) -> Option<f64> {
         self.floors.cache_rtt.as_ref().ok().map(|(s, _)| s.median)
+    }
+
+    /// The provider's round trip in ns (twice `fi_pingpong`'s one-way
+    /// latency at [`FABRIC_SIZE`]), if measured.
+    fn provider_rtt(&self) -> Option<f64> {
+        let f = self.fabric.as_ref()?.at(FABRIC_SIZE)?;
+        Some(f.round_trip().median)
     }
 
     /// `x` as a multiple of the cache-line round trip, or `-`.
@@ -81,6 +91,11 @@ pub fn table(run: &Run) -> String {
     let t = run.floors.table();
     s.push_str(&t.to_string());
 
+    if let Some(f) = &run.fabric {
+        s.push('\n');
+        s.push_str(&f.report());
+    }
+
     let _ = writeln!(s, "\nAM Short");
     let mut t = Table::new([
         "metric",
@@ -129,7 +144,16 @@ pub fn table(run: &Run) -> String {
                 String::new(),
             ]);
         }
-        Ucx::NotInstalled | Ucx::Failed(_) => {}
+        Ucx::NotInstalled | Ucx::Failed(_) | Ucx::Skipped(_) => {}
+    }
+    if let Some(f) = run.fabric.as_ref().and_then(|f| f.at(FABRIC_SIZE)) {
+        t.row([
+            format!("{} round trip = 2 x one-way", f.name()),
+            spread(&f.round_trip()),
+            "ns".into(),
+            run.x_floor(f.round_trip().median),
+            format!("{} trips", f.iters),
+        ]);
     }
     s.push_str(&t.to_string());
     match &run.ucx {
@@ -137,7 +161,30 @@ pub fn table(run: &Run) -> String {
         Ucx::Failed(why) => {
             let _ = writeln!(s, "ucx_perftest: failed, skipped: {why}");
         }
+        Ucx::Skipped(why) => {
+            let _ = writeln!(s, "ucx_perftest: skipped ({why})");
+        }
         Ucx::Measured { .. } => {}
+    }
+    if let Some(f) = &run.fabric {
+        match run.provider_rtt() {
+            Some(p) => {
+                let x = am.short_rtt.ns.median;
+                let _ = writeln!(
+                    s,
+                    "rgex AM Short round trip / provider round trip ({}) = {:.2} (target <= {LATENCY_TARGET}: {})",
+                    f.provider,
+                    x / p,
+                    fabric::verdict(x, p)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "rgex AM Short round trip vs the provider: no provider floor (see above)"
+                );
+            }
+        }
     }
     if let Ucx::Measured { rtt, .. } = &run.ucx {
         let _ = writeln!(
@@ -186,13 +233,24 @@ pub fn records(run: &Run) -> Vec<Record> {
     let mut v = Vec::new();
     v.extend(run.floors.records(j));
     let am = &run.am;
-    v.push(j.record(
+    let mut short = j.record(
         "AM Short round trip",
         None,
         &am.short_rtt.ns,
         "ns",
         am.short_rtt.iters,
-    ));
+    );
+    if let (Some(p), Some(f)) = (
+        run.provider_rtt(),
+        run.fabric.as_ref().and_then(|f| f.at(FABRIC_SIZE)),
+    ) {
+        short = short.with_floor(
+            &format!("2 x {} one-way", f.name()),
+            p,
+            Some(LATENCY_TARGET),
+        );
+    }
+    v.push(short);
     v.push(j.record(
         "AM Short flood, per message",
         None,
@@ -205,6 +263,9 @@ pub fn records(run: &Run) -> Vec<Record> {
             let name = format!("AM Medium round trip {}", Variant::ALL[k].name());
             v.push(j.record(&name, Some(row.size as u64), &p.ns, "ns", p.iters));
         }
+    }
+    if let Some(f) = &run.fabric {
+        v.extend(f.records(j));
     }
     if let Ucx::Measured {
         rtt,
@@ -289,6 +350,9 @@ pub fn plot(run: &Run) -> Plot {
             &format!("UCX am_lat RTT {} ns", num(rtt.median)),
             rtt.median,
         );
+    }
+    if let Some(r) = run.provider_rtt() {
+        p.reference(&format!("fi_pingpong RTT {} ns", num(r)), r);
     }
     p
 }

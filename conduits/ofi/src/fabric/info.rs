@@ -37,6 +37,9 @@ pub struct Hints {
     pub rx_msg_order: u64,
     /// Default transmit operation flags (`FI_DELIVERY_COMPLETE`).
     pub tx_op_flags: u64,
+    /// Data progress model wanted (`FI_PROGRESS_MANUAL`; 0 is
+    /// `FI_PROGRESS_UNSPEC`: the provider's default).
+    pub data_progress: sys::fi_progress,
     /// Transmit queue depth wanted (0: the provider's default).
     pub tx_size: usize,
     /// Receive queue depth wanted (0: the provider's default).
@@ -115,6 +118,7 @@ impl Info {
             (*i.domain_attr).mr_mode = h.mr_mode as i32;
             (*i.domain_attr).threading = h.threading;
             (*i.domain_attr).av_type = h.av_type;
+            (*i.domain_attr).data_progress = h.data_progress;
             (*i.tx_attr).msg_order = h.tx_msg_order;
             (*i.rx_attr).msg_order = h.rx_msg_order;
             (*i.tx_attr).op_flags = h.tx_op_flags;
@@ -156,11 +160,12 @@ impl Info {
             i64::from(ret),
             || {
                 format!(
-                    "fi_getinfo (RDM endpoint, caps {:#x}, mr_mode {:#x}, tx order {:#x}, tx flags {:#x}, domain {})",
+                    "fi_getinfo (RDM endpoint, caps {:#x}, mr_mode {:#x}, tx order {:#x}, tx flags {:#x}, data progress {}, domain {})",
                     h.caps,
                     h.mr_mode,
                     h.tx_msg_order,
                     h.tx_op_flags,
+                    h.data_progress,
                     h.domain.as_deref().unwrap_or("(any)")
                 )
             },
