@@ -258,7 +258,7 @@ impl Net {
     /// Open everything and register the segment, the send and the receive
     /// buffers. Local only: the exchange with peers is [`connect`](Self::connect).
     pub fn open(cfg: &OfiConfig, geo: Geometry, seg: &Segment) -> Result<(Self, Vec<u8>)> {
-        let info = choose(cfg, &geo)?;
+        let mut info = choose(cfg, &geo)?;
         let prov = Provider {
             name: info.provider().into(),
             domain: info.domain_name(),
@@ -295,6 +295,12 @@ impl Net {
                 geo.n_recv
             )));
         }
+        // Delivery-complete was asked for to learn whether puts can have it
+        // (they pass the flag themselves); active messages need only
+        // transmit-complete (credits bound what is in flight), and as a
+        // default it would make tcp;ofi_rxm acknowledge every message.
+        let flags = info.tx_op_flags();
+        info.set_tx_op_flags(flags & !sys::FI_DELIVERY_COMPLETE);
         let fabric = Fabric::open(info)?;
         let domain = Domain::open(&fabric)?;
         let cq = CompletionQueue::open(&domain, geo.n_ops())?;

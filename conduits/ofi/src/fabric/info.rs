@@ -258,6 +258,15 @@ impl Info {
         unsafe { (*self.first().tx_attr).op_flags }
     }
 
+    /// Set the default transmit operation flags of the chosen entry (the
+    /// endpoint opened from it uses them for calls without flags, such as
+    /// `fi_send`).
+    pub fn set_tx_op_flags(&mut self, flags: u64) {
+        // SAFETY: ptr is a non-null fi_info list owned (exclusively, by
+        // `&mut self`) by this value; tx_attr is allocated for every entry.
+        unsafe { (*(*self.ptr).tx_attr).op_flags = flags }
+    }
+
     /// Transmit queue depth.
     pub fn tx_size(&self) -> usize {
         // SAFETY: tx_attr is allocated for every entry.
