@@ -126,6 +126,13 @@ if [ -n "$ofi_skipped" ]; then
     echo "skipped: the ofi conduit is not available in this build ($ofi_skipped)"
 fi
 
+# The scc conduit's epochs in modelled cycles (48 emulated cores in one
+# process; deterministic, under a second).
+section "scc_epochs: modelled cycles of post/start/complete/wait vs targets"
+scc_args=()
+for a in "$@"; do [ "$a" = --quick ] && scc_args+=(--quick); done
+target/release/scc_epochs "${scc_args[@]}" --json "$dir/scc_epochs.json" 2>&1 | tee "$dir/scc_epochs.log"
+
 section "results"
 echo "JSON records: $(realpath -- "$json")"
 echo "SVG plot:     $(realpath -- "$svg")"
@@ -133,6 +140,7 @@ echo "full output:  $(realpath -- "$log")"
 for bench in testsmall testimm rma_mt testfaddperf testvisperf; do
     echo "$bench: $(realpath -- "$dir/$bench.json") $(realpath -- "$dir/$bench.svg") $(realpath -- "$dir/$bench.log")"
 done
+echo "scc_epochs: $(realpath -- "$dir/scc_epochs.json") $(realpath -- "$dir/scc_epochs.log")"
 for out in "${ofi_dirs[@]}"; do
     for bench in "${ofi_benches[@]}"; do
         echo "$(basename -- "$out") $bench: $(realpath -- "$out/$bench.json") $(realpath -- "$out/$bench.log")"
