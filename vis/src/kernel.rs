@@ -59,10 +59,12 @@ unsafe fn run_any(elem: usize, src: *const u8, ss: isize, dst: *mut u8, ds: isiz
     }
 }
 
-/// Copy one innermost run of `count` elements of `elem` bytes.
+/// Copy one innermost run of `count` elements of `elem` bytes, the source
+/// advancing by `ss` bytes per element and the destination by `ds`.
 ///
 /// # Safety
-/// As [`run_fixed`].
+/// Every element read and written must be inside live allocations, and
+/// no source element may overlap a destination element.
 #[inline]
 pub unsafe fn run(elem: usize, src: *const u8, ss: isize, dst: *mut u8, ds: isize, count: usize) {
     let e = elem as isize;
@@ -165,6 +167,138 @@ pub unsafe fn copy_range(
             k += 1;
         }
     }
+}
+
+/// Copy every element of the nest `loops` (loop 0 innermost), `elem`
+/// bytes each, from `src` to `dst`: [`copy_range`] over the whole nest,
+/// without its start-index arithmetic. With no loops the nest has one
+/// element. The element-size dispatch happens once, not per inner run.
+///
+/// # Safety
+/// As [`copy_range`] for every element of the nest.
+#[inline]
+pub unsafe fn copy_all(elem: usize, loops: &[Loop], src: *const u8, dst: *mut u8) {
+    if elem == 0 || loops.iter().any(|l| l.count == 0) {
+        return;
+    }
+    let Some(&inner) = loops.first() else {
+        // SAFETY: the one element is in bounds (caller).
+        return unsafe { std::ptr::copy_nonoverlapping(src, dst, elem) };
+    };
+    let outer = &loops[1..];
+    let e = elem as isize;
+    // SAFETY: forwarded caller contract (every arm). each copier moves the
+    // same elements as `run` would.
+    unsafe {
+        if inner.src == e && inner.dst == e {
+            // Contiguous inner runs: one memcpy each.
+            let one = Loop {
+                count: 1,
+                src: 0,
+                dst: 0,
+            };
+            return nest(outer, one, src, dst, Bytes(elem * inner.count as usize));
+        }
+        match elem {
+            1 => nest(outer, inner, src, dst, Fixed::<1>),
+            2 => nest(outer, inner, src, dst, Fixed::<2>),
+            4 => nest(outer, inner, src, dst, Fixed::<4>),
+            8 => nest(outer, inner, src, dst, Fixed::<8>),
+            16 => nest(outer, inner, src, dst, Fixed::<16>),
+            32 => nest(outer, inner, src, dst, Fixed::<32>),
+            64 => nest(outer, inner, src, dst, Fixed::<64>),
+            _ => nest(outer, inner, src, dst, Any(elem)),
+        }
+    }
+}
+
+/// An innermost-run copier, chosen once per walk.
+trait RunCopy: Copy {
+    /// Copy `count` elements strided by `ss` (source) and `ds` (destination).
+    ///
+    /// # Safety
+    /// As [`run_fixed`].
+    unsafe fn copy(self, src: *const u8, ss: isize, dst: *mut u8, ds: isize, count: usize);
+}
+
+/// Elements of `N` bytes.
+#[derive(Clone, Copy)]
+struct Fixed<const N: usize>;
+
+impl<const N: usize> RunCopy for Fixed<N> {
+    #[inline(always)]
+    unsafe fn copy(self, src: *const u8, ss: isize, dst: *mut u8, ds: isize, count: usize) {
+        // SAFETY: forwarded caller contract.
+        unsafe { run_fixed::<N>(src, ss, dst, ds, count) }
+    }
+}
+
+/// Elements of any size (`memcpy` each).
+#[derive(Clone, Copy)]
+struct Any(usize);
+
+impl RunCopy for Any {
+    #[inline(always)]
+    unsafe fn copy(self, src: *const u8, ss: isize, dst: *mut u8, ds: isize, count: usize) {
+        // SAFETY: forwarded caller contract.
+        unsafe { run_any(self.0, src, ss, dst, ds, count) }
+    }
+}
+
+/// One contiguous block of this many bytes per run (the inner loop folded
+/// in; its count is 1).
+#[derive(Clone, Copy)]
+struct Bytes(usize);
+
+impl RunCopy for Bytes {
+    #[inline(always)]
+    unsafe fn copy(self, src: *const u8, _: isize, dst: *mut u8, _: isize, _: usize) {
+        // SAFETY: forwarded caller contract (the block is the run).
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, self.0) }
+    }
+}
+
+/// Walk `outer` (innermost first) around the inner loop `inner`, copying
+/// one inner run with `f` per point. Two levels are a plain double loop;
+/// deeper nests recurse on the outermost loop.
+///
+/// # Safety
+/// As [`copy_all`].
+#[inline(always)]
+unsafe fn nest<F: RunCopy>(outer: &[Loop], inner: Loop, src: *const u8, dst: *mut u8, f: F) {
+    let n = inner.count as usize;
+    // SAFETY: each run (every arm) is part of the nest the caller vouches for.
+    unsafe {
+        match outer {
+            [] => f.copy(src, inner.src, dst, inner.dst, n),
+            [o] => {
+                let (mut s, mut d) = (src, dst);
+                for _ in 0..o.count {
+                    f.copy(s, inner.src, d, inner.dst, n);
+                    s = s.wrapping_offset(o.src);
+                    d = d.wrapping_offset(o.dst);
+                }
+            }
+            [rest @ .., o] => {
+                let (mut s, mut d) = (src, dst);
+                for _ in 0..o.count {
+                    nest_rec(rest, inner, s, d, f);
+                    s = s.wrapping_offset(o.src);
+                    d = d.wrapping_offset(o.dst);
+                }
+            }
+        }
+    }
+}
+
+/// [`nest`] behind a function boundary (the recursion).
+///
+/// # Safety
+/// As [`nest`].
+#[inline(never)]
+unsafe fn nest_rec<F: RunCopy>(outer: &[Loop], inner: Loop, src: *const u8, dst: *mut u8, f: F) {
+    // SAFETY: forwarded caller contract.
+    unsafe { nest(outer, inner, src, dst, f) }
 }
 
 /// Dense strides for `counts` elements of `elem` bytes (loop 0 innermost).

@@ -19,6 +19,18 @@
 //! Everything is validated before any byte moves; a bad transfer is an
 //! error naming the rank, offset and limit, and nothing moves.
 //!
+//! Per-call cost: a node-local peer's transfer goes straight from the
+//! caller's metadata to the copy ([`direct`](crate::Mechanism::Direct); no
+//! [`Shape`] is built, and nothing is allocated below 64 dimensions of
+//! count above 1).
+//! Strided metadata is validated and optimized in one O(dims) scan, and
+//! the result is kept in a small per-thread cache keyed by the metadata's
+//! contents (element size, counts, strides; not the offsets), so a shape
+//! used again costs a comparison of its arrays and O(1) bounds checks,
+//! whatever its dimensionality. Indexed metadata is bounds-checked with one
+//! vectorized max per side and copied by a loop specialised by fragment
+//! length that coalesces fragments contiguous on both sides.
+//!
 //! A [`Vis`] is made from an endpoint (`Arc<Endpoint>`, the one a client
 //! derefs to): the first one registers the AM handlers (reserved indices
 //! 24..=27), so create it on every rank, then barrier, before transferring.
@@ -39,14 +51,17 @@
 //! ```
 
 pub mod am;
+mod cache;
+mod direct;
 pub mod kernel;
 mod meta;
 pub mod plan;
+mod simd;
 
 pub use am::AmPayload;
 pub use meta::{validate, Indexed, Meta, Run, Shape, Strided, Vector};
 
-use crate::kernel::{copy_range, Loop};
+use crate::direct::Local;
 use rgex_am::rma::NbiCategory;
 use rgex_am::Endpoint;
 use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result};
@@ -118,6 +133,7 @@ impl VisBuilder {
             proto: am::Proto::for_endpoint(ep)?,
             mechanism,
             am_payload: self.am_payload,
+            mapped: MappedPeers::of(ep),
         })
     }
 }
@@ -174,19 +190,64 @@ enum Track {
     Nbi(NbiCategory),
 }
 
-/// The local side of one transfer.
-#[derive(Clone, Copy)]
-enum Local {
-    Src(*const u8),
-    Dst(*mut u8),
-}
-
 /// VIS transfers over one endpoint. `Send + Sync`; share it by reference.
 pub struct Vis {
     ep: Arc<Endpoint>,
     proto: Arc<am::Proto>,
     mechanism: Mechanism,
     am_payload: AmPayload,
+    /// The mapped segments of node-local peers, looked up once when the
+    /// context is made (a segment's mapping and length are fixed at setup),
+    /// so the direct path asks the conduit nothing per call.
+    mapped: MappedPeers,
+}
+
+/// Node-local peers' mapped segments, indexed by rank from `lo` (the span
+/// of ranks that have one; usually a node's ranks are contiguous).
+struct MappedPeers {
+    lo: u32,
+    segs: Box<[Option<(*mut u8, u64)>]>,
+}
+
+// SAFETY: the pointers name segments mapped in this process for the life
+// of the endpoint (which the `Vis` keeps alive); they are only used for
+// raw copies, as `Segment`s are (which are `Send + Sync` on the same
+// grounds).
+unsafe impl Send for MappedPeers {}
+// SAFETY: as above; the table is read-only after construction.
+unsafe impl Sync for MappedPeers {}
+
+impl MappedPeers {
+    fn of(ep: &Endpoint) -> MappedPeers {
+        let c = ep.conduit();
+        let local: Vec<(u32, *mut u8, u64)> = (0..ep.size())
+            .filter_map(|r| {
+                let seg = c.mapped_segment(Rank(r))?;
+                let len = c.segment_len(Rank(r)).min(seg.len() as u64);
+                Some((r, seg.as_ptr(), len))
+            })
+            .collect();
+        let (Some(&(lo, ..)), Some(&(hi, ..))) = (local.first(), local.last()) else {
+            return MappedPeers {
+                lo: 0,
+                segs: Box::new([]),
+            };
+        };
+        let mut segs = vec![None; (hi - lo) as usize + 1];
+        for (r, p, len) in local {
+            segs[(r - lo) as usize] = Some((p, len));
+        }
+        MappedPeers {
+            lo,
+            segs: segs.into_boxed_slice(),
+        }
+    }
+
+    /// `peer`'s mapped segment (base, length), if it has one.
+    #[inline(always)]
+    fn get(&self, peer: Rank) -> Option<(*mut u8, u64)> {
+        *self.segs.get(peer.0.wrapping_sub(self.lo) as usize)?
+    }
 }
 
 impl std::fmt::Debug for Vis {
@@ -252,6 +313,7 @@ impl Vis {
     // ---- puts ----
 
     /// Blocking put: returns when every byte is in the peer's segment.
+    #[inline]
     pub fn put<'m>(
         &self,
         peer: Rank,
@@ -265,6 +327,7 @@ impl Vis {
 
     /// Non-blocking put; `src` may be reused when this returns (its local
     /// completion event, `lc`, has fired).
+    #[inline]
     pub fn put_nb<'m>(
         &self,
         peer: Rank,
@@ -272,11 +335,10 @@ impl Vis {
         src: &[u8],
         flags: Flags,
     ) -> Result<VisPut> {
-        let shape = self.shape(peer, &meta.into(), src.len())?;
+        let local = Local::Src(src.as_ptr());
         // SAFETY: `src` is borrowed for the call and every mechanism reads
-        // it during injection; the shape was validated against its length.
-        let rc =
-            unsafe { self.start(peer, &shape, Local::Src(src.as_ptr()), Track::Event, flags)? };
+        // it during injection.
+        let rc = unsafe { self.with_event(peer, &meta.into(), local, src.len(), flags)? };
         Ok(VisPut {
             lc: Event::done(),
             rc,
@@ -285,6 +347,7 @@ impl Vis {
 
     /// Implicit-handle put: `src` may be reused on return; completion joins
     /// this thread's put category (or its open access region).
+    #[inline]
     pub fn put_nbi<'m>(
         &self,
         peer: Rank,
@@ -292,23 +355,24 @@ impl Vis {
         src: &[u8],
         flags: Flags,
     ) -> Result<()> {
-        let shape = self.shape(peer, &meta.into(), src.len())?;
+        let local = Local::Src(src.as_ptr());
         // SAFETY: as in `put_nb`.
         unsafe {
-            self.start(
+            self.nbi(
                 peer,
-                &shape,
-                Local::Src(src.as_ptr()),
-                Track::Nbi(NbiCategory::Put),
+                &meta.into(),
+                local,
+                src.len(),
+                NbiCategory::Put,
                 flags,
             )
         }
-        .map(drop)
     }
 
     // ---- gets ----
 
     /// Blocking get into `dst`.
+    #[inline]
     pub fn get<'m>(
         &self,
         peer: Rank,
@@ -316,23 +380,16 @@ impl Vis {
         dst: &mut [u8],
         flags: Flags,
     ) -> Result<()> {
-        let shape = self.shape(peer, &meta.into(), dst.len())?;
+        let local = Local::Dst(dst.as_mut_ptr());
         // SAFETY: `dst` is borrowed mutably for the whole call, which waits
-        // for completion; the shape was validated against its length.
-        let ev = unsafe {
-            self.start(
-                peer,
-                &shape,
-                Local::Dst(dst.as_mut_ptr()),
-                Track::Event,
-                flags,
-            )?
-        };
+        // for completion.
+        let ev = unsafe { self.with_event(peer, &meta.into(), local, dst.len(), flags)? };
         ev.wait();
         Ok(())
     }
 
     /// Non-blocking get into an owned buffer, handed back when complete.
+    #[inline]
     pub fn get_nb<'m>(
         &self,
         peer: Rank,
@@ -340,19 +397,11 @@ impl Vis {
         mut dst: Vec<u8>,
         flags: Flags,
     ) -> Result<VisGet> {
-        let shape = self.shape(peer, &meta.into(), dst.len())?;
+        let local = Local::Dst(dst.as_mut_ptr());
         // SAFETY: the Vec moves into the VisGet, which keeps it alive and
         // out of reach until the event fires (a Vec's storage does not move
         // with it).
-        let ev = unsafe {
-            self.start(
-                peer,
-                &shape,
-                Local::Dst(dst.as_mut_ptr()),
-                Track::Event,
-                flags,
-            )?
-        };
+        let ev = unsafe { self.with_event(peer, &meta.into(), local, dst.len(), flags)? };
         Ok(VisGet {
             buf: Some(dst),
             event: Some(ev),
@@ -364,6 +413,7 @@ impl Vis {
     ///
     /// # Safety
     /// `dst..dst+len` must be valid for writes and untouched until that sync.
+    #[inline]
     pub unsafe fn get_nbi<'m>(
         &self,
         peer: Rank,
@@ -372,18 +422,9 @@ impl Vis {
         len: usize,
         flags: Flags,
     ) -> Result<()> {
-        let shape = self.shape(peer, &meta.into(), len)?;
+        let local = Local::Dst(dst);
         // SAFETY: forwarded caller contract.
-        unsafe {
-            self.start(
-                peer,
-                &shape,
-                Local::Dst(dst),
-                Track::Nbi(NbiCategory::Get),
-                flags,
-            )
-        }
-        .map(drop)
+        unsafe { self.nbi(peer, &meta.into(), local, len, NbiCategory::Get, flags) }
     }
 
     // ---- named forms ----
@@ -446,6 +487,99 @@ impl Vis {
         }
     }
 
+    /// The direct path, when `peer` is node-local (segment mapped) and the
+    /// mechanism is `Auto` or `Direct`: validate and copy straight from
+    /// the metadata (no shape is built), `Some` of the outcome; `None` for
+    /// the other mechanisms.
+    ///
+    /// # Safety
+    /// The local pointer must be valid for `local_len` bytes (readable for
+    /// a put, writable for a get) for the call.
+    #[inline(always)]
+    unsafe fn try_direct(
+        &self,
+        peer: Rank,
+        meta: &Meta<'_>,
+        local: Local,
+        local_len: usize,
+    ) -> Option<Result<()>> {
+        if !matches!(self.mechanism, Mechanism::Auto | Mechanism::Direct) {
+            return None;
+        }
+        // Not node-local (or not a rank): the general path decides.
+        let (base, seg_len) = self.mapped.get(peer)?;
+        // SAFETY: forwarded caller contract (the local side); the segment
+        // is mapped for `seg_len` bytes; `direct::transfer` validates both
+        // sides before copying.
+        Some(unsafe { direct::transfer(meta, peer, base, seg_len, local, local_len) })
+    }
+
+    /// An implicit-handle transfer.
+    ///
+    /// # Safety
+    /// As [`start`](Self::start), for a local buffer of `local_len` bytes.
+    #[inline(never)]
+    unsafe fn nbi(
+        &self,
+        peer: Rank,
+        meta: &Meta<'_>,
+        local: Local,
+        local_len: usize,
+        cat: NbiCategory,
+        flags: Flags,
+    ) -> Result<()> {
+        // SAFETY: forwarded caller contract.
+        unsafe {
+            if let Some(r) = self.try_direct(peer, meta, local, local_len) {
+                return r;
+            }
+            self.transfer(peer, meta, local, local_len, Track::Nbi(cat), flags)
+                .map(drop)
+        }
+    }
+
+    /// A transfer completed through a fresh event.
+    ///
+    /// # Safety
+    /// As [`start`](Self::start), for a local buffer of `local_len` bytes.
+    #[inline(never)]
+    unsafe fn with_event(
+        &self,
+        peer: Rank,
+        meta: &Meta<'_>,
+        local: Local,
+        local_len: usize,
+        flags: Flags,
+    ) -> Result<Event> {
+        // SAFETY: forwarded caller contract.
+        unsafe {
+            if let Some(r) = self.try_direct(peer, meta, local, local_len) {
+                return r.map(|()| Event::done());
+            }
+            self.transfer(peer, meta, local, local_len, Track::Event, flags)
+        }
+    }
+
+    /// Validate and carry out a transfer by any mechanism but the direct
+    /// path: compile the metadata into a [`Shape`] for
+    /// [`start`](Self::start).
+    ///
+    /// # Safety
+    /// As [`start`](Self::start), for a local buffer of `local_len` bytes.
+    unsafe fn transfer(
+        &self,
+        peer: Rank,
+        meta: &Meta<'_>,
+        local: Local,
+        local_len: usize,
+        track: Track,
+        flags: Flags,
+    ) -> Result<Event> {
+        let shape = self.shape(peer, meta, local_len)?;
+        // SAFETY: forwarded caller contract; the shape is validated.
+        unsafe { self.start(peer, &shape, local, track, flags) }
+    }
+
     /// Carry out a validated transfer.
     ///
     /// # Safety
@@ -470,9 +604,20 @@ impl Vis {
                         "RGEX_VIS=direct: the segment of {peer} is not mapped in this process (not node-local); use auto, rma or am"
                     ))
                 })?;
-                // SAFETY: the peer range was validated against the mapped
-                // segment's length, the local one by the caller.
-                unsafe { direct(shape, seg.as_ptr(), local) };
+                if (seg.len() as u64) < self.ep.conduit().segment_len(peer) {
+                    return Err(Error::Config(format!(
+                        "VIS direct: the mapped segment of {peer} is shorter than the length it advertises"
+                    )));
+                }
+                // SAFETY: the peer range was validated against the
+                // segment's length (the mapped one's, checked above), the
+                // local one by the caller.
+                unsafe {
+                    match shape {
+                        Shape::Strided(p) => direct::strided(p, seg.as_ptr(), local),
+                        Shape::Runs(r) => direct::runs(r, seg.as_ptr(), local),
+                    }
+                };
                 Ok(Event::done())
             }
             // SAFETY: forwarded caller contract.
@@ -593,62 +738,6 @@ impl Vis {
                 Err(e)
             }
             None => Ok(ev),
-        }
-    }
-}
-
-/// Copy a validated shape between the local buffer and a mapped segment.
-///
-/// # Safety
-/// Every chunk of `shape` must be inside the segment at `seg` and inside the
-/// local buffer, which must be readable (put) or writable (get).
-unsafe fn direct(shape: &Shape, seg: *mut u8, local: Local) {
-    match shape {
-        Shape::Strided(p) => {
-            let loops: Vec<Loop> = p
-                .dims
-                .iter()
-                .map(|d| match local {
-                    Local::Src(_) => Loop {
-                        count: d.count,
-                        src: d.local_stride as isize,
-                        dst: d.peer_stride as isize,
-                    },
-                    Local::Dst(_) => Loop {
-                        count: d.count,
-                        src: d.peer_stride as isize,
-                        dst: d.local_stride as isize,
-                    },
-                })
-                .collect();
-            // SAFETY: the caller vouches for both sides of every element.
-            unsafe {
-                let (pp, lp) = (seg.add(p.peer_base as usize), p.local_base as usize);
-                match local {
-                    Local::Src(s) => copy_range(p.elem, &loops, s.add(lp), pp, 0, p.elements()),
-                    Local::Dst(d) => copy_range(p.elem, &loops, pp, d.add(lp), 0, p.elements()),
-                }
-            }
-        }
-        Shape::Runs(runs) => {
-            for r in runs {
-                // SAFETY: as above, per run.
-                unsafe {
-                    let pp = seg.add(r.peer as usize);
-                    match local {
-                        Local::Src(s) => std::ptr::copy_nonoverlapping(
-                            s.add(r.local as usize),
-                            pp,
-                            r.len as usize,
-                        ),
-                        Local::Dst(d) => std::ptr::copy_nonoverlapping(
-                            pp,
-                            d.add(r.local as usize),
-                            r.len as usize,
-                        ),
-                    }
-                }
-            }
         }
     }
 }

@@ -3,7 +3,9 @@
 //! and compiled into an owned [`Shape`], so the caller's metadata arrays
 //! are consumed before the call returns.
 
-use crate::plan::{optimize, StridePlan};
+use crate::cache;
+use crate::plan::{fold, optimize, scan, StridePlan, Work};
+use crate::simd;
 use rgex_core::segment::check_range;
 use rgex_core::{Error, Rank, Result};
 
@@ -55,7 +57,7 @@ impl Strided<'_> {
         Ok(n)
     }
 
-    fn check_dims(&self) -> Result<()> {
+    pub(crate) fn check_dims(&self) -> Result<()> {
         let n = self.counts.len();
         if self.peer_strides.len() != n || self.local_strides.len() != n {
             return Err(Error::Config(format!(
@@ -132,6 +134,11 @@ pub struct Run {
 }
 
 /// Validated, owned metadata: what a mechanism executes.
+// A strided plan keeps its loops inline (no allocation for up to 8), which
+// makes that variant large; a shape is built once per transfer by the
+// mechanisms other than the direct one (which builds none), so its size
+// costs a copy at most, where boxing would cost an allocation per call.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Shape {
     /// An optimized strided plan.
@@ -166,25 +173,11 @@ impl Shape {
     }
 }
 
+#[cold]
 fn local_err(what: &str, lo: i128, hi: i128, limit: usize) -> Error {
     Error::Config(format!(
         "VIS {what}: local range [{lo}, {hi}) falls outside the local buffer of {limit} bytes"
     ))
-}
-
-/// Lowest and highest (exclusive) byte a strided side touches, relative to
-/// nothing (absolute), or `None` on overflow.
-fn extent(elem: usize, counts: &[u64], base: u64, strides: &[i64]) -> Option<(i128, i128)> {
-    let (mut lo, mut hi) = (i128::from(base), i128::from(base));
-    for (&c, &s) in counts.iter().zip(strides) {
-        let span = i128::from(c - 1).checked_mul(i128::from(s))?;
-        if span < 0 {
-            lo = lo.checked_add(span)?;
-        } else {
-            hi = hi.checked_add(span)?;
-        }
-    }
-    Some((lo, hi.checked_add(elem as i128)?))
 }
 
 /// Check `peer` is a rank of a job of `size`.
@@ -208,69 +201,156 @@ pub(crate) fn check_rank(peer: Rank, size: u32) -> Result<()> {
 /// ```
 pub fn validate(meta: &Meta<'_>, peer: Rank, seg_len: u64, local_len: usize) -> Result<Shape> {
     match meta {
-        Meta::Strided(s) => {
-            let bytes = s.bytes()?;
-            if bytes == 0 {
-                return Ok(Shape::Strided(optimize(0, &[], 0, &[], 0, &[])));
-            }
-            let overflow = || {
-                Error::Config(format!(
-                    "VIS strided to {peer}: counts {:?} x strides overflow (peer strides {:?}, local strides {:?})",
-                    s.counts, s.peer_strides, s.local_strides
-                ))
-            };
-            let (plo, phi) = extent(s.elem_size, s.counts, s.peer_offset, s.peer_strides)
-                .ok_or_else(overflow)?;
-            if plo < 0 || phi > i128::from(seg_len) {
-                if plo < 0 {
-                    return Err(Error::Config(format!(
-                        "VIS strided: remote range on {peer} starts at byte {plo} (offset {:#x} with strides {:?}), before its segment of {seg_len:#x} bytes",
-                        s.peer_offset, s.peer_strides
-                    )));
-                }
-                return Err(Error::OutOfSegment {
-                    rank: peer,
-                    offset: plo as u64,
-                    len: (phi - plo).min(i128::from(u64::MAX)) as u64,
-                    seg_len,
-                });
-            }
-            let (llo, lhi) = extent(s.elem_size, s.counts, s.local_offset, s.local_strides)
-                .ok_or_else(overflow)?;
-            if llo < 0 || lhi > local_len as i128 {
-                return Err(local_err("strided", llo, lhi, local_len));
-            }
-            Ok(Shape::Strided(optimize(
-                s.elem_size,
-                s.counts,
-                s.peer_offset,
-                s.peer_strides,
-                s.local_offset,
-                s.local_strides,
-            )))
-        }
+        Meta::Strided(s) => Ok(Shape::Strided(validate_strided(
+            s, peer, seg_len, local_len,
+        )?)),
         Meta::Vector(v) => {
-            for &(off, len) in v.peer {
-                check_range(peer, seg_len, off, len)?;
-            }
-            for &(off, len) in v.local {
-                check_local("vector", off, len, local_len)?;
-            }
-            runs(v.peer.iter().copied(), v.local.iter().copied())
+            check_vector(v, peer, seg_len, local_len)?;
+            collect_runs(v.peer.iter().copied(), v.local.iter().copied())
         }
         Meta::Indexed(x) => {
-            for &off in x.peer {
-                check_range(peer, seg_len, off, x.peer_len)?;
-            }
-            for &off in x.local {
-                check_local("indexed", off, x.local_len, local_len)?;
-            }
-            runs(
+            check_indexed(x, peer, seg_len, local_len)?;
+            collect_runs(
                 x.peer.iter().map(|&o| (o, x.peer_len)),
                 x.local.iter().map(|&o| (o, x.local_len)),
             )
         }
     }
+}
+
+/// Validate strided metadata and optimize it, in one O(dims) scan (no
+/// allocation for plans of up to 8 loops).
+pub(crate) fn validate_strided(
+    s: &Strided<'_>,
+    peer: Rank,
+    seg_len: u64,
+    local_len: usize,
+) -> Result<StridePlan> {
+    let mut work = Work::new();
+    let (elem, peer_base, local_base) =
+        validate_strided_into(s, peer, seg_len, local_len, &mut work)?;
+    if elem == 0 {
+        return Ok(optimize(0, &[], 0, &[], 0, &[]));
+    }
+    Ok(StridePlan {
+        elem,
+        dims: work.iter().copied().collect(),
+        peer_base,
+        local_base,
+    })
+}
+
+/// As [`validate_strided`], the plan's loops going into `work` (empty on
+/// entry): its element size (0: nothing to move), peer and local bases.
+#[inline(always)]
+pub(crate) fn validate_strided_into(
+    s: &Strided<'_>,
+    peer: Rank,
+    seg_len: u64,
+    local_len: usize,
+    work: &mut Work,
+) -> Result<(usize, u64, u64)> {
+    s.check_dims()?;
+    let (elem, counts, ps, ls) = (s.elem_size, s.counts, s.peer_strides, s.local_strides);
+    let cacheable = counts.len() >= cache::MIN_DIMS;
+    let (rel, folded) = match cacheable.then(|| cache::get(elem, counts, ps, ls, work)) {
+        Some(Some(hit)) => hit,
+        _ => {
+            let sc = scan(elem, counts, ps, ls, work);
+            match sc.bytes {
+                None => return Err(s.bytes().expect_err("the product overflows")),
+                Some(0) => return Ok((0, 0, 0)),
+                Some(_) => {}
+            }
+            let folded = fold(elem, work);
+            if cacheable {
+                cache::put(elem, counts, ps, ls, sc.rel, folded, work);
+            }
+            (sc.rel, folded)
+        }
+    };
+    let at = rel.place(s.peer_offset, s.local_offset);
+    let Some((plo, phi)) = at.peer else {
+        return Err(overflow_err(s, peer));
+    };
+    if plo < 0 || phi > i128::from(seg_len) {
+        return Err(peer_err(s, peer, seg_len, plo, phi));
+    }
+    let Some((llo, lhi)) = at.local else {
+        return Err(overflow_err(s, peer));
+    };
+    if llo < 0 || lhi > local_len as i128 {
+        return Err(local_err("strided", llo, lhi, local_len));
+    }
+    Ok((folded, at.peer_base, at.local_base))
+}
+
+#[cold]
+fn overflow_err(s: &Strided<'_>, peer: Rank) -> Error {
+    Error::Config(format!(
+        "VIS strided to {peer}: counts {:?} x strides overflow (peer strides {:?}, local strides {:?})",
+        s.counts, s.peer_strides, s.local_strides
+    ))
+}
+
+#[cold]
+fn peer_err(s: &Strided<'_>, peer: Rank, seg_len: u64, plo: i128, phi: i128) -> Error {
+    if plo < 0 {
+        return Error::Config(format!(
+            "VIS strided: remote range on {peer} starts at byte {plo} (offset {:#x} with strides {:?}), before its segment of {seg_len:#x} bytes",
+            s.peer_offset, s.peer_strides
+        ));
+    }
+    Error::OutOfSegment {
+        rank: peer,
+        offset: plo as u64,
+        len: (phi - plo).min(i128::from(u64::MAX)) as u64,
+        seg_len,
+    }
+}
+
+/// Bounds of every fragment of vector metadata.
+pub(crate) fn check_vector(
+    v: &Vector<'_>,
+    peer: Rank,
+    seg_len: u64,
+    local_len: usize,
+) -> Result<()> {
+    for &(off, len) in v.peer {
+        check_range(peer, seg_len, off, len)?;
+    }
+    for &(off, len) in v.local {
+        check_local("vector", off, len, local_len)?;
+    }
+    Ok(())
+}
+
+/// Bounds of every fragment of indexed metadata: one pass for the
+/// highest offset of each side (vectorizable), then, only if that fails,
+/// the fragment-by-fragment walk that names the first bad one.
+pub(crate) fn check_indexed(
+    x: &Indexed<'_>,
+    peer: Rank,
+    seg_len: u64,
+    local_len: usize,
+) -> Result<()> {
+    let fits = |offs: &[u64], len: u64, limit: u64| {
+        offs.is_empty()
+            || simd::max(offs)
+                .checked_add(len)
+                .is_some_and(|end| end <= limit)
+    };
+    if !fits(x.peer, x.peer_len, seg_len) {
+        for &off in x.peer {
+            check_range(peer, seg_len, off, x.peer_len)?;
+        }
+    }
+    if !fits(x.local, x.local_len, local_len as u64) {
+        for &off in x.local {
+            check_local("indexed", off, x.local_len, local_len)?;
+        }
+    }
+    Ok(())
 }
 
 fn check_local(what: &str, off: u64, len: u64, limit: usize) -> Result<()> {
@@ -287,10 +367,24 @@ fn check_local(what: &str, off: u64, len: u64, limit: usize) -> Result<()> {
 
 /// Match two fragment lists byte for byte into runs (merging runs
 /// contiguous on both sides); the totals must agree.
-fn runs(
+fn collect_runs(
     peer: impl Iterator<Item = (u64, u64)> + Clone,
     local: impl Iterator<Item = (u64, u64)> + Clone,
 ) -> Result<Shape> {
+    let mut out: Vec<Run> = Vec::new();
+    for_each_run(peer, local, |r| out.push(r))?;
+    Ok(Shape::Runs(out))
+}
+
+/// Match two fragment lists byte for byte into runs, merging runs
+/// contiguous on both sides, and hand each to `f` in order (nothing is
+/// allocated); first check the totals agree (an error, and no call of
+/// `f`, if not).
+pub(crate) fn for_each_run(
+    peer: impl Iterator<Item = (u64, u64)> + Clone,
+    local: impl Iterator<Item = (u64, u64)> + Clone,
+    mut f: impl FnMut(Run),
+) -> Result<()> {
     fn total(mut it: impl Iterator<Item = (u64, u64)>) -> Option<u64> {
         it.try_fold(0u64, |a, (_, l)| a.checked_add(l))
     }
@@ -307,19 +401,24 @@ fn runs(
             limit: pt as usize,
         });
     }
-    let mut out: Vec<Run> = Vec::new();
+    let mut cur: Option<Run> = None;
     let mut p = peer.filter(|f| f.1 > 0);
     let mut l = local.filter(|f| f.1 > 0);
     let (mut pc, mut lc) = (p.next(), l.next());
     while let (Some((po, pl)), Some((lo, ll))) = (pc, lc) {
         let n = pl.min(ll);
-        match out.last_mut() {
+        match &mut cur {
             Some(r) if r.peer + r.len == po && r.local + r.len == lo => r.len += n,
-            _ => out.push(Run {
-                peer: po,
-                local: lo,
-                len: n,
-            }),
+            _ => {
+                if let Some(r) = cur.take() {
+                    f(r);
+                }
+                cur = Some(Run {
+                    peer: po,
+                    local: lo,
+                    len: n,
+                });
+            }
         }
         pc = if pl == n {
             p.next()
@@ -332,5 +431,8 @@ fn runs(
             Some((lo + n, ll - n))
         };
     }
-    Ok(Shape::Runs(out))
+    if let Some(r) = cur {
+        f(r);
+    }
+    Ok(())
 }

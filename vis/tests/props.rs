@@ -2,8 +2,10 @@
 //! (peer byte, local byte) pairs, and the kernels copy what a byte loop does.
 
 use proptest::prelude::*;
+use rgex_core::Rank;
 use rgex_vis::kernel::{copy_range, Loop};
 use rgex_vis::plan::{naive_mapping, optimize, plan_mapping};
+use rgex_vis::{validate, Meta, Shape, Strided};
 
 /// A random section of a dense N-d array on one side: counts fit inside
 /// extents, with a random permutation of dimensions and reflections.
@@ -149,6 +151,46 @@ proptest! {
     }
 
     #[test]
+    fn validated_plans_move_the_naive_mapping(c in case(), shift in 1u64..=64) {
+        // Through `validate`: one scan of the metadata, then the per-thread
+        // plan cache (a second call with the same arrays is a hit), with
+        // other offsets, and a hit that no longer fits.
+        let naive = naive_mapping(c.elem, &c.counts, c.peer_base, &c.peer_strides, c.local_base, &c.local_strides);
+        let end = |side: fn(&(u64, u64)) -> u64| naive.iter().map(side).max().map_or(0, |m| m + 1);
+        let (seg, local) = (end(|x| x.0) + shift, end(|x| x.1) + shift);
+        for (pb, lb) in [(c.peer_base, c.local_base), (c.peer_base + shift, c.local_base), (c.peer_base, c.local_base + shift)] {
+            let s = Strided {
+                elem_size: c.elem,
+                counts: &c.counts,
+                peer_offset: pb,
+                peer_strides: &c.peer_strides,
+                local_offset: lb,
+                local_strides: &c.local_strides,
+            };
+            for _ in 0..2 {
+                let Ok(Shape::Strided(plan)) = validate(&Meta::Strided(s), Rank(1), seg, local as usize) else {
+                    panic!("valid strided metadata refused or not strided");
+                };
+                prop_assert_eq!(&plan, &optimize(c.elem, &c.counts, pb, &c.peer_strides, lb, &c.local_strides));
+                let moved = naive_mapping(c.elem, &c.counts, pb, &c.peer_strides, lb, &c.local_strides);
+                prop_assert_eq!(sorted(plan_mapping(&plan)), sorted(moved));
+            }
+        }
+        // One byte short on either side: refused, cached or not.
+        let s = Strided {
+            elem_size: c.elem,
+            counts: &c.counts,
+            peer_offset: c.peer_base + shift,
+            peer_strides: &c.peer_strides,
+            local_offset: c.local_base,
+            local_strides: &c.local_strides,
+        };
+        prop_assert!(validate(&Meta::Strided(s), Rank(1), seg - 1, local as usize).is_err());
+        let s = Strided { peer_offset: c.peer_base, local_offset: c.local_base + shift, ..s };
+        prop_assert!(validate(&Meta::Strided(s), Rank(1), seg, local as usize - 1).is_err());
+    }
+
+    #[test]
     fn arbitrary_strides_keep_the_mapping(
         elem in 1usize..=8,
         dims in prop::collection::vec((1u64..=3, -40i64..=40, -40i64..=40), 0..=6),
@@ -240,4 +282,45 @@ fn folds_dense_blocks() {
     let p = optimize(8, &[2, 2, 2], 0, &[32, 64, 128], 0, &[8, 16, 32]);
     assert_eq!(p.dims.len(), 1);
     assert_eq!(p.dims[0].count, 8);
+}
+
+#[test]
+fn cached_plans_follow_changed_metadata() {
+    // The per-thread plan cache is keyed by contents: a changed stride of a
+    // dimension that moves gives a new plan; a null dimension's stride
+    // changes nothing.
+    let counts = [4u64, 1, 3];
+    let ls = [8i64, 0, 32];
+    let mut ps = [8i64, 1000, 64];
+    let plan = |ps: &[i64], off: u64| {
+        let s = Strided {
+            elem_size: 8,
+            counts: &counts,
+            peer_offset: off,
+            peer_strides: ps,
+            local_offset: 0,
+            local_strides: &ls,
+        };
+        match validate(&Meta::Strided(s), Rank(1), 4096, 4096) {
+            Ok(Shape::Strided(p)) => p,
+            other => panic!("{other:?}"),
+        }
+    };
+    let a = plan(&ps, 0);
+    assert_eq!(a, optimize(8, &counts, 0, &ps, 0, &ls));
+    assert_eq!((a.elem, a.dims.len()), (32, 1));
+    ps[1] = -5;
+    assert_eq!(plan(&ps, 0), a);
+    ps[2] = 96;
+    let b = plan(&ps, 16);
+    assert_eq!(b, optimize(8, &counts, 16, &ps, 0, &ls));
+    assert_ne!(
+        (b.dims[0].peer_stride, b.peer_base),
+        (a.dims[0].peer_stride, a.peer_base)
+    );
+    // Reflected now: the peer base moves to the last row.
+    ps[2] = -96;
+    let c = plan(&ps, 1024);
+    assert_eq!(c, optimize(8, &counts, 1024, &ps, 0, &ls));
+    assert_eq!(c.peer_base, 1024 - 2 * 96);
 }

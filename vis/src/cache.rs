@@ -1,0 +1,181 @@
+//! A per-thread cache of optimized strided metadata.
+//!
+//! Validating and optimizing strided metadata is O(dims) and, for
+//! high-dimensional metadata on small transfers, costs as much as the copy
+//! itself. Applications repeat the same shapes (a halo exchange sends the
+//! same few faces every step; a flood reuses one), so the last few results
+//! are kept per thread, keyed by the metadata's *contents* (element size,
+//! counts, and both strides of every dimension whose count is not 1: a
+//! null dimension's strides change nothing, so they are not compared;
+//! everything else is, so a reused array whose values changed is a miss),
+//! independent of the two offsets: what is kept is the
+//! folded loop nest and each side's extent relative to its offset
+//! ([`Rel`]), from which validation for any offsets and buffer lengths is
+//! O(1). Only metadata that moves bytes and whose byte count fits 64 bits
+//! is kept.
+
+use crate::plan::{Dim, Dims, Rel, Work};
+use std::cell::RefCell;
+
+/// Shapes kept per thread (replaced round-robin).
+const ENTRIES: usize = 4;
+
+/// Metadata of fewer dimensions than this is not cached: its scan costs
+/// about what a lookup does.
+pub(crate) const MIN_DIMS: usize = 2;
+
+struct Entry {
+    used: bool,
+    elem: usize,
+    counts: Vec<u64>,
+    peer_strides: Vec<i64>,
+    local_strides: Vec<i64>,
+    /// `(i, peer_strides[i], local_strides[i])` for each `counts[i] != 1`.
+    live: Vec<(usize, i64, i64)>,
+    rel: Rel,
+    /// The folded element size.
+    folded: usize,
+    dims: Dims,
+}
+
+impl Entry {
+    const EMPTY: Entry = Entry {
+        used: false,
+        elem: 0,
+        counts: Vec::new(),
+        peer_strides: Vec::new(),
+        local_strides: Vec::new(),
+        live: Vec::new(),
+        rel: Rel {
+            peer_lo: 0,
+            peer_hi: 0,
+            local_lo: 0,
+            local_hi: 0,
+            local_shift: 0,
+        },
+        folded: 0,
+        dims: Dims::new(),
+    };
+
+    /// The caller checked `peer_strides` and `local_strides` are as long
+    /// as `counts` (a mismatch is a miss anyway).
+    #[inline]
+    fn is(&self, elem: usize, counts: &[u64], peer_strides: &[i64], local_strides: &[i64]) -> bool {
+        self.used
+            && self.elem == elem
+            && same(&self.counts, counts)
+            && if counts.len() <= SMALL {
+                // A few dimensions: all strides, branch-free.
+                same(&self.peer_strides, peer_strides) && same(&self.local_strides, local_strides)
+            } else {
+                // Many (mostly null, typically): the live ones only.
+                self.live.iter().all(|&(i, p, l)| {
+                    peer_strides.get(i) == Some(&p) && local_strides.get(i) == Some(&l)
+                })
+            }
+    }
+}
+
+/// Metadata of at most this many dimensions is compared in full, with
+/// branch-free inline loops.
+const SMALL: usize = 4;
+
+/// Slice equality: a branch-free loop for a few elements (no call),
+/// `memcmp` beyond.
+#[inline(always)]
+fn same<T>(a: &[T], b: &[T]) -> bool
+where
+    T: Copy + Eq + Default + std::ops::BitXor<Output = T> + std::ops::BitOr<Output = T>,
+{
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > SMALL {
+        return a == b;
+    }
+    a.iter()
+        .zip(b)
+        .fold(T::default(), |acc, (&x, &y)| acc | (x ^ y))
+        == T::default()
+}
+
+struct Cache {
+    entries: [Entry; ENTRIES],
+    next: usize,
+}
+
+std::thread_local! {
+    static CACHE: RefCell<Cache> = const {
+        RefCell::new(Cache {
+            entries: [Entry::EMPTY; ENTRIES],
+            next: 0,
+        })
+    };
+}
+
+/// The cached result for this metadata, if any: its loops go into `work`
+/// (empty on entry); its relative extents and folded element size.
+#[inline]
+pub(crate) fn get(
+    elem: usize,
+    counts: &[u64],
+    peer_strides: &[i64],
+    local_strides: &[i64],
+    work: &mut Work,
+) -> Option<(Rel, usize)> {
+    CACHE
+        .try_with(|c| {
+            let c = c.try_borrow().ok()?;
+            let e = c
+                .entries
+                .iter()
+                .find(|e| e.is(elem, counts, peer_strides, local_strides))?;
+            for &d in e.dims.iter() {
+                work.push(d);
+            }
+            Some((e.rel, e.folded))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Keep the result for this metadata (replacing the oldest entry).
+#[cold]
+pub(crate) fn put(
+    elem: usize,
+    counts: &[u64],
+    peer_strides: &[i64],
+    local_strides: &[i64],
+    rel: Rel,
+    folded: usize,
+    dims: &[Dim],
+) {
+    let _ = CACHE.try_with(|c| {
+        let Ok(mut c) = c.try_borrow_mut() else {
+            return;
+        };
+        let i = c.next;
+        c.next = (i + 1) % ENTRIES;
+        let e = &mut c.entries[i];
+        e.used = true;
+        e.elem = elem;
+        e.counts.clear();
+        e.counts.extend_from_slice(counts);
+        e.peer_strides.clear();
+        e.peer_strides.extend_from_slice(peer_strides);
+        e.local_strides.clear();
+        e.local_strides.extend_from_slice(local_strides);
+        e.live.clear();
+        e.live.extend(
+            counts
+                .iter()
+                .zip(peer_strides.iter().zip(local_strides))
+                .enumerate()
+                .filter(|(_, (&c, _))| c != 1)
+                .map(|(i, (_, (&p, &l)))| (i, p, l)),
+        );
+        e.rel = rel;
+        e.folded = folded;
+        e.dims = dims.iter().copied().collect();
+    });
+}
