@@ -121,6 +121,7 @@ impl OfiConduit {
             op: "starting the ofi progress thread".into(),
             source,
         })?;
+        crate::drain::register(rank, &state, &net);
         Ok(OfiConduit {
             ticker,
             state,
@@ -563,38 +564,11 @@ impl OfiConduit {
     }
 }
 
-/// How long dropping the conduit waits for its sends to complete.
-const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
-
 impl Drop for OfiConduit {
-    /// Finish what was posted before closing the endpoint: a message
-    /// still in the provider's queue (or our backlog) when the endpoint
-    /// closes would never reach a peer that is still waiting for it (the
-    /// last message of a barrier, say). Bounded by [`DRAIN_LIMIT`].
+    /// Finish what was posted before closing the endpoint (see
+    /// `drain` in `drain.rs`).
     fn drop(&mut self) {
-        let start = std::time::Instant::now();
-        loop {
-            let mut st = self.state.lock();
-            st.progress(&self.net);
-            if st.quiet(&self.net) {
-                return;
-            }
-            // Operations to a dead peer may never complete: do not wait
-            // the full limit for them.
-            let limit = if st.peers.iter().any(|p| p.dead.is_some()) {
-                DRAIN_LIMIT / 10
-            } else {
-                DRAIN_LIMIT
-            };
-            if start.elapsed() > limit {
-                eprintln!(
-                    "rgex-ofi: {}: closing with operations still in flight after {limit:?} (a peer stopped responding?)",
-                    self.rank
-                );
-                return;
-            }
-            drop(st);
-            std::thread::yield_now();
-        }
+        crate::drain::unregister(&self.state);
+        crate::drain::drain(self.rank, &self.state, &self.net);
     }
 }

@@ -61,6 +61,13 @@
 //!   computes or waits in a bootstrap collective still finishes what it
 //!   sent (found when 5- and 8-rank jobs over tcp;ofi_rxm hung at start:
 //!   a rank left the barrier with its last message unsent).
+//! - **Exit.** Before the endpoint closes, the conduit progresses until
+//!   everything it posted completed (bounded): when it is dropped, and,
+//!   since a client is often never dropped (leaked, or kept alive by a
+//!   reference cycle), from an `atexit` hook for every conduit still alive
+//!   when the process exits (`drain.rs`). Otherwise a rank
+//!   leaving the final barrier could exit with its last message still
+//!   queued and its peer waiting for it forever.
 //! - **Failures.** Every error names the operation, the provider and
 //!   `fi_strerror`'s text. An error completion marks the peer dead: the
 //!   failed operation's completions fire (so nothing hangs; the error is
@@ -71,6 +78,7 @@
 pub mod atomics;
 mod conduit;
 mod config;
+mod drain;
 pub mod fabric;
 mod net;
 pub mod rma;

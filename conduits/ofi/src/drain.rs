@@ -1,0 +1,100 @@
+//! Finishing what was sent before the process ends.
+//!
+//! A message still in the provider's queue (or our backlog) when the
+//! process ends never reaches a peer that may be waiting for it: the last
+//! message of the final barrier, say. Under `FI_PROGRESS_MANUAL` a posted
+//! send may not even have been written to the wire (sockets queues it
+//! until the next progress call), so the sender must keep progressing
+//! until its sends complete.
+//!
+//! Dropping the conduit drains it, but a client is often never dropped:
+//! it is leaked, or kept alive by a reference cycle (a handler's state
+//! holding a team that holds the endpoint), and `main` returning does not
+//! run the destructors of what it leaked. So every conduit is also
+//! registered with an `atexit` hook that drains the ones still alive when
+//! the process exits (found when a 4-rank collectives job over sockets
+//! hung at exit: the ranks that left the final barrier first exited with
+//! their last barrier message unsent, and the conduit's `Drop` never ran).
+
+use crate::net::Net;
+use crate::state::State;
+use parking_lot::Mutex;
+use rgex_core::Rank;
+use std::sync::{Arc, Once, Weak};
+use std::time::{Duration, Instant};
+
+/// How long draining waits for the sends to complete.
+pub(crate) const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+
+/// One live conduit, as the exit hook sees it.
+type Live = (Rank, Weak<Mutex<State>>, Weak<Net>);
+
+/// Conduits alive in this process. Held by the exit hook while it drains,
+/// so a conduit dropped meanwhile on another thread (which unregisters
+/// first) cannot free its memory under the hook.
+static LIVE: std::sync::Mutex<Vec<Live>> = std::sync::Mutex::new(Vec::new());
+static HOOK: Once = Once::new();
+
+/// Drain `state` and `net` (rank `rank`) at exit if still alive then.
+pub(crate) fn register(rank: Rank, state: &Arc<Mutex<State>>, net: &Arc<Net>) {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner()).push((
+        rank,
+        Arc::downgrade(state),
+        Arc::downgrade(net),
+    ));
+    HOOK.call_once(|| {
+        // SAFETY: `at_exit` is an `extern "C" fn()` that lives for the
+        // whole program; atexit only records the pointer.
+        unsafe { libc::atexit(at_exit) };
+    });
+}
+
+/// Forget `state` (its conduit is being dropped and drains itself).
+pub(crate) fn unregister(state: &Arc<Mutex<State>>) {
+    let w = Arc::downgrade(state);
+    LIVE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|(_, s, _)| !s.ptr_eq(&w));
+}
+
+/// Progress until nothing we posted is outstanding, at most
+/// [`DRAIN_LIMIT`] (a tenth of it once a peer is known dead: operations
+/// to it may never complete). Warns when giving up.
+pub(crate) fn drain(rank: Rank, state: &Mutex<State>, net: &Net) {
+    let start = Instant::now();
+    loop {
+        // Bounded: at exit, another thread may be stuck holding the lock.
+        if let Some(mut st) = state.try_lock_for(Duration::from_millis(100)) {
+            st.progress(net);
+            if st.quiet(net) {
+                return;
+            }
+            let limit = if st.peers.iter().any(|p| p.dead.is_some()) {
+                DRAIN_LIMIT / 10
+            } else {
+                DRAIN_LIMIT
+            };
+            if start.elapsed() > limit {
+                eprintln!(
+                    "rgex-ofi: {rank}: closing with operations still in flight after {limit:?} (a peer stopped responding?)"
+                );
+                return;
+            }
+        } else if start.elapsed() > DRAIN_LIMIT {
+            eprintln!(
+                "rgex-ofi: {rank}: could not finish its operations before closing (the conduit stayed locked)"
+            );
+            return;
+        }
+        std::thread::yield_now();
+    }
+}
+
+extern "C" fn at_exit() {
+    let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    for (rank, state, net) in live.iter() {
+        if let (Some(state), Some(net)) = (state.upgrade(), net.upgrade()) {
+            drain(*rank, &state, &net);
+        }
+    }
+}
