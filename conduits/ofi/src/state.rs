@@ -625,6 +625,12 @@ impl State {
     fn finish(&mut self, net: &Net, id: usize, failed: bool) {
         let n_recv = net.geo.n_recv;
         let op = std::mem::replace(&mut self.ops[id], Op::Idle);
+        // A failed operation's waiters learn why (Event::wait_checked).
+        let failure = failed.then(|| self.failure_of(&op));
+        let settle = |c: &Completion| match &failure {
+            Some(why) => c.fail(why.clone()),
+            None => c.done(),
+        };
         let touch = |peers: &mut Vec<Peer>, p: u32| {
             if let Some(p) = peers.get_mut(p as usize) {
                 p.last_heard = Instant::now();
@@ -697,14 +703,14 @@ impl State {
                         );
                     }
                     _ => {
-                        rc.done();
+                        settle(&rc);
                         self.free_op(id);
                     }
                 }
             }
             Op::Flush { peer, rc } => {
                 touch(&mut self.peers, peer);
-                rc.done();
+                settle(&rc);
                 self.free_op(id);
             }
             Op::Get {
@@ -730,7 +736,7 @@ impl State {
                     self.release_slot(net, slot as usize);
                 }
                 drop(mr);
-                done.done();
+                settle(&done);
                 self.free_op(id);
             }
             Op::Atomic {
@@ -754,9 +760,30 @@ impl State {
                 // Relaxed: done()'s Release publishes it to the waiter.
                 fetched.store(v, Ordering::Relaxed);
                 self.release_slot(net, slot as usize);
-                done.done();
+                settle(&done);
                 self.free_op(id);
             }
         }
+    }
+
+    /// Why operation `op` failed: its peer's recorded cause.
+    fn failure_of(&self, op: &Op) -> String {
+        let peer = match op {
+            Op::AmSend { peer }
+            | Op::LongWrite { peer, .. }
+            | Op::Put { peer, .. }
+            | Op::Flush { peer, .. }
+            | Op::Get { peer, .. }
+            | Op::Atomic { peer, .. } => *peer as usize,
+            Op::Recv | Op::Idle => return format!("a receive at {} failed", self.me),
+        };
+        let why = self.peers[peer]
+            .dead
+            .clone()
+            .unwrap_or_else(|| "an error completion".into());
+        format!(
+            "from {} to rank {peer}: rank {peer} is unreachable: {why}",
+            self.me
+        )
     }
 }
