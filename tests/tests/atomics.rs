@@ -72,3 +72,9 @@ fn reference_with_reference_rma_two_ranks() {
         CHECKS,
     );
 }
+
+#[test]
+fn three_ranks_odd_split() {
+    // An odd rank count: the split-team check must pick a non-member.
+    run_ok(&job(3, AD, &["2", "300"]), CHECKS);
+}

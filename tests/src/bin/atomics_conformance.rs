@@ -572,7 +572,9 @@ fn sub_team(client: &Client) -> Res {
     // decremented once per member.
     assert_eq!(v, -i64::from(half.size()));
     if n > 1 {
-        let other = Rank((me + 1) % n);
+        // A neighbour has the other parity, so it is in the other half
+        // (with an odd rank count, (me + 1) % n would wrap to a teammate).
+        let other = Rank(if me + 1 < n { me + 1 } else { me - 1 });
         let e = ad
             .get(GlobalAddr::new(other, 0), AtomicFlags::empty())
             .unwrap_err();
