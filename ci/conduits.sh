@@ -18,7 +18,21 @@ rows=(
     "ofi-tcp-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=tcp;ofi_rxm RGEX_SHM_BYPASS=1"
     "scc|RGEX_CONDUIT=scc RGEX_SCC_CHECK=1"
 )
-suites=(--test am --test rma --test coll --test atomics --test vis --test faults)
+suites=(--test am --test rma --test coll --test atomics --test vis)
+# faults runs after the others: it kills ranks (see stale_shm below).
+
+# libfabric's shm provider names its shared-memory file "pid:domain:ep";
+# a rank killed by the faults tests leaves it behind, and when the pid is
+# recycled (pid_max is 32768 here) a new endpoint fails fi_enable with
+# EBUSY (libfabric issue #6476). Remove the files of processes that are gone.
+stale_shm() {
+    local f pid
+    for f in /dev/shm/*; do
+        [[ $(basename -- "$f") =~ ^([0-9]+):[0-9]+:[0-9]+$ ]] || continue
+        pid=${BASH_REMATCH[1]}
+        [ -d "/proc/$pid" ] || rm -f -- "$f"
+    done
+}
 
 want=("$@")
 failed=()
@@ -30,10 +44,12 @@ for row in "${rows[@]}"; do
         continue
     fi
     printf '\n--- conduit matrix: %s (%s)\n' "$name" "$envs"
+    stale_shm
     export RGEX_SKIP_LOG="$PWD/target/matrix-$name.skips"
     rm -f "$RGEX_SKIP_LOG"
     # shellcheck disable=SC2086 # word splitting of the row's settings is wanted
-    if env $envs cargo test --no-fail-fast -p rgex-tests "${suites[@]}" 2>&1 | tee "target/matrix-$name.log" |
+    if { env $envs cargo test --no-fail-fast -p rgex-tests "${suites[@]}" 2>&1 &&
+        env $envs cargo test -p rgex-tests --test faults 2>&1; } | tee "target/matrix-$name.log" |
         grep -E '^test result|FAILED|panicked'; [ "${PIPESTATUS[0]}" = 0 ]; then
         echo "matrix $name: passed"
         [ -f "$RGEX_SKIP_LOG" ] && sort "$RGEX_SKIP_LOG" | uniq -c | sed 's/^/    /'
@@ -42,6 +58,7 @@ for row in "${rows[@]}"; do
         failed+=("$name")
     fi
 done
+stale_shm
 if [ ${#failed[@]} -gt 0 ]; then
     echo "conduit matrix failed: ${failed[*]}"
     exit 1
