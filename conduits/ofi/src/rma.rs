@@ -120,22 +120,7 @@ impl OfiConduit {
                 flush_at: (!net.prov.delivery_complete).then_some(offset + (at + n - 1) as u64),
             };
             if i == 0 {
-                if let Err(e) = st.issue(net, &post) {
-                    // Nothing issued: undo and report.
-                    st.ops[id as usize] = Op::Idle;
-                    st.free_ops.push(id);
-                    if let Some(b) = bounce {
-                        st.release_slot(net, b as usize);
-                    }
-                    return Err(if e.is_again() {
-                        Error::WouldBlock {
-                            peer,
-                            resource: "the provider's transmit queue",
-                        }
-                    } else {
-                        e.into()
-                    });
-                }
+                st.issue_first(net, id, bounce, peer, &post)?;
             } else {
                 st.post(net, post);
             }
@@ -201,21 +186,7 @@ impl OfiConduit {
                 mr: mr.clone(),
             };
             if i == 0 {
-                if let Err(e) = st.issue(net, &post) {
-                    st.ops[id as usize] = Op::Idle;
-                    st.free_ops.push(id);
-                    if let Some(b) = bounce {
-                        st.release_slot(net, b as usize);
-                    }
-                    return Err(if e.is_again() {
-                        Error::WouldBlock {
-                            peer,
-                            resource: "the provider's transmit queue",
-                        }
-                    } else {
-                        e.into()
-                    });
-                }
+                st.issue_first(net, id, bounce, peer, &post)?;
             } else {
                 st.post(net, post);
             }

@@ -229,6 +229,35 @@ impl State {
         Ok(())
     }
 
+    /// Issue the first piece of RMA operation `id` to `peer`. If the
+    /// provider refuses it, nothing was issued: free the operation slot
+    /// and the bounce buffer and report (-FI_EAGAIN as would-block).
+    pub fn issue_first(
+        &mut self,
+        net: &Net,
+        id: u32,
+        bounce: Option<u32>,
+        peer: Rank,
+        post: &Post,
+    ) -> Result<(), Error> {
+        let Err(e) = self.issue(net, post) else {
+            return Ok(());
+        };
+        self.ops[id as usize] = Op::Idle;
+        self.free_ops.push(id);
+        if let Some(b) = bounce {
+            self.release_slot(net, b as usize);
+        }
+        Err(if e.is_again() {
+            Error::WouldBlock {
+                peer,
+                resource: "the provider's transmit queue",
+            }
+        } else {
+            e.into()
+        })
+    }
+
     /// Hand one post to the provider.
     pub fn issue(&self, net: &Net, p: &Post) -> Result<(), FiError> {
         let g = &net.geo;
