@@ -3,7 +3,7 @@
 //! per rank mixing RMA and AMs.
 
 mod common;
-use common::{conduit, job, run_ok, skip_unless};
+use common::{job, run_ok};
 
 const RMA: &str = env!("CARGO_BIN_EXE_rma_conformance");
 const THREADS: &str = env!("CARGO_BIN_EXE_threads");
@@ -27,30 +27,12 @@ fn mapped_four_ranks() {
 
 #[test]
 fn reference_two_ranks() {
-    if scc_reference_defect() {
-        return;
-    }
     let out = run_ok(&job(2, RMA, &[]).env("RGEX_RMA", "reference"), CHECKS);
     assert!(out.contains("Reference"));
 }
 
-/// Open defect (issue 7's note): on scc, rma_conformance with the AM
-/// reference RMA hung in 2 of 6 CI runs (2 and 4 ranks) inside its
-/// IMMEDIATE check; reproduce with RGEX_CONDUIT=scc RGEX_SCC_CHECK=1
-/// RGEX_RMA=reference rgex-run -n 2 rma_conformance. Skipped there, with
-/// the reason printed, until fixed.
-fn scc_reference_defect() -> bool {
-    skip_unless(
-        conduit() != "scc",
-        "rma_conformance over the AM-reference RMA hangs intermittently on scc (open, issue 7)",
-    )
-}
-
 #[test]
 fn reference_four_ranks() {
-    if scc_reference_defect() {
-        return;
-    }
     run_ok(&job(4, RMA, &[]).env("RGEX_RMA", "reference"), CHECKS);
 }
 

@@ -330,6 +330,15 @@ fn immediate(client: &Client, win: u64) -> rgex::Result<()> {
             .write(0, &vec![0u8; (span * 64) as usize])?;
     }
     client.barrier()?;
+    // A bootstrap barrier (which does not poll): once rank 0 is past it,
+    // rank 1 has left the AM barrier and polls no more until the broadcast
+    // below. Without it rank 1 may still be polling inside the AM barrier,
+    // taking rank 0's first puts and acknowledging them into rank 0's reply
+    // slots; once those are full, rank 1 waits inside the put handler for
+    // rank 0 to poll, while rank 0 (its puts refused) waits in the
+    // broadcast for rank 1: a deadlock of the test, not of rgex (the
+    // scc conduit's 4-slot channels hit it in about one run in ten).
+    client.conduit().bootstrap().barrier()?;
     let mut blocked_at = u64::MAX;
     let mut in_flight = Vec::new();
     if me == 0 {
