@@ -459,21 +459,33 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
         reply_from(st, dest) >= 1
     });
 
-    client.barrier()?;
     let left = Rank((me + n - 1) % n);
-    let got: Vec<usize> = st
-        .np_got
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|m| m.0 == left.0 && m.1 != 77)
-        .map(|m| m.2)
-        .collect();
-    // From the left neighbour: exactly its committed messages, in order
-    // (every rank sends the same sequence; granted sizes may differ only
-    // where the limits do, and they are symmetric).
+    let from_left = |st: &State| -> Vec<usize> {
+        let mut got: Vec<usize> = st
+            .np_got
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| m.0 == left.0 && m.1 != 77)
+            .map(|m| m.2)
+            .collect();
+        got.sort_unstable();
+        got
+    };
+    // AMs are not ordered: the reply above does not prove the earlier
+    // messages have arrived (on ofi a Long's notice follows its RDMA write,
+    // so a later Short can overtake it; with one rank the barrier below
+    // waits for nothing). Poll until the left neighbour's count is in.
+    wait_until(client, "the negotiated-payload messages", || {
+        from_left(st).len() >= committed.len()
+    });
+    client.barrier()?;
+    // Exactly its committed messages (every rank sends the same sequence;
+    // granted sizes may differ only where the limits do, and they are
+    // symmetric), each once, whatever the arrival order.
+    committed.sort_unstable();
     assert_eq!(
-        got,
+        from_left(st),
         committed,
         "{}: negotiated-payload messages from {left}",
         client.rank()
