@@ -47,6 +47,78 @@ pub enum Direction {
     Reply,
 }
 
+/// An AM's category and direction in the one byte a conduit's message
+/// header carries for them: bits 0-1 the category, bit 2 set for a reply,
+/// and bit 3 ([`Kind::MARK`]) left to the conduit (smp and scc mark a
+/// cancelled message with it, ofi a credit-only one).
+///
+/// ```
+/// use rgex_core::wire::Kind;
+/// use rgex_core::{Category, Direction};
+/// let k = Kind::new(Category::Long, Direction::Reply);
+/// assert_eq!((k.category(), k.direction()), (Category::Long, Direction::Reply));
+/// assert!(!k.is_marked() && k.marked().is_marked());
+/// assert_eq!(Kind(k.marked().0).category(), Category::Long);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Kind(pub u8);
+
+impl Kind {
+    const REPLY: u8 = 1 << 2;
+    /// The bit whose meaning each conduit chooses.
+    pub const MARK: u8 = 1 << 3;
+
+    /// The kind of a message of category `c` going direction `d`.
+    #[inline]
+    pub const fn new(c: Category, d: Direction) -> Kind {
+        let c = match c {
+            Category::Short => 0,
+            Category::Medium => 1,
+            Category::Long => 2,
+        };
+        Kind(
+            c | if matches!(d, Direction::Reply) {
+                Self::REPLY
+            } else {
+                0
+            },
+        )
+    }
+
+    /// The same kind with [`MARK`](Self::MARK) set.
+    #[inline]
+    pub const fn marked(self) -> Kind {
+        Kind(self.0 | Self::MARK)
+    }
+
+    /// True if [`MARK`](Self::MARK) is set.
+    #[inline]
+    pub const fn is_marked(self) -> bool {
+        self.0 & Self::MARK != 0
+    }
+
+    /// The category (3 in the category bits reads as Long).
+    #[inline]
+    pub const fn category(self) -> Category {
+        match self.0 & 3 {
+            0 => Category::Short,
+            1 => Category::Medium,
+            _ => Category::Long,
+        }
+    }
+
+    /// The direction.
+    #[inline]
+    pub const fn direction(self) -> Direction {
+        if self.0 & Self::REPLY != 0 {
+            Direction::Reply
+        } else {
+            Direction::Request
+        }
+    }
+}
+
 /// What a split-phase injection asks the conduit for.
 #[derive(Clone, Copy, Debug)]
 pub struct Prepare {

@@ -6,7 +6,7 @@
 mod common;
 use common::{job, run, run_ok};
 
-const EPOCHS: &str = env!("CARGO_BIN_EXE_scc_epochs");
+const EPOCHS: &str = env!("CARGO_BIN_EXE_scc_epoch_conformance");
 
 fn checked(n: u32, args: &[&str]) -> rgex::launch::Job {
     job(n, EPOCHS, args)

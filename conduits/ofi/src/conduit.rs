@@ -8,6 +8,7 @@ use crate::wire::{self, Header};
 use crate::OfiConfig;
 use parking_lot::Mutex;
 use rgex_core::bootstrap::JobEnv;
+use rgex_core::wire::Kind;
 use rgex_core::{
     Bootstrap, Category, Conduit, Delivery, Error, PollSet, Prepare, Rank, Result, Segment,
     SendSlot,
@@ -361,7 +362,7 @@ impl Conduit for OfiConduit {
         let s = slot.cookie as usize;
         let peer = slot.peer.index();
         let h = Header {
-            kind: wire::kind(slot.category, slot.dir),
+            kind: Kind::new(slot.category, slot.dir),
             handler,
             nargs: args.len() as u8,
             hlen: wire::header_len(slot.nargs as usize),

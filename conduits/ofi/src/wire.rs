@@ -17,6 +17,7 @@
 //! The header length follows the argument count declared at prepare, so a
 //! Medium's payload sits right behind it and goes out in the same send.
 
+use rgex_core::wire::Kind;
 use rgex_core::{Category, Direction, MAX_ARGS};
 
 /// Fixed part of the header.
@@ -24,30 +25,19 @@ pub const FIXED: usize = 32;
 /// The longest header (16 arguments).
 pub const MAX_HEADER: usize = header_len(MAX_ARGS);
 
-const REPLY: u8 = 1 << 2;
-/// A credit-return message: no handler runs.
-pub const CREDIT: u8 = 1 << 3;
+/// The kind of a credit-return message (no handler runs): marked.
+pub const CREDIT: Kind = Kind(Kind::MARK);
 
 /// Header bytes for `nargs` arguments (a multiple of 8).
 pub const fn header_len(nargs: usize) -> usize {
     (FIXED + 4 * nargs + 7) & !7
 }
 
-/// The kind byte for a message.
-pub fn kind(c: Category, d: Direction) -> u8 {
-    let c = match c {
-        Category::Short => 0,
-        Category::Medium => 1,
-        Category::Long => 2,
-    };
-    c | if d == Direction::Reply { REPLY } else { 0 }
-}
-
 /// Decoded header fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
-    /// Kind byte (see [`kind`], [`CREDIT`]).
-    pub kind: u8,
+    /// Category and direction, or [`CREDIT`].
+    pub kind: Kind,
     /// Handler index.
     pub handler: u8,
     /// Arguments carried.
@@ -69,25 +59,17 @@ pub struct Header {
 impl Header {
     /// True for a credit-return message.
     pub fn is_credit(&self) -> bool {
-        self.kind & CREDIT != 0
+        self.kind.is_marked()
     }
 
     /// Category.
     pub fn category(&self) -> Category {
-        match self.kind & 3 {
-            0 => Category::Short,
-            1 => Category::Medium,
-            _ => Category::Long,
-        }
+        self.kind.category()
     }
 
     /// Direction.
     pub fn direction(&self) -> Direction {
-        if self.kind & REPLY != 0 {
-            Direction::Reply
-        } else {
-            Direction::Request
-        }
+        self.kind.direction()
     }
 
     /// Write the header and `args` at `buf`.
@@ -98,7 +80,7 @@ impl Header {
     pub unsafe fn write(&self, buf: *mut u8, args: &[u32]) {
         debug_assert!(self.hlen >= header_len(args.len()) && self.hlen <= MAX_HEADER);
         let mut fixed = [0u8; FIXED];
-        fixed[0] = self.kind;
+        fixed[0] = self.kind.0;
         fixed[1] = self.handler;
         fixed[2] = self.nargs;
         fixed[3] = (self.hlen / 8) as u8;
@@ -124,7 +106,7 @@ impl Header {
         }
         let u32_at = |o: usize| u32::from_le_bytes(msg[o..o + 4].try_into().expect("4 bytes"));
         let h = Header {
-            kind: msg[0],
+            kind: Kind(msg[0]),
             handler: msg[1],
             nargs: msg[2],
             hlen: msg[3] as usize * 8,
@@ -154,7 +136,7 @@ mod tests {
         let mut buf = [0u64; MAX_HEADER / 8];
         let args: Vec<u32> = (0..5).map(|i| i * 1000 + 7).collect();
         let h = Header {
-            kind: kind(Category::Long, Direction::Reply),
+            kind: Kind::new(Category::Long, Direction::Reply),
             handler: 200,
             nargs: 5,
             hlen: header_len(16),

@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use rgex_core::atomic::rmw;
 use rgex_core::bootstrap::JobEnv;
 use rgex_core::conduit::{AtomicRequest, AtomicType, OpSet};
+use rgex_core::wire::Kind;
 use rgex_core::{
     Backoff, Bootstrap, Category, Completion, Conduit, Delivery, Direction, Error, PollSet,
     Prepare, Rank, Result, Segment, SendSlot, MAX_ARGS,
@@ -25,31 +26,6 @@ const POLL_BATCH: usize = 32;
 const CHUNK: usize = 64 << 10;
 /// A wait that nobody retried for this long starts its clock afresh.
 const RETRY_GAP: Duration = Duration::from_secs(1);
-
-/// Header kind bits: category in bits 0-1, reply in bit 2, cancelled in 3.
-mod kind {
-    use rgex_core::{Category, Direction};
-
-    pub const CANCELLED: u8 = 1 << 3;
-    const REPLY: u8 = 1 << 2;
-
-    pub fn encode(c: Category, d: Direction) -> u8 {
-        let c = match c {
-            Category::Short => 0,
-            Category::Medium => 1,
-            Category::Long => 2,
-        };
-        c | if d == Direction::Reply { REPLY } else { 0 }
-    }
-
-    pub fn category(k: u8) -> Category {
-        match k & 3 {
-            0 => Category::Short,
-            1 => Category::Medium,
-            _ => Category::Long,
-        }
-    }
-}
 
 fn dir_of(d: Direction) -> Dir {
     match d {
@@ -553,7 +529,7 @@ impl SccConduit {
                 let slot = self.plan.am_slot(s, me, d, k);
                 let mut h = [0u8; 16];
                 g.core.read(slot, &mut h).expect("slots are chip memory");
-                let kd = h[1];
+                let kd = Kind(h[1]);
                 let nargs = (h[2] as usize).min(MAX_ARGS);
                 let len = u32::from_le_bytes(h[4..8].try_into().expect("4 bytes")) as usize;
                 let long_offset = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"));
@@ -565,8 +541,9 @@ impl SccConduit {
                 for (a, b) in args.iter_mut().zip(ab.chunks_exact(4)).take(nargs) {
                     *a = u32::from_le_bytes(b.try_into().expect("4 bytes"));
                 }
-                let category = kind::category(kd);
-                let mut cancelled = kd & kind::CANCELLED != 0;
+                let category = kd.category();
+                // Marked: cancelled by the sender.
+                let mut cancelled = kd.is_marked();
                 let payload = match category {
                     _ if cancelled => Vec::new(),
                     Category::Short => Vec::new(),
@@ -624,7 +601,7 @@ impl SccConduit {
         &self,
         slot: &SendSlot,
         seq: u32,
-        kd: u8,
+        kd: Kind,
         handler: u8,
         args: &[u32],
         payload: &[u8],
@@ -637,7 +614,7 @@ impl SccConduit {
         let nargs = args.len().min(MAX_ARGS);
         let mut h = [0u8; 16 + 4 * MAX_ARGS];
         h[0] = handler;
-        h[1] = kd;
+        h[1] = kd.0;
         h[2] = nargs as u8;
         h[4..8].copy_from_slice(&(len as u32).to_le_bytes());
         h[8..16].copy_from_slice(&slot.long_offset.to_le_bytes());
@@ -786,14 +763,14 @@ impl Conduit for SccConduit {
         // this slot, and commit/cancel consume a slot exactly once.
         let st = unsafe { Box::from_raw(slot.cookie as *mut Staged) };
         let len = len.min(st.buf.len());
-        let mut kd = kind::encode(slot.category, slot.dir);
+        let mut kd = Kind::new(slot.category, slot.dir);
         if slot.category == Category::Long && len > 0 {
             match seg_addr(&self.plan, slot.peer.0, slot.long_offset, len) {
                 // Drained by `publish` before the flag.
                 Ok(at) => self.store_chunked(at, &st.buf[..len]),
                 Err(e) => {
                     eprintln!("rgex: {}: cancelled a Long AM: {e}", self.rank);
-                    kd |= kind::CANCELLED;
+                    kd = kd.marked();
                 }
             }
         }
@@ -807,7 +784,8 @@ impl Conduit for SccConduit {
     fn cancel(&self, slot: SendSlot) {
         // SAFETY: as in commit: the cookie is this slot's leaked Box.
         let st = unsafe { Box::from_raw(slot.cookie as *mut Staged) };
-        let kd = kind::encode(slot.category, slot.dir) | kind::CANCELLED;
+        // Marked: cancelled (the receiver frees the slot and runs nothing).
+        let kd = Kind::new(slot.category, slot.dir).marked();
         self.publish(&slot, st.seq, kd, 0, &[], &[], 0);
     }
 

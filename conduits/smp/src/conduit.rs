@@ -2,8 +2,9 @@
 
 use crate::region::{Region, REPLY, REQUEST};
 use crate::ring::{CellBody, Ring};
-use crate::{cell_kind, shm, SmpConfig};
+use crate::{shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
+use rgex_core::wire::Kind;
 use rgex_core::{
     Bootstrap, Category, Conduit, Delivery, Direction, Error, PollSet, Prepare, Rank, Result,
     Segment, SendSlot,
@@ -193,7 +194,7 @@ impl SmpConduit {
             // SAFETY: we hold `pos` (taken, not released), so the producer
             // has finished writing the body and nobody else touches it.
             let body: CellBody = ring.body(pos).with(|b| unsafe { *b });
-            if body.kind & cell_kind::CANCELLED == 0 {
+            if !body.kind.is_marked() {
                 self.deliver(me, which, ring.index(pos), &body, sink);
             }
             ring.release(pos);
@@ -210,7 +211,7 @@ impl SmpConduit {
         body: &CellBody,
         sink: &mut dyn FnMut(&Delivery<'_>),
     ) {
-        let category = cell_kind::category(body.kind);
+        let category = body.kind.category();
         let len = body.len as usize;
         let payload: &[u8] = match category {
             Category::Short => &[],
@@ -238,7 +239,7 @@ impl SmpConduit {
         let nargs = (body.nargs as usize).min(rgex_core::MAX_ARGS);
         sink(&Delivery {
             src: Rank(body.src),
-            dir: cell_kind::direction(body.kind),
+            dir: body.kind.direction(),
             category,
             handler: body.handler,
             args: &body.args[..nargs],
@@ -323,7 +324,7 @@ impl Conduit for SmpConduit {
             // it, so the body is ours alone to write.
             let b = unsafe { &mut *b };
             b.handler = handler;
-            b.kind = cell_kind::encode(slot.category, slot.dir);
+            b.kind = Kind::new(slot.category, slot.dir);
             b.nargs = args.len() as u8;
             b.src = src;
             b.len = len as u32;
@@ -337,7 +338,7 @@ impl Conduit for SmpConduit {
         let ring = &self.region(slot.peer).rings[Self::ring_of(slot.dir)];
         // SAFETY: as in commit: the claimed body is ours until published.
         ring.body(slot.cookie)
-            .with_mut(|b| unsafe { (*b).kind = cell_kind::CANCELLED });
+            .with_mut(|b| unsafe { (*b).kind = Kind::new(slot.category, slot.dir).marked() });
         ring.publish(slot.cookie);
     }
 

@@ -26,37 +26,3 @@ mod sync;
 
 pub use conduit::{host_name, SmpConduit};
 pub use config::SmpConfig;
-
-/// How a cell's `kind` byte encodes category, direction and cancellation.
-pub(crate) mod cell_kind {
-    use rgex_core::{Category, Direction};
-
-    /// Set when the sender cancelled the message: the receiver skips it.
-    pub const CANCELLED: u8 = 1 << 3;
-    const REPLY: u8 = 1 << 2;
-
-    pub fn encode(c: Category, d: Direction) -> u8 {
-        let c = match c {
-            Category::Short => 0,
-            Category::Medium => 1,
-            Category::Long => 2,
-        };
-        c | if d == Direction::Reply { REPLY } else { 0 }
-    }
-
-    pub fn category(kind: u8) -> Category {
-        match kind & 3 {
-            0 => Category::Short,
-            1 => Category::Medium,
-            _ => Category::Long,
-        }
-    }
-
-    pub fn direction(kind: u8) -> Direction {
-        if kind & REPLY != 0 {
-            Direction::Reply
-        } else {
-            Direction::Request
-        }
-    }
-}

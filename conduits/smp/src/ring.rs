@@ -19,6 +19,7 @@
 //! release/acquire edges that order the cell contents.
 
 use crate::sync::{AtomicU64, Ordering, Slot};
+use rgex_core::wire::Kind;
 use std::ptr::NonNull;
 
 /// Keeps a value alone on its cache lines (128 bytes: two lines, since
@@ -56,8 +57,9 @@ impl Default for RingHeader {
 pub struct CellBody {
     /// Handler index.
     pub handler: u8,
-    /// [`crate::cell_kind`] bits: category, direction, cancelled.
-    pub kind: u8,
+    /// Category and direction; marked when the sender cancelled the
+    /// message (the receiver skips it).
+    pub kind: Kind,
     /// Arguments used in `args`.
     pub nargs: u8,
     _pad: u8,

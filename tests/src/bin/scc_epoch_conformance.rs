@@ -1,5 +1,5 @@
 //! One-sided epochs on the scc conduit (post / start / complete / wait),
-//! run as every rank of a job: `rgex-run -n N scc_epochs [EPOCHS] [stale]`.
+//! run as every rank of a job: `rgex-run -n N scc_epoch_conformance [EPOCHS] [stale]`.
 //!
 //! Each epoch, every (origin, target) pair is in or out by a pattern all
 //! ranks compute alike (self included now and then). A target first writes
