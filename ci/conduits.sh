@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The conduit matrix: the multi-process conformance suite (AM, NP, RMA, LC,
-# IMMEDIATE, NBI, teams, collectives, atomics, VIS, faults) on every conduit
+# IMMEDIATE, NBI, teams, collectives, atomics, VIS, jobs started by mpirun
+# through PMIx, faults) on every conduit
 # and provider this machine can run: ofi on loopback only, and scc on its
 # emulated non-coherent memory with the stale-read checker on. Called by ci/test.sh;
 # run alone with `bash ci/conduits.sh [ROW...]` (rows: see `rows` below).
@@ -18,7 +19,7 @@ rows=(
     "ofi-tcp-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=tcp;ofi_rxm RGEX_SHM_BYPASS=1"
     "scc|RGEX_CONDUIT=scc RGEX_SCC_CHECK=1"
 )
-suites=(--test am --test rma --test coll --test atomics --test vis)
+suites=(--test am --test rma --test coll --test atomics --test vis --test pmix)
 # faults runs after the others: it kills ranks (see stale_shm below).
 
 # libfabric's shm provider names its shared-memory file "pid:domain:ep";

@@ -2,7 +2,9 @@
 # System packages the build needs, installed when missing (Debian, as root):
 #   libfabric-dev, libfabric-bin  the ofi conduit (headers, fi_info, fi_pingpong)
 #   clang, libclang-dev           bindgen, which generates libfabric-sys
-#   pkg-config                    finds libfabric
+#   pkg-config                    finds libfabric and PMIx
+#   libpmix-dev                   the PMIx bootstrap (jobs under srun --mpi=pmix, mpirun, prterun)
+#   openmpi-bin                   mpirun, a PMIx launcher for the bootstrap's tests
 # Sourced by ci/test.sh and ci/bench.sh; idempotent and quiet when all is there.
 set -euo pipefail
 
@@ -12,6 +14,8 @@ command -v fi_pingpong >/dev/null 2>&1 || need+=(libfabric-bin)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 command -v clang >/dev/null 2>&1 || need+=(clang)
+dpkg -s libpmix-dev >/dev/null 2>&1 || need+=(libpmix-dev)
+command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 
 if [ ${#need[@]} -gt 0 ]; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
@@ -24,5 +28,5 @@ if [ ${#need[@]} -gt 0 ]; then
         exit 1
     fi
 else
-    echo "system packages present (libfabric $(pkg-config --modversion libfabric 2>/dev/null || echo '?'))"
+    echo "system packages present (libfabric $(pkg-config --modversion libfabric 2>/dev/null || echo '?'), PMIx $(pkg-config --modversion pmix 2>/dev/null || echo '?'))"
 fi

@@ -56,6 +56,26 @@ pub use rgex_vis::{
 
 use std::sync::Arc;
 
+/// Where this process stands in its job, and the bootstrap that connects
+/// it to the other ranks: the `rgex-run` launcher's socket when it started
+/// the process (`RGEX_BOOTSTRAP` set), else the PMIx server of a cluster
+/// launcher (`srun --mpi=pmix`, `mpirun`, `prterun`), else a job of one
+/// rank. [`init`] calls it.
+///
+/// ```no_run
+/// let (env, boot) = rgex::job_bootstrap()?;
+/// println!("rank {} of {} (bootstrap: {})", env.rank, env.size, boot.name());
+/// # Ok::<(), rgex::Error>(())
+/// ```
+pub fn job_bootstrap() -> Result<(bootstrap::JobEnv, Box<dyn bootstrap::Bootstrap>)> {
+    if std::env::var_os("RGEX_BOOTSTRAP").is_none() {
+        if let Some((env, boot)) = rgex_pmix::from_env()? {
+            return Ok((env, Box::new(boot)));
+        }
+    }
+    bootstrap::from_env()
+}
+
 /// Initialise rgex for this process (collective: every rank calls it).
 pub fn init() -> Result<Client> {
     init_with(|_| Ok(()))
@@ -65,7 +85,7 @@ pub fn init() -> Result<Client> {
 /// closing barrier, so no rank can send to a handler its peer has not
 /// registered yet.
 pub fn init_with(register: impl FnOnce(&HandlerTable) -> Result<()>) -> Result<Client> {
-    let (env, boot) = bootstrap::from_env()?;
+    let (env, boot) = job_bootstrap()?;
     let conduit: Arc<dyn Conduit> = match std::env::var("RGEX_CONDUIT").ok().as_deref() {
         None | Some("") | Some("smp") => {
             Arc::new(SmpConduit::new(&env, boot, SmpConfig::from_env()?)?)

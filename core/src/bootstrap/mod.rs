@@ -8,6 +8,7 @@
 //! ```
 //! use rgex_core::bootstrap::{Bootstrap, SingleRank};
 //! let b = SingleRank;
+//! assert_eq!(b.name(), "single");
 //! assert_eq!(b.allgather(b"x").unwrap(), vec![b"x".to_vec()]);
 //! assert_eq!(b.broadcast(0, b"hi").unwrap(), b"hi".to_vec());
 //! b.barrier().unwrap();
@@ -26,6 +27,10 @@ use crate::{Error, Result};
 
 /// Out-of-band collectives over all ranks of the job.
 pub trait Bootstrap: Send + Sync {
+    /// What carries it (`"single"`, `"rgex-run"`, `"pmix"`), for messages
+    /// and tests.
+    fn name(&self) -> &'static str;
+
     /// This process's rank.
     fn rank(&self) -> u32;
 

@@ -8,6 +8,10 @@ use crate::Result;
 pub struct SingleRank;
 
 impl Bootstrap for SingleRank {
+    fn name(&self) -> &'static str {
+        "single"
+    }
+
     fn rank(&self) -> u32 {
         0
     }

@@ -41,6 +41,10 @@ impl UnixBootstrap {
 }
 
 impl Bootstrap for UnixBootstrap {
+    fn name(&self) -> &'static str {
+        "rgex-run"
+    }
+
     fn rank(&self) -> u32 {
         self.rank
     }

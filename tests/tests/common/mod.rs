@@ -5,6 +5,7 @@ use std::time::Duration;
 
 /// A job of `n` ranks of the conformance program at `exe`, bounded by a
 /// generous launcher timeout so a hang fails the test instead of the CI.
+#[allow(dead_code)] // not every test file uses it
 pub fn job(n: u32, exe: &str, args: &[&str]) -> Job {
     Job::new(n, exe)
         .args(args.iter().copied())

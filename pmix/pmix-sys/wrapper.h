@@ -1,0 +1,2 @@
+/* The PMIx client API rgex's bootstrap uses. */
+#include <pmix.h>

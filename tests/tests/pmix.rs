@@ -1,0 +1,143 @@
+//! The PMIx bootstrap: conformance programs started by `mpirun` (Open MPI's
+//! launcher runs a PMIx server; rgex finds it through the environment, as
+//! under `srun --mpi=pmix` or `prterun`). Loopback only: mpirun's own
+//! out-of-band traffic is pinned to `lo`. Skipped, saying so, where mpirun
+//! is not installed (Debian: openmpi-bin; ci/deps.sh installs it).
+
+mod common;
+use common::{conduit, skip_unless};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const JOB_INFO: &str = env!("CARGO_BIN_EXE_job_info");
+const AM: &str = env!("CARGO_BIN_EXE_am_conformance");
+const RMA: &str = env!("CARGO_BIN_EXE_rma_conformance");
+const COLL: &str = env!("CARGO_BIN_EXE_coll_conformance");
+const ATOMICS: &str = env!("CARGO_BIN_EXE_atomics_conformance");
+
+fn have_mpirun() -> bool {
+    Command::new("mpirun")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn skipped() -> bool {
+    skip_unless(
+        have_mpirun(),
+        "mpirun (Debian openmpi-bin) is not installed, so no PMIx launcher to start the job",
+    )
+}
+
+/// Run `exe` on `n` ranks under mpirun, bounded by 180 s; returns
+/// (success, stdout, stderr).
+fn mpirun(n: u32, exe: &str) -> (bool, String, String) {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--oversubscribe", "--bind-to", "none", "-n"])
+        .arg(n.to_string());
+    // Forward the conduit matrix's settings to every rank.
+    for (k, _) in std::env::vars() {
+        if k.starts_with("RGEX_") || k.starts_with("FI_") {
+            cmd.args(["-x", &k]);
+        }
+    }
+    cmd.arg(exe)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        // Network rule: the launcher's own traffic stays on loopback.
+        .env("OMPI_MCA_oob_tcp_if_include", "lo")
+        .env("OMPI_MCA_btl_tcp_if_include", "lo")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("mpirun starts");
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let o = std::thread::spawn(move || std::io::read_to_string(&mut out).unwrap_or_default());
+    let e = std::thread::spawn(move || std::io::read_to_string(&mut err).unwrap_or_default());
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for mpirun") {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (out, err) = (o.join().unwrap(), e.join().unwrap());
+    println!("status {status:?}\n--- stdout\n{out}--- stderr\n{err}---");
+    (status.is_some_and(|s| s.success()), out, err)
+}
+
+/// Run `exe` on `n` ranks and require success with `oks` `ok:` lines and
+/// nothing of the job left in /dev/shm.
+fn run_ok(n: u32, exe: &str, oks: usize) -> String {
+    let before = shm_entries();
+    let (ok, out, _) = mpirun(n, exe);
+    assert!(ok, "the job failed (output above)");
+    let seen = out.lines().filter(|l| l.contains("ok: ")).count();
+    assert!(seen >= oks, "expected {oks} ok lines, saw {seen}");
+    let left: Vec<String> = shm_entries()
+        .into_iter()
+        .filter(|e| e.contains("rgex-pmix") && !before.contains(e))
+        .collect();
+    assert!(left.is_empty(), "shared memory left behind: {left:?}");
+    out
+}
+
+fn shm_entries() -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn job_of_two_and_four_ranks() {
+    if skipped() {
+        return;
+    }
+    for n in [2, 4] {
+        let out = run_ok(n, JOB_INFO, n as usize + 1);
+        assert!(
+            out.contains(&format!("ok: {n} ranks via pmix")),
+            "the ranks must find each other through PMIx"
+        );
+        for r in 0..n {
+            assert!(out.contains(&format!("ok: rank {r} of {n}")));
+        }
+    }
+}
+
+#[test]
+fn active_messages_on_two_ranks() {
+    if skipped() {
+        return;
+    }
+    let out = run_ok(2, AM, 8);
+    assert!(out.contains(&format!("ok: conduit {}", conduit())));
+}
+
+#[test]
+fn rma_on_two_ranks() {
+    if skipped() {
+        return;
+    }
+    run_ok(2, RMA, 9);
+}
+
+#[test]
+fn collectives_and_atomics_on_four_ranks() {
+    if skipped() {
+        return;
+    }
+    run_ok(4, COLL, 10);
+    run_ok(4, ATOMICS, 8);
+}
