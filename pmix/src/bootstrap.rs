@@ -10,16 +10,19 @@ use std::ffi::CStr;
 /// rgex's out-of-band collectives through the PMIx server of the job.
 ///
 /// An allgather is a put of this rank's bytes under a fresh key
-/// (`rgex.ag.<n>`, `n` counting the job's allgathers, the same on every
-/// rank since they are collective), a commit, a fence that collects the
-/// data, then one local get per rank. A barrier is a plain fence.
+/// (`rgex.ag.<n>`, `n` counting the process's allgathers, the same on
+/// every rank since they are collective), a commit, a fence that collects
+/// the data, then one local get per rank. A barrier is a plain fence.
 pub struct PmixBootstrap {
     client: Client,
     rank: u32,
     size: u32,
-    /// Allgathers started so far (the next key's number).
-    next: Mutex<u64>,
 }
+
+/// Allgathers this process started (the next key's number), over every
+/// `PmixBootstrap` it opens: a key is never reused, so a get cannot see an
+/// older allgather's value. Also serialises the collectives.
+static NEXT: Mutex<u64> = Mutex::new(0);
 
 impl std::fmt::Debug for PmixBootstrap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -46,7 +49,7 @@ impl Bootstrap for PmixBootstrap {
 
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>> {
         // One allgather at a time: the key numbers must match across ranks.
-        let mut next = self.next.lock();
+        let mut next = NEXT.lock();
         let key = Client::key(format!("rgex.ag.{}", *next));
         *next += 1;
         self.client.put(&key, mine)?;
@@ -58,7 +61,7 @@ impl Bootstrap for PmixBootstrap {
     }
 
     fn barrier(&self) -> Result<()> {
-        let _one_at_a_time = self.next.lock();
+        let _one_at_a_time = NEXT.lock();
         self.client.fence(false)
     }
 }
@@ -122,15 +125,7 @@ pub fn from_env() -> Result<Option<(JobEnv, PmixBootstrap)>> {
         job: job_id(&client.namespace()),
         polite,
     };
-    Ok(Some((
-        env,
-        PmixBootstrap {
-            client,
-            rank,
-            size,
-            next: Mutex::new(0),
-        },
-    )))
+    Ok(Some((env, PmixBootstrap { client, rank, size })))
 }
 
 #[cfg(test)]
