@@ -74,8 +74,12 @@ fn mpirun(n: u32, exe: &str) -> (bool, String, String) {
 }
 
 /// Run `exe` on `n` ranks and require success with `oks` `ok:` lines and
-/// nothing of the job left in /dev/shm.
+/// nothing of the job left in /dev/shm. One job at a time (the tests of
+/// this file run on parallel threads), so whatever appeared in /dev/shm
+/// while it ran is this job's.
 fn run_ok(n: u32, exe: &str, oks: usize) -> String {
+    static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _alone = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
     let before = shm_entries();
     let (ok, out, _) = mpirun(n, exe);
     assert!(ok, "the job failed (output above)");
