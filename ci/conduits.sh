@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The conduit matrix: the multi-process conformance suite (AM, NP, RMA, LC,
 # IMMEDIATE, NBI, teams, collectives, atomics, VIS, jobs started by mpirun
-# through PMIx, faults) on every conduit
+# through PMIx, the examples, faults) on every conduit
 # and provider this machine can run: ofi on loopback only, and scc on its
 # emulated non-coherent memory with the stale-read checker on. Called by ci/test.sh;
 # run alone with `bash ci/conduits.sh [ROW...]` (rows: see `rows` below).
@@ -37,7 +37,7 @@ stale_shm() {
 
 want=("$@")
 failed=()
-cargo build -p rgex-tests --bins --tests >/dev/null
+cargo build -p rgex-tests -p rgex-examples --bins --tests >/dev/null
 for row in "${rows[@]}"; do
     name=${row%%|*}
     envs=${row#*|}
@@ -50,6 +50,7 @@ for row in "${rows[@]}"; do
     rm -f "$RGEX_SKIP_LOG"
     # shellcheck disable=SC2086 # word splitting of the row's settings is wanted
     if { env $envs cargo test --no-fail-fast -p rgex-tests "${suites[@]}" 2>&1 &&
+        env $envs cargo test -p rgex-examples --test run 2>&1 &&
         env $envs cargo test -p rgex-tests --test faults 2>&1; } | tee "target/matrix-$name.log" |
         grep -E '^test result|FAILED|panicked'; [ "${PIPESTATUS[0]}" = 0 ]; then
         echo "matrix $name: passed"
