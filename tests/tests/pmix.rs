@@ -14,6 +14,7 @@ const AM: &str = env!("CARGO_BIN_EXE_am_conformance");
 const RMA: &str = env!("CARGO_BIN_EXE_rma_conformance");
 const COLL: &str = env!("CARGO_BIN_EXE_coll_conformance");
 const ATOMICS: &str = env!("CARGO_BIN_EXE_atomics_conformance");
+const FLOOD: &str = env!("CARGO_BIN_EXE_am_flood");
 
 fn have_mpirun() -> bool {
     Command::new("mpirun")
@@ -31,9 +32,9 @@ fn skipped() -> bool {
     )
 }
 
-/// Run `exe` on `n` ranks under mpirun, bounded by 180 s; returns
+/// Run `exe args` on `n` ranks under mpirun, bounded by 180 s; returns
 /// (success, stdout, stderr).
-fn mpirun(n: u32, exe: &str) -> (bool, String, String) {
+fn mpirun(n: u32, exe: &str, args: &[&str]) -> (bool, String, String) {
     let mut cmd = Command::new("mpirun");
     cmd.args(["--oversubscribe", "--bind-to", "none", "-n"])
         .arg(n.to_string());
@@ -44,6 +45,7 @@ fn mpirun(n: u32, exe: &str) -> (bool, String, String) {
         }
     }
     cmd.arg(exe)
+        .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         // Network rule: the launcher's own traffic stays on loopback.
@@ -77,11 +79,11 @@ fn mpirun(n: u32, exe: &str) -> (bool, String, String) {
 /// nothing of the job left in /dev/shm. One job at a time (the tests of
 /// this file run on parallel threads), so whatever appeared in /dev/shm
 /// while it ran is this job's.
-fn run_ok(n: u32, exe: &str, oks: usize) -> String {
+fn run_ok(n: u32, exe: &str, args: &[&str], oks: usize) -> String {
     static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _alone = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
     let before = shm_entries();
-    let (ok, out, _) = mpirun(n, exe);
+    let (ok, out, _) = mpirun(n, exe, args);
     assert!(ok, "the job failed (output above)");
     let seen = out.lines().filter(|l| l.contains("ok: ")).count();
     assert!(seen >= oks, "expected {oks} ok lines, saw {seen}");
@@ -109,7 +111,7 @@ fn job_of_two_and_four_ranks() {
         return;
     }
     for n in [2, 4] {
-        let out = run_ok(n, JOB_INFO, n as usize + 1);
+        let out = run_ok(n, JOB_INFO, &[], n as usize + 1);
         assert!(
             out.contains(&format!("ok: {n} ranks via pmix")),
             "the ranks must find each other through PMIx"
@@ -125,7 +127,7 @@ fn active_messages_on_two_ranks() {
     if skipped() {
         return;
     }
-    let out = run_ok(2, AM, 8);
+    let out = run_ok(2, AM, &[], 8);
     assert!(out.contains(&format!("ok: conduit {}", conduit())));
 }
 
@@ -134,7 +136,7 @@ fn rma_on_two_ranks() {
     if skipped() {
         return;
     }
-    run_ok(2, RMA, 9);
+    run_ok(2, RMA, &[], 9);
 }
 
 #[test]
@@ -142,6 +144,14 @@ fn collectives_and_atomics_on_four_ranks() {
     if skipped() {
         return;
     }
-    run_ok(4, COLL, 10);
-    run_ok(4, ATOMICS, 8);
+    run_ok(4, COLL, &[], 10);
+    run_ok(4, ATOMICS, &[], 8);
+}
+
+#[test]
+fn flood_on_four_ranks() {
+    if skipped() {
+        return;
+    }
+    run_ok(4, FLOOD, &["100000"], 1);
 }

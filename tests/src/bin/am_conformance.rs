@@ -64,6 +64,23 @@ struct LongAreas {
     size: u32,
 }
 
+/// The job's Long areas, computed from the job's size at first use (in a
+/// handler, which may run before this rank's init returns, or in main):
+/// the size comes from the endpoint, whichever bootstrap started the job.
+#[derive(Default)]
+struct Areas(std::sync::OnceLock<LongAreas>);
+
+impl Areas {
+    fn get(&self, ep: &rgex::Endpoint) -> &LongAreas {
+        self.0.get_or_init(|| {
+            let seg = ep.segment().len() as u64;
+            let size = ep.size();
+            let slot = ((seg / (2 * u64::from(size))).min((4 << 20) + 64) - 64) & !63;
+            LongAreas { slot, size }
+        })
+    }
+}
+
 impl LongAreas {
     fn request(&self, src: u32) -> u64 {
         3 + self.slot * src as u64
@@ -92,7 +109,7 @@ fn verify(state: &State, who: &str, src: u32, c: Category, args: &[u32], payload
     }
 }
 
-fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> rgex::Result<()> {
+fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex::Result<()> {
     let s = st.clone();
     let a = areas.clone();
     t.register("echo.req", move |tok, msg| {
@@ -121,7 +138,8 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> r
             Category::Short => tok.reply_short(ECHO_REP, &args, Flags::empty()),
             Category::Medium => tok.reply_medium(ECHO_REP, &args, &payload, Flags::empty()),
             Category::Long => {
-                tok.reply_long(ECHO_REP, &args, &payload, a.reply(me), Flags::empty())
+                let at = a.get(tok.endpoint()).reply(me);
+                tok.reply_long(ECHO_REP, &args, &payload, at, Flags::empty())
             }
         };
         if let Err(e) = r {
@@ -142,7 +160,9 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> r
             msg.args(),
             msg.payload(),
         );
-        if msg.category() == Category::Long && msg.long_offset() != a.reply(tok.src().0) {
+        if msg.category() == Category::Long
+            && msg.long_offset() != a.get(tok.endpoint()).reply(tok.src().0)
+        {
             s.problem(format!("echo.rep: Long landed at {:#x}", msg.long_offset()));
         }
         s.replies.fetch_add(1, Ordering::Release);
@@ -231,17 +251,9 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<LongAreas>) -> r
 
 fn main() -> rgex::Result<()> {
     let st = Arc::new(State::default());
-    let seg = rgex::SmpConfig::from_env()?.segment_len as u64;
-    let size_hint: u32 = std::env::var("RGEX_SIZE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
-    let slot = ((seg / (2 * size_hint as u64)).min((4 << 20) + 64) - 64) & !63;
-    let areas = Arc::new(LongAreas {
-        slot,
-        size: size_hint,
-    });
+    let areas = Arc::new(Areas::default());
     let client = rgex::init_with(|t| register(t, &st, areas.clone()))?;
+    let areas = areas.get(client.endpoint());
     rgex_tests::conduit_banner(&client);
     assert_eq!(client.handlers().name(IMM_SINK.0), "imm.sink");
 
@@ -257,12 +269,12 @@ fn main() -> rgex::Result<()> {
         );
     }
     queries(&client)?;
-    every_category(&client, &st, &areas)?;
+    every_category(&client, &st, areas)?;
     negotiated_payload(&client, &st)?;
     bad_input(&client, &st)?;
     immediate(&client, &st)?;
     // The job keeps working after all of the above.
-    every_category(&client, &st, &areas)?;
+    every_category(&client, &st, areas)?;
     let problems = st.problems.lock().unwrap();
     assert!(
         problems.is_empty(),

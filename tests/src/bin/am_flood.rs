@@ -15,10 +15,19 @@ use std::sync::{Arc, Mutex};
 
 const SINK: HandlerId = HandlerId(CLIENT_MIN);
 
+#[derive(Default)]
 struct State {
-    /// Next sequence number expected from each sender.
-    next: Vec<AtomicU64>,
+    /// Next sequence number expected from each sender, sized by the job
+    /// at first use (a handler may run before this rank's init returns).
+    next: std::sync::OnceLock<Vec<AtomicU64>>,
     problems: Mutex<Vec<String>>,
+}
+
+impl State {
+    fn next(&self, ranks: u32) -> &[AtomicU64] {
+        self.next
+            .get_or_init(|| (0..ranks).map(|_| AtomicU64::new(0)).collect())
+    }
 }
 
 fn main() -> rgex::Result<()> {
@@ -26,14 +35,7 @@ fn main() -> rgex::Result<()> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    let size: usize = std::env::var("RGEX_SIZE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
-    let st = Arc::new(State {
-        next: (0..size).map(|_| AtomicU64::new(0)).collect(),
-        problems: Mutex::new(vec![]),
-    });
+    let st = Arc::new(State::default());
     let s = st.clone();
     let client = rgex::init_with(|t| {
         t.register("flood.sink", move |tok, msg| {
@@ -41,7 +43,8 @@ fn main() -> rgex::Result<()> {
             let seq = u64::from(msg.arg(0)) | u64::from(msg.arg(1)) << 32;
             // One thread polls per rank here, and a sender's messages
             // travel through one FIFO queue: strict order is expected.
-            let want = s.next[src].load(Ordering::Relaxed);
+            let next = s.next(tok.endpoint().size());
+            let want = next[src].load(Ordering::Relaxed);
             if seq != want {
                 s.problems
                     .lock()
@@ -55,7 +58,7 @@ fn main() -> rgex::Result<()> {
                     ));
                 }
             }
-            s.next[src].store(seq + 1, Ordering::Release);
+            next[src].store(seq + 1, Ordering::Release);
         })?;
         Ok(())
     })?;
@@ -82,7 +85,7 @@ fn main() -> rgex::Result<()> {
         let want = (0..n)
             .filter(|i| (u64::from(src) + i) % u64::from(size) == u64::from(me))
             .count() as u64;
-        let got = |st: &State| st.next[src as usize].load(Ordering::Acquire);
+        let got = |st: &State| st.next(size)[src as usize].load(Ordering::Acquire);
         wait_until(&client, "flood messages", || got(&st) >= want);
         assert_eq!(
             got(&st),
