@@ -113,7 +113,11 @@ pub fn from_env() -> Result<Option<(JobEnv, PmixBootstrap)>> {
         )));
     }
     let local = client.job_u32(key(sys::PMIX_LOCAL_SIZE)).unwrap_or(size);
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    // The node's CPUs, not this process's affinity: a launcher that binds
+    // each rank to one core must not make every rank polite.
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    let cpus = u32::try_from(online).unwrap_or(1).max(1);
     let polite = matches!(
         std::env::var("RGEX_POLITE").as_deref(),
         Ok("1") | Ok("true")

@@ -76,6 +76,30 @@ pub fn job_bootstrap() -> Result<(bootstrap::JobEnv, Box<dyn bootstrap::Bootstra
     bootstrap::from_env()
 }
 
+/// This process's rank as its launcher announced it, readable before
+/// [`init`] without starting any bootstrap (say, to let rank 0 do some
+/// local work while the others already wait in `init`): `RGEX_RANK` under
+/// `rgex-run`, `PMIX_RANK` under a PMIx launcher, 0 for a job of one rank.
+///
+/// ```no_run
+/// if rgex::launcher_rank()? == 0 {
+///     // measure something local before the job starts
+/// }
+/// let client = rgex::init()?;
+/// # Ok::<(), rgex::Error>(())
+/// ```
+pub fn launcher_rank() -> Result<u32> {
+    if std::env::var_os("RGEX_BOOTSTRAP").is_some() {
+        return bootstrap::JobEnv::read().map(|e| e.rank);
+    }
+    match std::env::var("PMIX_RANK") {
+        Ok(r) if !r.is_empty() => r
+            .parse()
+            .map_err(|_| Error::Config(format!("PMIX_RANK={r:?} is not a rank"))),
+        _ => Ok(0),
+    }
+}
+
 /// Initialise rgex for this process (collective: every rank calls it).
 pub fn init() -> Result<Client> {
     init_with(|_| Ok(()))

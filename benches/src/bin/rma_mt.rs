@@ -270,10 +270,10 @@ fn run() -> Res<()> {
         println!("{USAGE}");
         return Ok(());
     };
-    let env = rgex::bootstrap::JobEnv::read()?;
+    let first = rgex::launcher_rank()? == 0;
     let target = opts.target(Duration::from_millis(10), Duration::from_millis(200));
     let reps = opts.reps;
-    let before = (env.rank == 0).then(|| {
+    let before = first.then(|| {
         let load = load_average();
         eprintln!("rma_mt: measuring the floor (cache-line round trip, memcpy 8 B and 64K)");
         let floors = Floors::measure(
@@ -330,7 +330,7 @@ fn run() -> Res<()> {
         conduit: client.conduit().name().to_owned(),
         provider: None,
         ranks: client.size(),
-        oversubscribed: env.polite || client.size() as usize > online_cpus(),
+        oversubscribed: client.polite() || client.size() as usize > online_cpus(),
     };
     print!("{}", table(&job, &floors, load, &points, reps));
     opts.write(

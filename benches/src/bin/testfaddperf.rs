@@ -178,10 +178,10 @@ fn run() -> Res<bool> {
         println!("{USAGE}");
         return Ok(true);
     };
-    let env = rgex::bootstrap::JobEnv::read()?;
+    let first = rgex::launcher_rank()? == 0;
     let floor_target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
     let provider = fabric::ofi_provider();
-    let floors = (env.rank == 0).then(|| {
+    let floors = first.then(|| {
         eprintln!("testfaddperf: measuring the floor (cache-line round trip)");
         let floors = Floors::measure(&[], floor_target, opts.reps);
         let fabric = provider.as_ref().map(|p| {

@@ -222,11 +222,11 @@ fn run() -> Res<bool> {
         return Ok(true);
     };
     let total = total.unwrap_or(if opts.quick { 2_000 } else { 20_000 }) as usize;
-    let env = rgex::bootstrap::JobEnv::read()?;
+    let first = rgex::launcher_rank()? == 0;
     let reps = opts.reps;
     let floor_target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
 
-    let before = (env.rank == 0).then(|| {
+    let before = first.then(|| {
         let load = load_average();
         eprintln!("testimm: measuring the floor (cache-line round trip, memcpy 4K)");
         (Floors::measure(&[MSG_BYTES], floor_target, reps), load)
@@ -348,7 +348,7 @@ fn run() -> Res<bool> {
             conduit: client.conduit().name().to_owned(),
             provider: None,
             ranks: client.size(),
-            oversubscribed: env.polite || client.size() as usize > online_cpus(),
+            oversubscribed: client.polite() || client.size() as usize > online_cpus(),
         };
         let depth = std::env::var("RGEX_SMP_QUEUE_DEPTH").unwrap_or_else(|_| "64 (default)".into());
         print!(

@@ -397,13 +397,13 @@ fn run() -> Res<()> {
         println!("{USAGE}");
         return Ok(());
     };
-    let env = rgex::bootstrap::JobEnv::read()?;
+    let first = rgex::launcher_rank()? == 0;
     let target = opts.target(Duration::from_millis(4), Duration::from_millis(80));
     let reps = opts.reps;
 
     // Before rgex starts: rank 1 blocks in the bootstrap meanwhile.
     let provider = fabric::ofi_provider();
-    let before = (env.rank == 0).then(|| {
+    let before = first.then(|| {
         let load = load_average();
         progress("the floor (cache-line round trip, memcpy at every size)");
         let floors = Floors::measure(&SIZES, target, reps);
@@ -487,7 +487,7 @@ fn run() -> Res<()> {
             conduit: client.conduit().name().to_owned(),
             provider: provider.clone(),
             ranks: client.size(),
-            oversubscribed: env.polite || client.size() as usize > online_cpus(),
+            oversubscribed: client.polite() || client.size() as usize > online_cpus(),
         },
         reps,
         target,

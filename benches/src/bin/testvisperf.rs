@@ -388,7 +388,7 @@ fn run() -> Res<bool> {
         println!("{USAGE}");
         return Ok(true);
     };
-    let env = rgex::bootstrap::JobEnv::read()?;
+    let first = rgex::launcher_rank()? == 0;
     let sizes: &[usize] = if opts.quick { &QUICK_SIZES } else { &SIZES };
     let sizes64: &[usize] = if opts.quick { &QUICK_SIZES64 } else { &SIZES64 };
     let sizes_am: &[usize] = if opts.quick {
@@ -400,7 +400,7 @@ fn run() -> Res<bool> {
     all_sizes.sort_unstable();
     all_sizes.dedup();
     let floor_target = opts.target(Duration::from_millis(2), Duration::from_millis(50));
-    let floors = (env.rank == 0).then(|| {
+    let floors = first.then(|| {
         eprintln!("testvisperf: measuring the floor (memcpy bandwidth)");
         Floors::measure(&all_sizes, floor_target, opts.reps)
     });

@@ -99,13 +99,13 @@ fn run() -> Result<(), Box<dyn Error>> {
         println!("{USAGE}");
         return Ok(());
     };
-    let env = rgex::bootstrap::JobEnv::read()?;
+    let first = rgex::launcher_rank()? == 0;
     let (target, reps) = (opts.target(), opts.reps);
 
     // Before rgex starts: the other ranks block in the bootstrap meanwhile,
     // leaving both CPUs to the floor threads and to UCX.
     let provider = rgex_benches::fabric::ofi_provider();
-    let before = (env.rank == 0).then(|| {
+    let before = first.then(|| {
         let load = rgex_benches::affinity::load_average();
         progress("the physical floor (cache-line round trip, memcpy)");
         let floors = baseline::floors(target, reps);
@@ -136,7 +136,7 @@ fn run() -> Result<(), Box<dyn Error>> {
             conduit: client.conduit().name().to_owned(),
             provider: provider.clone(),
             ranks: client.size(),
-            oversubscribed: env.polite || client.size() as usize > online_cpus(),
+            oversubscribed: client.polite() || client.size() as usize > online_cpus(),
         };
         let run = output::Run {
             job,
