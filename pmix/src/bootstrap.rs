@@ -74,8 +74,22 @@ fn launched_by_pmix() -> bool {
         .all(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
 }
 
-/// `rgex-pmix-` and the namespace with every byte outside `[0-9a-z]`
-/// replaced: a job id usable in shared-memory object names.
+/// The rank a PMIx launcher announced in the environment (`PMIX_RANK`),
+/// read without connecting to its server; `None` if no PMIx launcher
+/// started this process.
+pub fn announced_rank() -> Result<Option<u32>> {
+    if !launched_by_pmix() {
+        return Ok(None);
+    }
+    let r = std::env::var("PMIX_RANK").unwrap_or_default();
+    r.parse()
+        .map(Some)
+        .map_err(|_| Error::Config(format!("PMIX_RANK={r:?} is not a rank")))
+}
+
+/// `pmix` and the namespace with every character outside `[0-9a-z]`
+/// (after lowercasing) replaced by `x`: a job id usable in shared-memory
+/// object names.
 fn job_id(namespace: &str) -> String {
     let clean: String = namespace
         .chars()
@@ -118,10 +132,7 @@ pub fn from_env() -> Result<Option<(JobEnv, PmixBootstrap)>> {
     // SAFETY: sysconf has no preconditions.
     let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     let cpus = u32::try_from(online).unwrap_or(1).max(1);
-    let polite = matches!(
-        std::env::var("RGEX_POLITE").as_deref(),
-        Ok("1") | Ok("true")
-    ) || local > cpus;
+    let polite = JobEnv::polite_requested() || local > cpus;
     let env = JobEnv {
         rank,
         size,

@@ -18,4 +18,4 @@
 mod bootstrap;
 mod client;
 
-pub use bootstrap::{from_env, PmixBootstrap};
+pub use bootstrap::{announced_rank, from_env, PmixBootstrap};

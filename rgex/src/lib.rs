@@ -92,12 +92,7 @@ pub fn launcher_rank() -> Result<u32> {
     if std::env::var_os("RGEX_BOOTSTRAP").is_some() {
         return bootstrap::JobEnv::read().map(|e| e.rank);
     }
-    match std::env::var("PMIX_RANK") {
-        Ok(r) if !r.is_empty() => r
-            .parse()
-            .map_err(|_| Error::Config(format!("PMIX_RANK={r:?} is not a rank"))),
-        _ => Ok(0),
-    }
+    Ok(rgex_pmix::announced_rank()?.unwrap_or(0))
 }
 
 /// Initialise rgex for this process (collective: every rank calls it).

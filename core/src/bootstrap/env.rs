@@ -30,6 +30,15 @@ pub struct JobEnv {
 }
 
 impl JobEnv {
+    /// True if `RGEX_POLITE` asks for yielding (`1` or `true`), whichever
+    /// launcher started the job.
+    pub fn polite_requested() -> bool {
+        matches!(
+            std::env::var("RGEX_POLITE").as_deref(),
+            Ok("1") | Ok("true")
+        )
+    }
+
     /// Read the environment.
     pub fn read() -> Result<Self> {
         fn var(name: &str) -> Option<String> {
@@ -39,7 +48,7 @@ impl JobEnv {
             v.parse()
                 .map_err(|_| Error::Config(format!("{name}={v:?} is not a number")))
         }
-        let polite = matches!(var("RGEX_POLITE").as_deref(), Some("1") | Some("true"));
+        let polite = Self::polite_requested();
         let Some(socket) = var("RGEX_BOOTSTRAP") else {
             let job = var("RGEX_JOB").unwrap_or_else(|| format!("solo{}", std::process::id()));
             return Ok(JobEnv {
