@@ -87,6 +87,12 @@ thread_local! {
 
 /// Send a Medium request of `size` bytes generated from `seed`, the way
 /// `v` says; `buf` is the client's buffer (at least `size` bytes).
+///
+/// Both negotiated variants run the same code and differ only in the
+/// buffer handed to prepare, so NP-rgex against NP-client isolates the
+/// copy. (With NP-rgex in a match arm of its own, the compiler laid it
+/// out so that it measured 12-25% slower than FP on this machine even at
+/// 0 bytes, where both variants do the same work.)
 pub fn request_medium(
     ep: &Endpoint,
     peer: Rank,
@@ -104,15 +110,9 @@ pub fn request_medium(
             payload::generate(b, seed);
             ep.request_medium(peer, h, &args, b, none)
         }
-        Variant::NpRgex => {
-            let mut sd = ep.prepare_request_medium(peer, None, size, size, MEDIUM_NARGS, none)?;
-            payload::generate(sd.buf(), seed);
-            sd.commit(h, &args, size)
-        }
-        Variant::NpClient => {
-            let b = &mut buf[..size];
-            let mut sd =
-                ep.prepare_request_medium(peer, Some(b), size, size, MEDIUM_NARGS, none)?;
+        Variant::NpRgex | Variant::NpClient => {
+            let client = (v == Variant::NpClient).then_some(&mut buf[..size]);
+            let mut sd = ep.prepare_request_medium(peer, client, size, size, MEDIUM_NARGS, none)?;
             payload::generate(sd.buf(), seed);
             sd.commit(h, &args, size)
         }
@@ -120,7 +120,8 @@ pub fn request_medium(
 }
 
 /// Reply to a Medium ping with a Medium of `size` bytes from `seed`, the
-/// way `v` says.
+/// way `v` says (one negotiated path for both NP variants, as in
+/// [`request_medium`]).
 fn reply_medium(
     tok: &Token<'_>,
     h: HandlerId,
@@ -130,11 +131,6 @@ fn reply_medium(
 ) -> rgex::Result<()> {
     let args = [v.arg(), seed, size as u32];
     let none = Flags::empty();
-    if v == Variant::NpRgex {
-        let mut sd = tok.prepare_reply_medium(None, size, size, MEDIUM_NARGS, none)?;
-        payload::generate(sd.buf(), seed);
-        return sd.commit(h, &args, size);
-    }
     REPLY_BUF.with(|cell| {
         let mut b = cell.borrow_mut();
         if b.len() < size {
@@ -145,7 +141,8 @@ fn reply_medium(
             payload::generate(b, seed);
             tok.reply_medium(h, &args, b, none)
         } else {
-            let mut sd = tok.prepare_reply_medium(Some(b), size, size, MEDIUM_NARGS, none)?;
+            let client = (v == Variant::NpClient).then_some(b);
+            let mut sd = tok.prepare_reply_medium(client, size, size, MEDIUM_NARGS, none)?;
             payload::generate(sd.buf(), seed);
             sd.commit(h, &args, size)
         }
