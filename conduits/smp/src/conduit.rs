@@ -2,7 +2,7 @@
 
 use crate::region::{Region, REPLY, REQUEST};
 use crate::ring::{CellBody, Ring};
-use crate::{shm, SmpConfig};
+use crate::{prefetch, shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
 use rgex_core::wire::Kind;
 use rgex_core::{
@@ -304,10 +304,12 @@ impl Conduit for SmpConduit {
         };
         let (buf, granted) = match spec.category {
             Category::Short => (std::ptr::null_mut(), 0),
-            Category::Medium => (
-                peer.payload(which, ring.index(pos)),
-                spec.most.min(self.cfg.max_medium),
-            ),
+            Category::Medium => {
+                let buf = peer.payload(which, ring.index(pos));
+                let granted = spec.most.min(self.cfg.max_medium);
+                prefetch::for_write(buf, granted);
+                (buf, granted)
+            }
             // The AM layer checked [long_offset, +most) against the segment.
             Category::Long => (peer.segment.ptr_at(spec.long_offset, spec.most)?, spec.most),
         };

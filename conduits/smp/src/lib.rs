@@ -19,6 +19,7 @@
 
 mod conduit;
 mod config;
+mod prefetch;
 mod region;
 pub mod ring;
 pub mod shm;
