@@ -68,10 +68,14 @@ impl Entry {
                 // A few dimensions: all strides, branch-free.
                 same(&self.peer_strides, peer_strides) && same(&self.local_strides, local_strides)
             } else {
-                // Many (mostly null, typically): the live ones only.
-                self.live.iter().all(|&(i, p, l)| {
-                    peer_strides.get(i) == Some(&p) && local_strides.get(i) == Some(&l)
-                })
+                // Many (mostly null, typically): the live ones only, in
+                // one branch-free pass (an index past the end, impossible
+                // once the counts matched, reads as a mismatch).
+                self.live.iter().fold(0u64, |acc, &(i, p, l)| {
+                    let ps = peer_strides.get(i).map_or(!p, |&x| x);
+                    let ls = local_strides.get(i).map_or(!l, |&x| x);
+                    acc | ((ps ^ p) | (ls ^ l)) as u64
+                }) == 0
             }
     }
 }
@@ -80,23 +84,19 @@ impl Entry {
 /// branch-free inline loops.
 const SMALL: usize = 4;
 
-/// Slice equality: a branch-free loop for a few elements (no call),
-/// `memcmp` beyond.
+/// Slice equality as one branch-free pass (XOR, OR, no early exit): for
+/// the few dozen words of metadata this is cheaper than a `memcmp` call,
+/// and the compiler vectorizes it.
 #[inline(always)]
 fn same<T>(a: &[T], b: &[T]) -> bool
 where
     T: Copy + Eq + Default + std::ops::BitXor<Output = T> + std::ops::BitOr<Output = T>,
 {
-    if a.len() != b.len() {
-        return false;
-    }
-    if a.len() > SMALL {
-        return a == b;
-    }
-    a.iter()
-        .zip(b)
-        .fold(T::default(), |acc, (&x, &y)| acc | (x ^ y))
-        == T::default()
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .fold(T::default(), |acc, (&x, &y)| acc | (x ^ y))
+            == T::default()
 }
 
 struct Cache {
