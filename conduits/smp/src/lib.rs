@@ -7,7 +7,9 @@
 //!
 //! - a Short or Medium AM claims a cell of the receiver's queue; the payload
 //!   is assembled in the cell's payload buffer (no copy for negotiated
-//!   payload), then the cell is published;
+//!   payload), then the cell is published; the buffer's first lines are
+//!   write-prefetched when the cell is claimed, since they sit in the
+//!   receiver's cache (see `prefetch`);
 //! - a Long AM writes its payload into the receiver's segment, then
 //!   publishes a cell naming it.
 //!
