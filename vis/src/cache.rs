@@ -32,6 +32,8 @@ struct Entry {
     local_strides: Vec<i64>,
     /// `(i, peer_strides[i], local_strides[i])` for each `counts[i] != 1`.
     live: Vec<(usize, i64, i64)>,
+    /// One past the last live dimension's index.
+    live_end: usize,
     rel: Rel,
     /// The folded element size.
     folded: usize,
@@ -46,6 +48,7 @@ impl Entry {
         peer_strides: Vec::new(),
         local_strides: Vec::new(),
         live: Vec::new(),
+        live_end: 0,
         rel: Rel {
             peer_lo: 0,
             peer_hi: 0,
@@ -56,6 +59,16 @@ impl Entry {
         folded: 0,
         dims: Dims::new(),
     };
+
+    /// True if the strides of the live dimensions match (the slow half of
+    /// [`is`](Self::is), for arrays whose null dimensions' strides changed).
+    #[cold]
+    #[inline(never)]
+    fn live_match(&self, peer_strides: &[i64], local_strides: &[i64]) -> bool {
+        self.live
+            .iter()
+            .all(|&(i, p, l)| peer_strides.get(i) == Some(&p) && local_strides.get(i) == Some(&l))
+    }
 
     /// The caller checked `peer_strides` and `local_strides` are as long
     /// as `counts` (a mismatch is a miss anyway).
@@ -68,14 +81,17 @@ impl Entry {
                 // A few dimensions: all strides, branch-free.
                 same(&self.peer_strides, peer_strides) && same(&self.local_strides, local_strides)
             } else {
-                // Many (mostly null, typically): the live ones only, in
-                // one branch-free pass (an index past the end, impossible
-                // once the counts matched, reads as a mismatch).
-                self.live.iter().fold(0u64, |acc, &(i, p, l)| {
-                    let ps = peer_strides.get(i).map_or(!p, |&x| x);
-                    let ls = local_strides.get(i).map_or(!l, |&x| x);
-                    acc | ((ps ^ p) | (ls ^ l)) as u64
-                }) == 0
+                // Many (mostly null, typically): the strides up to the last
+                // live dimension, one vector pass a side (the same arrays
+                // reused); else the live ones only (a null dimension's
+                // strides may change: they move nothing).
+                let n = self.live_end;
+                let prefix = |mine: &[i64], theirs: &[i64]| {
+                    theirs.get(..n).is_some_and(|t| same(&mine[..n], t))
+                };
+                (prefix(&self.peer_strides, peer_strides)
+                    && prefix(&self.local_strides, local_strides))
+                    || self.live_match(peer_strides, local_strides)
             }
     }
 }
@@ -174,6 +190,7 @@ pub(crate) fn put(
                 .filter(|(_, (&c, _))| c != 1)
                 .map(|(i, (_, (&p, &l)))| (i, p, l)),
         );
+        e.live_end = e.live.last().map_or(0, |&(i, _, _)| i + 1);
         e.rel = rel;
         e.folded = folded;
         e.dims = dims.iter().copied().collect();
