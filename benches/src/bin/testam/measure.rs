@@ -26,7 +26,16 @@ pub struct MediumRow {
     pub size: usize,
     /// Per variant, in [`Variant::ALL`] order.
     pub points: [Point; 3],
+    /// NP-rgex and NP-client against FP, in percent (`100 * (FP / NP - 1)`),
+    /// one ratio per repetition between the variants' back-to-back runs:
+    /// a machine that changes speed between repetitions moves all three
+    /// runs of a repetition together, so the paired ratio does not drift.
+    pub paired: [Stats; 2],
 }
+
+/// Repetitions of a Medium row per configured repetition: shorter and
+/// more of them, so a change of machine speed falls inside few pairs.
+const MEDIUM_SPLIT: u64 = 3;
 
 /// Everything rank 0 measured over rgex.
 #[derive(Clone, Debug)]
@@ -199,20 +208,23 @@ impl<'a> Bench<'a> {
     }
 
     /// The three variants at one size: one calibration (on FP) so every
-    /// variant runs the same iterations, and the repetitions interleaved
-    /// (FP, NP-rgex, NP-client, FP, ...) so drift on a noisy machine hits
-    /// all three alike.
+    /// variant runs the same iterations, then [`MEDIUM_SPLIT`] times the
+    /// configured repetitions of a third of that, interleaved (FP,
+    /// NP-rgex, NP-client, FP, ...) so drift on a noisy machine hits the
+    /// three alike and each repetition gives one paired ratio.
     fn medium_row(&mut self, size: usize) -> Res<MediumRow> {
         let target = self.target;
-        let iters = calibrate(target, 16, 1 << 32, |n| {
+        let calibrated = calibrate(target, 16, 1 << 32, |n| {
             self.medium_run(Variant::Fp, size, n)
         })?;
+        let iters = (calibrated / MEDIUM_SPLIT).max(1);
         // Warm the other variants' paths too.
         for v in &Variant::ALL[1..] {
-            self.medium_run(*v, size, (iters / 20).max(1))?;
+            self.medium_run(*v, size, (calibrated / 20).max(1))?;
         }
+        let reps = self.reps.max(1) * MEDIUM_SPLIT as usize;
         let mut samples = [Vec::new(), Vec::new(), Vec::new()];
-        for _ in 0..self.reps.max(1) {
+        for _ in 0..reps {
             for (k, v) in Variant::ALL.into_iter().enumerate() {
                 let t = self.medium_run(v, size, iters)?;
                 samples[k].push(t.as_nanos() as f64 / iters as f64);
@@ -223,9 +235,18 @@ impl<'a> Bench<'a> {
             ns: Stats::from_samples(s).expect("at least one repetition"),
             iters,
         };
+        let paired = |np: &Vec<f64>| {
+            let pct: Vec<f64> = samples[0]
+                .iter()
+                .zip(np)
+                .map(|(fp, np)| 100.0 * (fp / np - 1.0))
+                .collect();
+            Stats::from_samples(&pct).expect("at least one repetition")
+        };
         Ok(MediumRow {
             size,
             points: [point(&samples[0]), point(&samples[1]), point(&samples[2])],
+            paired: [paired(&samples[1]), paired(&samples[2])],
         })
     }
 }

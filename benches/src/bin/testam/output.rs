@@ -49,10 +49,10 @@ impl Run {
     }
 }
 
-/// `100 * (fp / np - 1)`: how much faster the NP variant is, in percent
-/// (positive: NP is faster; the paper's "NP over FP").
-fn speedup(fp: &Stats, np: &Stats) -> String {
-    format!("{:+.1}%", 100.0 * (fp.median / np.median - 1.0))
+/// A paired NP-over-FP ratio in percent: its median, and the range of
+/// the repetitions' ratios.
+fn speedup(pct: &Stats) -> String {
+    format!("{:+.1}% [{:+.0} .. {:+.0}]", pct.median, pct.min, pct.max)
 }
 
 /// The human-readable report.
@@ -216,14 +216,19 @@ pub fn table(run: &Run) -> String {
             spread(&fp.ns),
             spread(&npr.ns),
             spread(&npc.ns),
-            speedup(&fp.ns, &npr.ns),
-            speedup(&fp.ns, &npc.ns),
+            speedup(&row.paired[0]),
+            speedup(&row.paired[1]),
             run.x_floor(fp.ns.median),
             fp.iters.to_string(),
         ]);
     }
     s.push_str(&t.to_string());
-    let _ = writeln!(s, "NP vs FP = 100 * (FP time / NP time - 1): positive means the negotiated payload is faster.");
+    let _ = writeln!(
+        s,
+        "NP vs FP = 100 * (FP time / NP time - 1), positive: the negotiated payload is faster; median [min .. max] over repetitions, \
+         each the ratio of back-to-back runs of the variants ({} repetitions per size)",
+        am.medium.first().map_or(0, |r| r.paired[0].reps)
+    );
     s
 }
 
@@ -262,6 +267,14 @@ pub fn records(run: &Run) -> Vec<Record> {
         for (k, p) in row.points.iter().enumerate() {
             let name = format!("AM Medium round trip {}", Variant::ALL[k].name());
             v.push(j.record(&name, Some(row.size as u64), &p.ns, "ns", p.iters));
+        }
+        for (k, pct) in row.paired.iter().enumerate() {
+            let name = format!(
+                "AM Medium round trip {} over FP (paired)",
+                Variant::ALL[k + 1].name()
+            );
+            let iters = row.points[k + 1].iters;
+            v.push(j.record(&name, Some(row.size as u64), pct, "%", iters));
         }
     }
     if let Some(f) = &run.fabric {
