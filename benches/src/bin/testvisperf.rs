@@ -120,6 +120,29 @@ struct Point {
     variant: &'static str,
     bw: Stats,
     iters: u64,
+    /// GB/s of each repetition, in order (repetitions of the variants of
+    /// one interleaved set line up: see [`paired`]).
+    samples: Vec<f64>,
+}
+
+/// One interleaved measurement: statistics, iterations per repetition,
+/// and the repetitions' GB/s in order.
+type Flood = (Stats, u64, Vec<f64>);
+
+/// `a`'s bandwidth over `b`'s, one ratio per repetition of an interleaved
+/// set (the two ran back to back, so a machine changing speed between
+/// repetitions moves both): median [min .. max] of those ratios.
+fn paired(a: &Point, b: &Point) -> Option<Stats> {
+    if a.samples.len() != b.samples.len() {
+        return None;
+    }
+    let r: Vec<f64> = a
+        .samples
+        .iter()
+        .zip(&b.samples)
+        .map(|(x, y)| x / y)
+        .collect();
+    Stats::from_samples(&r)
 }
 
 /// Flood `iters` transfers with `op`, one NBI sync; GB/s of payload.
@@ -129,9 +152,10 @@ fn flood(
     target: Duration,
     reps: usize,
     op: impl FnMut() -> rgex::Result<()>,
-) -> Res<(Stats, u64)> {
+) -> Res<Flood> {
     let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 1] = [Box::new(op)];
-    Ok(flood_interleaved(client, size, target, reps, &mut ops)?[0])
+    let mut r = flood_interleaved(client, size, target, reps, &mut ops)?;
+    Ok(r.remove(0))
 }
 
 /// As [`flood`] for several ops, their repetitions interleaved (so a
@@ -142,7 +166,7 @@ fn flood_interleaved(
     target: Duration,
     reps: usize,
     ops: &mut [Box<dyn FnMut() -> rgex::Result<()> + '_>],
-) -> Res<Vec<(Stats, u64)>> {
+) -> Res<Vec<Flood>> {
     let max = ((4u64 << 30) / size as u64).max(4);
     let run =
         |op: &mut Box<dyn FnMut() -> rgex::Result<()> + '_>, n: u64| -> rgex::Result<Duration> {
@@ -165,9 +189,15 @@ fn flood_interleaved(
         }
     }
     Ok(samples
-        .iter()
+        .into_iter()
         .zip(iters)
-        .map(|(v, n)| (Stats::from_samples(v).expect("timings are never NaN"), n))
+        .map(|(v, n)| {
+            (
+                Stats::from_samples(&v).expect("timings are never NaN"),
+                n,
+                v,
+            )
+        })
         .collect())
 }
 
@@ -213,12 +243,18 @@ fn strided<'a>(elem: usize, c: &'a [u64], s: &'a [i64]) -> Strided<'a> {
     }
 }
 
+/// Repetitions of an interleaved set per configured repetition: shorter
+/// and more of them, so a change of machine speed falls inside few pairs.
+const SPLIT: u32 = 3;
+
 /// The intra-node set: 8-byte elements, every metadata form. The six
 /// variants of one size run interleaved (a drifting machine biases none of
-/// them: the dimensionality comparison is a few %).
+/// them: the dimensionality comparison is a few %), [`SPLIT`] times the
+/// configured repetitions of a third of the target each.
 fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
     let peer = Rank(1);
-    let target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
+    let target = opts.target(Duration::from_millis(4), Duration::from_millis(100)) / SPLIT;
+    let reps = opts.reps.max(1) * SPLIT as usize;
     let sizes: &[usize] = if opts.quick { &QUICK_SIZES } else { &SIZES };
     let f = Flags::empty();
     let mut out = Vec::new();
@@ -253,18 +289,19 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
                 Box::new(move || naive_3d(client, peer, src, ELEM, c3, s3)),
                 Box::new(move || client.put_nbi(at, &src[..size], f)),
             ];
-            flood_interleaved(client, size, target, opts.reps, &mut ops)?
+            flood_interleaved(client, size, target, reps, &mut ops)?
         };
         check(vis, peer, indexed.into(), &src, span, ELEM, PITCH)?;
         for s in [s3d, s8d, s32d] {
             check(vis, peer, s.into(), &src, span, ELEM, PITCH)?;
         }
-        for (variant, (bw, iters)) in VARIANTS.into_iter().zip(r) {
+        for (variant, (bw, iters, samples)) in VARIANTS.into_iter().zip(r) {
             out.push(Point {
                 size,
                 variant,
                 bw,
                 iters,
+                samples,
             });
         }
     }
@@ -286,7 +323,7 @@ fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
         let (c, s) = dims(m, 3, PITCH64);
         eprintln!("testvisperf: {}, 64 B elements", size_str(size as u64));
         for (i, variant) in VARIANTS64.into_iter().enumerate() {
-            let (bw, iters) = match i {
+            let (bw, iters, samples) = match i {
                 0 => {
                     let st = strided(ELEM64, &c, &s);
                     let r = flood(client, size, target, opts.reps, || {
@@ -310,6 +347,7 @@ fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
                 variant,
                 bw,
                 iters,
+                samples,
             });
         }
     }
@@ -351,12 +389,13 @@ fn measure_am(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
         let r = flood_interleaved(client, size, target, reps, &mut ops)?;
         drop(ops);
         check(&np, peer, st.into(), &src, span, ELEM, PITCH)?;
-        for (variant, (bw, iters)) in [NP, FP].into_iter().zip(r) {
+        for (variant, (bw, iters, samples)) in [NP, FP].into_iter().zip(r) {
             out.push(Point {
                 size,
                 variant,
                 bw,
                 iters,
+                samples,
             });
         }
     }
@@ -468,6 +507,39 @@ fn run() -> Res<bool> {
     for v in ["Indexed", "Strided 3-d", "Strided 8-d", "Strided 32-d"] {
         speedup_line(&set8, v, "naive N-d walker");
     }
+    // Dimensionality: 8-d and 32-d against 3-d, paired by repetition.
+    let mut t = Table::new(["payload", "8-d / 3-d", "32-d / 3-d"]);
+    let mut worst32 = f64::INFINITY;
+    for &size in sizes {
+        let at = |v: &str| set8.iter().find(|q| q.size == size && q.variant == v);
+        let (Some(d3), Some(d8), Some(d32)) = (at(VARIANTS[1]), at(VARIANTS[2]), at(VARIANTS[3]))
+        else {
+            continue;
+        };
+        let (Some(r8), Some(r32)) = (paired(d8, d3), paired(d32, d3)) else {
+            continue;
+        };
+        worst32 = worst32.min(r32.median);
+        for (d, r) in [("8-d", &r8), ("32-d", &r32)] {
+            records.push(job.record(
+                &format!("put Strided {d} over 3-d (paired)"),
+                Some(size as u64),
+                r,
+                "ratio",
+                d3.iters,
+            ));
+        }
+        t.row([size_str(size as u64), ratio(&r8), ratio(&r32)]);
+    }
+    println!(
+        "\nDimensionality: bandwidth over 3-d's for the same data, median [min .. max] of the repetitions' ratios (each repetition runs the variants back to back):\n{t}"
+    );
+    if worst32.is_finite() {
+        println!(
+            "Strided 32-d / 3-d: {:.2} at worst (target: within 10%, >= 0.90)",
+            worst32
+        );
+    }
     println!(
         "\nFlood put bandwidth, 3-d strided, 64 B elements at 25% density (64 B payload, 192 skip), rank 0 -> rank 1 (payload GB/s):\n{}",
         table(&set64, VARIANTS64[1], VARIANTS64[2], &floors)
@@ -486,17 +558,28 @@ fn run() -> Res<bool> {
         let (Some(np), Some(fp)) = (at(NP), at(FP)) else {
             continue;
         };
-        let gain = 100.0 * (np.bw.median / fp.bw.median - 1.0);
+        let Some(r) = paired(np, fp) else {
+            continue;
+        };
+        let pct = |x: f64| 100.0 * (x - 1.0);
+        let gain = pct(r.median);
         gains.push(gain);
+        records.push(job.record(
+            "put AM NP-based over FP-based (paired)",
+            Some(size as u64),
+            &r,
+            "ratio",
+            np.iters,
+        ));
         t.row([
             size_str(size as u64),
             spread(&np.bw),
             spread(&fp.bw),
-            format!("{gain:+.1}%"),
+            format!("{gain:+.1}% [{:+.0} .. {:+.0}]", pct(r.min), pct(r.max)),
         ]);
     }
     println!(
-        "\nRemote case: AM mechanism forced, 3-d strided, 8 B elements at 25% density; NP-based vs FP-based pipeline (payload GB/s, {} interleaved repetitions):\n{t}",
+        "\nRemote case: AM mechanism forced, 3-d strided, 8 B elements at 25% density; NP-based vs FP-based pipeline (payload GB/s, {} interleaved repetitions; NP vs FP: median [min .. max] of the repetitions' ratios):\n{t}",
         points.iter().find(|p| p.variant == NP).map_or(0, |p| p.bw.reps)
     );
     if !gains.is_empty() {
@@ -585,6 +668,11 @@ fn table(set: &[&Point], naive: &str, contig: &str, floors: &Floors) -> Table {
 }
 
 /// Print the average and peak speedup of `v` over `naive` in `set`.
+/// A ratio's median and range, two decimals.
+fn ratio(r: &Stats) -> String {
+    format!("{:.2} [{:.2} .. {:.2}]", r.median, r.min, r.max)
+}
+
 fn speedup_line(set: &[&Point], v: &str, naive: &str) {
     let r: Vec<f64> = set
         .iter()
