@@ -141,11 +141,19 @@ pub(crate) fn get(
 ) -> Option<(Rel, usize)> {
     CACHE
         .try_with(|c| {
-            let c = c.try_borrow().ok()?;
-            let e = c
+            let mut c = c.try_borrow_mut().ok()?;
+            let i = c
                 .entries
                 .iter()
-                .find(|e| e.is(elem, counts, peer_strides, local_strides))?;
+                .position(|e| e.is(elem, counts, peer_strides, local_strides))?;
+            if i != 0 {
+                // Move the hit to the front: a transfer repeated in a loop
+                // then costs one comparison, not one per entry before it
+                // (an older entry of the same dimensionality costs a whole
+                // pass over the counts to reject).
+                c.entries.swap(0, i);
+            }
+            let e = &c.entries[0];
             for &d in e.dims.iter() {
                 work.push(d);
             }
@@ -155,7 +163,7 @@ pub(crate) fn get(
         .flatten()
 }
 
-/// Keep the result for this metadata (replacing the oldest entry).
+/// Keep the result for this metadata (replacing entries round-robin).
 #[cold]
 pub(crate) fn put(
     elem: usize,
