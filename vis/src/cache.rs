@@ -70,13 +70,25 @@ impl Entry {
             .all(|&(i, p, l)| peer_strides.get(i) == Some(&p) && local_strides.get(i) == Some(&l))
     }
 
+    /// True if `counts` are this entry's. Past the last live dimension
+    /// every count is 1, so the caller's counts there are checked against
+    /// 1 rather than against a stored copy (half the loads).
+    #[inline(always)]
+    fn same_counts(&self, counts: &[u64]) -> bool {
+        let n = self.live_end;
+        counts.len() == self.counts.len()
+            && counts.len() >= n
+            && same(&self.counts[..n], &counts[..n])
+            && counts[n..].iter().fold(0, |acc, &c| acc | (c ^ 1)) == 0
+    }
+
     /// The caller checked `peer_strides` and `local_strides` are as long
     /// as `counts` (a mismatch is a miss anyway).
     #[inline]
     fn is(&self, elem: usize, counts: &[u64], peer_strides: &[i64], local_strides: &[i64]) -> bool {
         self.used
             && self.elem == elem
-            && same(&self.counts, counts)
+            && self.same_counts(counts)
             && if counts.len() <= SMALL {
                 // A few dimensions: all strides, branch-free.
                 same(&self.peer_strides, peer_strides) && same(&self.local_strides, local_strides)
