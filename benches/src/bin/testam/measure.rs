@@ -35,7 +35,7 @@ pub struct MediumRow {
 
 /// Repetitions of a Medium row per configured repetition: shorter and
 /// more of them, so a change of machine speed falls inside few pairs.
-const MEDIUM_SPLIT: u64 = 3;
+pub const MEDIUM_SPLIT: u64 = 3;
 
 /// Everything rank 0 measured over rgex.
 #[derive(Clone, Debug)]

@@ -61,11 +61,13 @@ pub fn table(run: &Run) -> String {
     let j = &run.job;
     let _ = writeln!(
         s,
-        "testam: {} rank(s), conduit {}, {} repetitions per point of >= {:.2} s; figures are median [min .. max]{}",
+        "testam: {} rank(s), conduit {}, {} repetitions per point of >= {:.2} s (Medium: {} of >= {:.3} s, the variants interleaved); figures are median [min .. max]{}",
         j.ranks,
         j.conduit,
         run.reps,
         run.target.as_secs_f64(),
+        run.reps * crate::measure::MEDIUM_SPLIT as usize,
+        run.target.as_secs_f64() / crate::measure::MEDIUM_SPLIT as f64,
         if j.oversubscribed { "; OVERSUBSCRIBED (more ranks than CPUs): times include the scheduler" } else { "" }
     );
     if let Some(l) = run.load {
