@@ -191,12 +191,16 @@ impl SmpConduit {
         let mut n = 0;
         while n < budget {
             let Some(pos) = ring.try_take() else { break };
-            // SAFETY: we hold `pos` (taken, not released), so the producer
-            // has finished writing the body and nobody else touches it.
-            let body: CellBody = ring.body(pos).with(|b| unsafe { *b });
-            if !body.kind.is_marked() {
-                self.deliver(me, which, ring.index(pos), &body, sink);
-            }
+            ring.body(pos).with(|b| {
+                // SAFETY: we hold `pos` (taken, not released), so the
+                // producer has finished writing the body and nobody else
+                // touches it until `release` below: the handler reads it in
+                // place.
+                let body = unsafe { &*b };
+                if !body.kind.is_marked() {
+                    self.deliver(me, which, ring.index(pos), body, sink);
+                }
+            });
             ring.release(pos);
             n += 1;
         }
