@@ -27,13 +27,12 @@ pub(crate) const MIN_DIMS: usize = 2;
 struct Entry {
     used: bool,
     elem: usize,
-    counts: Vec<u64>,
+    /// Dimensions of the metadata.
+    ndims: usize,
+    /// The counts up to the last one that is not 1 (the rest are all 1).
+    live_counts: Vec<u64>,
     peer_strides: Vec<i64>,
     local_strides: Vec<i64>,
-    /// `(i, peer_strides[i], local_strides[i])` for each `counts[i] != 1`.
-    live: Vec<(usize, i64, i64)>,
-    /// One past the last live dimension's index.
-    live_end: usize,
     rel: Rel,
     /// The folded element size.
     folded: usize,
@@ -44,11 +43,10 @@ impl Entry {
     const EMPTY: Entry = Entry {
         used: false,
         elem: 0,
-        counts: Vec::new(),
+        ndims: 0,
+        live_counts: Vec::new(),
         peer_strides: Vec::new(),
         local_strides: Vec::new(),
-        live: Vec::new(),
-        live_end: 0,
         rel: Rel {
             peer_lo: 0,
             peer_hi: 0,
@@ -65,9 +63,14 @@ impl Entry {
     #[cold]
     #[inline(never)]
     fn live_match(&self, peer_strides: &[i64], local_strides: &[i64]) -> bool {
-        self.live
+        self.live_counts
             .iter()
-            .all(|&(i, p, l)| peer_strides.get(i) == Some(&p) && local_strides.get(i) == Some(&l))
+            .enumerate()
+            .filter(|&(_, &c)| c != 1)
+            .all(|(i, _)| {
+                peer_strides.get(i) == Some(&self.peer_strides[i])
+                    && local_strides.get(i) == Some(&self.local_strides[i])
+            })
     }
 
     /// True if `counts` are this entry's. Past the last live dimension
@@ -75,10 +78,10 @@ impl Entry {
     /// 1 rather than against a stored copy (half the loads).
     #[inline(always)]
     fn same_counts(&self, counts: &[u64]) -> bool {
-        let n = self.live_end;
-        counts.len() == self.counts.len()
-            && counts.len() >= n
-            && same(&self.counts[..n], &counts[..n])
+        let n = self.live_counts.len();
+        // `ndims >= n`, so the split is in bounds once the lengths match.
+        counts.len() == self.ndims
+            && same(&self.live_counts, &counts[..n])
             && counts[n..].iter().fold(0, |acc, &c| acc | (c ^ 1)) == 0
     }
 
@@ -97,7 +100,7 @@ impl Entry {
                 // live dimension, one vector pass a side (the same arrays
                 // reused); else the live ones only (a null dimension's
                 // strides may change: they move nothing).
-                let n = self.live_end;
+                let n = self.live_counts.len();
                 let prefix = |mine: &[i64], theirs: &[i64]| {
                     theirs.get(..n).is_some_and(|t| same(&mine[..n], t))
                 };
@@ -195,22 +198,14 @@ pub(crate) fn put(
         let e = &mut c.entries[i];
         e.used = true;
         e.elem = elem;
-        e.counts.clear();
-        e.counts.extend_from_slice(counts);
+        e.ndims = counts.len();
+        let live_end = counts.iter().rposition(|&c| c != 1).map_or(0, |i| i + 1);
+        e.live_counts.clear();
+        e.live_counts.extend_from_slice(&counts[..live_end]);
         e.peer_strides.clear();
         e.peer_strides.extend_from_slice(peer_strides);
         e.local_strides.clear();
         e.local_strides.extend_from_slice(local_strides);
-        e.live.clear();
-        e.live.extend(
-            counts
-                .iter()
-                .zip(peer_strides.iter().zip(local_strides))
-                .enumerate()
-                .filter(|(_, (&c, _))| c != 1)
-                .map(|(i, (_, (&p, &l)))| (i, p, l)),
-        );
-        e.live_end = e.live.last().map_or(0, |&(i, _, _)| i + 1);
         e.rel = rel;
         e.folded = folded;
         e.dims = dims.iter().copied().collect();
