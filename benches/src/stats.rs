@@ -64,6 +64,30 @@ impl Stats {
     }
 }
 
+/// Repetitions of a paired comparison per configured repetition, each
+/// this many times shorter: a change of machine speed then falls inside
+/// few pairs (see [`paired`]).
+pub const PAIR_SPLIT: u32 = 3;
+
+/// The ratios `a[i] / b[i]` of two variants' repetitions, summarised; the
+/// variants must have run back to back in each repetition, so a machine
+/// that changes speed between repetitions moves both halves of a pair and
+/// the ratio does not drift. `None` if the lengths differ or are zero.
+///
+/// ```
+/// use rgex_benches::stats::paired;
+/// let r = paired(&[2.0, 4.0, 9.0], &[1.0, 2.0, 3.0]).unwrap();
+/// assert_eq!((r.median, r.min, r.max), (2.0, 2.0, 3.0));
+/// assert!(paired(&[1.0], &[]).is_none());
+/// ```
+pub fn paired(a: &[f64], b: &[f64]) -> Option<Stats> {
+    if a.len() != b.len() {
+        return None;
+    }
+    let r: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    Stats::from_samples(&r)
+}
+
 /// Run `sample` `reps` times (at least once) and summarise the results.
 pub fn repeat<E>(reps: usize, mut sample: impl FnMut() -> Result<f64, E>) -> Result<Stats, E> {
     let mut v = Vec::with_capacity(reps.max(1));

@@ -133,16 +133,7 @@ type Flood = (Stats, u64, Vec<f64>);
 /// set (the two ran back to back, so a machine changing speed between
 /// repetitions moves both): median [min .. max] of those ratios.
 fn paired(a: &Point, b: &Point) -> Option<Stats> {
-    if a.samples.len() != b.samples.len() {
-        return None;
-    }
-    let r: Vec<f64> = a
-        .samples
-        .iter()
-        .zip(&b.samples)
-        .map(|(x, y)| x / y)
-        .collect();
-    Stats::from_samples(&r)
+    rgex_benches::stats::paired(&a.samples, &b.samples)
 }
 
 /// Flood `iters` transfers with `op`, one NBI sync; GB/s of payload.
@@ -243,9 +234,8 @@ fn strided<'a>(elem: usize, c: &'a [u64], s: &'a [i64]) -> Strided<'a> {
     }
 }
 
-/// Repetitions of an interleaved set per configured repetition: shorter
-/// and more of them, so a change of machine speed falls inside few pairs.
-const SPLIT: u32 = 3;
+/// Repetitions of an interleaved set per configured repetition.
+const SPLIT: u32 = rgex_benches::stats::PAIR_SPLIT;
 
 /// The intra-node set: 8-byte elements, every metadata form. The six
 /// variants of one size run interleaved (a drifting machine biases none of

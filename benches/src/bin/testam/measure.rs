@@ -33,9 +33,8 @@ pub struct MediumRow {
     pub paired: [Stats; 2],
 }
 
-/// Repetitions of a Medium row per configured repetition: shorter and
-/// more of them, so a change of machine speed falls inside few pairs.
-pub const MEDIUM_SPLIT: u64 = 3;
+/// Repetitions of a Medium row per configured repetition.
+pub const MEDIUM_SPLIT: u64 = stats::PAIR_SPLIT as u64;
 
 /// Everything rank 0 measured over rgex.
 #[derive(Clone, Debug)]
@@ -235,13 +234,17 @@ impl<'a> Bench<'a> {
             ns: Stats::from_samples(s).expect("at least one repetition"),
             iters,
         };
+        // FP time over NP time, as a percentage gain (an increasing map:
+        // median, min and max carry over).
         let paired = |np: &Vec<f64>| {
-            let pct: Vec<f64> = samples[0]
-                .iter()
-                .zip(np)
-                .map(|(fp, np)| 100.0 * (fp / np - 1.0))
-                .collect();
-            Stats::from_samples(&pct).expect("at least one repetition")
+            let r = stats::paired(&samples[0], np).expect("one time per repetition each");
+            let pct = |x: f64| 100.0 * (x - 1.0);
+            Stats {
+                median: pct(r.median),
+                min: pct(r.min),
+                max: pct(r.max),
+                reps: r.reps,
+            }
         };
         Ok(MediumRow {
             size,
