@@ -7,11 +7,19 @@ use crate::{HandlerId, HandlerTable, Message, Prepared, Token};
 use rgex_core::{
     Category, Conduit, Delivery, Direction, Error, Flags, PollSet, Prepare, Rank, Result, Segment,
 };
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 /// Work a client-level poll also advances (non-blocking collectives).
 pub(crate) type BackgroundFn = dyn Fn() -> usize + Send + Sync;
+
+/// The background hook and the count of work items it has in flight: a
+/// poll calls the hook only when the count is not zero, so an idle one
+/// costs a load.
+struct Background {
+    hook: Box<BackgroundFn>,
+    pending: Arc<AtomicUsize>,
+}
 
 /// An AM context: where handlers are registered and requests are sent from.
 ///
@@ -30,11 +38,13 @@ pub(crate) type BackgroundFn = dyn Fn() -> usize + Send + Sync;
 /// ```
 pub struct Endpoint {
     conduit: Arc<dyn Conduit>,
+    /// `conduit.size()`, fixed for the job (checked on every send).
+    size: u32,
     handlers: HandlerTable,
     polite: bool,
     dropped: AtomicU64,
     me: Weak<Endpoint>,
-    background: OnceLock<Box<BackgroundFn>>,
+    background: OnceLock<Background>,
     rma_reference: Arc<Reference>,
     rma_reference_only: bool,
     extensions: Extensions,
@@ -82,6 +92,7 @@ impl Endpoint {
             }
         };
         Ok(Arc::new_cyclic(|me| Endpoint {
+            size: conduit.size(),
             conduit,
             handlers,
             polite,
@@ -124,8 +135,9 @@ impl Endpoint {
     }
 
     /// Ranks in the job.
+    #[inline]
     pub fn size(&self) -> u32 {
-        self.conduit.size()
+        self.size
     }
 
     /// The handler table.
@@ -176,18 +188,25 @@ impl Endpoint {
     #[inline]
     pub(crate) fn progress(&self, set: PollSet) -> usize {
         let mut n = self.conduit.poll(set, &mut |d| self.dispatch(d));
-        if set == PollSet::All && !in_handler() {
-            if let Some(bg) = self.background.get() {
-                n += bg();
+        if let Some(bg) = self.background.get() {
+            // Relaxed: a stale zero only delays the work to the next poll;
+            // the hook reads its own state under its locks.
+            if bg.pending.load(Ordering::Relaxed) != 0 && set == PollSet::All && !in_handler() {
+                n += (bg.hook)();
             }
         }
         n
     }
 
-    /// Install the background work every full poll runs (once per endpoint).
-    pub(crate) fn set_background(&self, f: Box<BackgroundFn>) -> Result<()> {
+    /// Install the background work every full poll runs while `pending`
+    /// (kept by the work's owner) is not zero. Once per endpoint.
+    pub(crate) fn set_background(
+        &self,
+        hook: Box<BackgroundFn>,
+        pending: Arc<AtomicUsize>,
+    ) -> Result<()> {
         self.background
-            .set(f)
+            .set(Background { hook, pending })
             .map_err(|_| Error::Config("an endpoint takes one background progress hook".into()))
     }
 

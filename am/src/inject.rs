@@ -1,5 +1,6 @@
 //! The one injection path: validate, claim conduit resources (stalling or
-//! failing fast), assemble, commit. Fixed payload is claim + copy + commit;
+//! failing fast), assemble, commit. Fixed payload is claim + copy + commit
+//! ([`Conduit::try_send`](rgex_core::Conduit::try_send), one call);
 //! negotiated payload hands the claimed buffer to the client in between.
 
 use crate::context::in_handler;
@@ -10,30 +11,69 @@ use rgex_core::{
 };
 
 impl Endpoint {
-    /// Check `spec` against the job, the handler table and the size limits,
-    /// and clamp `most` to what can be sent. `fixed` marks a fixed-payload
-    /// send (`least == most == len`), whose overflow is reported as such.
+    /// Check `spec` against the job and the size limits, and clamp `most`
+    /// to what can be sent. `fixed` marks a fixed-payload send
+    /// (`least == most == len`), whose overflow is reported as such.
+    ///
+    /// The checks here only decide; the error is built out of line by
+    /// [`refusal`](Self::refusal), so the path every send takes stays short.
     #[inline]
     pub(crate) fn validate(&self, spec: &mut Prepare, fixed: bool) -> Result<()> {
+        match self.payload_limit(spec) {
+            Some(max) if spec.least <= max && spec.least <= spec.most => {
+                spec.most = spec.most.min(max);
+                Ok(())
+            }
+            _ => Err(self.refusal(spec, fixed)),
+        }
+    }
+
+    /// The most payload bytes `spec` may carry, or `None` when its peer,
+    /// argument count or Long range is out of bounds.
+    #[inline]
+    fn payload_limit(&self, spec: &Prepare) -> Option<usize> {
+        if spec.peer.0 >= self.size() || spec.nargs > MAX_ARGS {
+            return None;
+        }
+        let c = self.conduit();
+        match spec.category {
+            Category::Short => Some(0),
+            Category::Medium => Some(c.max_medium(spec.peer, spec.nargs)),
+            Category::Long => {
+                let seg = c.segment_len(spec.peer);
+                let end = spec.long_offset.checked_add(spec.least as u64)?;
+                (end <= seg).then(|| {
+                    c.max_long(spec.peer, spec.nargs)
+                        .min((seg - spec.long_offset) as usize)
+                })
+            }
+        }
+    }
+
+    /// Why [`validate`](Self::validate) refused `spec`: the first limit it
+    /// breaks, named.
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, spec: &Prepare, fixed: bool) -> Error {
         let size = self.size();
         if spec.peer.0 >= size {
-            return Err(Error::RankOutOfRange {
+            return Error::RankOutOfRange {
                 rank: spec.peer.0,
                 size,
-            });
+            };
         }
         if spec.nargs > MAX_ARGS {
-            return Err(Error::TooManyArgs {
+            return Error::TooManyArgs {
                 nargs: spec.nargs,
                 max: MAX_ARGS,
-            });
+            };
         }
         if spec.least > spec.most {
-            return Err(Error::BadLength {
+            return Error::BadLength {
                 what: "prepare: least exceeds most",
                 len: spec.least,
                 limit: spec.most,
-            });
+            };
         }
         let c = self.conduit();
         let max = match spec.category {
@@ -41,46 +81,31 @@ impl Endpoint {
             Category::Medium => c.max_medium(spec.peer, spec.nargs),
             Category::Long => {
                 let seg = c.segment_len(spec.peer);
-                check_range(spec.peer, seg, spec.long_offset, spec.least as u64)?;
+                if let Err(e) = check_range(spec.peer, seg, spec.long_offset, spec.least as u64) {
+                    return e;
+                }
                 c.max_long(spec.peer, spec.nargs)
                     .min((seg - spec.long_offset) as usize)
             }
         };
-        if spec.least > max {
-            let category = spec.category.name();
-            return Err(if fixed {
-                if spec.category == Category::Long {
-                    // Only the segment bound can be below least here when
-                    // max_long is not: report whichever limit was hit.
-                    let max_long = c.max_long(spec.peer, spec.nargs);
-                    if spec.least <= max_long {
-                        return check_range(
-                            spec.peer,
-                            c.segment_len(spec.peer),
-                            spec.long_offset,
-                            spec.least as u64,
-                        );
-                    }
-                }
-                Error::PayloadTooLarge {
-                    category,
-                    peer: spec.peer,
-                    len: spec.least,
-                    max,
-                    nargs: spec.nargs,
-                }
-            } else {
-                Error::LeastTooLarge {
-                    category,
-                    peer: spec.peer,
-                    least: spec.least,
-                    max,
-                    nargs: spec.nargs,
-                }
-            });
+        let category = spec.category.name();
+        if fixed {
+            Error::PayloadTooLarge {
+                category,
+                peer: spec.peer,
+                len: spec.least,
+                max,
+                nargs: spec.nargs,
+            }
+        } else {
+            Error::LeastTooLarge {
+                category,
+                peer: spec.peer,
+                least: spec.least,
+                max,
+                nargs: spec.nargs,
+            }
         }
-        spec.most = spec.most.min(max);
-        Ok(())
     }
 
     /// Claim conduit resources for `spec`. Without IMMEDIATE, polls while it
@@ -99,12 +124,17 @@ impl Endpoint {
 
     #[cold]
     fn claim_slow(&self, spec: &Prepare) -> Result<SendSlot> {
-        let set = if spec.dir == Direction::Reply || in_handler() {
+        let set = self.claim_poll_set(spec);
+        self.retry_while_blocked(set, || self.conduit().try_prepare(spec))
+    }
+
+    /// What a send waiting for resources may poll (see [`claim`](Self::claim)).
+    fn claim_poll_set(&self, spec: &Prepare) -> PollSet {
+        if spec.dir == Direction::Reply || in_handler() {
             PollSet::RepliesOnly
         } else {
             PollSet::All
-        };
-        self.retry_while_blocked(set, || self.conduit().try_prepare(spec))
+        }
     }
 
     /// Run one conduit injection (`attempt`: a native put, an offloaded
@@ -177,17 +207,14 @@ impl Endpoint {
         spec.most = payload.len();
         self.validate(&mut spec, true)?;
         self.check_handler(handler)?;
-        let slot = self.claim(&spec, flags)?;
-        if !payload.is_empty() {
-            // SAFETY: the conduit granted `slot.granted >= least == len`
-            // writable bytes at `slot.buf`, reserved for this message, which
-            // cannot overlap the client's `payload` slice.
-            unsafe {
-                std::ptr::copy_nonoverlapping(payload.as_ptr(), slot.buf.as_ptr(), payload.len())
-            };
+        let c = self.conduit();
+        match c.try_send(&spec, handler, args, payload) {
+            Err(e) if e.is_would_block() && !flags.contains(Flags::IMMEDIATE) => {
+                let set = self.claim_poll_set(&spec);
+                self.retry_while_blocked(set, || c.try_send(&spec, handler, args, payload))
+            }
+            other => other,
         }
-        self.conduit().commit(slot, handler, args, payload.len());
-        Ok(())
     }
 
     /// The sender-side check that `handler` names something (tables are
@@ -196,10 +223,16 @@ impl Endpoint {
     pub(crate) fn check_handler(&self, handler: u8) -> Result<()> {
         match self.handlers().get(handler) {
             Some(_) => Ok(()),
-            None => Err(Error::UnknownHandler {
-                rank: self.rank(),
-                index: handler,
-            }),
+            None => Err(self.unknown_handler(handler)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unknown_handler(&self, index: u8) -> Error {
+        Error::UnknownHandler {
+            rank: self.rank(),
+            index,
         }
     }
 }

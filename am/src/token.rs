@@ -77,22 +77,32 @@ impl<'a> Token<'a> {
     /// Check this token may reply now.
     #[inline]
     fn may_reply(&self) -> Result<()> {
-        let handler = || self.ep.handlers().name(self.handler);
+        if self.dir == Direction::Request && self.state.get() == ReplyState::None {
+            Ok(())
+        } else {
+            Err(self.reply_refusal())
+        }
+    }
+
+    /// Why [`may_reply`](Self::may_reply) refused (out of line: a reply
+    /// only branches to it).
+    #[cold]
+    #[inline(never)]
+    fn reply_refusal(&self) -> Error {
+        let handler = self.ep.handlers().name(self.handler);
         if self.dir == Direction::Reply {
-            return Err(Error::ReplyFromReply {
-                handler: handler(),
+            Error::ReplyFromReply {
+                handler,
                 index: self.handler,
                 src: self.src,
-            });
-        }
-        if self.state.get() != ReplyState::None {
-            return Err(Error::ReplyTwice {
-                handler: handler(),
+            }
+        } else {
+            Error::ReplyTwice {
+                handler,
                 index: self.handler,
                 src: self.src,
-            });
+            }
         }
-        Ok(())
     }
 
     #[inline]
@@ -121,6 +131,7 @@ impl<'a> Token<'a> {
     }
 
     /// Reply with a Short.
+    #[inline]
     pub fn reply_short(&self, h: HandlerId, args: &[u32], flags: Flags) -> Result<()> {
         self.reply_fixed(Category::Short, h, args, &[], 0, flags)
     }

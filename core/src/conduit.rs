@@ -68,6 +68,32 @@ pub trait Conduit: Send + Sync + 'static {
     /// Release a prepared message: nothing reaches the peer's handlers.
     fn cancel(&self, slot: SendSlot);
 
+    /// Send a message whose whole payload the caller holds, without
+    /// waiting: [`try_prepare`](Self::try_prepare) for exactly
+    /// `payload.len()` bytes, copy, [`commit`](Self::commit). It is the same
+    /// injection path as a negotiated send, taken in one call: this default
+    /// is compiled against each conduit's own methods, so a fixed-payload
+    /// send makes one dynamic call instead of two. `spec` is validated as
+    /// for `try_prepare`, with `least == most == payload.len()`.
+    ///
+    /// Returns [`Error::WouldBlock`](crate::Error::WouldBlock), with nothing
+    /// claimed or sent, when a resource is not free.
+    #[inline]
+    fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
+        let slot = self.try_prepare(spec)?;
+        debug_assert!(slot.granted >= payload.len());
+        if !payload.is_empty() {
+            // SAFETY: the conduit granted `slot.granted >= least == len`
+            // writable bytes at `slot.buf`, reserved for this message, which
+            // cannot overlap the caller's `payload` slice.
+            unsafe {
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), slot.buf.as_ptr(), payload.len())
+            };
+        }
+        self.commit(slot, handler, args, payload.len());
+        Ok(())
+    }
+
     /// Deliver up to a batch of incoming messages to `sink`, in arrival order
     /// per sender. Returns how many were delivered. Safe to call from many
     /// threads at once, and from inside `sink` with [`PollSet::RepliesOnly`].

@@ -52,7 +52,8 @@ pub(crate) struct Engine {
     mailbox: Arc<Mailbox>,
     pending: Mutex<Vec<Arc<PendingOp>>>,
     /// `pending.len()`, readable without the lock on every poll (shared
-    /// with the endpoint's background hook, which checks it first).
+    /// with the endpoint, which calls the background hook only when it is
+    /// not zero).
     in_flight: Arc<AtomicUsize>,
 }
 
@@ -115,17 +116,13 @@ impl Engine {
             in_flight: Arc::new(AtomicUsize::new(0)),
         });
         // Weak: the engine holds the endpoint; the hook must not hold it
-        // back. The count is checked first so an idle poll costs one load,
-        // not a reference-count update.
+        // back. The endpoint checks the count first, so an idle poll costs
+        // one load, not a call and a reference-count update.
         let weak = Arc::downgrade(&engine);
-        let in_flight = engine.in_flight.clone();
-        ep.set_background(Box::new(move || {
-            // Relaxed: see step_pending.
-            if in_flight.load(Ordering::Relaxed) == 0 {
-                return 0;
-            }
-            weak.upgrade().map_or(0, |e| e.step_pending())
-        }))?;
+        ep.set_background(
+            Box::new(move || weak.upgrade().map_or(0, |e| e.step_pending())),
+            engine.in_flight.clone(),
+        )?;
         Ok(engine)
     }
 

@@ -184,6 +184,85 @@ impl SmpConduit {
         }
     }
 
+    /// Claim a cell of the destination ring and the payload buffer for
+    /// `spec`: the ring, the position, the buffer and the bytes granted.
+    /// A Long range is resolved before the claim, so an error leaves no
+    /// cell claimed.
+    #[inline(always)]
+    fn claim(&self, spec: &Prepare) -> Result<(&Ring, u64, *mut u8, usize)> {
+        let region = self.region(spec.peer);
+        let which = Self::ring_of(spec.dir);
+        let long = match spec.category {
+            // The AM layer checked [long_offset, +most) against the segment.
+            Category::Long => region.segment.ptr_at(spec.long_offset, spec.most)?,
+            _ => std::ptr::null_mut(),
+        };
+        let ring = &region.rings[which];
+        let Some(pos) = ring.try_claim() else {
+            return Err(queue_full(spec.peer, which));
+        };
+        let (buf, granted) = match spec.category {
+            Category::Short => (std::ptr::null_mut(), 0),
+            Category::Medium => {
+                let buf = region.payload(which, ring.index(pos));
+                let granted = spec.most.min(self.cfg.max_medium);
+                prefetch::for_write(buf, granted);
+                (buf, granted)
+            }
+            Category::Long => (long, spec.most),
+        };
+        Ok((ring, pos, buf, granted))
+    }
+
+    /// Write the fixed part of the message at `pos` of `ring` (claimed by
+    /// us) and publish it.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn publish(
+        &self,
+        ring: &Ring,
+        pos: u64,
+        kind: Kind,
+        handler: u8,
+        args: &[u32],
+        len: usize,
+        long_offset: u64,
+    ) {
+        let src = self.rank.0;
+        ring.body(pos).with_mut(|b| {
+            // SAFETY: we claimed `pos` and have not published it, so the
+            // body is ours alone to write.
+            let b = unsafe { &mut *b };
+            b.handler = handler;
+            b.kind = kind;
+            b.nargs = args.len() as u8;
+            b.src = src;
+            b.len = len as u32;
+            b.long_offset = long_offset;
+            copy_args(&mut b.args, args);
+        });
+        ring.publish(pos);
+    }
+
+    /// Drain the rings a poll found messages in: replies first (they
+    /// complete operations and free our resources).
+    #[inline(never)]
+    fn poll_ready(
+        &self,
+        replies: bool,
+        requests: bool,
+        sink: &mut dyn FnMut(&Delivery<'_>),
+    ) -> usize {
+        let mut n = 0;
+        if replies {
+            n += self.drain(REPLY, POLL_BATCH, sink);
+        }
+        if requests {
+            n += self.drain(REQUEST, POLL_BATCH, sink);
+        }
+        n
+    }
+
     /// Deliver up to `budget` messages of ring `which` of this rank.
     fn drain(&self, which: usize, budget: usize, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
         let me = self.mine();
@@ -292,52 +371,48 @@ impl Conduit for SmpConduit {
 
     #[inline]
     fn try_prepare(&self, spec: &Prepare) -> Result<SendSlot> {
-        let peer = self.region(spec.peer);
-        let which = Self::ring_of(spec.dir);
-        let ring = &peer.rings[which];
-        let Some(pos) = ring.try_claim() else {
-            let resource = if which == REQUEST {
-                "the request queue"
-            } else {
-                "the reply queue"
-            };
-            return Err(Error::WouldBlock {
-                peer: spec.peer,
-                resource,
-            });
-        };
-        let (buf, granted) = match spec.category {
-            Category::Short => (std::ptr::null_mut(), 0),
-            Category::Medium => {
-                let buf = peer.payload(which, ring.index(pos));
-                let granted = spec.most.min(self.cfg.max_medium);
-                prefetch::for_write(buf, granted);
-                (buf, granted)
-            }
-            // The AM layer checked [long_offset, +most) against the segment.
-            Category::Long => (peer.segment.ptr_at(spec.long_offset, spec.most)?, spec.most),
-        };
+        let (_, pos, buf, granted) = self.claim(spec)?;
         Ok(SendSlot::new(spec, buf, granted, pos))
     }
 
     #[inline]
     fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
         let ring = &self.region(slot.peer).rings[Self::ring_of(slot.dir)];
-        let pos = slot.cookie;
-        let src = self.rank.0;
-        ring.body(pos).with_mut(|b| {
-            // SAFETY: we claimed `pos` in try_prepare and have not published
-            // it, so the body is ours alone to write.
-            let b = unsafe { &mut *b };
-            b.handler = handler;
-            b.kind = Kind::new(slot.category, slot.dir);
-            b.nargs = args.len() as u8;
-            b.src = src;
-            b.len = len as u32;
-            b.long_offset = slot.long_offset;
-            b.args[..args.len()].copy_from_slice(args);
-        });
-        ring.publish(pos);
+        let kind = Kind::new(slot.category, slot.dir);
+        self.publish(
+            ring,
+            slot.cookie,
+            kind,
+            handler,
+            args,
+            len,
+            slot.long_offset,
+        );
+    }
+
+    /// The provided claim + copy + commit, with the slot kept in registers.
+    #[inline]
+    fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
+        let (ring, pos, buf, granted) = self.claim(spec)?;
+        debug_assert!(granted >= payload.len());
+        if !payload.is_empty() {
+            // SAFETY: `claim` reserved `granted >= least == payload.len()`
+            // writable bytes at `buf` for this message (the receiver's cell
+            // buffer or the checked Long range), which cannot overlap the
+            // caller's slice.
+            unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), buf, payload.len()) };
+        }
+        let kind = Kind::new(spec.category, spec.dir);
+        self.publish(
+            ring,
+            pos,
+            kind,
+            handler,
+            args,
+            payload.len(),
+            spec.long_offset,
+        );
+        Ok(())
     }
 
     fn cancel(&self, slot: SendSlot) {
@@ -348,13 +423,18 @@ impl Conduit for SmpConduit {
         ring.publish(slot.cookie);
     }
 
+    #[inline]
     fn poll(&self, set: PollSet, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
-        // Replies first: they complete operations and free our resources.
-        let mut n = self.drain(REPLY, POLL_BATCH, sink);
-        if set == PollSet::All {
-            n += self.drain(REQUEST, POLL_BATCH, sink);
+        // Most polls find nothing, and a message that arrives meanwhile
+        // waits for the rest of the poll: an empty ring costs two loads,
+        // and an empty poll returns before anything else is set up.
+        let rings = &self.mine().rings;
+        let replies = rings[REPLY].has_message();
+        let requests = set == PollSet::All && rings[REQUEST].has_message();
+        if !(replies || requests) {
+            return 0;
         }
-        n
+        self.poll_ready(replies, requests, sink)
     }
 
     fn bootstrap(&self) -> &dyn Bootstrap {
@@ -378,4 +458,33 @@ pub fn host_name() -> String {
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into())
+}
+
+/// The would-block error of a full ring (out of line: the send path only
+/// branches to it).
+#[cold]
+fn queue_full(peer: Rank, which: usize) -> Error {
+    let resource = if which == REQUEST {
+        "the request queue"
+    } else {
+        "the reply queue"
+    };
+    Error::WouldBlock { peer, resource }
+}
+
+/// Copy a message's arguments into its cell: blocks of four words, then
+/// the rest one at a time (at most 64 bytes: a library memcpy call costs
+/// more than the copy; the AM layer checked `src.len() <= MAX_ARGS`).
+#[inline(always)]
+fn copy_args(dst: &mut [u32; rgex_core::MAX_ARGS], src: &[u32]) {
+    let mut blocks = src.chunks_exact(4);
+    let mut at = 0;
+    for b in &mut blocks {
+        dst[at..at + 4].copy_from_slice(b);
+        at += 4;
+    }
+    for &w in blocks.remainder() {
+        dst[at] = w;
+        at += 1;
+    }
 }

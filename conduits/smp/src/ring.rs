@@ -236,6 +236,17 @@ impl Ring {
         }
     }
 
+    /// Consumer: a cheap look at whether the next message is published (a
+    /// snapshot for pollers, which skip an empty ring without the take
+    /// path; [`try_take`](Self::try_take) decides).
+    #[inline]
+    pub fn has_message(&self) -> bool {
+        // Relaxed, both: nothing is read on the strength of this answer;
+        // try_take loads the seq again with Acquire before the cell is read.
+        let pos = self.hdr().head.0.load(Ordering::Relaxed);
+        self.cell(pos).seq.load(Ordering::Relaxed) == pos + 1
+    }
+
     /// Consumer: hand the cell at `pos` (taken by us) back to producers.
     #[inline]
     pub fn release(&self, pos: u64) {
