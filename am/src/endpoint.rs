@@ -210,22 +210,29 @@ impl Endpoint {
             .map_err(|_| Error::Config("an endpoint takes one background progress hook".into()))
     }
 
+    #[inline]
     fn dispatch(&self, d: &Delivery<'_>) {
         let Some(entry) = self.handlers.get(d.handler) else {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            eprintln!(
-                "rgex: {}: dropped an AM {} {:?} from {}: no handler is registered at index {}",
-                self.rank(),
-                d.category,
-                d.dir,
-                d.src,
-                d.handler
-            );
-            return;
+            return self.drop_unhandled(d);
         };
         let token = Token::new(self, d.src, d.handler, d.dir);
         let _scope = HandlerScope::enter();
         entry.call(&token, &Message { d });
+    }
+
+    /// Count and report a message for an unregistered handler.
+    #[cold]
+    #[inline(never)]
+    fn drop_unhandled(&self, d: &Delivery<'_>) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        eprintln!(
+            "rgex: {}: dropped an AM {} {:?} from {}: no handler is registered at index {}",
+            self.rank(),
+            d.category,
+            d.dir,
+            d.src,
+            d.handler
+        );
     }
 
     #[inline]

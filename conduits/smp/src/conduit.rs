@@ -483,8 +483,12 @@ fn copy_args(dst: &mut [u32; rgex_core::MAX_ARGS], src: &[u32]) {
         dst[at..at + 4].copy_from_slice(b);
         at += 4;
     }
-    for &w in blocks.remainder() {
-        dst[at] = w;
-        at += 1;
+    // The last 0-3 words, spelled out: a loop here gets vectorised into
+    // more set-up than the copy itself.
+    match *blocks.remainder() {
+        [] => {}
+        [a] => dst[at] = a,
+        [a, b] => dst[at..at + 2].copy_from_slice(&[a, b]),
+        [a, b, c, ..] => dst[at..at + 3].copy_from_slice(&[a, b, c]),
     }
 }
