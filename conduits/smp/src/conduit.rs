@@ -492,3 +492,98 @@ fn copy_args(dst: &mut [u32; rgex_core::MAX_ARGS], src: &[u32]) {
         [a, b, c, ..] => dst[at..at + 3].copy_from_slice(&[a, b, c]),
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use rgex_core::bootstrap::SingleRank;
+
+    /// A job of one rank with a ring of `depth` cells and a 64 KiB segment.
+    fn solo(depth: u64, tag: &str) -> SmpConduit {
+        let env = JobEnv {
+            rank: 0,
+            size: 1,
+            socket: None,
+            job: format!("unit-{tag}-{}", std::process::id()),
+            polite: false,
+        };
+        let cfg = SmpConfig {
+            depth,
+            max_medium: 512,
+            segment_len: 64 << 10,
+        };
+        SmpConduit::new(&env, Box::new(SingleRank), cfg).expect("one-rank smp conduit")
+    }
+
+    fn spec(category: Category, len: usize, long_offset: u64) -> Prepare {
+        Prepare {
+            peer: Rank(0),
+            dir: Direction::Request,
+            category,
+            nargs: 3,
+            least: len,
+            most: len,
+            long_offset,
+        }
+    }
+
+    /// Everything delivered by one poll: (handler, args, payload).
+    fn drain_all(c: &SmpConduit) -> Vec<(u8, Vec<u32>, Vec<u8>)> {
+        let mut got = Vec::new();
+        c.poll(PollSet::All, &mut |d| {
+            got.push((d.handler, d.args.to_vec(), d.payload.to_vec()))
+        });
+        got
+    }
+
+    #[test]
+    fn one_call_send_delivers_arguments_and_payload() {
+        let c = solo(4, "send");
+        let payload: Vec<u8> = (0..200u32).map(|i| (i * 7) as u8).collect();
+        c.try_send(&spec(Category::Medium, 200, 0), 70, &[1, 2, 3], &payload)
+            .expect("room for one message");
+        c.try_send(&spec(Category::Short, 0, 0), 71, &[9, 8, 7, 6, 5], &[])
+            .expect("room for two");
+        let got = drain_all(&c);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0], (70, vec![1, 2, 3], payload));
+        assert_eq!(got[1], (71, vec![9, 8, 7, 6, 5], vec![]));
+    }
+
+    #[test]
+    fn full_ring_would_block_and_claims_nothing() {
+        let c = solo(4, "full");
+        for i in 0..4u32 {
+            c.try_send(&spec(Category::Short, 0, 0), 70, &[i], &[])
+                .expect("a free cell");
+        }
+        let e = c
+            .try_send(&spec(Category::Short, 0, 0), 70, &[99], &[])
+            .expect_err("the ring is full");
+        assert!(e.is_would_block(), "{e}");
+        let got = drain_all(&c);
+        let args: Vec<u32> = got.iter().map(|g| g.1[0]).collect();
+        assert_eq!(args, [0, 1, 2, 3], "the refused send must leave no trace");
+        // The cells came back: the ring takes a full lap again.
+        for i in 0..4u32 {
+            c.try_send(&spec(Category::Short, 0, 0), 70, &[i], &[])
+                .expect("a free cell after the drain");
+        }
+        assert_eq!(drain_all(&c).len(), 4);
+    }
+
+    #[test]
+    fn refused_long_range_leaves_no_claimed_cell() {
+        let c = solo(2, "long");
+        // Past the end of the 64 KiB segment: refused before any cell is
+        // claimed (a claimed, never published cell would hold up every
+        // later message of the ring).
+        let bad = spec(Category::Long, 16, (64 << 10) - 8);
+        assert!(c.try_prepare(&bad).is_err());
+        assert!(c.try_send(&bad, 70, &[], &[0; 16]).is_err());
+        c.try_send(&spec(Category::Long, 4, 100), 72, &[5], b"long")
+            .expect("a Long inside the segment");
+        let got = drain_all(&c);
+        assert_eq!(got, vec![(72, vec![5], b"long".to_vec())]);
+    }
+}
