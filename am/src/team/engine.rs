@@ -168,12 +168,9 @@ impl Engine {
     }
 
     /// Advance the non-blocking collectives in flight by one step each.
+    /// Called through the background hook, which the endpoint calls only
+    /// when `in_flight` is not zero.
     fn step_pending(&self) -> usize {
-        // Relaxed: a stale zero only delays the step to the next poll; the
-        // list itself is read under its lock.
-        if self.in_flight.load(Ordering::Relaxed) == 0 {
-            return 0;
-        }
         let mut n = 0;
         let snapshot: Vec<Arc<PendingOp>> = self.pending.lock().clone();
         for p in snapshot {
