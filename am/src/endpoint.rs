@@ -40,6 +40,8 @@ pub struct Endpoint {
     conduit: Arc<dyn Conduit>,
     /// `conduit.size()`, fixed for the job (checked on every send).
     size: u32,
+    /// `conduit.rank()` (written into every message a doorbell publishes).
+    rank: Rank,
     handlers: HandlerTable,
     polite: bool,
     dropped: AtomicU64,
@@ -93,6 +95,7 @@ impl Endpoint {
         };
         Ok(Arc::new_cyclic(|me| Endpoint {
             size: conduit.size(),
+            rank: conduit.rank(),
             conduit,
             handlers,
             polite,
@@ -130,8 +133,9 @@ impl Endpoint {
     }
 
     /// This rank.
+    #[inline]
     pub fn rank(&self) -> Rank {
-        self.conduit.rank()
+        self.rank
     }
 
     /// Ranks in the job.

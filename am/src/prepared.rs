@@ -155,7 +155,7 @@ impl<'a> Prepared<'a> {
                 unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), slot.buf.as_ptr(), len) };
             }
         }
-        ep.conduit().commit(slot, h.0, args, len);
+        rgex_core::conduit::publish(ep.conduit(), ep.rank(), slot, h.0, args, len);
         if let Some(r) = reply {
             r.set(ReplyState::Done);
         }

@@ -6,6 +6,7 @@
 //! provided method where its hardware does better.
 
 pub use crate::atomic::{AtomicOp, AtomicRequest, AtomicType, OpSet};
+use crate::wire::Kind;
 use crate::{Bootstrap, Delivery, Prepare, Rank, Result, Segment, SendSlot};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -19,6 +20,39 @@ pub enum PollSet {
     /// reply handlers send nothing, so draining them always makes progress
     /// and can never recurse into another wait.
     RepliesOnly,
+}
+
+/// Publish a prepared message: ring its doorbell when the conduit gave it
+/// one (the header is written in place, no call into the conduit), else
+/// [`Conduit::commit`]. `src` is the sending rank (`conduit.rank()`,
+/// passed in so a caller holding it saves the call).
+///
+/// ```no_run
+/// # fn demo(c: &dyn rgex_core::Conduit, spec: &rgex_core::Prepare) -> rgex_core::Result<()> {
+/// let slot = c.try_prepare(spec)?;
+/// rgex_core::conduit::publish(c, c.rank(), slot, 9, &[1, 2], 0);
+/// # Ok(()) }
+/// ```
+#[inline(always)]
+pub fn publish<C: Conduit + ?Sized>(
+    conduit: &C,
+    src: Rank,
+    mut slot: SendSlot,
+    handler: u8,
+    args: &[u32],
+    len: usize,
+) {
+    match slot.doorbell.take() {
+        Some(bell) => bell.ring(
+            src,
+            Kind::new(slot.category, slot.dir),
+            handler,
+            args,
+            len,
+            slot.long_offset,
+        ),
+        None => conduit.commit(slot, handler, args, len),
+    }
 }
 
 /// A network transport. One value per process; shared by all threads.
@@ -62,7 +96,10 @@ pub trait Conduit: Send + Sync + 'static {
     fn try_prepare(&self, spec: &Prepare) -> Result<SendSlot>;
 
     /// Publish a prepared message with `len <= slot.granted` payload bytes
-    /// already assembled at `slot.buf`. Never waits.
+    /// already assembled at `slot.buf`. Never waits. A slot that carries a
+    /// [`Doorbell`](crate::doorbell::Doorbell) may be published by ringing
+    /// it instead ([`publish`] does whichever applies); `commit` must accept
+    /// it all the same.
     fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize);
 
     /// Release a prepared message: nothing reaches the peer's handlers.
@@ -90,7 +127,7 @@ pub trait Conduit: Send + Sync + 'static {
                 std::ptr::copy_nonoverlapping(payload.as_ptr(), slot.buf.as_ptr(), payload.len())
             };
         }
-        self.commit(slot, handler, args, payload.len());
+        publish(self, self.rank(), slot, handler, args, payload.len());
         Ok(())
     }
 

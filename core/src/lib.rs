@@ -14,6 +14,7 @@ pub mod backoff;
 pub mod bootstrap;
 pub mod conduit;
 pub mod config;
+pub mod doorbell;
 pub mod error;
 pub mod event;
 pub mod flags;

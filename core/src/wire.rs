@@ -1,6 +1,7 @@
 //! What crosses the Conduit SPI for active messages: what to prepare, the
 //! resources a prepare claimed, and what a poll delivers.
 
+use crate::doorbell::Doorbell;
 use crate::Rank;
 use std::fmt;
 use std::ptr::NonNull;
@@ -143,8 +144,8 @@ pub struct Prepare {
 /// assemble into and whatever slot it needs to publish the message.
 ///
 /// Obtained from [`Conduit::try_prepare`](crate::Conduit::try_prepare) and
-/// consumed by exactly one of `commit` or `cancel`. Kept small (40 bytes):
-/// it is moved through every send.
+/// consumed by exactly one of `commit` or `cancel`, or, when it carries a
+/// [`Doorbell`], by ringing that instead of `commit`.
 #[derive(Debug)]
 #[must_use = "a prepared send holds conduit resources until committed or cancelled"]
 pub struct SendSlot {
@@ -166,6 +167,12 @@ pub struct SendSlot {
     pub granted: usize,
     /// Conduit-private identification of the claimed slot.
     pub cookie: u64,
+    /// Set by a conduit whose queue slot is plain memory: the protocol
+    /// layer may publish the message by ringing it (header written in
+    /// place, turn word stored) instead of calling
+    /// [`Conduit::commit`](crate::Conduit::commit). Cancelling still goes
+    /// through the conduit.
+    pub doorbell: Option<Doorbell>,
 }
 
 impl SendSlot {
@@ -182,7 +189,16 @@ impl SendSlot {
             buf,
             granted,
             cookie,
+            doorbell: None,
         }
+    }
+
+    /// The same slot, publishable through `bell` (see
+    /// [`doorbell`](Self::doorbell)).
+    #[inline]
+    pub fn with_doorbell(mut self, bell: Doorbell) -> Self {
+        self.doorbell = Some(bell);
+        self
     }
 }
 

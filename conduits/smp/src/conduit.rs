@@ -4,6 +4,7 @@ use crate::region::{Region, REPLY, REQUEST};
 use crate::ring::{CellBody, Ring};
 use crate::{prefetch, shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
+use rgex_core::doorbell::Doorbell;
 use rgex_core::wire::Kind;
 use rgex_core::{
     Bootstrap, Category, Conduit, Delivery, Direction, Error, PollSet, Prepare, Rank, Result,
@@ -185,11 +186,11 @@ impl SmpConduit {
     }
 
     /// Claim a cell of the destination ring and the payload buffer for
-    /// `spec`: the ring, the position, the buffer and the bytes granted.
-    /// A Long range is resolved before the claim, so an error leaves no
-    /// cell claimed.
+    /// `spec`: the cell's doorbell, its position, the buffer and the bytes
+    /// granted. A Long range is resolved before the claim, so an error
+    /// leaves no cell claimed.
     #[inline(always)]
-    fn claim(&self, spec: &Prepare) -> Result<(&Ring, u64, *mut u8, usize)> {
+    fn claim(&self, spec: &Prepare) -> Result<(Doorbell, u64, *mut u8, usize)> {
         let region = self.region(spec.peer);
         let which = Self::ring_of(spec.dir);
         let long = match spec.category {
@@ -201,6 +202,10 @@ impl SmpConduit {
         let Some(pos) = ring.try_claim() else {
             return Err(queue_full(spec.peer, which));
         };
+        // SAFETY: we just claimed `pos`; the doorbell is its only publisher
+        // (rung by commit, try_send or the AM layer), and cancel drops it
+        // unrung before publishing the cell marked.
+        let bell = unsafe { ring.doorbell(pos) };
         let (buf, granted) = match spec.category {
             Category::Short => (std::ptr::null_mut(), 0),
             Category::Medium => {
@@ -211,37 +216,7 @@ impl SmpConduit {
             }
             Category::Long => (long, spec.most),
         };
-        Ok((ring, pos, buf, granted))
-    }
-
-    /// Write the fixed part of the message at `pos` of `ring` (claimed by
-    /// us) and publish it.
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn publish(
-        &self,
-        ring: &Ring,
-        pos: u64,
-        kind: Kind,
-        handler: u8,
-        args: &[u32],
-        len: usize,
-        long_offset: u64,
-    ) {
-        let src = self.rank.0;
-        ring.body(pos).with_mut(|b| {
-            // SAFETY: we claimed `pos` and have not published it, so the
-            // body is ours alone to write.
-            let b = unsafe { &mut *b };
-            b.handler = handler;
-            b.kind = kind;
-            b.nargs = args.len() as u8;
-            b.src = src;
-            b.len = len as u32;
-            b.long_offset = long_offset;
-            copy_args(&mut b.args, args);
-        });
-        ring.publish(pos);
+        Ok((bell, pos, buf, granted))
     }
 
     /// Drain the rings a poll found messages in: replies first (they
@@ -371,29 +346,29 @@ impl Conduit for SmpConduit {
 
     #[inline]
     fn try_prepare(&self, spec: &Prepare) -> Result<SendSlot> {
-        let (_, pos, buf, granted) = self.claim(spec)?;
-        Ok(SendSlot::new(spec, buf, granted, pos))
+        let (bell, pos, buf, granted) = self.claim(spec)?;
+        Ok(SendSlot::new(spec, buf, granted, pos).with_doorbell(bell))
     }
 
+    /// Rings the slot's doorbell (the AM layer usually rings it itself).
     #[inline]
-    fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
-        let ring = &self.region(slot.peer).rings[Self::ring_of(slot.dir)];
+    fn commit(&self, mut slot: SendSlot, handler: u8, args: &[u32], len: usize) {
+        let bell = match slot.doorbell.take() {
+            Some(bell) => bell,
+            // SAFETY: the slot came from our try_prepare, which claimed
+            // position `cookie`; it is published here and nowhere else.
+            None => unsafe {
+                self.region(slot.peer).rings[Self::ring_of(slot.dir)].doorbell(slot.cookie)
+            },
+        };
         let kind = Kind::new(slot.category, slot.dir);
-        self.publish(
-            ring,
-            slot.cookie,
-            kind,
-            handler,
-            args,
-            len,
-            slot.long_offset,
-        );
+        bell.ring(self.rank, kind, handler, args, len, slot.long_offset);
     }
 
     /// The provided claim + copy + commit, with the slot kept in registers.
     #[inline]
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
-        let (ring, pos, buf, granted) = self.claim(spec)?;
+        let (bell, _, buf, granted) = self.claim(spec)?;
         debug_assert!(granted >= payload.len());
         if !payload.is_empty() {
             // SAFETY: `claim` reserved `granted >= least == payload.len()`
@@ -403,9 +378,8 @@ impl Conduit for SmpConduit {
             unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), buf, payload.len()) };
         }
         let kind = Kind::new(spec.category, spec.dir);
-        self.publish(
-            ring,
-            pos,
+        bell.ring(
+            self.rank,
             kind,
             handler,
             args,
@@ -470,27 +444,6 @@ fn queue_full(peer: Rank, which: usize) -> Error {
         "the reply queue"
     };
     Error::WouldBlock { peer, resource }
-}
-
-/// Copy a message's arguments into its cell: blocks of four words, then
-/// the rest one at a time (at most 64 bytes: a library memcpy call costs
-/// more than the copy; the AM layer checked `src.len() <= MAX_ARGS`).
-#[inline(always)]
-fn copy_args(dst: &mut [u32; rgex_core::MAX_ARGS], src: &[u32]) {
-    let mut blocks = src.chunks_exact(4);
-    let mut at = 0;
-    for b in &mut blocks {
-        dst[at..at + 4].copy_from_slice(b);
-        at += 4;
-    }
-    // The last 0-3 words, spelled out: a loop here gets vectorised into
-    // more set-up than the copy itself.
-    match *blocks.remainder() {
-        [] => {}
-        [a] => dst[at] = a,
-        [a, b] => dst[at..at + 2].copy_from_slice(&[a, b]),
-        [a, b, c, ..] => dst[at..at + 3].copy_from_slice(&[a, b, c]),
-    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -585,5 +538,36 @@ mod tests {
             .expect("a Long inside the segment");
         let got = drain_all(&c);
         assert_eq!(got, vec![(72, vec![5], b"long".to_vec())]);
+    }
+
+    #[test]
+    fn prepared_slot_is_published_by_its_doorbell_or_by_commit() {
+        let c = solo(4, "bell");
+        // Rung by the protocol layer (no call into the conduit).
+        let slot = c.try_prepare(&spec(Category::Medium, 3, 0)).expect("room");
+        assert!(slot.doorbell.is_some(), "smp slots carry a doorbell");
+        // SAFETY: the slot grants 3 writable bytes at `buf`.
+        unsafe { std::ptr::copy_nonoverlapping(b"abc".as_ptr(), slot.buf.as_ptr(), 3) };
+        rgex_core::conduit::publish(&c, c.rank(), slot, 80, &[4, 5], 3);
+        // Through commit, with the doorbell still in the slot...
+        let slot = c.try_prepare(&spec(Category::Short, 0, 0)).expect("room");
+        c.commit(slot, 81, &[6], 0);
+        // ... and with it taken out: commit finds the cell from the cookie.
+        let mut slot = c.try_prepare(&spec(Category::Short, 0, 0)).expect("room");
+        slot.doorbell = None;
+        c.commit(slot, 82, &[7], 0);
+        // A cancelled slot is skipped; the ring is not held up behind it.
+        c.cancel(c.try_prepare(&spec(Category::Short, 0, 0)).expect("room"));
+        let got = drain_all(&c);
+        assert_eq!(
+            got,
+            vec![
+                (80, vec![4, 5], b"abc".to_vec()),
+                (81, vec![6], vec![]),
+                (82, vec![7], vec![]),
+            ]
+        );
+        c.try_send(&spec(Category::Short, 0, 0), 83, &[], &[])
+            .expect("all four cells free again");
     }
 }

@@ -19,7 +19,8 @@
 //! release/acquire edges that order the cell contents.
 
 use crate::sync::{AtomicU64, Ordering, Slot};
-use rgex_core::wire::Kind;
+#[cfg(not(loom))]
+use rgex_core::doorbell::Doorbell;
 use std::ptr::NonNull;
 
 /// Keeps a value alone on its cache lines (128 bytes: two lines, since
@@ -51,29 +52,11 @@ impl Default for RingHeader {
 }
 
 /// The fixed part of a message, written by the producer between claim and
-/// publish, read by the consumer between take and release.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CellBody {
-    /// Handler index.
-    pub handler: u8,
-    /// Category and direction; marked when the sender cancelled the
-    /// message (the receiver skips it).
-    pub kind: Kind,
-    /// Arguments used in `args`.
-    pub nargs: u8,
-    _pad: u8,
-    /// Sending rank.
-    pub src: u32,
-    /// Payload length.
-    pub len: u32,
-    _pad2: u32,
-    /// Long: offset in the receiver's segment.
-    pub long_offset: u64,
-    /// The arguments. The first eight share the cache line with `seq`, so a
-    /// short message with few arguments moves one line.
-    pub args: [u32; rgex_core::MAX_ARGS],
-}
+/// publish (in place, through the slot's [`Doorbell`]), read by the
+/// consumer between take and release. Its first eight arguments share the
+/// cache line with the cell's `seq`, so a short message with few arguments
+/// moves one line.
+pub use rgex_core::doorbell::Header as CellBody;
 
 /// One message cell: the turn counter and the fixed part of the message.
 #[repr(C, align(128))]
@@ -180,6 +163,26 @@ impl Ring {
     pub fn try_claim(&self) -> Option<u64> {
         // A cell is free for `pos` when its seq is `pos`.
         self.advance(&self.hdr().tail.0, 0)
+    }
+
+    /// Producer: the doorbell of `pos` (claimed by us): ringing it writes
+    /// the body and does what [`publish`](Self::publish) does, so the AM
+    /// layer can publish without a call into the conduit. (Not under loom,
+    /// whose cells hand out no raw pointers: the model checker exercises
+    /// `publish`, the same store.)
+    ///
+    /// # Safety
+    /// We hold `pos`: claimed, neither published nor cancelled; the
+    /// doorbell is rung at most once, and `pos` is not published otherwise.
+    #[cfg(not(loom))]
+    #[inline]
+    pub unsafe fn doorbell(&self, pos: u64) -> Doorbell {
+        let cell = self.cell(pos);
+        let body = cell.body.with_mut(|b| b);
+        // SAFETY: the body is ours alone until `pos` is published (we hold
+        // it), the ring's memory outlives the message, and storing `pos + 1`
+        // with Release is exactly `publish`.
+        unsafe { Doorbell::new(body, &cell.seq, pos + 1) }
     }
 
     /// Producer: make the message at `pos` (claimed by us) visible.
