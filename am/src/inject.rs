@@ -75,19 +75,17 @@ impl Endpoint {
                 limit: spec.most,
             };
         }
-        let c = self.conduit();
-        let max = match spec.category {
-            Category::Short => 0,
-            Category::Medium => c.max_medium(spec.peer, spec.nargs),
-            Category::Long => {
-                let seg = c.segment_len(spec.peer);
-                if let Err(e) = check_range(spec.peer, seg, spec.long_offset, spec.least as u64) {
-                    return e;
-                }
-                c.max_long(spec.peer, spec.nargs)
-                    .min((seg - spec.long_offset) as usize)
+        if spec.category == Category::Long {
+            let seg = self.conduit().segment_len(spec.peer);
+            if let Err(e) = check_range(spec.peer, seg, spec.long_offset, spec.least as u64) {
+                return e;
             }
-        };
+        }
+        // Peer, argument count and Long range are in bounds (checked
+        // above), so only the size limit is left: the one validate used.
+        let max = self
+            .payload_limit(spec)
+            .expect("peer, argument count and Long range were checked above");
         let category = spec.category.name();
         if fixed {
             Error::PayloadTooLarge {

@@ -1,10 +1,10 @@
 //! The smp conduit: the Conduit SPI over the shared-memory regions.
 
 use crate::region::{Region, REPLY, REQUEST};
-use crate::ring::{CellBody, Ring};
+use crate::ring::Ring;
 use crate::{prefetch, shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
-use rgex_core::doorbell::Doorbell;
+use rgex_core::doorbell::{Doorbell, Header};
 use rgex_core::wire::Kind;
 use rgex_core::{
     Bootstrap, Category, Conduit, Delivery, Direction, Error, PollSet, Prepare, Rank, Result,
@@ -266,7 +266,7 @@ impl SmpConduit {
         me: &Region,
         which: usize,
         index: usize,
-        body: &CellBody,
+        body: &Header,
         sink: &mut dyn FnMut(&Delivery<'_>),
     ) {
         let category = body.kind.category();

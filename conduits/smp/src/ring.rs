@@ -21,6 +21,7 @@
 use crate::sync::{AtomicU64, Ordering, Slot};
 #[cfg(not(loom))]
 use rgex_core::doorbell::Doorbell;
+use rgex_core::doorbell::Header;
 use std::ptr::NonNull;
 
 /// Keeps a value alone on its cache lines (128 bytes: two lines, since
@@ -51,18 +52,16 @@ impl Default for RingHeader {
     }
 }
 
-/// The fixed part of a message, written by the producer between claim and
-/// publish (in place, through the slot's [`Doorbell`]), read by the
-/// consumer between take and release. Its first eight arguments share the
-/// cache line with the cell's `seq`, so a short message with few arguments
-/// moves one line.
-pub use rgex_core::doorbell::Header as CellBody;
-
 /// One message cell: the turn counter and the fixed part of the message.
 #[repr(C, align(128))]
 pub struct Cell {
     seq: AtomicU64,
-    body: Slot<CellBody>,
+    /// The fixed part of the message, written by the producer between
+    /// claim and publish (in place, through the slot's doorbell), read by
+    /// the consumer between take and release. Its first eight arguments
+    /// share the cache line with `seq`, so a short message with few
+    /// arguments moves one line.
+    body: Slot<Header>,
 }
 
 impl Cell {
@@ -70,7 +69,7 @@ impl Cell {
     pub fn new() -> Self {
         Cell {
             seq: AtomicU64::new(0),
-            body: Slot::new(CellBody::default()),
+            body: Slot::new(Header::default()),
         }
     }
 }
@@ -154,7 +153,7 @@ impl Ring {
     /// `pos` (claimed and not published, or taken and not released) may
     /// access it.
     #[inline]
-    pub fn body(&self, pos: u64) -> &Slot<CellBody> {
+    pub fn body(&self, pos: u64) -> &Slot<Header> {
         &self.cell(pos).body
     }
 
