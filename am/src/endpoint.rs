@@ -4,6 +4,7 @@ use crate::context::{in_handler, HandlerScope};
 use crate::extension::Extensions;
 use crate::rma::reference::Reference;
 use crate::{HandlerId, HandlerTable, Message, Prepared, Token};
+use rgex_core::doorbell::MappedQueue;
 use rgex_core::{
     Category, Conduit, Delivery, Direction, Error, Flags, PollSet, Prepare, Rank, Result, Segment,
 };
@@ -42,6 +43,9 @@ pub struct Endpoint {
     size: u32,
     /// `conduit.rank()` (written into every message a doorbell publishes).
     rank: Rank,
+    /// Per peer, whether its queue is mapped (`Conduit::mapped_queue`, asked
+    /// once): negotiated-payload sends to it are published by doorbell.
+    mapped: Box<[Option<MappedQueue>]>,
     handlers: HandlerTable,
     polite: bool,
     dropped: AtomicU64,
@@ -93,9 +97,13 @@ impl Endpoint {
                 )))
             }
         };
+        let mapped = (0..conduit.size())
+            .map(|p| conduit.mapped_queue(Rank(p)))
+            .collect();
         Ok(Arc::new_cyclic(|me| Endpoint {
             size: conduit.size(),
             rank: conduit.rank(),
+            mapped,
             conduit,
             handlers,
             polite,
@@ -130,6 +138,12 @@ impl Endpoint {
     /// The conduit underneath.
     pub fn conduit(&self) -> &dyn Conduit {
         &*self.conduit
+    }
+
+    /// `peer`'s mapped queue, if the conduit has one for it.
+    #[inline]
+    pub(crate) fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
+        self.mapped.get(peer.index()).copied().flatten()
     }
 
     /// This rank.
@@ -239,7 +253,7 @@ impl Endpoint {
         );
     }
 
-    #[inline]
+    #[inline(always)]
     fn check_not_in_handler(&self) -> Result<()> {
         if in_handler() {
             Err(Error::InHandler {
@@ -318,7 +332,11 @@ impl Endpoint {
     /// smp, the receiver's message buffer itself): assemble the payload in
     /// [`Prepared::buf`] and it is never copied again. With a client buffer,
     /// the payload is taken from it at commit.
-    #[inline]
+    // Always inlined (as are the steps of the negotiated path under it):
+    // a `Prepared` returned through memory is copied with wider loads than
+    // the stores that wrote it, just after the claim missed in the cache,
+    // and that copy then waits for the miss (see `rgex_core::Claim`).
+    #[inline(always)]
     pub fn prepare_request_medium<'a>(
         &'a self,
         peer: Rank,
@@ -338,6 +356,7 @@ impl Endpoint {
     /// [`prepare_request_medium`](Self::prepare_request_medium), with the
     /// payload landing at `dest_offset` in `peer`'s segment.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub fn prepare_request_long<'a>(
         &'a self,
         peer: Rank,

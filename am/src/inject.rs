@@ -7,7 +7,7 @@ use crate::context::in_handler;
 use crate::Endpoint;
 use rgex_core::segment::check_range;
 use rgex_core::{
-    Backoff, Category, Direction, Error, Flags, PollSet, Prepare, Result, SendSlot, MAX_ARGS,
+    Backoff, Category, Claim, Direction, Error, Flags, PollSet, Prepare, Result, MAX_ARGS,
 };
 
 impl Endpoint {
@@ -17,7 +17,7 @@ impl Endpoint {
     ///
     /// The checks here only decide; the error is built out of line by
     /// [`refusal`](Self::refusal), so the path every send takes stays short.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn validate(&self, spec: &mut Prepare, fixed: bool) -> Result<()> {
         match self.payload_limit(spec) {
             Some(max) if spec.least <= max && spec.least <= spec.most => {
@@ -30,7 +30,7 @@ impl Endpoint {
 
     /// The most payload bytes `spec` may carry, or `None` when its peer,
     /// argument count or Long range is out of bounds.
-    #[inline]
+    #[inline(always)]
     fn payload_limit(&self, spec: &Prepare) -> Option<usize> {
         if spec.peer.0 >= self.size() || spec.nargs > MAX_ARGS {
             return None;
@@ -110,20 +110,31 @@ impl Endpoint {
     /// waits: everything when sending a request from client code, replies
     /// only when replying from inside a handler (reply handlers send nothing,
     /// so that always drains and never recurses into another wait).
-    #[inline]
-    pub(crate) fn claim(&self, spec: &Prepare, flags: Flags) -> Result<SendSlot> {
-        match self.conduit().try_prepare(spec) {
-            Err(e) if e.is_would_block() && !flags.contains(Flags::IMMEDIATE) => {
-                self.claim_slow(spec)
-            }
-            other => other,
+    #[inline(always)]
+    pub(crate) fn claim(&self, spec: &Prepare, flags: Flags) -> Result<Claim> {
+        let mut refused = None;
+        match self.conduit().try_prepare(spec, &mut refused) {
+            Some(claim) => Ok(claim),
+            None => self.claim_refused(spec, flags, refused),
         }
     }
 
+    /// The conduit refused a claim: hand the error back, or (would-block
+    /// without IMMEDIATE) poll and retry until it goes through.
     #[cold]
-    fn claim_slow(&self, spec: &Prepare) -> Result<SendSlot> {
+    #[inline(never)]
+    fn claim_refused(&self, spec: &Prepare, flags: Flags, refused: Option<Error>) -> Result<Claim> {
+        let c = self.conduit();
+        let e = Claim::refusal(refused, c.name());
+        if !e.is_would_block() || flags.contains(Flags::IMMEDIATE) {
+            return Err(e);
+        }
         let set = self.claim_poll_set(spec);
-        self.retry_while_blocked(set, || self.conduit().try_prepare(spec))
+        self.retry_while_blocked(set, || {
+            let mut refused = None;
+            c.try_prepare(spec, &mut refused)
+                .ok_or_else(|| Claim::refusal(refused, c.name()))
+        })
     }
 
     /// What a send waiting for resources may poll (see [`claim`](Self::claim)).
@@ -217,7 +228,7 @@ impl Endpoint {
 
     /// The sender-side check that `handler` names something (tables are
     /// symmetric across ranks, so an unknown index here is unknown there).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check_handler(&self, handler: u8) -> Result<()> {
         match self.handlers().get(handler) {
             Some(_) => Ok(()),

@@ -25,9 +25,11 @@ use std::mem::ManuallyDrop;
 /// ```
 pub struct Prepared<'a> {
     ep: &'a Endpoint,
-    /// Live until `commit` or `cancel` consumes `self` (both take it out
-    /// and skip `Drop`) or `Drop` cancels it. Kept out of an `Option`: the
-    /// hot path moves this struct, so it stays small and check-free.
+    /// The claim and what it was claimed for, field by field (plain
+    /// scalars, so the whole struct can live in registers). Live until
+    /// `commit` or `cancel` consumes `self` (both take it out and skip
+    /// `Drop`) or `Drop` cancels it. Kept out of an `Option`: the hot path
+    /// moves this struct, so it stays small and check-free.
     slot: ManuallyDrop<SendSlot>,
     client: Option<&'a mut [u8]>,
     reply: Option<&'a Cell<ReplyState>>,
@@ -43,7 +45,7 @@ impl std::fmt::Debug for Prepared<'_> {
 }
 
 impl<'a> Prepared<'a> {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new(
         ep: &'a Endpoint,
         mut spec: Prepare,
@@ -62,21 +64,20 @@ impl<'a> Prepared<'a> {
             spec.most = spec.most.min(b.len());
         }
         ep.validate(&mut spec, false)?;
-        let slot = ep.claim(&spec, flags)?;
-        debug_assert!(spec.least <= slot.granted && slot.granted <= spec.most);
+        let claim = ep.claim(&spec, flags)?;
         if let Some(r) = reply {
             r.set(ReplyState::Prepared);
         }
         Ok(Prepared {
             ep,
-            slot: ManuallyDrop::new(slot),
+            slot: ManuallyDrop::new(SendSlot::new(&spec, claim)),
             client,
             reply,
         })
     }
 
     /// Bytes granted: `least <= len() <= most`.
-    #[inline]
+    #[inline(always)]
     pub fn len(&self) -> usize {
         self.slot.granted
     }
@@ -93,20 +94,21 @@ impl<'a> Prepared<'a> {
     }
 
     /// The granted buffer, `len()` bytes, to assemble the payload in.
-    #[inline]
+    #[inline(always)]
     pub fn buf(&mut self) -> &mut [u8] {
         let granted = self.slot.granted;
         match &mut self.client {
             Some(b) => &mut b[..granted],
-            // SAFETY: the conduit reserved `granted` writable bytes at
-            // `slot.buf` (non-null) for this message alone until commit or
-            // cancel, and `&mut self` keeps this the only live view.
+            // SAFETY: the conduit reserved `granted` (the validated `most`)
+            // writable bytes at `slot.buf` (non-null) for this message
+            // alone until commit or cancel, and `&mut self` keeps this the
+            // only live view.
             None => unsafe { std::slice::from_raw_parts_mut(self.slot.buf.as_ptr(), granted) },
         }
     }
 
     /// Take the slot out and forget `self` (so `Drop` does not cancel).
-    #[inline]
+    #[inline(always)]
     fn into_parts(
         self,
     ) -> (
@@ -125,27 +127,12 @@ impl<'a> Prepared<'a> {
     /// Send the first `len` bytes of the buffer to handler `h` with `args`
     /// (at most the `nargs` given at prepare). On error nothing is sent and
     /// the resources are released.
-    #[inline]
+    #[inline(always)]
     pub fn commit(self, h: HandlerId, args: &[u32], len: usize) -> Result<()> {
         let (ep, slot, client, reply) = self.into_parts();
-        let problem = if len > slot.granted {
-            Some(Error::BadLength {
-                what: "commit: length exceeds the granted size",
-                len,
-                limit: slot.granted,
-            })
-        } else if args.len() > slot.nargs as usize {
-            Some(Error::BadLength {
-                what: "commit: more arguments than declared at prepare",
-                len: args.len(),
-                limit: slot.nargs as usize,
-            })
-        } else {
-            ep.check_handler(h.0).err()
-        };
-        if let Some(e) = problem {
-            release(ep, slot, reply);
-            return Err(e);
+        if len > slot.granted || args.len() > slot.nargs as usize || ep.check_handler(h.0).is_err()
+        {
+            return Err(refuse_commit(ep, slot, reply, h, args.len(), len));
         }
         if let Some(b) = client {
             if len > 0 {
@@ -155,7 +142,8 @@ impl<'a> Prepared<'a> {
                 unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), slot.buf.as_ptr(), len) };
             }
         }
-        rgex_core::conduit::publish(ep.conduit(), ep.rank(), slot, h.0, args, len);
+        let mapped = ep.mapped_queue(slot.peer);
+        rgex_core::conduit::publish(ep.conduit(), mapped, ep.rank(), slot, h.0, args, len);
         if let Some(r) = reply {
             r.set(ReplyState::Done);
         }
@@ -169,6 +157,43 @@ impl<'a> Prepared<'a> {
     }
 }
 
+/// Why a commit was refused (the first problem, named), with the slot
+/// released: out of line, so the commit every send makes stays short.
+#[cold]
+#[inline(never)]
+fn refuse_commit(
+    ep: &Endpoint,
+    slot: SendSlot,
+    reply: Option<&Cell<ReplyState>>,
+    h: HandlerId,
+    nargs: usize,
+    len: usize,
+) -> Error {
+    let e = if len > slot.granted {
+        Error::BadLength {
+            what: "commit: length exceeds the granted size",
+            len,
+            limit: slot.granted,
+        }
+    } else if nargs > slot.nargs as usize {
+        Error::BadLength {
+            what: "commit: more arguments than declared at prepare",
+            len: nargs,
+            limit: slot.nargs as usize,
+        }
+    } else {
+        match ep.check_handler(h.0) {
+            Err(e) => e,
+            Ok(()) => Error::Failed(format!(
+                "commit to handler {} refused without a reason",
+                h.0
+            )),
+        }
+    };
+    release(ep, slot, reply);
+    e
+}
+
 /// Cancel a claimed slot and free the token to reply again.
 fn release(ep: &Endpoint, slot: SendSlot, reply: Option<&Cell<ReplyState>>) {
     ep.conduit().cancel(slot);
@@ -180,7 +205,7 @@ fn release(ep: &Endpoint, slot: SendSlot, reply: Option<&Cell<ReplyState>>) {
 impl Drop for Prepared<'_> {
     fn drop(&mut self) {
         // SAFETY: Drop runs only if neither commit nor cancel consumed
-        // `self` (they forget it), so the slot is still live; it is taken
+        // `self` (they forget it), so the claim is still live; it is taken
         // once, here.
         let slot = unsafe { ManuallyDrop::take(&mut self.slot) };
         release(self.ep, slot, self.reply);

@@ -75,7 +75,7 @@ impl<'a> Token<'a> {
     }
 
     /// Check this token may reply now.
-    #[inline]
+    #[inline(always)]
     fn may_reply(&self) -> Result<()> {
         if self.dir == Direction::Request && self.state.get() == ReplyState::None {
             Ok(())
@@ -162,7 +162,7 @@ impl<'a> Token<'a> {
     /// Negotiated-payload Medium reply (see
     /// [`Endpoint::prepare_request_medium`]). Committing it is the reply;
     /// cancelling it leaves the token free to reply again.
-    #[inline]
+    #[inline(always)]
     pub fn prepare_reply_medium<'t>(
         &'t self,
         client_buf: Option<&'t mut [u8]>,

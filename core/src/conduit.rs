@@ -6,8 +6,9 @@
 //! provided method where its hardware does better.
 
 pub use crate::atomic::{AtomicOp, AtomicRequest, AtomicType, OpSet};
+use crate::doorbell::MappedQueue;
 use crate::wire::Kind;
-use crate::{Bootstrap, Delivery, Prepare, Rank, Result, Segment, SendSlot};
+use crate::{Bootstrap, Claim, Delivery, Prepare, Rank, Result, Segment, SendSlot};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -22,28 +23,35 @@ pub enum PollSet {
     RepliesOnly,
 }
 
-/// Publish a prepared message: ring its doorbell when the conduit gave it
-/// one (the header is written in place, no call into the conduit), else
-/// [`Conduit::commit`]. `src` is the sending rank (`conduit.rank()`,
-/// passed in so a caller holding it saves the call).
+/// Publish a claimed message: ring its cell's doorbell when the peer's
+/// queue is mapped (`mapped`, from [`Conduit::mapped_queue`]: the header is
+/// written in place, no call into the conduit), else [`Conduit::commit`].
+/// `src` is the sending rank (`conduit.rank()`, passed in so a caller
+/// holding it saves the call).
 ///
 /// ```no_run
-/// # fn demo(c: &dyn rgex_core::Conduit, spec: &rgex_core::Prepare) -> rgex_core::Result<()> {
-/// let slot = c.try_prepare(spec)?;
-/// rgex_core::conduit::publish(c, c.rank(), slot, 9, &[1, 2], 0);
-/// # Ok(()) }
+/// # fn demo(c: &dyn rgex_core::Conduit, spec: &rgex_core::Prepare) {
+/// use rgex_core::SendSlot;
+/// let mut why = None;
+/// if let Some(claim) = c.try_prepare(spec, &mut why) {
+///     let mapped = c.mapped_queue(spec.peer);
+///     let slot = SendSlot::new(spec, claim);
+///     rgex_core::conduit::publish(c, mapped, c.rank(), slot, 9, &[1, 2], 0);
+/// }
+/// # }
 /// ```
 #[inline(always)]
 pub fn publish<C: Conduit + ?Sized>(
     conduit: &C,
+    mapped: Option<MappedQueue>,
     src: Rank,
-    mut slot: SendSlot,
+    slot: SendSlot,
     handler: u8,
     args: &[u32],
     len: usize,
 ) {
-    match slot.doorbell.take() {
-        Some(bell) => bell.ring(
+    match mapped {
+        Some(queue) => queue.doorbell(slot.cookie).ring(
             src,
             Kind::new(slot.category, slot.dir),
             handler,
@@ -87,19 +95,33 @@ pub trait Conduit: Send + Sync + 'static {
     fn max_long(&self, peer: Rank, nargs: usize) -> usize;
 
     /// Claim the resources for one message, without waiting: a slot in the
-    /// peer's queue and a payload buffer of `least..=most` bytes.
+    /// peer's queue and a payload buffer of exactly `spec.most` bytes (the
+    /// AM layer has validated `spec` and clamped `most` to the limits this
+    /// conduit reports).
     ///
-    /// Returns [`Error::WouldBlock`](crate::Error::WouldBlock) when a
-    /// resource is not free; the caller decides whether to poll and retry
-    /// (the stall lives in one place, the AM layer, for every conduit).
-    /// Validation of sizes happens before, in the AM layer.
-    fn try_prepare(&self, spec: &Prepare) -> Result<SendSlot>;
+    /// On refusal returns `None` with the reason in `refused`:
+    /// [`Error::WouldBlock`](crate::Error::WouldBlock) when a resource is
+    /// not free (the caller decides whether to poll and retry: the stall
+    /// lives in one place, the AM layer, for every conduit), or why the
+    /// peer cannot be reached. ([`Claim::hand_over`] turns a `Result` into
+    /// this form. The claim comes back in registers this way; see
+    /// [`Claim`] for why that matters.)
+    fn try_prepare(&self, spec: &Prepare, refused: &mut Option<crate::Error>) -> Option<Claim>;
 
-    /// Publish a prepared message with `len <= slot.granted` payload bytes
-    /// already assembled at `slot.buf`. Never waits. A slot that carries a
-    /// [`Doorbell`](crate::doorbell::Doorbell) may be published by ringing
-    /// it instead ([`publish`] does whichever applies); `commit` must accept
-    /// it all the same.
+    /// Whether `peer`'s queue is mapped: claims to it are
+    /// [`MappedCell`](crate::doorbell::MappedCell)s that the protocol layer
+    /// may publish itself ([`publish`]). Asked once per peer when an
+    /// endpoint is made. The default is `None`.
+    fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
+        let _ = peer;
+        None
+    }
+
+    /// Publish a claimed message with `len <= slot.granted` payload bytes
+    /// already assembled at `slot.buf`. Never waits. A claim to a peer
+    /// with a [`mapped_queue`](Self::mapped_queue) is usually published by
+    /// ringing its doorbell instead ([`publish`] does whichever applies);
+    /// `commit` must accept it all the same.
     fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize);
 
     /// Release a prepared message: nothing reaches the peer's handlers.
@@ -117,17 +139,30 @@ pub trait Conduit: Send + Sync + 'static {
     /// claimed or sent, when a resource is not free.
     #[inline]
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
-        let slot = self.try_prepare(spec)?;
-        debug_assert!(slot.granted >= payload.len());
+        let mut refused = None;
+        let Some(claim) = self.try_prepare(spec, &mut refused) else {
+            return Err(Claim::refusal(refused, self.name()));
+        };
+        debug_assert!(spec.most >= payload.len());
         if !payload.is_empty() {
-            // SAFETY: the conduit granted `slot.granted >= least == len`
-            // writable bytes at `slot.buf`, reserved for this message, which
-            // cannot overlap the caller's `payload` slice.
+            // SAFETY: the conduit granted `most >= least == len` writable
+            // bytes at `claim.buf`, reserved for this message, which cannot
+            // overlap the caller's `payload` slice.
             unsafe {
-                std::ptr::copy_nonoverlapping(payload.as_ptr(), slot.buf.as_ptr(), payload.len())
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
             };
         }
-        publish(self, self.rank(), slot, handler, args, payload.len());
+        let mapped = self.mapped_queue(spec.peer);
+        let slot = SendSlot::new(spec, claim);
+        publish(
+            self,
+            mapped,
+            self.rank(),
+            slot,
+            handler,
+            args,
+            payload.len(),
+        );
         Ok(())
     }
 

@@ -1,13 +1,14 @@
-//! Mapped send queues: a conduit whose outgoing message slots are plain
-//! memory (smp's cells in the receiver's region; a NIC's mapped work-queue
-//! entries would be another) can hand the protocol layer a [`Doorbell`] with
-//! each prepared slot, and the protocol layer then publishes the message
-//! itself (write the [`Header`], store the turn word) instead of making a
-//! second call into the conduit. A negotiated-payload send is then one
-//! conduit call, like a fixed-payload one.
+//! Mapped send queues: a conduit whose outgoing message slots are cells of
+//! plain memory (smp's cells in the receiver's region) says so once per
+//! peer with a [`MappedQueue`], and the protocol layer then publishes each
+//! message itself through the claimed cell's [`Doorbell`] (write the
+//! [`Header`], advance the turn word) instead of making a second call into
+//! the conduit. A negotiated-payload send is then one conduit call, like a
+//! fixed-payload one.
 
 use crate::wire::Kind;
 use crate::{Rank, MAX_ARGS};
+use std::cell::UnsafeCell;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -95,59 +96,98 @@ fn copy_args(dst: &mut [u32; MAX_ARGS], src: &[u32]) {
     }
 }
 
-/// The right to publish one claimed slot of a mapped queue: where its
-/// [`Header`] goes, and which word to store which value into (Release)
-/// to make it visible to the receiver.
+/// One slot of a mapped queue, as the sender sees it: a turn word, then
+/// the [`Header`]. A conduit's own cell may carry more after these (smp's
+/// is padded to two cache lines), as long as it starts with this layout.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct MappedCell {
+    /// Whose turn it is. Publishing a claimed cell advances it by one.
+    pub turn: AtomicU64,
+    /// The message header, written by the claimer before publishing.
+    pub header: UnsafeCell<Header>,
+}
+
+/// A conduit's word that every claim it makes to one peer is a
+/// [`MappedCell`]: the claim's ticket is the cell's address, and the cell
+/// is published by writing its header, then storing its turn word plus one
+/// with Release ([`Doorbell::ring`]). The protocol layer asks once per peer
+/// ([`Conduit::mapped_queue`](crate::Conduit::mapped_queue)) and then
+/// publishes negotiated-payload messages without a second call into the
+/// conduit.
+#[derive(Clone, Copy, Debug)]
+pub struct MappedQueue(());
+
+impl MappedQueue {
+    /// The conduit's word for one peer.
+    ///
+    /// # Safety
+    /// Every claim the conduit hands out for that peer must have as ticket
+    /// the address of a [`MappedCell`] that stays valid while claimed and
+    /// whose header the claimer alone writes until publishing it; while
+    /// claimed, its turn word must not change, and storing that value plus
+    /// one (Release) must be exactly what publishes the message under the
+    /// conduit's queue protocol. The conduit's `commit` and `cancel` must
+    /// accept such a claim too (`cancel` is never replaced by a doorbell).
+    #[inline]
+    pub unsafe fn vouch() -> Self {
+        MappedQueue(())
+    }
+
+    /// The doorbell of a claim made to this queue's peer, from its
+    /// [`ticket`](crate::wire::Claim::ticket). Ring it at most once, and only while the
+    /// claim is neither committed nor cancelled (the AM layer's ownership of
+    /// the claim sees to that).
+    #[inline(always)]
+    pub fn doorbell(self, ticket: u64) -> Doorbell {
+        // SAFETY: the conduit vouched (in `vouch`) that this peer's tickets
+        // are addresses of valid, claimed cells.
+        let cell = unsafe { NonNull::new_unchecked(ticket as *mut MappedCell) };
+        Doorbell { cell }
+    }
+}
+
+/// The right to publish one claimed [`MappedCell`]: ringing it writes the
+/// header and advances the turn word, which makes the message visible to
+/// the receiver.
 ///
 /// ```
-/// use rgex_core::doorbell::{Doorbell, Header};
+/// use rgex_core::doorbell::{Doorbell, MappedCell};
 /// use rgex_core::wire::Kind;
 /// use rgex_core::{Category, Direction, Rank};
-/// use std::sync::atomic::{AtomicU64, Ordering};
-/// let mut header = Header::default();
-/// let turn = AtomicU64::new(0);
-/// // SAFETY: both live past the ring below and nobody else touches them.
-/// let bell = unsafe { Doorbell::new(&mut header, &turn, 1) };
+/// use std::sync::atomic::Ordering;
+/// let cell = MappedCell::default();
+/// // SAFETY: the cell outlives the ring below and nobody else touches it.
+/// let bell = unsafe { Doorbell::new(&cell) };
 /// bell.ring(Rank(0), Kind::new(Category::Short, Direction::Request), 7, &[42], 0, 0);
-/// assert_eq!(turn.load(Ordering::Acquire), 1);
-/// assert_eq!((header.handler, header.args[0]), (7, 42));
+/// assert_eq!(cell.turn.load(Ordering::Acquire), 1);
+/// // SAFETY: published; nothing writes the header any more.
+/// let h = unsafe { &*cell.header.get() };
+/// assert_eq!((h.handler, h.args[0]), (7, 42));
 /// ```
 #[derive(Debug)]
 pub struct Doorbell {
-    header: NonNull<Header>,
-    turn: NonNull<AtomicU64>,
-    value: u64,
+    cell: NonNull<MappedCell>,
 }
 
-// SAFETY: a Doorbell names a slot reserved for the one message it
+// SAFETY: a Doorbell names a cell reserved for the one message it
 // publishes; nothing else writes the header until the turn is stored, so
 // handing it to another thread is fine.
 unsafe impl Send for Doorbell {}
 
 impl Doorbell {
-    /// The doorbell of a claimed slot.
+    /// The doorbell of a claimed cell.
     ///
     /// # Safety
-    /// Until the doorbell is rung (or dropped unrung, which the conduit's
-    /// `cancel` must then handle), `header` must be valid for writes and
-    /// written by its holder alone, and `turn` valid for the slot's
-    /// lifetime; storing `value` into `turn` with Release must be exactly
-    /// what publishes the slot under the conduit's queue protocol.
+    /// As [`MappedQueue::vouch`] says of every cell: `cell` is claimed by
+    /// the holder of this doorbell, valid until published, its header
+    /// written by the holder alone, its turn word steady until published,
+    /// and storing that plus one (Release) publishes it.
     #[inline]
-    pub unsafe fn new(header: *mut Header, turn: *const AtomicU64, value: u64) -> Self {
-        // SAFETY: the caller passes valid, hence non-null, pointers (the
-        // contract above).
-        let (header, turn) = unsafe {
-            (
-                NonNull::new_unchecked(header),
-                NonNull::new_unchecked(turn.cast_mut()),
-            )
-        };
-        Doorbell {
-            header,
-            turn,
-            value,
-        }
+    pub unsafe fn new(cell: *const MappedCell) -> Self {
+        // SAFETY: the caller passes a valid, hence non-null, pointer.
+        let cell = unsafe { NonNull::new_unchecked(cell.cast_mut()) };
+        Doorbell { cell }
     }
 
     /// Write the message's header and publish it.
@@ -161,16 +201,44 @@ impl Doorbell {
         len: usize,
         long_offset: u64,
     ) {
-        // SAFETY: `new`'s contract: the header is ours alone to write
-        // until the turn store below.
-        let h = unsafe { &mut *self.header.as_ptr() };
-        h.write(src, kind, handler, args, len, long_offset);
-        // SAFETY: `turn` is valid for the slot's lifetime (`new`).
-        let turn = unsafe { self.turn.as_ref() };
-        // Release: the header written above and the payload the sender
+        // (Spelled out rather than through `ring_with`: the closure there
+        // is not reliably inlined, and this is every send's path.)
+        self.header()
+            .write(src, kind, handler, args, len, long_offset);
+        self.advance();
+    }
+
+    /// Let `fill` write the header (a conduit's cancel marks it instead of
+    /// writing a message), then publish the cell.
+    #[inline]
+    pub fn ring_with(self, fill: impl FnOnce(&mut Header)) {
+        fill(self.header());
+        self.advance();
+    }
+
+    /// The claimed cell's header.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    fn header(&self) -> &mut Header {
+        // SAFETY: `new`'s contract: the cell is valid and its header ours
+        // alone to write until `advance`, which consumes the doorbell; the
+        // two callers use the reference before that and hold no other.
+        unsafe { &mut *self.cell.as_ref().header.get() }
+    }
+
+    /// Publish the cell: advance its turn word by one.
+    #[inline(always)]
+    fn advance(self) {
+        // SAFETY: valid until published (`new`).
+        let turn = unsafe { &self.cell.as_ref().turn };
+        // Relaxed: the turn word has not changed since our claim read it
+        // (with Acquire) and found it ours, and nobody stores it while we
+        // hold the cell, so this reads that same value.
+        let now = turn.load(Ordering::Relaxed);
+        // Release: the header written before and the payload the sender
         // assembled since the claim become visible to the receiver whose
-        // Acquire load of the turn word sees `value` (the queue protocol
-        // the conduit vouched for in `new`).
-        turn.store(self.value, Ordering::Release);
+        // Acquire load of the turn word sees `now + 1` (the queue protocol
+        // the conduit vouched for).
+        turn.store(now + 1, Ordering::Release);
     }
 }

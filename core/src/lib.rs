@@ -33,4 +33,4 @@ pub use flags::Flags;
 pub use rank::Rank;
 pub use segment::Segment;
 pub use team::Team;
-pub use wire::{Category, Delivery, Direction, Prepare, SendSlot, MAX_ARGS};
+pub use wire::{Category, Claim, Delivery, Direction, Prepare, SendSlot, MAX_ARGS};

@@ -1,7 +1,6 @@
 //! What crosses the Conduit SPI for active messages: what to prepare, the
 //! resources a prepare claimed, and what a poll delivers.
 
-use crate::doorbell::Doorbell;
 use crate::Rank;
 use std::fmt;
 use std::ptr::NonNull;
@@ -133,19 +132,101 @@ pub struct Prepare {
     pub nargs: usize,
     /// Least payload bytes acceptable (0 for Short).
     pub least: usize,
-    /// Most payload bytes wanted; the conduit grants between `least` and this.
+    /// Most payload bytes wanted. The AM layer clamps it to what the peer
+    /// accepts (max Medium, max Long, the segment's end) before the conduit
+    /// sees it, and the conduit then grants exactly this many.
     pub most: usize,
     /// Long only: destination offset in the peer's segment. The conduit has
     /// already been told the range is inside the segment.
     pub long_offset: u64,
 }
 
-/// Resources a conduit claimed for one message: a payload buffer to
-/// assemble into and whatever slot it needs to publish the message.
+/// What a conduit claimed for one message, as
+/// [`Conduit::try_prepare`](crate::Conduit::try_prepare) hands it back: the
+/// payload buffer and a conduit-private ticket naming the claimed slot.
+/// The buffer holds exactly the `most` bytes the (validated) [`Prepare`]
+/// asked for.
 ///
-/// Obtained from [`Conduit::try_prepare`](crate::Conduit::try_prepare) and
-/// consumed by exactly one of `commit` or `cancel`, or, when it carries a
-/// [`Doorbell`], by ringing that instead of `commit`.
+/// Two words, so `Option<Claim>` (which uses `buf`'s non-null niche) comes
+/// back in two registers. That matters: a claim written to memory just
+/// after the conduit's queue claim is read back before the queue's cache
+/// line arrives, and a reload with wider loads than the stores cannot be
+/// forwarded from the store buffer, so the whole send would wait for that
+/// miss.
+///
+/// ```
+/// use rgex_core::wire::Claim;
+/// assert_eq!(std::mem::size_of::<Option<Claim>>(), 16);
+/// let c = Claim::new(std::ptr::null_mut(), 7); // nothing granted: dangling
+/// assert_eq!(c.ticket, 7);
+/// ```
+#[derive(Debug)]
+#[must_use = "a claim holds conduit resources until committed or cancelled"]
+pub struct Claim {
+    /// Where the payload is assembled (dangling when nothing is granted).
+    /// For Long on a node-local peer this is the destination in the peer's
+    /// segment itself.
+    pub buf: NonNull<u8>,
+    /// Conduit-private identification of the claimed slot. For a peer
+    /// whose queue is mapped ([`Conduit::mapped_queue`](crate::Conduit::mapped_queue))
+    /// it is the address of the claimed [`MappedCell`](crate::doorbell::MappedCell).
+    pub ticket: u64,
+}
+
+impl Claim {
+    /// A claim of the buffer at `buf` (null when nothing is granted).
+    #[inline]
+    pub fn new(buf: *mut u8, ticket: u64) -> Self {
+        Claim {
+            buf: NonNull::new(buf).unwrap_or(NonNull::dangling()),
+            ticket,
+        }
+    }
+
+    /// Hand a claim across the SPI in `try_prepare`'s form: the claim, or
+    /// `None` with the reason stored in `refused`.
+    ///
+    /// ```
+    /// use rgex_core::wire::Claim;
+    /// use rgex_core::{Error, Rank};
+    /// let mut why = None;
+    /// let busy = Err(Error::WouldBlock { peer: Rank(1), resource: "demo" });
+    /// assert!(Claim::hand_over(busy, &mut why).is_none());
+    /// assert!(why.is_some_and(|e: Error| e.is_would_block()));
+    /// ```
+    #[inline(always)]
+    pub fn hand_over(r: crate::Result<Claim>, refused: &mut Option<crate::Error>) -> Option<Claim> {
+        match r {
+            Ok(c) => Some(c),
+            Err(e) => {
+                *refused = Some(e);
+                None
+            }
+        }
+    }
+}
+
+impl Claim {
+    /// The reason a `try_prepare` that returned `None` left in `refused`
+    /// (or, if it left none, an error saying the `conduit` broke the SPI).
+    #[cold]
+    #[inline(never)]
+    pub fn refusal(refused: Option<crate::Error>, conduit: &str) -> crate::Error {
+        refused.unwrap_or_else(|| {
+            crate::Error::Failed(format!(
+                "the {conduit} conduit refused a prepare without saying why"
+            ))
+        })
+    }
+}
+
+// SAFETY: a Claim names memory the conduit reserved for this message;
+// nothing else writes it until commit or cancel, so moving it to another
+// thread is fine.
+unsafe impl Send for Claim {}
+
+/// A claimed message as the conduit's `commit` and `cancel` see it: the
+/// request it was claimed for, and the claim.
 #[derive(Debug)]
 #[must_use = "a prepared send holds conduit resources until committed or cancelled"]
 pub struct SendSlot {
@@ -160,51 +241,31 @@ pub struct SendSlot {
     /// Long only: destination offset in the peer's segment.
     pub long_offset: u64,
     /// Where the payload is assembled (dangling when nothing is granted).
-    /// For Long on a node-local peer this is the destination in the peer's
-    /// segment itself. Non-null, so `Option<SendSlot>` needs no tag.
     pub buf: NonNull<u8>,
-    /// Bytes granted at `buf`: `least <= granted <= most` of the prepare.
+    /// Bytes granted at `buf`: the `most` of the prepare.
     pub granted: usize,
-    /// Conduit-private identification of the claimed slot.
+    /// The claim's ticket.
     pub cookie: u64,
-    /// Set by a conduit whose queue slot is plain memory: the protocol
-    /// layer may publish the message by ringing it (header written in
-    /// place, turn word stored) instead of calling
-    /// [`Conduit::commit`](crate::Conduit::commit). Cancelling still goes
-    /// through the conduit.
-    pub doorbell: Option<Doorbell>,
 }
 
 impl SendSlot {
-    /// The slot for `spec`, with the buffer and cookie the conduit chose.
+    /// The slot `claim` holds for `spec`.
     #[inline]
-    pub fn new(spec: &Prepare, buf: *mut u8, granted: usize, cookie: u64) -> Self {
-        let buf = NonNull::new(buf).unwrap_or(NonNull::dangling());
+    pub fn new(spec: &Prepare, claim: Claim) -> Self {
         SendSlot {
             peer: spec.peer,
             dir: spec.dir,
             category: spec.category,
             nargs: spec.nargs.min(crate::MAX_ARGS) as u8,
             long_offset: spec.long_offset,
-            buf,
-            granted,
-            cookie,
-            doorbell: None,
+            buf: claim.buf,
+            granted: spec.most,
+            cookie: claim.ticket,
         }
-    }
-
-    /// The same slot, publishable through `bell` (see
-    /// [`doorbell`](Self::doorbell)).
-    #[inline]
-    pub fn with_doorbell(mut self, bell: Doorbell) -> Self {
-        self.doorbell = Some(bell);
-        self
     }
 }
 
-// SAFETY: a SendSlot names memory the conduit reserved for this message;
-// nothing else writes it until commit or cancel, so moving it to another
-// thread is fine.
+// SAFETY: as for Claim.
 unsafe impl Send for SendSlot {}
 
 /// An incoming active message, as a conduit hands it to the AM layer.

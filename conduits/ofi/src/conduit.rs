@@ -8,9 +8,10 @@ use crate::wire::{self, Header};
 use crate::OfiConfig;
 use parking_lot::Mutex;
 use rgex_core::bootstrap::JobEnv;
+use rgex_core::doorbell::MappedQueue;
 use rgex_core::wire::Kind;
 use rgex_core::{
-    Bootstrap, Category, Conduit, Delivery, Error, PollSet, Prepare, Rank, Result, Segment,
+    Bootstrap, Category, Claim, Conduit, Delivery, Error, PollSet, Prepare, Rank, Result, Segment,
     SendSlot,
 };
 use rgex_smp::{SmpConduit, SmpConfig};
@@ -283,75 +284,21 @@ impl Conduit for OfiConduit {
         }
     }
 
-    fn try_prepare(&self, spec: &Prepare) -> Result<SendSlot> {
+    fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
         if self.local(spec.peer) {
-            return self.smp.try_prepare(spec);
+            return self.smp.try_prepare(spec, refused);
         }
-        let net = &self.net;
-        let peer = spec.peer.index();
-        let d = dir_index(spec.dir);
-        let mut st = self.state.lock();
-        st.check_alive(spec.peer, "AM")?;
-        let p = &st.peers[peer];
-        if p.sent[d].wrapping_sub(p.acked[d]) as usize >= net.geo.window {
-            st.stalled(peer)?;
-            return Err(Error::WouldBlock {
-                peer: spec.peer,
-                resource: if d == 0 {
-                    "request credits"
-                } else {
-                    "reply credits"
-                },
-            });
+        Claim::hand_over(self.claim_remote(spec), refused)
+    }
+
+    fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
+        // Node-local peers are smp's, whose queues are mapped; the network's
+        // are not.
+        if self.local(peer) {
+            self.smp.mapped_queue(peer)
+        } else {
+            None
         }
-        let pool = if d == 0 { POOL_REQ } else { POOL_REP };
-        let Some(slot) = st.pools[pool].pop() else {
-            return Err(Error::WouldBlock {
-                peer: spec.peer,
-                resource: "registered send buffers",
-            });
-        };
-        let slot_u = slot as usize;
-        let hlen = wire::header_len(spec.nargs);
-        let room = net.geo.slot - hlen;
-        // SAFETY: hlen <= MAX_HEADER < slot, so the payload area starts
-        // inside send buffer `slot`.
-        let payload = unsafe { net.send_buf(slot_u).add(hlen) };
-        let (buf, granted) = match spec.category {
-            Category::Short => (std::ptr::null_mut(), 0),
-            Category::Medium => (payload, spec.most.min(net.geo.max_medium)),
-            Category::Long => {
-                let Some(op) = st.take_op() else {
-                    st.pools[pool].push(slot);
-                    return Err(Error::WouldBlock {
-                        peer: spec.peer,
-                        resource: "RMA operation slots",
-                    });
-                };
-                st.long_op[slot_u] = op;
-                if spec.most <= room {
-                    (payload, spec.most)
-                } else {
-                    match self.stage(&mut st, spec.most) {
-                        Ok(s) => {
-                            let p = s.ptr();
-                            st.staging[slot_u] = Some(s);
-                            (p, spec.most)
-                        }
-                        Err(e) => {
-                            st.free_ops.push(op);
-                            st.pools[pool].push(slot);
-                            return Err(e);
-                        }
-                    }
-                }
-            }
-        };
-        let p = &mut st.peers[peer];
-        p.sent[d] = p.sent[d].wrapping_add(1);
-        p.stalled_since = None;
-        st.slot_pending[slot_u] = 1;
-        Ok(SendSlot::new(spec, buf, granted, u64::from(slot)))
     }
 
     fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
@@ -530,6 +477,80 @@ impl Conduit for OfiConduit {
 }
 
 impl OfiConduit {
+    /// Claim a send buffer and a credit towards the remote `spec.peer` (and
+    /// an RMA operation, plus staging memory if needed, for a Long): the
+    /// ticket is the send buffer's index.
+    fn claim_remote(&self, spec: &Prepare) -> Result<Claim> {
+        let net = &self.net;
+        let peer = spec.peer.index();
+        let d = dir_index(spec.dir);
+        let mut st = self.state.lock();
+        st.check_alive(spec.peer, "AM")?;
+        let p = &st.peers[peer];
+        if p.sent[d].wrapping_sub(p.acked[d]) as usize >= net.geo.window {
+            st.stalled(peer)?;
+            return Err(Error::WouldBlock {
+                peer: spec.peer,
+                resource: if d == 0 {
+                    "request credits"
+                } else {
+                    "reply credits"
+                },
+            });
+        }
+        let pool = if d == 0 { POOL_REQ } else { POOL_REP };
+        let Some(slot) = st.pools[pool].pop() else {
+            return Err(Error::WouldBlock {
+                peer: spec.peer,
+                resource: "registered send buffers",
+            });
+        };
+        let slot_u = slot as usize;
+        let hlen = wire::header_len(spec.nargs);
+        let room = net.geo.slot - hlen;
+        // SAFETY: hlen <= MAX_HEADER < slot, so the payload area starts
+        // inside send buffer `slot`.
+        let payload = unsafe { net.send_buf(slot_u).add(hlen) };
+        let buf = match spec.category {
+            Category::Short => std::ptr::null_mut(),
+            Category::Medium => {
+                debug_assert!(spec.most <= net.geo.max_medium);
+                payload
+            }
+            Category::Long => {
+                let Some(op) = st.take_op() else {
+                    st.pools[pool].push(slot);
+                    return Err(Error::WouldBlock {
+                        peer: spec.peer,
+                        resource: "RMA operation slots",
+                    });
+                };
+                st.long_op[slot_u] = op;
+                if spec.most <= room {
+                    payload
+                } else {
+                    match self.stage(&mut st, spec.most) {
+                        Ok(s) => {
+                            let p = s.ptr();
+                            st.staging[slot_u] = Some(s);
+                            p
+                        }
+                        Err(e) => {
+                            st.free_ops.push(op);
+                            st.pools[pool].push(slot);
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        };
+        let p = &mut st.peers[peer];
+        p.sent[d] = p.sent[d].wrapping_add(1);
+        p.stalled_since = None;
+        st.slot_pending[slot_u] = 1;
+        Ok(Claim::new(buf, u64::from(slot)))
+    }
+
     /// Staging memory of `len` bytes for a Long larger than a send buffer,
     /// registered when the provider needs local descriptors.
     pub(crate) fn stage(&self, st: &mut State, len: usize) -> Result<Staging> {

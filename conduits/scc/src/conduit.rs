@@ -11,7 +11,7 @@ use rgex_core::bootstrap::JobEnv;
 use rgex_core::conduit::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::wire::Kind;
 use rgex_core::{
-    Backoff, Bootstrap, Category, Completion, Conduit, Delivery, Direction, Error, PollSet,
+    Backoff, Bootstrap, Category, Claim, Completion, Conduit, Delivery, Direction, Error, PollSet,
     Prepare, Rank, Result, Segment, SendSlot, MAX_ARGS,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -593,6 +593,75 @@ impl SccConduit {
         None
     }
 
+    /// Claim a slot of the channel to `spec.peer` and a staging buffer for
+    /// the payload: the ticket is the leaked `Box<Staged>`, taken back by
+    /// commit or cancel.
+    fn claim(&self, spec: &Prepare) -> Result<Claim> {
+        let peer = spec.peer;
+        if peer.0 >= self.size {
+            return Err(Error::RankOutOfRange {
+                rank: peer.0,
+                size: self.size,
+            });
+        }
+        let d = dir_of(spec.dir);
+        let depth = self.plan.depth();
+        let seq = {
+            let mut g = self.inner.lock();
+            let g = &mut *g;
+            let ch = &mut g.send[peer.index()][d as usize];
+            if ch.next.wrapping_sub(ch.consumed) >= depth {
+                // Out of slots as far as we know: look at what the
+                // receiver has consumed (uncached, in our own MPB).
+                ch.consumed =
+                    g.core
+                        .read_u32_acquire(self.plan.am_consumed(self.rank.0, peer.0, d))?;
+                if ch.next.wrapping_sub(ch.consumed) >= depth {
+                    let what = match d {
+                        Dir::Request => "request",
+                        Dir::Reply => "reply",
+                    };
+                    if ch.full.tick() > self.cfg.timeout {
+                        return Err(self.timed_out(format!(
+                            "{peer} to consume one of its {depth} {what} slots from {} \
+                             (is it polling?)",
+                            self.rank
+                        )));
+                    }
+                    return Err(Error::WouldBlock {
+                        peer,
+                        resource: match d {
+                            Dir::Request => "the request slots",
+                            Dir::Reply => "the reply slots",
+                        },
+                    });
+                }
+            }
+            ch.full.clear();
+            let seq = ch.next;
+            ch.next = seq.wrapping_add(1);
+            seq
+        };
+        let granted = match spec.category {
+            Category::Short => 0,
+            Category::Medium => {
+                debug_assert!(spec.most <= self.plan.max_medium());
+                spec.most
+            }
+            Category::Long => spec.most,
+        };
+        let mut st = Box::new(Staged {
+            seq,
+            buf: vec![0u8; granted],
+        });
+        let buf = if granted == 0 {
+            std::ptr::null_mut()
+        } else {
+            st.buf.as_mut_ptr()
+        };
+        Ok(Claim::new(buf, Box::into_raw(st) as u64))
+    }
+
     /// Publish slot `seq` of the channel to `slot.peer`: header (with
     /// `len` as the length: Medium payload or landed Long bytes), the
     /// Medium `payload`, drain, then the flag.
@@ -695,67 +764,8 @@ impl Conduit for SccConduit {
         u32::MAX as usize
     }
 
-    fn try_prepare(&self, spec: &Prepare) -> Result<SendSlot> {
-        let peer = spec.peer;
-        if peer.0 >= self.size {
-            return Err(Error::RankOutOfRange {
-                rank: peer.0,
-                size: self.size,
-            });
-        }
-        let d = dir_of(spec.dir);
-        let depth = self.plan.depth();
-        let seq = {
-            let mut g = self.inner.lock();
-            let g = &mut *g;
-            let ch = &mut g.send[peer.index()][d as usize];
-            if ch.next.wrapping_sub(ch.consumed) >= depth {
-                // Out of slots as far as we know: look at what the
-                // receiver has consumed (uncached, in our own MPB).
-                ch.consumed =
-                    g.core
-                        .read_u32_acquire(self.plan.am_consumed(self.rank.0, peer.0, d))?;
-                if ch.next.wrapping_sub(ch.consumed) >= depth {
-                    let what = match d {
-                        Dir::Request => "request",
-                        Dir::Reply => "reply",
-                    };
-                    if ch.full.tick() > self.cfg.timeout {
-                        return Err(self.timed_out(format!(
-                            "{peer} to consume one of its {depth} {what} slots from {} \
-                             (is it polling?)",
-                            self.rank
-                        )));
-                    }
-                    return Err(Error::WouldBlock {
-                        peer,
-                        resource: match d {
-                            Dir::Request => "the request slots",
-                            Dir::Reply => "the reply slots",
-                        },
-                    });
-                }
-            }
-            ch.full.clear();
-            let seq = ch.next;
-            ch.next = seq.wrapping_add(1);
-            seq
-        };
-        let granted = match spec.category {
-            Category::Short => 0,
-            Category::Medium => spec.most.min(self.plan.max_medium()),
-            Category::Long => spec.most,
-        };
-        let mut st = Box::new(Staged {
-            seq,
-            buf: vec![0u8; granted],
-        });
-        let buf = if granted == 0 {
-            std::ptr::null_mut()
-        } else {
-            st.buf.as_mut_ptr()
-        };
-        Ok(SendSlot::new(spec, buf, granted, Box::into_raw(st) as u64))
+    fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
+        Claim::hand_over(self.claim(spec), refused)
     }
 
     fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {

@@ -7,7 +7,7 @@
 use rgex_core::bootstrap::{JobEnv, SingleRank};
 use rgex_core::conduit::{AtomicOp, AtomicRequest, AtomicType, OpSet};
 use rgex_core::{
-    Category, Completion, Conduit, Direction, Error, PollSet, Prepare, Rank, SendSlot,
+    Category, Claim, Completion, Conduit, Direction, Error, PollSet, Prepare, Rank, SendSlot,
 };
 use rgex_scc::emu::CheckMode;
 use rgex_scc::{SccConduit, SccConfig};
@@ -66,6 +66,16 @@ fn spec(dir: Direction, category: Category, most: usize, long_offset: u64) -> Pr
     }
 }
 
+/// Claim through the SPI, as the AM layer does, and hold the claim as the
+/// slot commit and cancel take.
+fn prepare(c: &SccConduit, spec: Prepare) -> rgex_core::Result<SendSlot> {
+    let mut refused = None;
+    match c.try_prepare(&spec, &mut refused) {
+        Some(claim) => Ok(SendSlot::new(&spec, claim)),
+        None => Err(Claim::refusal(refused, c.name())),
+    }
+}
+
 fn fill(slot: &SendSlot, data: &[u8]) {
     assert!(slot.granted >= data.len());
     // SAFETY: the conduit granted `slot.granted` writable bytes at `buf`.
@@ -80,23 +90,15 @@ fn messages_to_self_in_every_category() {
     assert!(c.max_medium(Rank(0), 16) >= 512);
     assert!(c.mapped_segment(Rank(0)).is_none() && c.rma_native(Rank(0)));
 
-    let s = c
-        .try_prepare(&spec(Direction::Request, Category::Medium, 600, 0))
-        .unwrap();
+    let s = prepare(&c, spec(Direction::Request, Category::Medium, 600, 0)).unwrap();
     fill(&s, &[7; 600]);
     c.commit(s, 9, &[1, 2], 600);
-    let s = c
-        .try_prepare(&spec(Direction::Request, Category::Long, 3000, 100))
-        .unwrap();
+    let s = prepare(&c, spec(Direction::Request, Category::Long, 3000, 100)).unwrap();
     fill(&s, &[8; 3000]);
     c.commit(s, 10, &[3], 3000);
-    let s = c
-        .try_prepare(&spec(Direction::Reply, Category::Short, 0, 0))
-        .unwrap();
+    let s = prepare(&c, spec(Direction::Reply, Category::Short, 0, 0)).unwrap();
     c.commit(s, 11, &[4, 5], 0);
-    let s = c
-        .try_prepare(&spec(Direction::Request, Category::Short, 0, 0))
-        .unwrap();
+    let s = prepare(&c, spec(Direction::Request, Category::Short, 0, 0)).unwrap();
     c.cancel(s);
 
     let mut got = Vec::new();
@@ -132,22 +134,16 @@ fn full_slots_would_block_with_nothing_sent() {
     let (c, _) = conduit();
     let depth = c.config().depth as usize;
     for i in 0..depth {
-        let s = c
-            .try_prepare(&spec(Direction::Request, Category::Short, 0, 0))
-            .unwrap();
+        let s = prepare(&c, spec(Direction::Request, Category::Short, 0, 0)).unwrap();
         c.commit(s, 1, &[i as u32], 0);
     }
-    let e = c
-        .try_prepare(&spec(Direction::Request, Category::Short, 0, 0))
-        .unwrap_err();
+    let e = prepare(&c, spec(Direction::Request, Category::Short, 0, 0)).unwrap_err();
     assert!(
         e.is_would_block() && e.to_string().contains("rank 0"),
         "{e}"
     );
     // Replies have slots of their own.
-    let s = c
-        .try_prepare(&spec(Direction::Reply, Category::Short, 0, 0))
-        .unwrap();
+    let s = prepare(&c, spec(Direction::Reply, Category::Short, 0, 0)).unwrap();
     c.commit(s, 2, &[], 0);
     assert_eq!(c.poll(PollSet::RepliesOnly, &mut |_| {}), 1);
     let mut seen = Vec::new();
@@ -155,14 +151,12 @@ fn full_slots_would_block_with_nothing_sent() {
     assert_eq!(seen, (0..depth as u32).collect::<Vec<_>>());
     // A channel stuck full for longer than the timeout is an error.
     for _ in 0..depth {
-        let s = c
-            .try_prepare(&spec(Direction::Request, Category::Short, 0, 0))
-            .unwrap();
+        let s = prepare(&c, spec(Direction::Request, Category::Short, 0, 0)).unwrap();
         c.commit(s, 1, &[0], 0);
     }
     let start = std::time::Instant::now();
     let e = loop {
-        match c.try_prepare(&spec(Direction::Request, Category::Short, 0, 0)) {
+        match prepare(&c, spec(Direction::Request, Category::Short, 0, 0)) {
             Err(e) if e.is_would_block() => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => break e,
             Ok(_) => panic!("a slot appeared"),

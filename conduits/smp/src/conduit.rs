@@ -4,11 +4,11 @@ use crate::region::{Region, REPLY, REQUEST};
 use crate::ring::Ring;
 use crate::{prefetch, shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
-use rgex_core::doorbell::{Doorbell, Header};
+use rgex_core::doorbell::{Doorbell, Header, MappedCell, MappedQueue};
 use rgex_core::wire::Kind;
 use rgex_core::{
-    Bootstrap, Category, Conduit, Delivery, Direction, Error, PollSet, Prepare, Rank, Result,
-    Segment, SendSlot,
+    Bootstrap, Category, Claim, Conduit, Delivery, Direction, Error, PollSet, Prepare, Rank,
+    Result, Segment, SendSlot,
 };
 
 /// Messages delivered from one ring per poll call at most, so one busy
@@ -186,11 +186,11 @@ impl SmpConduit {
     }
 
     /// Claim a cell of the destination ring and the payload buffer for
-    /// `spec`: the cell's doorbell, its position, the buffer and the bytes
-    /// granted. A Long range is resolved before the claim, so an error
-    /// leaves no cell claimed.
+    /// `spec`: the ticket is the cell's address (a [`MappedCell`]). A Long
+    /// range is resolved before the claim, so an error leaves no cell
+    /// claimed.
     #[inline(always)]
-    fn claim(&self, spec: &Prepare) -> Result<(Doorbell, u64, *mut u8, usize)> {
+    fn claim(&self, spec: &Prepare) -> Result<Claim> {
         let region = self.region(spec.peer);
         let which = Self::ring_of(spec.dir);
         let long = match spec.category {
@@ -202,21 +202,31 @@ impl SmpConduit {
         let Some(pos) = ring.try_claim() else {
             return Err(queue_full(spec.peer, which));
         };
-        // SAFETY: we just claimed `pos`; the doorbell is its only publisher
-        // (rung by commit, try_send or the AM layer), and cancel drops it
-        // unrung before publishing the cell marked.
-        let bell = unsafe { ring.doorbell(pos) };
-        let (buf, granted) = match spec.category {
-            Category::Short => (std::ptr::null_mut(), 0),
+        let buf = match spec.category {
+            Category::Short => std::ptr::null_mut(),
             Category::Medium => {
+                debug_assert!(spec.most <= self.cfg.max_medium);
                 let buf = region.payload(which, ring.index(pos));
-                let granted = spec.most.min(self.cfg.max_medium);
-                prefetch::for_write(buf, granted);
-                (buf, granted)
+                prefetch::for_write(buf, spec.most);
+                buf
             }
-            Category::Long => (long, spec.most),
+            Category::Long => long,
         };
-        Ok((bell, pos, buf, granted))
+        Ok(Claim::new(buf, ring.mapped_cell(pos) as u64))
+    }
+
+    /// The doorbell of a claim this conduit made.
+    ///
+    /// # Safety
+    /// `ticket` is the ticket of a claim from [`claim`](Self::claim) that is
+    /// neither published nor cancelled, and nothing else publishes it.
+    #[inline(always)]
+    unsafe fn doorbell(ticket: u64) -> Doorbell {
+        // SAFETY: the ticket is the address of the claimed cell (`claim`),
+        // which lives in a mapped region for the job's lifetime, is ours to
+        // write until published, and whose turn word (`pos`, its seq) moves
+        // to `pos + 1` exactly when the ring publishes it.
+        unsafe { Doorbell::new(ticket as *const MappedCell) }
     }
 
     /// Drain the rings a poll found messages in: replies first (they
@@ -345,38 +355,40 @@ impl Conduit for SmpConduit {
     }
 
     #[inline]
-    fn try_prepare(&self, spec: &Prepare) -> Result<SendSlot> {
-        let (bell, pos, buf, granted) = self.claim(spec)?;
-        Ok(SendSlot::new(spec, buf, granted, pos).with_doorbell(bell))
+    fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
+        Claim::hand_over(self.claim(spec), refused)
     }
 
-    /// Rings the slot's doorbell (the AM layer usually rings it itself).
-    #[inline]
-    fn commit(&self, mut slot: SendSlot, handler: u8, args: &[u32], len: usize) {
-        let bell = match slot.doorbell.take() {
-            Some(bell) => bell,
-            // SAFETY: the slot came from our try_prepare, which claimed
-            // position `cookie`; it is published here and nowhere else.
-            None => unsafe {
-                self.region(slot.peer).rings[Self::ring_of(slot.dir)].doorbell(slot.cookie)
-            },
-        };
+    fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
+        // SAFETY: every claim to a node-local peer is a cell of its ring
+        // (`claim`), published by advancing its seq by one (`Ring::publish`),
+        // which is also what commit and cancel do with it.
+        self.is_local(peer).then(|| unsafe { MappedQueue::vouch() })
+    }
+
+    /// Rings the claim's doorbell (the AM layer usually rings it itself).
+    fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
+        // SAFETY: the slot holds a claim from our try_prepare, consumed
+        // here and nowhere else.
+        let bell = unsafe { Self::doorbell(slot.cookie) };
         let kind = Kind::new(slot.category, slot.dir);
         bell.ring(self.rank, kind, handler, args, len, slot.long_offset);
     }
 
-    /// The provided claim + copy + commit, with the slot kept in registers.
-    #[inline]
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
-        let (bell, _, buf, granted) = self.claim(spec)?;
-        debug_assert!(granted >= payload.len());
+        let claim = self.claim(spec)?;
+        debug_assert!(spec.most >= payload.len());
         if !payload.is_empty() {
-            // SAFETY: `claim` reserved `granted >= least == payload.len()`
+            // SAFETY: `claim` reserved `most >= least == payload.len()`
             // writable bytes at `buf` for this message (the receiver's cell
             // buffer or the checked Long range), which cannot overlap the
             // caller's slice.
-            unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), buf, payload.len()) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
+            };
         }
+        // SAFETY: just claimed, published only here.
+        let bell = unsafe { Self::doorbell(claim.ticket) };
         let kind = Kind::new(spec.category, spec.dir);
         bell.ring(
             self.rank,
@@ -390,11 +402,11 @@ impl Conduit for SmpConduit {
     }
 
     fn cancel(&self, slot: SendSlot) {
-        let ring = &self.region(slot.peer).rings[Self::ring_of(slot.dir)];
-        // SAFETY: as in commit: the claimed body is ours until published.
-        ring.body(slot.cookie)
-            .with_mut(|b| unsafe { (*b).kind = Kind::new(slot.category, slot.dir).marked() });
-        ring.publish(slot.cookie);
+        // SAFETY: as in commit. The cell is published marked: the receiver
+        // skips it, and the ring is not held up behind it.
+        let bell = unsafe { Self::doorbell(slot.cookie) };
+        let kind = Kind::new(slot.category, slot.dir).marked();
+        bell.ring_with(|h| h.kind = kind);
     }
 
     #[inline]
@@ -532,7 +544,7 @@ mod tests {
         // claimed (a claimed, never published cell would hold up every
         // later message of the ring).
         let bad = spec(Category::Long, 16, (64 << 10) - 8);
-        assert!(c.try_prepare(&bad).is_err());
+        assert!(c.try_prepare(&bad, &mut None).is_none());
         assert!(c.try_send(&bad, 70, &[], &[0; 16]).is_err());
         c.try_send(&spec(Category::Long, 4, 100), 72, &[5], b"long")
             .expect("a Long inside the segment");
@@ -543,21 +555,23 @@ mod tests {
     #[test]
     fn prepared_slot_is_published_by_its_doorbell_or_by_commit() {
         let c = solo(4, "bell");
+        let queue = c.mapped_queue(c.rank());
+        assert!(queue.is_some(), "smp's own node's queues are mapped");
+        let claim = |s: &Prepare| c.try_prepare(s, &mut None).expect("room");
         // Rung by the protocol layer (no call into the conduit).
-        let slot = c.try_prepare(&spec(Category::Medium, 3, 0)).expect("room");
-        assert!(slot.doorbell.is_some(), "smp slots carry a doorbell");
-        // SAFETY: the slot grants 3 writable bytes at `buf`.
+        let medium = spec(Category::Medium, 3, 0);
+        let slot = claim(&medium);
+        // SAFETY: the claim grants 3 writable bytes at `buf`.
         unsafe { std::ptr::copy_nonoverlapping(b"abc".as_ptr(), slot.buf.as_ptr(), 3) };
-        rgex_core::conduit::publish(&c, c.rank(), slot, 80, &[4, 5], 3);
-        // Through commit, with the doorbell still in the slot...
-        let slot = c.try_prepare(&spec(Category::Short, 0, 0)).expect("room");
-        c.commit(slot, 81, &[6], 0);
-        // ... and with it taken out: commit finds the cell from the cookie.
-        let mut slot = c.try_prepare(&spec(Category::Short, 0, 0)).expect("room");
-        slot.doorbell = None;
-        c.commit(slot, 82, &[7], 0);
+        let slot = SendSlot::new(&medium, slot);
+        rgex_core::conduit::publish(&c, queue, c.rank(), slot, 80, &[4, 5], 3);
+        // Through commit, as a conduit without a mapped queue would be.
+        let short = spec(Category::Short, 0, 0);
+        let slot = SendSlot::new(&short, claim(&short));
+        rgex_core::conduit::publish(&c, None, c.rank(), slot, 81, &[6], 0);
         // A cancelled slot is skipped; the ring is not held up behind it.
-        c.cancel(c.try_prepare(&spec(Category::Short, 0, 0)).expect("room"));
+        c.cancel(SendSlot::new(&short, claim(&short)));
+        c.commit(SendSlot::new(&short, claim(&short)), 82, &[7], 0);
         let got = drain_all(&c);
         assert_eq!(
             got,
@@ -567,7 +581,7 @@ mod tests {
                 (82, vec![7], vec![]),
             ]
         );
-        c.try_send(&spec(Category::Short, 0, 0), 83, &[], &[])
+        c.try_send(&short, 83, &[], &[])
             .expect("all four cells free again");
     }
 }

@@ -19,9 +19,9 @@
 //! release/acquire edges that order the cell contents.
 
 use crate::sync::{AtomicU64, Ordering, Slot};
-#[cfg(not(loom))]
-use rgex_core::doorbell::Doorbell;
 use rgex_core::doorbell::Header;
+#[cfg(not(loom))]
+use rgex_core::doorbell::MappedCell;
 use std::ptr::NonNull;
 
 /// Keeps a value alone on its cache lines (128 bytes: two lines, since
@@ -79,6 +79,17 @@ impl Default for Cell {
         Self::new()
     }
 }
+
+// A cell starts with core's MappedCell layout: the turn word, then the
+// header (Slot is repr(transparent) over the header's cell).
+#[cfg(not(loom))]
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(offset_of!(Cell, seq) == offset_of!(MappedCell, turn));
+    assert!(offset_of!(Cell, body) == offset_of!(MappedCell, header));
+    assert!(size_of::<Slot<Header>>() == size_of::<Header>());
+    assert!(size_of::<Cell>() >= size_of::<MappedCell>());
+};
 
 /// A view of a ring living in (possibly shared) memory.
 #[derive(Clone, Copy, Debug)]
@@ -164,24 +175,18 @@ impl Ring {
         self.advance(&self.hdr().tail.0, 0)
     }
 
-    /// Producer: the doorbell of `pos` (claimed by us): ringing it writes
-    /// the body and does what [`publish`](Self::publish) does, so the AM
-    /// layer can publish without a call into the conduit. (Not under loom,
-    /// whose cells hand out no raw pointers: the model checker exercises
+    /// Producer: the cell of `pos` (claimed by us) as core's
+    /// [`MappedCell`]: publishing it (turn word `pos` to `pos + 1`) is what
+    /// [`publish`](Self::publish) does, so the AM layer can publish it
+    /// through a doorbell without a call into the conduit. (Not under loom,
+    /// whose cells are not plain memory: the model checker exercises
     /// `publish`, the same store.)
-    ///
-    /// # Safety
-    /// We hold `pos`: claimed, neither published nor cancelled; the
-    /// doorbell is rung at most once, and `pos` is not published otherwise.
     #[cfg(not(loom))]
     #[inline]
-    pub unsafe fn doorbell(&self, pos: u64) -> Doorbell {
-        let cell = self.cell(pos);
-        let body = cell.body.with_mut(|b| b);
-        // SAFETY: the body is ours alone until `pos` is published (we hold
-        // it), the ring's memory outlives the message, and storing `pos + 1`
-        // with Release is exactly `publish`.
-        unsafe { Doorbell::new(body, &cell.seq, pos + 1) }
+    pub fn mapped_cell(&self, pos: u64) -> *const MappedCell {
+        // The layouts agree (checked below at compile time): the turn word
+        // is `seq`, the header is `body`.
+        (self.cell(pos) as *const Cell).cast()
     }
 
     /// Producer: make the message at `pos` (claimed by us) visible.

@@ -8,7 +8,10 @@ pub use std::sync::atomic::{AtomicU64, Ordering};
 
 /// An `UnsafeCell` with loom's closure-style accessors, so the same ring
 /// code runs under both.
+/// `repr(transparent)`, so a cell holding one has the layout core's
+/// `MappedCell` describes.
 #[derive(Debug)]
+#[repr(transparent)]
 pub struct Slot<T>(
     #[cfg(loom)] loom::cell::UnsafeCell<T>,
     #[cfg(not(loom))] std::cell::UnsafeCell<T>,
