@@ -186,11 +186,11 @@ impl SmpConduit {
     }
 
     /// Claim a cell of the destination ring and the payload buffer for
-    /// `spec`: the ticket is the cell's address (a [`MappedCell`]). A Long
-    /// range is resolved before the claim, so an error leaves no cell
-    /// claimed.
+    /// `spec`: the ring and position, and the claim, whose ticket is the
+    /// cell's address (a [`MappedCell`]). A Long range is resolved before
+    /// the claim, so an error leaves no cell claimed.
     #[inline(always)]
-    fn claim(&self, spec: &Prepare) -> Result<Claim> {
+    fn claim(&self, spec: &Prepare) -> Result<(&Ring, u64, Claim)> {
         let region = self.region(spec.peer);
         let which = Self::ring_of(spec.dir);
         let long = match spec.category {
@@ -212,7 +212,7 @@ impl SmpConduit {
             }
             Category::Long => long,
         };
-        Ok(Claim::new(buf, ring.mapped_cell(pos) as u64))
+        Ok((ring, pos, Claim::new(buf, ring.mapped_cell(pos) as u64)))
     }
 
     /// The doorbell of a claim this conduit made.
@@ -356,7 +356,7 @@ impl Conduit for SmpConduit {
 
     #[inline]
     fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
-        Claim::hand_over(self.claim(spec), refused)
+        Claim::hand_over(self.claim(spec).map(|(_, _, claim)| claim), refused)
     }
 
     fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
@@ -376,7 +376,7 @@ impl Conduit for SmpConduit {
     }
 
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
-        let claim = self.claim(spec)?;
+        let (ring, pos, claim) = self.claim(spec)?;
         debug_assert!(spec.most >= payload.len());
         if !payload.is_empty() {
             // SAFETY: `claim` reserved `most >= least == payload.len()`
@@ -387,17 +387,16 @@ impl Conduit for SmpConduit {
                 std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
             };
         }
-        // SAFETY: just claimed, published only here.
-        let bell = unsafe { Self::doorbell(claim.ticket) };
         let kind = Kind::new(spec.category, spec.dir);
-        bell.ring(
-            self.rank,
-            kind,
-            handler,
-            args,
-            payload.len(),
-            spec.long_offset,
-        );
+        let len = payload.len();
+        // SAFETY: we hold `pos` (just claimed), so its body is ours to
+        // write until the publish below.
+        ring.body(pos).with_mut(|b| unsafe {
+            (*b).write(self.rank, kind, handler, args, len, spec.long_offset)
+        });
+        // The position is known here, so the turn word is stored without
+        // reading it back first (a doorbell reads it: it has only the cell).
+        ring.publish(pos);
         Ok(())
     }
 
