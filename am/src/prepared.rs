@@ -143,7 +143,13 @@ impl<'a> Prepared<'a> {
             }
         }
         let mapped = ep.mapped_queue(slot.peer);
-        rgex_core::conduit::publish(ep.conduit(), mapped, ep.rank(), slot, h.0, args, len);
+        // SAFETY: the slot's claim came from this conduit (`new`) and is
+        // consumed here: `into_parts` took it out, so neither `cancel` nor
+        // `Drop` sees it again; `mapped` is the conduit's answer for the
+        // peer, cached by the endpoint.
+        unsafe {
+            rgex_core::conduit::publish(ep.conduit(), mapped, ep.rank(), slot, h.0, args, len)
+        };
         if let Some(r) = reply {
             r.set(ReplyState::Done);
         }
@@ -196,7 +202,9 @@ fn refuse_commit(
 
 /// Cancel a claimed slot and free the token to reply again.
 fn release(ep: &Endpoint, slot: SendSlot, reply: Option<&Cell<ReplyState>>) {
-    ep.conduit().cancel(slot);
+    // SAFETY: every caller passes the slot of a `Prepared` it has taken
+    // apart (or is dropping), so the claim is live and used once, here.
+    unsafe { ep.conduit().cancel(slot) };
     if let Some(r) = reply {
         r.set(ReplyState::None);
     }

@@ -29,6 +29,11 @@ pub enum PollSet {
 /// `src` is the sending rank (`conduit.rank()`, passed in so a caller
 /// holding it saves the call).
 ///
+/// # Safety
+/// As for [`Conduit::commit`]: `slot` holds a claim from `conduit`'s
+/// [`try_prepare`](Conduit::try_prepare), neither committed nor cancelled;
+/// and `mapped` is `conduit.mapped_queue(slot.peer)`.
+///
 /// ```no_run
 /// # fn demo(c: &dyn rgex_core::Conduit, spec: &rgex_core::Prepare) {
 /// use rgex_core::SendSlot;
@@ -36,12 +41,13 @@ pub enum PollSet {
 /// if let Some(claim) = c.try_prepare(spec, &mut why) {
 ///     let mapped = c.mapped_queue(spec.peer);
 ///     let slot = SendSlot::new(spec, claim);
-///     rgex_core::conduit::publish(c, mapped, c.rank(), slot, 9, &[1, 2], 0);
+///     // SAFETY: a fresh claim from `c`, published once; `mapped` is c's.
+///     unsafe { rgex_core::conduit::publish(c, mapped, c.rank(), slot, 9, &[1, 2], 0) };
 /// }
 /// # }
 /// ```
 #[inline(always)]
-pub fn publish<C: Conduit + ?Sized>(
+pub unsafe fn publish<C: Conduit + ?Sized>(
     conduit: &C,
     mapped: Option<MappedQueue>,
     src: Rank,
@@ -51,7 +57,9 @@ pub fn publish<C: Conduit + ?Sized>(
     len: usize,
 ) {
     match mapped {
-        Some(queue) => queue.doorbell(slot.cookie).ring(
+        // SAFETY: the caller passes a live claim to the peer of `queue`
+        // (this function's contract), consumed here.
+        Some(queue) => unsafe { queue.doorbell(slot.cookie) }.ring(
             src,
             Kind::new(slot.category, slot.dir),
             handler,
@@ -59,7 +67,8 @@ pub fn publish<C: Conduit + ?Sized>(
             len,
             slot.long_offset,
         ),
-        None => conduit.commit(slot, handler, args, len),
+        // SAFETY: as above.
+        None => unsafe { conduit.commit(slot, handler, args, len) },
     }
 }
 
@@ -122,10 +131,18 @@ pub trait Conduit: Send + Sync + 'static {
     /// with a [`mapped_queue`](Self::mapped_queue) is usually published by
     /// ringing its doorbell instead ([`publish`] does whichever applies);
     /// `commit` must accept it all the same.
-    fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize);
+    ///
+    /// # Safety
+    /// `slot` holds a claim this conduit's [`try_prepare`](Self::try_prepare)
+    /// returned (the ticket is trusted: it may be an address), not yet
+    /// committed, cancelled or rung.
+    unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize);
 
     /// Release a prepared message: nothing reaches the peer's handlers.
-    fn cancel(&self, slot: SendSlot);
+    ///
+    /// # Safety
+    /// As for [`commit`](Self::commit).
+    unsafe fn cancel(&self, slot: SendSlot);
 
     /// Send a message whose whole payload the caller holds, without
     /// waiting: [`try_prepare`](Self::try_prepare) for exactly
@@ -139,13 +156,13 @@ pub trait Conduit: Send + Sync + 'static {
     /// claimed or sent, when a resource is not free.
     #[inline]
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
+        spec.check_payload(payload.len())?;
         let mut refused = None;
         let Some(claim) = self.try_prepare(spec, &mut refused) else {
             return Err(Claim::refusal(refused, self.name()));
         };
-        debug_assert!(spec.most >= payload.len());
         if !payload.is_empty() {
-            // SAFETY: the conduit granted `most >= least == len` writable
+            // SAFETY: the conduit granted `most >= len` (checked above) writable
             // bytes at `claim.buf`, reserved for this message, which cannot
             // overlap the caller's `payload` slice.
             unsafe {
@@ -154,15 +171,19 @@ pub trait Conduit: Send + Sync + 'static {
         }
         let mapped = self.mapped_queue(spec.peer);
         let slot = SendSlot::new(spec, claim);
-        publish(
-            self,
-            mapped,
-            self.rank(),
-            slot,
-            handler,
-            args,
-            payload.len(),
-        );
+        // SAFETY: the claim was just made by this conduit and is published
+        // once, here; `mapped` is this conduit's answer for the peer.
+        unsafe {
+            publish(
+                self,
+                mapped,
+                self.rank(),
+                slot,
+                handler,
+                args,
+                payload.len(),
+            )
+        };
         Ok(())
     }
 

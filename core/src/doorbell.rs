@@ -135,13 +135,17 @@ impl MappedQueue {
     }
 
     /// The doorbell of a claim made to this queue's peer, from its
-    /// [`ticket`](crate::wire::Claim::ticket). Ring it at most once, and only while the
-    /// claim is neither committed nor cancelled (the AM layer's ownership of
-    /// the claim sees to that).
+    /// [`ticket`](crate::wire::Claim::ticket).
+    ///
+    /// # Safety
+    /// `ticket` is that of a claim the conduit made to this queue's peer,
+    /// neither committed, cancelled nor rung; the doorbell is then rung at
+    /// most once and the claim not used otherwise.
     #[inline(always)]
-    pub fn doorbell(self, ticket: u64) -> Doorbell {
+    pub unsafe fn doorbell(self, ticket: u64) -> Doorbell {
         // SAFETY: the conduit vouched (in `vouch`) that this peer's tickets
-        // are addresses of valid, claimed cells.
+        // are addresses of valid cells, and the caller that this one is
+        // claimed and ours.
         let cell = unsafe { NonNull::new_unchecked(ticket as *mut MappedCell) };
         Doorbell { cell }
     }

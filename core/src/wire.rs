@@ -141,6 +141,53 @@ pub struct Prepare {
     pub long_offset: u64,
 }
 
+impl Prepare {
+    /// For a conduit's `try_prepare`, before it claims anything: refuse a
+    /// Medium asking for more than `max` (the conduit's own buffer size).
+    /// The AM layer's validation means this never fires there; it keeps a
+    /// direct call through the SPI from being granted less than `most`.
+    ///
+    /// ```
+    /// use rgex_core::{Category, Direction, Prepare, Rank};
+    /// let p = Prepare { peer: Rank(1), dir: Direction::Request, category: Category::Medium,
+    ///                   nargs: 2, least: 0, most: 5000, long_offset: 0 };
+    /// assert!(p.check_medium(65536).is_ok());
+    /// assert!(p.check_medium(4096).unwrap_err().to_string().contains("4096"));
+    /// ```
+    #[inline(always)]
+    pub fn check_medium(&self, max: usize) -> crate::Result<()> {
+        if self.category == Category::Medium && self.most > max {
+            Err(self.too_large(self.most, max))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// For a conduit's `try_send`, before it claims anything: refuse a
+    /// payload longer than `most` (the AM layer sends `least == most ==
+    /// payload.len()`), so the copy cannot overrun the granted buffer.
+    #[inline(always)]
+    pub fn check_payload(&self, len: usize) -> crate::Result<()> {
+        if len > self.most {
+            Err(self.too_large(len, self.most))
+        } else {
+            Ok(())
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn too_large(&self, len: usize, max: usize) -> crate::Error {
+        crate::Error::PayloadTooLarge {
+            category: self.category.name(),
+            peer: self.peer,
+            len,
+            max,
+            nargs: self.nargs,
+        }
+    }
+}
+
 /// What a conduit claimed for one message, as
 /// [`Conduit::try_prepare`](crate::Conduit::try_prepare) hands it back: the
 /// payload buffer and a conduit-private ticket naming the claimed slot.

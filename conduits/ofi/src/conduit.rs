@@ -301,9 +301,11 @@ impl Conduit for OfiConduit {
         }
     }
 
-    fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
+    unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
         if self.local(slot.peer) {
-            return self.smp.commit(slot, handler, args, len);
+            // SAFETY: a node-local peer's claims are smp's (try_prepare),
+            // passed on under the same contract.
+            return unsafe { self.smp.commit(slot, handler, args, len) };
         }
         let net = &self.net;
         let s = slot.cookie as usize;
@@ -389,9 +391,10 @@ impl Conduit for OfiConduit {
         }
     }
 
-    fn cancel(&self, slot: SendSlot) {
+    unsafe fn cancel(&self, slot: SendSlot) {
         if self.local(slot.peer) {
-            return self.smp.cancel(slot);
+            // SAFETY: as in commit.
+            return unsafe { self.smp.cancel(slot) };
         }
         let s = slot.cookie as usize;
         let d = dir_index(slot.dir);
@@ -482,6 +485,7 @@ impl OfiConduit {
     /// ticket is the send buffer's index.
     fn claim_remote(&self, spec: &Prepare) -> Result<Claim> {
         let net = &self.net;
+        spec.check_medium(net.geo.max_medium)?;
         let peer = spec.peer.index();
         let d = dir_index(spec.dir);
         let mut st = self.state.lock();
@@ -513,10 +517,7 @@ impl OfiConduit {
         let payload = unsafe { net.send_buf(slot_u).add(hlen) };
         let buf = match spec.category {
             Category::Short => std::ptr::null_mut(),
-            Category::Medium => {
-                debug_assert!(spec.most <= net.geo.max_medium);
-                payload
-            }
+            Category::Medium => payload,
             Category::Long => {
                 let Some(op) = st.take_op() else {
                     st.pools[pool].push(slot);

@@ -604,6 +604,7 @@ impl SccConduit {
                 size: self.size,
             });
         }
+        spec.check_medium(self.plan.max_medium())?;
         let d = dir_of(spec.dir);
         let depth = self.plan.depth();
         let seq = {
@@ -644,10 +645,7 @@ impl SccConduit {
         };
         let granted = match spec.category {
             Category::Short => 0,
-            Category::Medium => {
-                debug_assert!(spec.most <= self.plan.max_medium());
-                spec.most
-            }
+            Category::Medium => spec.most,
             Category::Long => spec.most,
         };
         let mut st = Box::new(Staged {
@@ -768,7 +766,7 @@ impl Conduit for SccConduit {
         Claim::hand_over(self.claim(spec), refused)
     }
 
-    fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
+    unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
         // SAFETY: the cookie is the `Box<Staged>` leaked by try_prepare for
         // this slot, and commit/cancel consume a slot exactly once.
         let st = unsafe { Box::from_raw(slot.cookie as *mut Staged) };
@@ -791,7 +789,7 @@ impl Conduit for SccConduit {
         self.publish(&slot, st.seq, kd, handler, args, payload, len);
     }
 
-    fn cancel(&self, slot: SendSlot) {
+    unsafe fn cancel(&self, slot: SendSlot) {
         // SAFETY: as in commit: the cookie is this slot's leaked Box.
         let st = unsafe { Box::from_raw(slot.cookie as *mut Staged) };
         // Marked: cancelled (the receiver frees the slot and runs nothing).

@@ -76,6 +76,19 @@ fn prepare(c: &SccConduit, spec: Prepare) -> rgex_core::Result<SendSlot> {
     }
 }
 
+/// Publish a slot from [`prepare`].
+fn commit(c: &SccConduit, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
+    // SAFETY: every slot these tests pass comes from `prepare` on `c` and
+    // is committed or cancelled once.
+    unsafe { c.commit(slot, handler, args, len) }
+}
+
+/// Cancel a slot from [`prepare`].
+fn cancel(c: &SccConduit, slot: SendSlot) {
+    // SAFETY: as in `commit`.
+    unsafe { c.cancel(slot) }
+}
+
 fn fill(slot: &SendSlot, data: &[u8]) {
     assert!(slot.granted >= data.len());
     // SAFETY: the conduit granted `slot.granted` writable bytes at `buf`.
@@ -92,14 +105,14 @@ fn messages_to_self_in_every_category() {
 
     let s = prepare(&c, spec(Direction::Request, Category::Medium, 600, 0)).unwrap();
     fill(&s, &[7; 600]);
-    c.commit(s, 9, &[1, 2], 600);
+    commit(&c, s, 9, &[1, 2], 600);
     let s = prepare(&c, spec(Direction::Request, Category::Long, 3000, 100)).unwrap();
     fill(&s, &[8; 3000]);
-    c.commit(s, 10, &[3], 3000);
+    commit(&c, s, 10, &[3], 3000);
     let s = prepare(&c, spec(Direction::Reply, Category::Short, 0, 0)).unwrap();
-    c.commit(s, 11, &[4, 5], 0);
+    commit(&c, s, 11, &[4, 5], 0);
     let s = prepare(&c, spec(Direction::Request, Category::Short, 0, 0)).unwrap();
-    c.cancel(s);
+    cancel(&c, s);
 
     let mut got = Vec::new();
     let n = c.poll(PollSet::All, &mut |d| {
@@ -135,7 +148,7 @@ fn full_slots_would_block_with_nothing_sent() {
     let depth = c.config().depth as usize;
     for i in 0..depth {
         let s = prepare(&c, spec(Direction::Request, Category::Short, 0, 0)).unwrap();
-        c.commit(s, 1, &[i as u32], 0);
+        commit(&c, s, 1, &[i as u32], 0);
     }
     let e = prepare(&c, spec(Direction::Request, Category::Short, 0, 0)).unwrap_err();
     assert!(
@@ -144,7 +157,7 @@ fn full_slots_would_block_with_nothing_sent() {
     );
     // Replies have slots of their own.
     let s = prepare(&c, spec(Direction::Reply, Category::Short, 0, 0)).unwrap();
-    c.commit(s, 2, &[], 0);
+    commit(&c, s, 2, &[], 0);
     assert_eq!(c.poll(PollSet::RepliesOnly, &mut |_| {}), 1);
     let mut seen = Vec::new();
     assert_eq!(c.poll(PollSet::All, &mut |d| seen.push(d.args[0])), depth);
@@ -152,7 +165,7 @@ fn full_slots_would_block_with_nothing_sent() {
     // A channel stuck full for longer than the timeout is an error.
     for _ in 0..depth {
         let s = prepare(&c, spec(Direction::Request, Category::Short, 0, 0)).unwrap();
-        c.commit(s, 1, &[0], 0);
+        commit(&c, s, 1, &[0], 0);
     }
     let start = std::time::Instant::now();
     let e = loop {

@@ -193,6 +193,7 @@ impl SmpConduit {
     fn claim(&self, spec: &Prepare) -> Result<(&Ring, u64, Claim)> {
         let region = self.region(spec.peer);
         let which = Self::ring_of(spec.dir);
+        spec.check_medium(self.cfg.max_medium)?;
         let long = match spec.category {
             // The AM layer checked [long_offset, +most) against the segment.
             Category::Long => region.segment.ptr_at(spec.long_offset, spec.most)?,
@@ -205,7 +206,6 @@ impl SmpConduit {
         let buf = match spec.category {
             Category::Short => std::ptr::null_mut(),
             Category::Medium => {
-                debug_assert!(spec.most <= self.cfg.max_medium);
                 let buf = region.payload(which, ring.index(pos));
                 prefetch::for_write(buf, spec.most);
                 buf
@@ -367,19 +367,19 @@ impl Conduit for SmpConduit {
     }
 
     /// Rings the claim's doorbell (the AM layer usually rings it itself).
-    fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
+    unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
         // SAFETY: the slot holds a claim from our try_prepare, consumed
-        // here and nowhere else.
+        // here and nowhere else (commit's contract).
         let bell = unsafe { Self::doorbell(slot.cookie) };
         let kind = Kind::new(slot.category, slot.dir);
         bell.ring(self.rank, kind, handler, args, len, slot.long_offset);
     }
 
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
+        spec.check_payload(payload.len())?;
         let (ring, pos, claim) = self.claim(spec)?;
-        debug_assert!(spec.most >= payload.len());
         if !payload.is_empty() {
-            // SAFETY: `claim` reserved `most >= least == payload.len()`
+            // SAFETY: `claim` reserved `most >= payload.len()` (checked)
             // writable bytes at `buf` for this message (the receiver's cell
             // buffer or the checked Long range), which cannot overlap the
             // caller's slice.
@@ -400,7 +400,7 @@ impl Conduit for SmpConduit {
         Ok(())
     }
 
-    fn cancel(&self, slot: SendSlot) {
+    unsafe fn cancel(&self, slot: SendSlot) {
         // SAFETY: as in commit. The cell is published marked: the receiver
         // skips it, and the ring is not held up behind it.
         let bell = unsafe { Self::doorbell(slot.cookie) };
@@ -552,6 +552,28 @@ mod tests {
     }
 
     #[test]
+    fn oversize_medium_is_refused_before_any_claim() {
+        let c = solo(2, "oversize");
+        // Straight through the SPI, without the AM layer's validation: a
+        // Medium over the 512-byte buffers, and a payload longer than the
+        // `most` it was prepared with. Either would overrun the buffer.
+        let mut why = None;
+        assert!(c.try_prepare(&spec(Category::Medium, 513, 0), &mut why).is_none());
+        let e = why.expect("a reason");
+        assert!(matches!(e, Error::PayloadTooLarge { len: 513, max: 512, .. }), "{e}");
+        let e = c
+            .try_send(&spec(Category::Medium, 8, 0), 70, &[], &[0; 9])
+            .expect_err("9 bytes into 8");
+        assert!(matches!(e, Error::PayloadTooLarge { len: 9, max: 8, .. }), "{e}");
+        // Nothing was claimed: both cells are free for the next two sends.
+        for i in 0..2 {
+            c.try_send(&spec(Category::Medium, 512, 0), 71, &[i], &[1; 512])
+                .expect("a free cell");
+        }
+        assert_eq!(drain_all(&c).len(), 2);
+    }
+
+    #[test]
     fn prepared_slot_is_published_by_its_doorbell_or_by_commit() {
         let c = solo(4, "bell");
         let queue = c.mapped_queue(c.rank());
@@ -563,14 +585,19 @@ mod tests {
         // SAFETY: the claim grants 3 writable bytes at `buf`.
         unsafe { std::ptr::copy_nonoverlapping(b"abc".as_ptr(), slot.buf.as_ptr(), 3) };
         let slot = SendSlot::new(&medium, slot);
-        rgex_core::conduit::publish(&c, queue, c.rank(), slot, 80, &[4, 5], 3);
+        // SAFETY: a fresh claim from `c`, published once; `queue` is c's.
+        unsafe { rgex_core::conduit::publish(&c, queue, c.rank(), slot, 80, &[4, 5], 3) };
         // Through commit, as a conduit without a mapped queue would be.
         let short = spec(Category::Short, 0, 0);
         let slot = SendSlot::new(&short, claim(&short));
-        rgex_core::conduit::publish(&c, None, c.rank(), slot, 81, &[6], 0);
+        // SAFETY: as above (without a queue: through commit).
+        unsafe { rgex_core::conduit::publish(&c, None, c.rank(), slot, 81, &[6], 0) };
         // A cancelled slot is skipped; the ring is not held up behind it.
-        c.cancel(SendSlot::new(&short, claim(&short)));
-        c.commit(SendSlot::new(&short, claim(&short)), 82, &[7], 0);
+        // SAFETY: fresh claims from `c`, each cancelled or committed once.
+        unsafe {
+            c.cancel(SendSlot::new(&short, claim(&short)));
+            c.commit(SendSlot::new(&short, claim(&short)), 82, &[7], 0);
+        }
         let got = drain_all(&c);
         assert_eq!(
             got,

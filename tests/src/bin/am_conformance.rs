@@ -434,6 +434,19 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
     let e = sd.commit(HandlerId(251), &[9, 0], 0).unwrap_err();
     assert!(matches!(e, Error::UnknownHandler { index: 251, .. }), "{e}");
+    let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
+    let e = sd.commit(NP_SINK, &[9, 0, 1], 0).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::BadLength {
+                len: 3,
+                limit: 2,
+                ..
+            }
+        ) && e.to_string().contains("arguments"),
+        "{e}"
+    );
 
     // least > max, least > most.
     let e = client
