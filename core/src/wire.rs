@@ -251,9 +251,7 @@ impl Claim {
             }
         }
     }
-}
 
-impl Claim {
     /// The reason a `try_prepare` that returned `None` left in `refused`
     /// (or, if it left none, an error saying the `conduit` broke the SPI).
     #[cold]

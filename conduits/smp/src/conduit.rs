@@ -558,13 +558,28 @@ mod tests {
         // Medium over the 512-byte buffers, and a payload longer than the
         // `most` it was prepared with. Either would overrun the buffer.
         let mut why = None;
-        assert!(c.try_prepare(&spec(Category::Medium, 513, 0), &mut why).is_none());
+        assert!(c
+            .try_prepare(&spec(Category::Medium, 513, 0), &mut why)
+            .is_none());
         let e = why.expect("a reason");
-        assert!(matches!(e, Error::PayloadTooLarge { len: 513, max: 512, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::PayloadTooLarge {
+                    len: 513,
+                    max: 512,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         let e = c
             .try_send(&spec(Category::Medium, 8, 0), 70, &[], &[0; 9])
             .expect_err("9 bytes into 8");
-        assert!(matches!(e, Error::PayloadTooLarge { len: 9, max: 8, .. }), "{e}");
+        assert!(
+            matches!(e, Error::PayloadTooLarge { len: 9, max: 8, .. }),
+            "{e}"
+        );
         // Nothing was claimed: both cells are free for the next two sends.
         for i in 0..2 {
             c.try_send(&spec(Category::Medium, 512, 0), 71, &[i], &[1; 512])
