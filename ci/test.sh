@@ -26,5 +26,19 @@ awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d f
 section "loom model checking of the shared-memory ring"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p rgex-smp --release --lib loom
 
+section "Miri: core's unsafe code (claims, doorbells, mapped cells) and the ring on the heap"
+# Miri needs a nightly toolchain; add its component to the installed
+# nightly, or install a minimal nightly. Without network access to
+# static.rust-lang.org this cannot be done: say so and go on.
+if rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 ||
+    rustup toolchain install nightly --profile minimal --component miri --component rust-src >/dev/null 2>&1; then
+    export MIRIFLAGS="-Zmiri-disable-isolation"
+    cargo +nightly miri setup >/dev/null 2>&1 || true
+    cargo +nightly miri test -p rgex-core
+    cargo +nightly miri test -p rgex-smp --lib ring::
+else
+    echo "Miri skipped: could not install a nightly toolchain with the miri component (no network?)"
+fi
+
 section "conduit matrix: the conformance suite on ofi (tcp, sockets, shm; loopback only)"
 bash ci/conduits.sh
