@@ -375,6 +375,9 @@ impl Conduit for SmpConduit {
         bell.ring(self.rank, kind, handler, args, len, slot.long_offset);
     }
 
+    /// The provided check + claim + copy + publish in one function: the
+    /// claim never leaves it, and the ring is published from the position.
+    #[inline]
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
         spec.check_payload(payload.len())?;
         let (ring, pos, claim) = self.claim(spec)?;
