@@ -51,15 +51,21 @@ impl SmpConduit {
     /// Every rank must be on this node: the smp conduit on its own reaches
     /// no other. A rank on another host is a clear error naming it.
     pub fn new(env: &JobEnv, boot: Box<dyn Bootstrap>, local: SmpConfig) -> Result<Self> {
-        let me = Self::new_node(env, boot, local)?;
-        if let Some(far) = (0..me.size()).map(Rank).find(|&r| !me.is_local(r)) {
+        // Checked before any shared memory exists: a refused job has
+        // nothing to clean up, and no rank can be ended (by the launcher,
+        // when a peer exits with this error) between creating its region
+        // and unlinking it.
+        let host = host_name();
+        let hosts = boot.allgather(host.as_bytes())?;
+        if let Some(far) = hosts.iter().position(|h| h != host.as_bytes()) {
             return Err(Error::Config(format!(
-                "the smp conduit needs every rank on one node, but {far} is on another host than {} \
+                "the smp conduit needs every rank on one node, but {} is on another host than {} \
                  (choose a network conduit: RGEX_CONDUIT=ofi)",
-                me.rank
+                Rank(far as u32),
+                Rank(env.rank)
             )));
         }
-        Ok(me)
+        Self::new_node(env, boot, local)
     }
 
     /// As [`new`](Self::new), but only the ranks on this node (same host
