@@ -327,42 +327,57 @@ fn cached_plans_follow_changed_metadata() {
 
 #[test]
 fn cached_high_dimensional_plans_follow_changed_metadata() {
-    // Above four dimensions the cache compares the strides up to the last
-    // live dimension in one pass, falling back to the live dimensions
-    // alone: a null dimension's stride (inside or past that prefix) may
-    // change and still hit; a live stride or a count changing must not.
-    let mut counts = [2u64, 1, 2, 1, 2, 1, 1, 1];
-    let ls: Vec<i64> = (0..8).map(|i| 8 << i).collect();
-    let mut ps: Vec<i64> = (0..8).map(|i| 16 << i).collect();
-    let plan = |counts: &[u64], ps: &[i64]| {
-        let s = Strided {
-            elem_size: 8,
-            counts,
-            peer_offset: 0,
-            peer_strides: ps,
-            local_offset: 0,
-            local_strides: &ls,
-        };
-        match validate(&Meta::Strided(s), Rank(1), 1 << 20, 1 << 20) {
-            Ok(Shape::Strided(p)) => p,
-            other => panic!("{other:?}"),
+    // Above four dimensions the cache compares the counts, and the strides
+    // up to the last live dimension, in one pass (vectorized from 16
+    // dimensions, with AVX2 where the CPU has it), falling back to the
+    // live dimensions alone: a null dimension's stride (inside or past
+    // that prefix) may change and still hit; a live stride or a count
+    // changing (anywhere, the last one too) must not.
+    for dims in [8usize, 16, 31, 32, 33] {
+        let mut counts = vec![1u64; dims];
+        for c in counts.iter_mut().take(5).step_by(2) {
+            *c = 2;
         }
-    };
-    let a = plan(&counts, &ps);
-    assert_eq!(a, optimize(8, &counts, 0, &ps, 0, &ls));
-    // Null dimensions' strides: inside the live prefix, then past it.
-    ps[1] = -7;
-    ps[6] = 12345;
-    assert_eq!(plan(&counts, &ps), a);
-    // A live stride.
-    ps[4] = 16 << 5;
-    let b = plan(&counts, &ps);
-    assert_eq!(b, optimize(8, &counts, 0, &ps, 0, &ls));
-    assert_ne!(b, a);
-    // A null dimension becoming live.
-    ps[6] = 16 << 6;
-    counts[6] = 3;
-    let c = plan(&counts, &ps);
-    assert_eq!(c, optimize(8, &counts, 0, &ps, 0, &ls));
-    assert_eq!(c.elements(), 2 * 2 * 2 * 3);
+        let ls: Vec<i64> = (0..dims).map(|i| 8 << i.min(20)).collect();
+        let mut ps: Vec<i64> = (0..dims).map(|i| 16 << i.min(20)).collect();
+        let plan = |counts: &[u64], ps: &[i64]| {
+            let s = Strided {
+                elem_size: 8,
+                counts,
+                peer_offset: 0,
+                peer_strides: ps,
+                local_offset: 0,
+                local_strides: &ls,
+            };
+            match validate(&Meta::Strided(s), Rank(1), 1 << 30, 1 << 30) {
+                Ok(Shape::Strided(p)) => p,
+                other => panic!("{dims} dimensions: {other:?}"),
+            }
+        };
+        let a = plan(&counts, &ps);
+        assert_eq!(a, optimize(8, &counts, 0, &ps, 0, &ls), "{dims}-d");
+        // Null dimensions' strides: inside the live prefix, then past it.
+        ps[1] = -7;
+        ps[6] = 12345;
+        assert_eq!(plan(&counts, &ps), a, "{dims}-d");
+        // A live stride.
+        ps[4] = 16 << 5;
+        let b = plan(&counts, &ps);
+        assert_eq!(b, optimize(8, &counts, 0, &ps, 0, &ls), "{dims}-d");
+        assert_ne!(b, a, "{dims}-d");
+        // A null dimension becoming live, then the last one.
+        ps[6] = 16 << 6;
+        counts[6] = 3;
+        let c = plan(&counts, &ps);
+        assert_eq!(c, optimize(8, &counts, 0, &ps, 0, &ls), "{dims}-d");
+        assert_eq!(c.elements(), 2 * 2 * 2 * 3, "{dims}-d");
+        counts[dims - 1] = 2;
+        let d = plan(&counts, &ps);
+        assert_eq!(d, optimize(8, &counts, 0, &ps, 0, &ls), "{dims}-d");
+        assert_eq!(d.elements(), 2 * 2 * 2 * 3 * 2, "{dims}-d");
+        // Back to all null past the live prefix: a hit on the first plan
+        // of this shape, not the longer one.
+        counts[dims - 1] = 1;
+        assert_eq!(plan(&counts, &ps), c, "{dims}-d");
+    }
 }
