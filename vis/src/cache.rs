@@ -15,7 +15,6 @@
 //! is kept.
 
 use crate::plan::{Dim, Dims, Rel, Work};
-use crate::simd;
 use std::cell::RefCell;
 
 /// Shapes kept per thread (replaced round-robin).
@@ -59,22 +58,19 @@ impl Entry {
         dims: Dims::new(),
     };
 
-    /// True if the counts and the strides of the live dimensions match
-    /// (the slow half of [`is`](Self::is), for arrays whose null
-    /// dimensions' strides changed).
+    /// True if the strides of the live dimensions match (the slow half of
+    /// [`is`](Self::is), for arrays whose null dimensions' strides changed).
     #[cold]
     #[inline(never)]
-    fn live_match(&self, counts: &[u64], peer_strides: &[i64], local_strides: &[i64]) -> bool {
-        self.same_counts(counts)
-            && self
-                .live_counts
-                .iter()
-                .enumerate()
-                .filter(|&(_, &c)| c != 1)
-                .all(|(i, _)| {
-                    peer_strides.get(i) == Some(&self.peer_strides[i])
-                        && local_strides.get(i) == Some(&self.local_strides[i])
-                })
+    fn live_match(&self, peer_strides: &[i64], local_strides: &[i64]) -> bool {
+        self.live_counts
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c != 1)
+            .all(|(i, _)| {
+                peer_strides.get(i) == Some(&self.peer_strides[i])
+                    && local_strides.get(i) == Some(&self.local_strides[i])
+            })
     }
 
     /// True if `counts` are this entry's. Past the last live dimension
@@ -86,7 +82,7 @@ impl Entry {
         // `ndims >= n`, so the split is in bounds once the lengths match.
         counts.len() == self.ndims
             && same(&self.live_counts, &counts[..n])
-            && simd::ones_mask(&counts[n..]) == 0
+            && counts[n..].iter().fold(0, |acc, &c| acc | (c ^ 1)) == 0
     }
 
     /// The caller checked `peer_strides` and `local_strides` are as long
@@ -95,26 +91,22 @@ impl Entry {
     fn is(&self, elem: usize, counts: &[u64], peer_strides: &[i64], local_strides: &[i64]) -> bool {
         self.used
             && self.elem == elem
-            && counts.len() == self.ndims
+            && self.same_counts(counts)
             && if counts.len() <= SMALL {
-                // A few dimensions: everything, branch-free.
-                self.same_counts(counts)
-                    && same(&self.peer_strides, peer_strides)
-                    && same(&self.local_strides, local_strides)
+                // A few dimensions: all strides, branch-free.
+                same(&self.peer_strides, peer_strides) && same(&self.local_strides, local_strides)
             } else {
-                // Many (mostly null, typically): counts, and the strides up
-                // to the last live dimension, in one vector pass (the same
-                // arrays reused); else the live strides only (a null
-                // dimension's strides may change: they move nothing).
+                // Many (mostly null, typically): the strides up to the last
+                // live dimension, one vector pass a side (the same arrays
+                // reused); else the live ones only (a null dimension's
+                // strides may change: they move nothing).
                 let n = self.live_counts.len();
-                simd::same_shape(
-                    &self.live_counts,
-                    counts,
-                    &self.peer_strides[..n],
-                    peer_strides,
-                    &self.local_strides[..n],
-                    local_strides,
-                ) || self.live_match(counts, peer_strides, local_strides)
+                let prefix = |mine: &[i64], theirs: &[i64]| {
+                    theirs.get(..n).is_some_and(|t| same(&mine[..n], t))
+                };
+                (prefix(&self.peer_strides, peer_strides)
+                    && prefix(&self.local_strides, local_strides))
+                    || self.live_match(peer_strides, local_strides)
             }
     }
 }
@@ -127,8 +119,15 @@ const SMALL: usize = 4;
 /// the few dozen words of metadata this is cheaper than a `memcmp` call,
 /// and the compiler vectorizes it.
 #[inline(always)]
-fn same<T: simd::Word>(a: &[T], b: &[T]) -> bool {
-    a.len() == b.len() && simd::diff_mask(a, b) == 0
+fn same<T>(a: &[T], b: &[T]) -> bool
+where
+    T: Copy + Eq + Default + std::ops::BitXor<Output = T> + std::ops::BitOr<Output = T>,
+{
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .fold(T::default(), |acc, (&x, &y)| acc | (x ^ y))
+            == T::default()
 }
 
 struct Cache {
