@@ -50,8 +50,8 @@ pub use rgex_scc::{SccConduit, SccConfig};
 pub use rgex_smp::{SmpConduit, SmpConfig};
 /// Vector, indexed and strided transfers (see [`rgex_vis`]).
 pub use rgex_vis::{
-    self as vis, Indexed, Mechanism as VisMechanism, Meta as VisMeta, Strided, Vector, Vis,
-    VisBuilder, VisGet, VisPut,
+    self as vis, CompiledStrided, Indexed, Mechanism as VisMechanism, Meta as VisMeta, Strided,
+    StridedAt, Vector, Vis, VisBuilder, VisGet, VisPut,
 };
 
 use std::sync::Arc;

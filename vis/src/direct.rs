@@ -55,6 +55,12 @@ pub(crate) unsafe fn transfer(
             unsafe { nest(elem, &work, pb, lb, base, local) };
             Ok(())
         }
+        Meta::Compiled(c) => {
+            let (elem, pb, lb) = c.place(peer, seg_len, local_len)?;
+            // SAFETY: the plan was validated against both sides.
+            unsafe { nest(elem, c.shape.loops(), pb, lb, base, local) };
+            Ok(())
+        }
         Meta::Indexed(x) => {
             check_indexed(x, peer, seg_len, local_len)?;
             // SAFETY: every fragment was bounds-checked on both sides.

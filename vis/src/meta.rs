@@ -4,7 +4,8 @@
 //! are consumed before the call returns.
 
 use crate::cache;
-use crate::plan::{fold, optimize, scan, StridePlan, Work};
+use crate::compiled::StridedAt;
+use crate::plan::{fold, optimize, scan, Rel, StridePlan, Work};
 use crate::simd;
 use rgex_core::segment::check_range;
 use rgex_core::{Error, Rank, Result};
@@ -104,6 +105,8 @@ pub enum Meta<'a> {
     Vector(Vector<'a>),
     /// Indexed.
     Indexed(Indexed<'a>),
+    /// Strided metadata compiled once, at two offsets.
+    Compiled(StridedAt<'a>),
 }
 
 impl<'a> From<Strided<'a>> for Meta<'a> {
@@ -114,6 +117,11 @@ impl<'a> From<Strided<'a>> for Meta<'a> {
 impl<'a> From<Vector<'a>> for Meta<'a> {
     fn from(v: Vector<'a>) -> Self {
         Meta::Vector(v)
+    }
+}
+impl<'a> From<StridedAt<'a>> for Meta<'a> {
+    fn from(c: StridedAt<'a>) -> Self {
+        Meta::Compiled(c)
     }
 }
 impl<'a> From<Indexed<'a>> for Meta<'a> {
@@ -204,6 +212,18 @@ pub fn validate(meta: &Meta<'_>, peer: Rank, seg_len: u64, local_len: usize) -> 
         Meta::Strided(s) => Ok(Shape::Strided(validate_strided(
             s, peer, seg_len, local_len,
         )?)),
+        Meta::Compiled(c) => {
+            let (elem, peer_base, local_base) = c.place(peer, seg_len, local_len)?;
+            if elem == 0 {
+                return Ok(Shape::Strided(optimize(0, &[], 0, &[], 0, &[])));
+            }
+            Ok(Shape::Strided(StridePlan {
+                elem,
+                dims: c.shape.loops().iter().copied().collect(),
+                peer_base,
+                local_base,
+            }))
+        }
         Meta::Vector(v) => {
             check_vector(v, peer, seg_len, local_len)?;
             collect_runs(v.peer.iter().copied(), v.local.iter().copied())
@@ -269,15 +289,36 @@ pub(crate) fn validate_strided_into(
             (sc.rel, folded)
         }
     };
-    let at = rel.place(s.peer_offset, s.local_offset);
+    place_strided(
+        rel,
+        folded,
+        (s.peer_offset, s.local_offset),
+        (peer, seg_len, local_len),
+        || *s,
+    )
+}
+
+/// Place strided metadata's relative extents `rel` at its two offsets and
+/// check both sides: `peer`'s segment of `seg_len` bytes, a local buffer
+/// of `local_len`. The folded element size `folded` and the plan's bases;
+/// on error, `meta` gives the metadata to name.
+#[inline(always)]
+pub(crate) fn place_strided<'m>(
+    rel: Rel,
+    folded: usize,
+    (peer_offset, local_offset): (u64, u64),
+    (peer, seg_len, local_len): (Rank, u64, usize),
+    meta: impl Fn() -> Strided<'m>,
+) -> Result<(usize, u64, u64)> {
+    let at = rel.place(peer_offset, local_offset);
     let Some((plo, phi)) = at.peer else {
-        return Err(overflow_err(s, peer));
+        return Err(overflow_err(&meta(), peer));
     };
     if plo < 0 || phi > i128::from(seg_len) {
-        return Err(peer_err(s, peer, seg_len, plo, phi));
+        return Err(peer_err(&meta(), peer, seg_len, plo, phi));
     }
     let Some((llo, lhi)) = at.local else {
-        return Err(overflow_err(s, peer));
+        return Err(overflow_err(&meta(), peer));
     };
     if llo < 0 || lhi > local_len as i128 {
         return Err(local_err("strided", llo, lhi, local_len));

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use rgex_core::Rank;
 use rgex_vis::kernel::{copy_range, Loop};
 use rgex_vis::plan::{naive_mapping, optimize, plan_mapping};
-use rgex_vis::{validate, Meta, Shape, Strided};
+use rgex_vis::{validate, CompiledStrided, Meta, Shape, Strided};
 
 /// A random section of a dense N-d array on one side: counts fit inside
 /// extents, with a random permutation of dimensions and reflections.
@@ -188,6 +188,38 @@ proptest! {
         prop_assert!(validate(&Meta::Strided(s), Rank(1), seg - 1, local as usize).is_err());
         let s = Strided { peer_offset: c.peer_base, local_offset: c.local_base + shift, ..s };
         prop_assert!(validate(&Meta::Strided(s), Rank(1), seg, local as usize - 1).is_err());
+    }
+
+    #[test]
+    fn compiled_shapes_validate_like_their_metadata(
+        c in case(),
+        peer_off in prop::sample::select(vec![0u64, 1, 7, 64, 1000, 4096]),
+        local_off in prop::sample::select(vec![0u64, 3, 64, 1000, 4096]),
+        seg in prop::sample::select(vec![0u64, 64, 1024, 4096, 1 << 16]),
+        local in prop::sample::select(vec![0usize, 64, 1024, 4096, 1 << 16]),
+    ) {
+        // The same plan or the same error as the plain metadata, at any
+        // offsets, for any segment and local buffer (most cases refused
+        // for one side or the other: the errors must match too).
+        let shape = CompiledStrided::new(c.elem, &c.counts, &c.peer_strides, &c.local_strides)
+            .expect("valid metadata compiles");
+        let plain = Strided {
+            elem_size: c.elem,
+            counts: &c.counts,
+            peer_offset: c.peer_base + peer_off,
+            peer_strides: &c.peer_strides,
+            local_offset: c.local_base + local_off,
+            local_strides: &c.local_strides,
+        };
+        let at = shape.at(plain.peer_offset, plain.local_offset);
+        let want = validate(&Meta::Strided(plain), Rank(1), seg, local);
+        let got = validate(&Meta::from(at), Rank(1), seg, local);
+        match (&got, &want) {
+            (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+            (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+            _ => prop_assert!(false, "compiled {got:?}, plain {want:?}"),
+        }
+        prop_assert_eq!(shape.bytes(), plain.bytes().unwrap());
     }
 
     #[test]
@@ -380,4 +412,31 @@ fn cached_high_dimensional_plans_follow_changed_metadata() {
         counts[dims - 1] = 1;
         assert_eq!(plan(&counts, &ps), c, "{dims}-d");
     }
+}
+
+#[test]
+fn compiled_shapes_refuse_what_plain_metadata_refuses() {
+    // Arrays of different lengths, and a byte count past 64 bits: the same
+    // errors as a transfer's; zero elements: a shape that moves nothing,
+    // valid anywhere.
+    let plain = |counts: &'static [u64], ps: &'static [i64], ls: &'static [i64]| Strided {
+        elem_size: 8,
+        counts,
+        peer_offset: 0,
+        peer_strides: ps,
+        local_offset: 0,
+        local_strides: ls,
+    };
+    for (counts, ps, ls) in [
+        (&[4u64, 2][..], &[8i64][..], &[8i64, 32][..]),
+        (&[u64::MAX / 2, 3][..], &[8, 8][..], &[8, 8][..]),
+    ] {
+        let e = CompiledStrided::new(8, counts, ps, ls).unwrap_err();
+        let want = validate(&Meta::Strided(plain(counts, ps, ls)), Rank(1), 64, 64).unwrap_err();
+        assert_eq!(e.to_string(), want.to_string());
+    }
+    let empty = CompiledStrided::new(8, &[3, 0], &[8, 8], &[8, 8]).unwrap();
+    assert_eq!(empty.bytes(), 0);
+    let plan = validate(&Meta::from(empty.at(u64::MAX, u64::MAX)), Rank(1), 0, 0).unwrap();
+    assert_eq!(plan.bytes(), 0);
 }

@@ -14,8 +14,8 @@
 
 use rgex::vis::AmPayload;
 use rgex::{
-    Client, Error, Flags, GlobalAddr, Indexed, NbiCategory, Rank, Strided, Vector, Vis,
-    VisMechanism, VisMeta,
+    Client, CompiledStrided, Error, Flags, GlobalAddr, Indexed, NbiCategory, Rank, Strided, Vector,
+    Vis, VisMechanism, VisMeta,
 };
 use rgex_tests::ok;
 
@@ -175,14 +175,22 @@ fn strided(vis: &Vis, client: &Client, win: u64, cases: u32) -> rgex::Result<()>
             let mut local = pattern(llen, case * 2 + 2);
             let map = pairs(elem, &counts, pb, &ps, lb, &ls);
             set_remote(client, GlobalAddr::new(peer, at), &remote0)?;
-            let meta = VisMeta::Strided(Strided {
-                elem_size: elem,
-                counts: &counts,
-                peer_offset: at + pb,
-                peer_strides: &ps,
-                local_offset: lb,
-                local_strides: &ls,
-            });
+            // Every other run of six cases (each put/get x form) goes
+            // through a compiled shape.
+            let compiled = case / 6 % 2 == 1;
+            let shape = CompiledStrided::new(elem, &counts, &ps, &ls)?;
+            let meta = if compiled {
+                VisMeta::from(shape.at(at + pb, lb))
+            } else {
+                VisMeta::Strided(Strided {
+                    elem_size: elem,
+                    counts: &counts,
+                    peer_offset: at + pb,
+                    peer_strides: &ps,
+                    local_offset: lb,
+                    local_strides: &ls,
+                })
+            };
             let local0 = local.clone();
             transfer(vis, client, peer, meta, &mut local, put, form)?;
             let remote = get_remote(client, GlobalAddr::new(peer, at), plen)?;
@@ -194,14 +202,14 @@ fn strided(vis: &Vis, client: &Client, win: u64, cases: u32) -> rgex::Result<()>
                     el[l] = remote0[p];
                 }
             }
-            assert_eq!(remote, er, "strided case {case} with {peer}: remote side (put={put}, form {form}, elem {elem}, counts {counts:?}, ps {ps:?}, ls {ls:?})");
-            assert_eq!(local, el, "strided case {case} with {peer}: local side (put={put}, form {form}, elem {elem}, counts {counts:?}, ps {ps:?}, ls {ls:?})");
+            assert_eq!(remote, er, "strided case {case} with {peer}: remote side (put={put}, form {form}, compiled {compiled}, elem {elem}, counts {counts:?}, ps {ps:?}, ls {ls:?})");
+            assert_eq!(local, el, "strided case {case} with {peer}: local side (put={put}, form {form}, compiled {compiled}, elem {elem}, counts {counts:?}, ps {ps:?}, ls {ls:?})");
         }
     }
     client.barrier()?;
     ok(
         client,
-        &format!("{cases} random strided put/get cases x every rank"),
+        &format!("{cases} random strided put/get cases (half of them compiled) x every rank"),
     );
     Ok(())
 }
@@ -557,6 +565,30 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         ),
     );
     // Gets too: the local buffer must not change.
+    // A compiled shape placed past the segment, before it, and past the
+    // local buffer; and metadata that does not compile.
+    let shape = CompiledStrided::new(8, &[4, 2], &[8, 40], &[8, 32])?;
+    expect_err(
+        "compiled strided past the segment",
+        vis.put(peer, shape.at(seg - 64, 0), &src, f),
+    );
+    let reflected = CompiledStrided::new(8, &[4], &[-8], &[8])?;
+    expect_err(
+        "compiled strided before the segment",
+        vis.put(peer, reflected.at(16, 0), &src, f),
+    );
+    expect_err(
+        "compiled strided past the local buffer",
+        vis.put(peer, shape.at(at, src.len() as u64 - 40), &src, f),
+    );
+    expect_err(
+        "compiled strided overflow",
+        CompiledStrided::new(8, &[u64::MAX / 2, 3], &[i64::MAX, 8], &[8, 8]).map(drop),
+    );
+    expect_err(
+        "compiled strided dims mismatch",
+        CompiledStrided::new(8, &[4, 2], &[8], &[8, 32]).map(drop),
+    );
     let mut dst = vec![5u8; 64];
     expect_err(
         "get past the segment",
@@ -610,6 +642,8 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         &src,
         f,
     )?;
+    let empty = CompiledStrided::new(8, &[0, 3], &[8, 8], &[8, 8])?;
+    vis.put(peer, empty.at(seg + 100, 0), &src, f)?;
     vis.put(
         peer,
         Vector {
