@@ -5,7 +5,7 @@
 
 use crate::cache;
 use crate::compiled::StridedAt;
-use crate::plan::{fold, optimize, scan, Rel, StridePlan, Work};
+use crate::plan::{fold, optimize, scan, Dim, Rel, StridePlan, Work};
 use crate::simd;
 use rgex_core::segment::check_range;
 use rgex_core::{Error, Rank, Result};
@@ -212,18 +212,10 @@ pub fn validate(meta: &Meta<'_>, peer: Rank, seg_len: u64, local_len: usize) -> 
         Meta::Strided(s) => Ok(Shape::Strided(validate_strided(
             s, peer, seg_len, local_len,
         )?)),
-        Meta::Compiled(c) => {
-            let (elem, peer_base, local_base) = c.place(peer, seg_len, local_len)?;
-            if elem == 0 {
-                return Ok(Shape::Strided(optimize(0, &[], 0, &[], 0, &[])));
-            }
-            Ok(Shape::Strided(StridePlan {
-                elem,
-                dims: c.shape.loops().iter().copied().collect(),
-                peer_base,
-                local_base,
-            }))
-        }
+        Meta::Compiled(c) => Ok(Shape::Strided(plan_of(
+            c.place(peer, seg_len, local_len)?,
+            c.shape.loops(),
+        ))),
         Meta::Vector(v) => {
             check_vector(v, peer, seg_len, local_len)?;
             collect_runs(v.peer.iter().copied(), v.local.iter().copied())
@@ -247,17 +239,22 @@ pub(crate) fn validate_strided(
     local_len: usize,
 ) -> Result<StridePlan> {
     let mut work = Work::new();
-    let (elem, peer_base, local_base) =
-        validate_strided_into(s, peer, seg_len, local_len, &mut work)?;
+    let placed = validate_strided_into(s, peer, seg_len, local_len, &mut work)?;
+    Ok(plan_of(placed, &work))
+}
+
+/// The owned plan of a validated placement (folded element size, 0 for
+/// nothing to move, and both bases) and its loops.
+fn plan_of((elem, peer_base, local_base): (usize, u64, u64), dims: &[Dim]) -> StridePlan {
     if elem == 0 {
-        return Ok(optimize(0, &[], 0, &[], 0, &[]));
+        return optimize(0, &[], 0, &[], 0, &[]);
     }
-    Ok(StridePlan {
+    StridePlan {
         elem,
-        dims: work.iter().copied().collect(),
+        dims: dims.iter().copied().collect(),
         peer_base,
         local_base,
-    })
+    }
 }
 
 /// As [`validate_strided`], the plan's loops going into `work` (empty on
