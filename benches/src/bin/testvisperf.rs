@@ -152,7 +152,7 @@ fn flood(
 }
 
 /// As [`flood`] for several ops, their repetitions interleaved (so a
-/// drifting machine biases none of them).
+/// drifting machine biases none of them) in a rotating order.
 fn flood_interleaved(
     client: &Client,
     size: usize,
@@ -175,9 +175,14 @@ fn flood_interleaved(
         iters.push(calibrate(target, 1, max, |n| run(op, n))?);
     }
     let mut samples = vec![Vec::with_capacity(reps.max(1)); ops.len()];
-    for _ in 0..reps.max(1) {
-        for (i, op) in ops.iter_mut().enumerate() {
-            let t = run(op, iters[i])?;
+    // Each repetition starts one variant later, so that no variant always
+    // follows the same one (a variant that leaves the caches cold, such
+    // as Indexed at 2 MiB, would otherwise bias its successor every time).
+    let n = ops.len();
+    for rep in 0..reps.max(1) {
+        for k in 0..n {
+            let i = (rep + k) % n;
+            let t = run(&mut ops[i], iters[i])?;
             samples[i].push((size as u64 * iters[i]) as f64 / t.as_nanos().max(1) as f64);
         }
     }
