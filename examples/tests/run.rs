@@ -49,3 +49,17 @@ fn dht_on_one_two_and_four_ranks() {
         );
     }
 }
+
+#[test]
+fn halo_on_one_two_and_three_ranks_matches_the_whole_grid() {
+    for n in [1u32, 2, 3] {
+        let out = run(n, env!("CARGO_BIN_EXE_halo"), &["24", "8", "12"]);
+        assert!(
+            out.contains(&format!(
+                "halo: {n} ranks, 24 x {} grid, 12 Jacobi steps",
+                8 * n
+            )) && out.contains("every block matches the whole-grid reference bit for bit"),
+            "{out}"
+        );
+    }
+}
