@@ -12,8 +12,8 @@
 //! they may have changed; a compiled shape is immutable, so there is
 //! nothing to compare.
 
-use crate::meta::{place_strided, Strided};
-use crate::plan::{fold, scan, Dim, Dims, Rel, Work};
+use crate::meta::{compile_into, place_strided, Strided};
+use crate::plan::{Dim, Dims, Rel, Work};
 use rgex_core::{Rank, Result};
 
 /// Strided metadata (element size, counts, strides per side), validated
@@ -49,8 +49,6 @@ pub struct CompiledStrided {
     dims: Dims,
     /// Each side's extent relative to its offset.
     rel: Rel,
-    /// Bytes moved.
-    bytes: u64,
     /// The metadata as given, for error messages.
     elem_size: usize,
     counts: Box<[u64]>,
@@ -90,21 +88,14 @@ impl CompiledStrided {
         };
         s.check_dims()?;
         let mut work = Work::new();
-        let sc = scan(elem_size, counts, peer_strides, local_strides, &mut work);
-        let Some(bytes) = sc.bytes else {
-            return Err(s.bytes().expect_err("the product overflows"));
-        };
-        let elem = if bytes == 0 {
-            work.truncate(0);
-            0
-        } else {
-            fold(elem_size, &mut work)
+        let (rel, elem, dims) = match compile_into(&s, &mut work)? {
+            Some((rel, elem)) => (rel, elem, work.iter().copied().collect()),
+            None => (Rel::default(), 0, Dims::new()),
         };
         Ok(CompiledStrided {
             elem,
-            dims: work.iter().copied().collect(),
-            rel: sc.rel,
-            bytes,
+            dims,
+            rel,
             elem_size,
             counts: counts.into(),
             peer_strides: peer_strides.into(),
@@ -124,7 +115,10 @@ impl CompiledStrided {
 
     /// Bytes a transfer of this shape moves.
     pub fn bytes(&self) -> u64 {
-        self.bytes
+        if self.elem == 0 {
+            return 0;
+        }
+        self.dims.iter().fold(self.elem as u64, |n, d| n * d.count)
     }
 
     /// Dimensions of the metadata it was made from.
@@ -154,16 +148,11 @@ impl StridedAt<'_> {
         if c.elem == 0 {
             return Ok((0, 0, 0));
         }
-        place_strided(
-            c.rel,
-            c.elem,
-            (self.peer_offset, self.local_offset),
-            (peer, seg_len, local_len),
-            || self.strided(),
-        )
+        place_strided(c.rel, c.elem, &self.strided(), peer, seg_len, local_len)
     }
 
-    /// The plain metadata this describes (for error messages).
+    /// The plain metadata this describes (its offsets are placed; its
+    /// arrays name it in errors).
     pub(crate) fn strided(&self) -> Strided<'_> {
         let c = self.shape;
         Strided {

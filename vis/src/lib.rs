@@ -30,9 +30,10 @@
 //! whatever its dimensionality; a shape described once as a
 //! [`CompiledStrided`] and placed with [`CompiledStrided::at`] skips that
 //! comparison too (a 256-byte node-local put: about 23 ns against 35-41
-//! ns for the same shape as 3- to 32-d metadata). Indexed metadata is bounds-checked with one
-//! vectorized max per side and copied by a loop specialised by fragment
-//! length that coalesces fragments contiguous on both sides.
+//! ns for the same shape as 3- to 32-d metadata). Indexed metadata is
+//! bounds-checked with one vectorized max per side and copied by a loop
+//! specialised by fragment length that coalesces fragments contiguous on
+//! both sides.
 //!
 //! A [`Vis`] is made from an endpoint (`Arc<Endpoint>`, the one a client
 //! derefs to): the first one registers the AM handlers (reserved indices

@@ -273,49 +273,54 @@ pub(crate) fn validate_strided_into(
     let (rel, folded) = match cacheable.then(|| cache::get(elem, counts, ps, ls, work)) {
         Some(Some(hit)) => hit,
         _ => {
-            let sc = scan(elem, counts, ps, ls, work);
-            match sc.bytes {
-                None => return Err(s.bytes().expect_err("the product overflows")),
-                Some(0) => return Ok((0, 0, 0)),
-                Some(_) => {}
-            }
-            let folded = fold(elem, work);
+            let Some((rel, folded)) = compile_into(s, work)? else {
+                return Ok((0, 0, 0));
+            };
             if cacheable {
-                cache::put(elem, counts, ps, ls, sc.rel, folded, work);
+                cache::put(elem, counts, ps, ls, rel, folded, work);
             }
-            (sc.rel, folded)
+            (rel, folded)
         }
     };
-    place_strided(
-        rel,
-        folded,
-        (s.peer_offset, s.local_offset),
-        (peer, seg_len, local_len),
-        || *s,
-    )
+    place_strided(rel, folded, s, peer, seg_len, local_len)
 }
 
-/// Place strided metadata's relative extents `rel` at its two offsets and
-/// check both sides: `peer`'s segment of `seg_len` bytes, a local buffer
-/// of `local_len`. The folded element size `folded` and the plan's bases;
-/// on error, `meta` gives the metadata to name.
+/// Passes 1 to 4 over strided metadata whose arrays are checked (its
+/// offsets aside): the loops into `work` (empty on entry), the relative
+/// extents and the folded element size; `None` if it moves nothing; an
+/// error if its byte count overflows.
 #[inline(always)]
-pub(crate) fn place_strided<'m>(
+pub(crate) fn compile_into(s: &Strided<'_>, work: &mut Work) -> Result<Option<(Rel, usize)>> {
+    let sc = scan(s.elem_size, s.counts, s.peer_strides, s.local_strides, work);
+    match sc.bytes {
+        None => Err(s.bytes().expect_err("the product overflows")),
+        Some(0) => Ok(None),
+        Some(_) => Ok(Some((sc.rel, fold(s.elem_size, work)))),
+    }
+}
+
+/// Place the relative extents `rel` of strided metadata `s` at its two
+/// offsets and check both sides: `peer`'s segment of `seg_len` bytes, a
+/// local buffer of `local_len`. The folded element size `folded` and the
+/// plan's bases; an error naming `s` otherwise.
+#[inline(always)]
+pub(crate) fn place_strided(
     rel: Rel,
     folded: usize,
-    (peer_offset, local_offset): (u64, u64),
-    (peer, seg_len, local_len): (Rank, u64, usize),
-    meta: impl Fn() -> Strided<'m>,
+    s: &Strided<'_>,
+    peer: Rank,
+    seg_len: u64,
+    local_len: usize,
 ) -> Result<(usize, u64, u64)> {
-    let at = rel.place(peer_offset, local_offset);
+    let at = rel.place(s.peer_offset, s.local_offset);
     let Some((plo, phi)) = at.peer else {
-        return Err(overflow_err(&meta(), peer));
+        return Err(overflow_err(s, peer));
     };
     if plo < 0 || phi > i128::from(seg_len) {
-        return Err(peer_err(&meta(), peer, seg_len, plo, phi));
+        return Err(peer_err(s, peer, seg_len, plo, phi));
     }
     let Some((llo, lhi)) = at.local else {
-        return Err(overflow_err(&meta(), peer));
+        return Err(overflow_err(s, peer));
     };
     if llo < 0 || lhi > local_len as i128 {
         return Err(local_err("strided", llo, lhi, local_len));

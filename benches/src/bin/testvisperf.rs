@@ -8,8 +8,9 @@
 //! total payload 16 B .. 2 MiB, described as Indexed metadata and as
 //! Strided metadata of 3, 8 and 32 dimensions (the same bytes: the 1-d
 //! pattern split into dimensions of extent 2 and 1), the 32-d shape also
-//! compiled once (`CompiledStrided`), and compares, in the same run, a naive N-d walker (one put per element), a contiguous put of
-//! the same byte count, and the memcpy floor. Each point is a flood of
+//! compiled once (`CompiledStrided`), and compares, in the same run, a
+//! naive N-d walker (one put per element), a contiguous put of the same
+//! byte count, and the memcpy floor. Each point is a flood of
 //! implicit-handle puts ended by one sync, then checked with a VIS get.
 //! The mechanism is the VIS default for the peer (`RGEX_VIS` to force one).
 //!
@@ -244,8 +245,8 @@ fn strided<'a>(elem: usize, c: &'a [u64], s: &'a [i64]) -> Strided<'a> {
 /// Repetitions of an interleaved set per configured repetition.
 const SPLIT: u32 = rgex_benches::stats::PAIR_SPLIT;
 
-/// The intra-node set: 8-byte elements, every metadata form (and 32-d compiled once). The seven
-/// variants of one size run interleaved (a drifting machine biases none of
+/// The intra-node set: 8-byte elements, every metadata form (and 32-d
+/// compiled once). The seven variants of one size run interleaved (a drifting machine biases none of
 /// them: the dimensionality comparison is a few %), [`SPLIT`] times the
 /// configured repetitions of a third of the target each.
 fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
@@ -273,8 +274,8 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
             std::array::from_fn(|i| strided(ELEM, &md[i].0, &md[i].1));
         let (c3, s3) = &md[0];
         let (c32, s32) = &md[2];
-        let compiled = CompiledStrided::new(ELEM, c32, s32, s32)?;
-        let compiled = compiled.at(0, 0);
+        let shape32 = CompiledStrided::new(ELEM, c32, s32, s32)?;
+        let compiled = shape32.at(0, 0);
         let at = GlobalAddr::new(peer, 0);
         eprintln!("testvisperf: {}", size_str(size as u64));
         let r = {

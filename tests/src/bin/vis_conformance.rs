@@ -564,7 +564,6 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
             f,
         ),
     );
-    // Gets too: the local buffer must not change.
     // A compiled shape placed past the segment, before it, and past the
     // local buffer; and metadata that does not compile.
     let shape = CompiledStrided::new(8, &[4, 2], &[8, 40], &[8, 32])?;
@@ -589,6 +588,7 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         "compiled strided dims mismatch",
         CompiledStrided::new(8, &[4, 2], &[8], &[8, 32]).map(drop),
     );
+    // Gets too: the local buffer must not change.
     let mut dst = vec![5u8; 64];
     expect_err(
         "get past the segment",
