@@ -645,8 +645,7 @@ impl SccConduit {
         };
         let granted = match spec.category {
             Category::Short => 0,
-            Category::Medium => spec.most,
-            Category::Long => spec.most,
+            Category::Medium | Category::Long => spec.most,
         };
         let mut st = Box::new(Staged {
             seq,
