@@ -23,8 +23,9 @@ cargo test --workspace 2>&1 | tee target/test.log
 # One summary line for the CI reader, computed from cargo's own lines.
 awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d failed, %d skipped\n", p, f, i }' target/test.log
 
-section "loom model checking of the shared-memory ring"
+section "loom model checking of the shared-memory ring and the shared-work board"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p rgex-smp --release --lib loom
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p rgex-core --release --lib loom
 
 section "Miri: core's unsafe code (claims, doorbells, mapped cells) and the ring on the heap"
 # Miri needs a nightly toolchain; add its component to the installed

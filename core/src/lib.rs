@@ -20,6 +20,8 @@ pub mod event;
 pub mod flags;
 pub mod rank;
 pub mod segment;
+pub mod share;
+pub mod sync;
 pub mod team;
 pub mod wire;
 

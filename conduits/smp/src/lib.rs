@@ -31,7 +31,6 @@ mod prefetch;
 mod region;
 pub mod ring;
 pub mod shm;
-mod sync;
 
 #[cfg(not(loom))]
 pub use conduit::{host_name, SmpConduit};

@@ -18,10 +18,10 @@
 //! with relaxed ordering while the `seq` stores and loads carry the
 //! release/acquire edges that order the cell contents.
 
-use crate::sync::{AtomicU64, Ordering, Slot};
 use rgex_core::doorbell::Header;
 #[cfg(not(loom))]
 use rgex_core::doorbell::MappedCell;
+use rgex_core::sync::{AtomicU64, Ordering, Slot};
 use std::ptr::NonNull;
 
 /// Keeps a value alone on its cache lines (128 bytes: two lines, since
