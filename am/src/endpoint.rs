@@ -5,6 +5,7 @@ use crate::extension::Extensions;
 use crate::rma::reference::Reference;
 use crate::{HandlerId, HandlerTable, Message, Prepared, Token};
 use rgex_core::doorbell::MappedQueue;
+use rgex_core::share::Board;
 use rgex_core::{
     Category, Conduit, Delivery, Direction, Error, Flags, PollSet, Prepare, Rank, Result, Segment,
 };
@@ -51,6 +52,9 @@ pub struct Endpoint {
     dropped: AtomicU64,
     me: Weak<Endpoint>,
     background: OnceLock<Background>,
+    /// Work a thread of this process shares with the threads waiting in
+    /// a poll or a wait (see [`share`](Endpoint::share)).
+    board: Board,
     rma_reference: Arc<Reference>,
     rma_reference_only: bool,
     extensions: Extensions,
@@ -110,6 +114,7 @@ impl Endpoint {
             dropped: AtomicU64::new(0),
             me: me.clone(),
             background: OnceLock::new(),
+            board: Board::new(),
             rma_reference,
             rma_reference_only,
             extensions: Extensions::default(),
@@ -206,6 +211,11 @@ impl Endpoint {
     #[inline]
     pub(crate) fn progress(&self, set: PollSet) -> usize {
         let mut n = self.conduit.poll(set, &mut |d| self.dispatch(d));
+        // A thread polling or waiting helps with shared work (a handler
+        // does not: it would delay the messages behind it).
+        if self.board.has_work() && !in_handler() {
+            n += self.board.help();
+        }
         if let Some(bg) = self.background.get() {
             // Relaxed: a stale zero only delays the work to the next poll;
             // the hook reads its own state under its locks.
@@ -214,6 +224,32 @@ impl Endpoint {
             }
         }
         n
+    }
+
+    /// Run `f(0)`, .., `f(blocks - 1)`, each exactly once, here and on
+    /// the threads of this process that poll or wait on this endpoint
+    /// meanwhile (a thread blocked in [`Event::wait`](rgex_core::Event::wait),
+    /// an NBI sync, a barrier or [`poll`](Endpoint::poll) helps); return
+    /// when all have run. One job is shared at a time: a thread that
+    /// shares while another does runs its blocks alone. VIS shares large
+    /// node-local copies this way.
+    ///
+    /// `f` must not panic: a panicking block aborts the process, since
+    /// other threads may be running blocks that borrow this frame.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_am::Endpoint, src: &[u8], dst: &mut [u8]) {
+    /// use std::sync::Mutex;
+    /// let blocks: Vec<Mutex<&mut [u8]>> = dst.chunks_mut(1 << 16).map(Mutex::new).collect();
+    /// ep.share(blocks.len(), &|i| {
+    ///     let mut d = blocks[i].lock().unwrap();
+    ///     let n = d.len();
+    ///     d.copy_from_slice(&src[i << 16..(i << 16) + n]);
+    /// });
+    /// # }
+    /// ```
+    pub fn share<F: Fn(usize) + Sync>(&self, blocks: usize, f: &F) {
+        self.board.share(blocks, f)
     }
 
     /// Install the background work every full poll runs while `pending`

@@ -27,6 +27,14 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     }
 }
 
+/// The CPU the calling thread is running on now, if the OS says.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments and only reads the caller's
+    // scheduling state.
+    let c = unsafe { libc::sched_getcpu() };
+    usize::try_from(c).ok()
+}
+
 /// CPUs online on this node (not the calling thread's affinity mask,
 /// which `rgex-run --bind` narrows to one CPU). At least 1.
 pub fn online_cpus() -> usize {

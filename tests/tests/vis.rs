@@ -6,7 +6,7 @@ mod common;
 use common::{job, run_ok, shares_memory, skip_unless};
 
 const VIS: &str = env!("CARGO_BIN_EXE_vis_conformance");
-const CHECKS: usize = 7;
+const CHECKS: usize = 8;
 const NO_MAP: &str =
     "the direct mechanism needs the peer's segment mapped, and this conduit maps none";
 

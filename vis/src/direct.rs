@@ -19,7 +19,8 @@ use crate::meta::{
     check_indexed, check_vector, for_each_run, validate_strided_into, Indexed, Meta, Run, Vector,
 };
 use crate::plan::{Dim, StridePlan, Work};
-use crate::simd;
+use crate::{shared, simd};
+use rgex_am::Endpoint;
 use rgex_core::{Rank, Result};
 
 /// The local side of one transfer.
@@ -46,19 +47,20 @@ pub(crate) unsafe fn transfer(
     seg_len: u64,
     local: Local,
     local_len: usize,
+    share: Share<'_>,
 ) -> Result<()> {
     match meta {
         Meta::Strided(s) => {
             let mut work = Work::new();
             let (elem, pb, lb) = validate_strided_into(s, peer, seg_len, local_len, &mut work)?;
             // SAFETY: the plan was validated against both sides.
-            unsafe { nest(elem, &work, pb, lb, base, local) };
+            unsafe { nest(elem, &work, pb, lb, base, local, share) };
             Ok(())
         }
         Meta::Compiled(c) => {
             let (elem, pb, lb) = c.place(peer, seg_len, local_len)?;
             // SAFETY: the plan was validated against both sides.
-            unsafe { nest(elem, c.shape.loops(), pb, lb, base, local) };
+            unsafe { nest(elem, c.shape.loops(), pb, lb, base, local, share) };
             Ok(())
         }
         Meta::Indexed(x) => {
@@ -81,32 +83,43 @@ pub(crate) unsafe fn transfer(
 /// Every element of the plan must be inside the segment and inside the
 /// local buffer (readable for a put, writable for a get); the two must not
 /// overlap.
-pub(crate) unsafe fn strided(p: &StridePlan, seg: *mut u8, local: Local) {
+pub(crate) unsafe fn strided(p: &StridePlan, seg: *mut u8, local: Local, share: Share<'_>) {
     // SAFETY: forwarded caller contract.
-    unsafe { nest(p.elem, &p.dims, p.peer_base, p.local_base, seg, local) }
+    unsafe {
+        nest(
+            p.elem,
+            &p.dims,
+            p.peer_base,
+            p.local_base,
+            seg,
+            local,
+            share,
+        )
+    }
 }
 
 /// Copy the plan `elem` (0: nothing), `dims`, `pb`, `lb` between the local
 /// buffer and the segment at `seg`. Plans of 0 and 1 loops (what folding
 /// leaves of most metadata) are straight-line code; deeper ones go to the
-/// kernel's nest walker.
+/// kernel's nest walker. With `share`, a large copy is split into blocks
+/// the rank's waiting threads help with (see `shared`).
 ///
 /// # Safety
 /// As [`strided`].
 #[inline(always)]
-unsafe fn nest(elem: usize, dims: &[Dim], pb: u64, lb: u64, seg: *mut u8, local: Local) {
+unsafe fn nest(
+    elem: usize,
+    dims: &[Dim],
+    pb: u64,
+    lb: u64,
+    seg: *mut u8,
+    local: Local,
+    share: Share<'_>,
+) {
     if elem == 0 {
         return;
     }
     let put = matches!(local, Local::Src(_));
-    let to_loop = |d: &Dim| {
-        let (ps, ls) = (d.peer_stride as isize, d.local_stride as isize);
-        Loop {
-            count: d.count,
-            src: if put { ls } else { ps },
-            dst: if put { ps } else { ls },
-        }
-    };
     // SAFETY: the caller vouches for every element of both sides; the
     // bases are the plan's first element.
     unsafe {
@@ -115,33 +128,60 @@ unsafe fn nest(elem: usize, dims: &[Dim], pb: u64, lb: u64, seg: *mut u8, local:
             Local::Src(s) => (s.add(lb as usize), pp),
             Local::Dst(d) => (pp.cast_const(), d.add(lb as usize)),
         };
+        if let Some(ep) = share {
+            let elems = dims.iter().map(|d| d.count).product::<u64>();
+            if elems.saturating_mul(elem as u64) >= shared::SHARE_MIN
+                && with_loops(dims, put, |loops| {
+                    shared::try_copy(ep, elem, loops, elems, src, dst)
+                })
+            {
+                return;
+            }
+        }
         match dims {
             [] => std::ptr::copy_nonoverlapping(src, dst, elem),
             [d] => {
-                let l = to_loop(d);
+                let l = to_loop(d, put);
                 run(elem, src, l.src, dst, l.dst, l.count as usize)
             }
-            [a, b] => copy_all(elem, &[to_loop(a), to_loop(b)], src, dst),
-            _ => {
-                const STACK: usize = 8;
-                let mut stack = [Loop {
-                    count: 0,
-                    src: 0,
-                    dst: 0,
-                }; STACK];
-                let heap: Vec<Loop>;
-                let loops: &[Loop] = if dims.len() <= STACK {
-                    for (l, d) in stack.iter_mut().zip(dims) {
-                        *l = to_loop(d);
-                    }
-                    &stack[..dims.len()]
-                } else {
-                    heap = dims.iter().map(to_loop).collect();
-                    &heap
-                };
-                copy_all(elem, loops, src, dst)
-            }
+            [a, b] => copy_all(elem, &[to_loop(a, put), to_loop(b, put)], src, dst),
+            _ => with_loops(dims, put, |loops| copy_all(elem, loops, src, dst)),
         }
+    }
+}
+
+/// Where a direct copy may be shared: the endpoint whose waiting threads
+/// help, or `None` to copy on this thread alone.
+pub(crate) type Share<'a> = Option<&'a Endpoint>;
+
+/// A plan's loop as the kernel walks it, from source to destination.
+#[inline(always)]
+fn to_loop(d: &Dim, put: bool) -> Loop {
+    let (ps, ls) = (d.peer_stride as isize, d.local_stride as isize);
+    Loop {
+        count: d.count,
+        src: if put { ls } else { ps },
+        dst: if put { ps } else { ls },
+    }
+}
+
+/// Call `f` with the plan's loops as the kernel walks them (on the stack
+/// for up to 8).
+#[inline]
+fn with_loops<R>(dims: &[Dim], put: bool, f: impl FnOnce(&[Loop]) -> R) -> R {
+    const STACK: usize = 8;
+    if dims.len() <= STACK {
+        let mut stack = [Loop {
+            count: 0,
+            src: 0,
+            dst: 0,
+        }; STACK];
+        for (l, d) in stack.iter_mut().zip(dims) {
+            *l = to_loop(d, put);
+        }
+        f(&stack[..dims.len()])
+    } else {
+        f(&dims.iter().map(|d| to_loop(d, put)).collect::<Vec<_>>())
     }
 }
 

@@ -61,11 +61,13 @@ mod direct;
 pub mod kernel;
 mod meta;
 pub mod plan;
+mod shared;
 mod simd;
 
 pub use am::AmPayload;
 pub use compiled::{CompiledStrided, StridedAt};
 pub use meta::{validate, Indexed, Meta, Run, Shape, Strided, Vector};
+pub use shared::SHARE_MIN;
 
 use crate::direct::Local;
 use rgex_am::rma::NbiCategory;
@@ -112,6 +114,8 @@ pub const RMA_MIN_CHUNK: u64 = 2048;
 pub struct VisBuilder {
     mechanism: Option<Mechanism>,
     am_payload: AmPayload,
+    /// `Some(false)`: never share direct copies.
+    shared_copy: Option<bool>,
 }
 
 impl VisBuilder {
@@ -128,6 +132,22 @@ impl VisBuilder {
         self
     }
 
+    /// Whether large node-local strided copies (from [`SHARE_MIN`] bytes)
+    /// are split into blocks that this rank's threads blocked in a wait or
+    /// a poll on the endpoint help copy ([`Endpoint::share`]; default on).
+    /// Off, every copy runs on the calling thread alone.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &std::sync::Arc<rgex_am::Endpoint>) -> rgex_core::Result<()> {
+    /// let alone = rgex_vis::Vis::builder().shared_copy(false).build(ep)?;
+    /// assert!(!alone.shared_copy());
+    /// # Ok(()) }
+    /// ```
+    pub fn shared_copy(mut self, on: bool) -> Self {
+        self.shared_copy = Some(on);
+        self
+    }
+
     /// Make the VIS context (registers the handlers on first use).
     pub fn build(self, ep: &Arc<Endpoint>) -> Result<Vis> {
         let mechanism = match self.mechanism {
@@ -140,6 +160,7 @@ impl VisBuilder {
             mechanism,
             am_payload: self.am_payload,
             mapped: MappedPeers::of(ep),
+            shared_copy: self.shared_copy.unwrap_or(true),
         })
     }
 }
@@ -206,6 +227,8 @@ pub struct Vis {
     /// context is made (a segment's mapping and length are fixed at setup),
     /// so the direct path asks the conduit nothing per call.
     mapped: MappedPeers,
+    /// Large direct copies are shared with the rank's waiting threads.
+    shared_copy: bool,
 }
 
 /// Node-local peers' mapped segments, indexed by rank from `lo` (the span
@@ -262,6 +285,7 @@ impl std::fmt::Debug for Vis {
             .field("rank", &self.ep.rank())
             .field("mechanism", &self.mechanism)
             .field("am_payload", &self.am_payload)
+            .field("shared_copy", &self.shared_copy)
             .finish()
     }
 }
@@ -290,6 +314,18 @@ impl Vis {
     /// How the AM pipeline's requests carry their payload.
     pub fn am_payload(&self) -> AmPayload {
         self.am_payload
+    }
+
+    /// Whether large direct copies are shared with waiting threads (see
+    /// [`VisBuilder::shared_copy`]).
+    pub fn shared_copy(&self) -> bool {
+        self.shared_copy
+    }
+
+    /// Where direct copies may be shared.
+    #[inline(always)]
+    fn share(&self) -> direct::Share<'_> {
+        self.shared_copy.then_some(&*self.ep)
     }
 
     /// The mechanism a transfer of `shape` with `peer` takes.
@@ -517,7 +553,7 @@ impl Vis {
         // SAFETY: forwarded caller contract (the local side); the segment
         // is mapped for `seg_len` bytes; `direct::transfer` validates both
         // sides before copying.
-        Some(unsafe { direct::transfer(meta, peer, base, seg_len, local, local_len) })
+        Some(unsafe { direct::transfer(meta, peer, base, seg_len, local, local_len, self.share()) })
     }
 
     /// An implicit-handle transfer.
@@ -620,7 +656,7 @@ impl Vis {
                 // local one by the caller.
                 unsafe {
                     match shape {
-                        Shape::Strided(p) => direct::strided(p, seg.as_ptr(), local),
+                        Shape::Strided(p) => direct::strided(p, seg.as_ptr(), local, self.share()),
                         Shape::Runs(r) => direct::runs(r, seg.as_ptr(), local),
                     }
                 };

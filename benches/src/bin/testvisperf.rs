@@ -20,13 +20,20 @@
 //! pipeline against the FP-based one (`AmPayload::Fixed`: packed into a
 //! client-side buffer, sent fixed-payload), 3-d, 8-byte elements at 25%
 //! density, repetitions interleaved, speedup printed in %.
+//!
+//! Last, shared copies: node-local 3-d strided puts of 64 KiB .. 2 MiB
+//! from the default context (which shares copies of `SHARE_MIN` or more
+//! with threads waiting on the endpoint) against one built with
+//! `shared_copy(false)`, interleaved, first with rank 0 alone and then
+//! with a second thread of rank 0 waiting in `poll` on the other CPU;
+//! rank 1 sleeps between polls meanwhile, so that CPU is free.
 
 use rgex::vis::AmPayload;
 use rgex::{
     Client, CompiledStrided, Flags, GlobalAddr, Indexed, NbiCategory, Rank, Strided, Vis,
     VisMechanism, VisMeta,
 };
-use rgex_benches::affinity::online_cpus;
+use rgex_benches::affinity::{current_cpu, online_cpus, pin_current_thread};
 use rgex_benches::cli::Opts;
 use rgex_benches::floor::Floors;
 use rgex_benches::report::{num, size as size_str, spread, Job, Plot, Record, Series, Table};
@@ -34,6 +41,7 @@ use rgex_benches::stats::Stats;
 use rgex_benches::timing::calibrate;
 use std::error::Error;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 type Res<T> = Result<T, Box<dyn Error>>;
@@ -88,6 +96,23 @@ const VARIANTS64: [&str; 3] = [
 /// elements at 25% density.
 const SIZES_AM: [usize; 4] = [4 << 10, 64 << 10, 1 << 20, 2 << 20];
 const QUICK_SIZES_AM: [usize; 2] = [4 << 10, 1 << 20];
+
+/// The shared-copy set: node-local 3-d strided puts, 8-byte elements at
+/// 25% density, from below `SHARE_MIN` (where sharing is off) to 2 MiB.
+const SIZES_SHARED: [usize; 4] = [64 << 10, 256 << 10, 1 << 20, 2 << 20];
+const QUICK_SIZES_SHARED: [usize; 2] = [256 << 10, 2 << 20];
+/// Its variants: a context that never shares against the default one,
+/// first with nobody else polling, then with a second thread of rank 0
+/// waiting in `poll` (pinned to another CPU).
+const SHARED: [&str; 4] = [
+    "Strided 3-d, one thread, nobody waiting",
+    "Strided 3-d, shared, nobody waiting",
+    "Strided 3-d, one thread, a thread waiting",
+    "Strided 3-d, shared, a thread waiting",
+];
+/// How long rank 1 sleeps between polls while the shared-copy set runs
+/// (so that its CPU is free for rank 0's waiting thread).
+const NAP: Duration = Duration::from_micros(500);
 const NP: &str = "AM NP-based, Strided 3-d";
 const FP: &str = "AM FP-based, Strided 3-d";
 
@@ -204,6 +229,109 @@ fn measure(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
     let mut out = measure8(client, vis, opts)?;
     out.extend(measure64(client, vis, opts)?);
     out.extend(measure_am(client, opts)?);
+    // Rank 1 stops polling (see `nap_until_done`) for the last set.
+    client.barrier()?;
+    out.extend(measure_shared(client, opts)?);
+    client.barrier()?;
+    Ok(out)
+}
+
+/// Rank 1's part in the shared-copy set: sleep between polls until rank 0
+/// joins a barrier (so that rank 0's waiting thread has a CPU). Bounded.
+fn nap_until_done(client: &Client) -> Res<()> {
+    client.barrier()?;
+    let done = client.world_team().barrier_nb()?;
+    let deadline = Instant::now() + Duration::from_secs(1800);
+    while !done.test() {
+        if Instant::now() > deadline {
+            return Err(
+                "testvisperf: rank 0 did not finish the shared-copy set in 30 minutes".into(),
+            );
+        }
+        std::thread::sleep(NAP);
+        client.poll()?;
+    }
+    Ok(())
+}
+
+/// The shared-copy set: large node-local strided puts from a context that
+/// never shares (`shared_copy(false)`) and from the default one, each pair
+/// interleaved, first with rank 0 alone (what sharing costs when nobody
+/// helps), then with a second thread of rank 0 waiting in `poll` on
+/// another CPU (what a waiting thread's help gains).
+fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
+    let peer = Rank(1);
+    let target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
+    let sizes: &[usize] = if opts.quick {
+        &QUICK_SIZES_SHARED
+    } else {
+        &SIZES_SHARED
+    };
+    let reps = opts.reps.max(1) * SPLIT as usize;
+    let f = Flags::empty();
+    let one = Vis::builder().shared_copy(false).build(client.endpoint())?;
+    let shared = Vis::new(client.endpoint())?;
+    let mut out = Vec::new();
+    let stop = &AtomicBool::new(false);
+    for waiting in [false, true] {
+        std::thread::scope(|s| -> Res<()> {
+            let waiter = waiting.then(|| {
+                let other = (current_cpu().unwrap_or(0) + 1) % online_cpus();
+                s.spawn(move || -> rgex::Result<()> {
+                    // Best effort: without it the thread runs where the
+                    // scheduler puts it.
+                    let _ = pin_current_thread(other);
+                    while !stop.load(Ordering::Relaxed) {
+                        client.poll()?;
+                    }
+                    Ok(())
+                })
+            });
+            let r = (|| -> Res<()> {
+                for &size in sizes {
+                    let m = size / ELEM;
+                    let span = m * PITCH;
+                    let mut src = vec![0u8; span];
+                    rgex_benches::payload::generate(&mut src, size as u32 ^ 0x5e);
+                    let (c, st) = dims(m, 3, PITCH);
+                    let meta = strided(ELEM, &c, &st);
+                    eprintln!(
+                        "testvisperf: {}, shared copy, {}",
+                        size_str(size as u64),
+                        if waiting {
+                            "a thread waiting"
+                        } else {
+                            "nobody waiting"
+                        }
+                    );
+                    let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 2] = [
+                        Box::new(|| one.put_nbi(peer, meta, &src, f)),
+                        Box::new(|| shared.put_nbi(peer, meta, &src, f)),
+                    ];
+                    let r = flood_interleaved(client, size, target, reps, &mut ops)?;
+                    drop(ops);
+                    check(&shared, peer, meta.into(), &src, span, ELEM, PITCH)?;
+                    let names = if waiting { &SHARED[2..] } else { &SHARED[..2] };
+                    for (&variant, (bw, iters, samples)) in names.iter().zip(r) {
+                        out.push(Point {
+                            size,
+                            variant,
+                            bw,
+                            iters,
+                            samples,
+                        });
+                    }
+                }
+                Ok(())
+            })();
+            stop.store(true, Ordering::Relaxed);
+            if let Some(w) = waiter {
+                w.join().map_err(|_| "the waiting thread panicked")??;
+            }
+            stop.store(false, Ordering::Relaxed);
+            r
+        })?;
+    }
     Ok(out)
 }
 
@@ -457,6 +585,7 @@ fn run() -> Res<bool> {
     let points = if client.rank().0 == 0 {
         measure(&client, &vis, &opts)?
     } else {
+        nap_until_done(&client)?;
         Vec::new()
     };
     client.barrier()?;
@@ -600,6 +729,55 @@ fn run() -> Res<bool> {
             "NP-based over FP-based: {avg:+.1}% average, {lo:+.1}% smallest (target: at least +5%; published: +6.2% inter-node)"
         );
     }
+    // Shared copies: the default context over one that never shares,
+    // paired by repetition, with nobody waiting and with a waiting thread.
+    let sizes_shared: &[usize] = if opts.quick {
+        &QUICK_SIZES_SHARED
+    } else {
+        &SIZES_SHARED
+    };
+    let mut t = Table::new([
+        "payload",
+        "one thread GB/s",
+        "shared GB/s",
+        "shared / one thread",
+        "one thread GB/s (waiter)",
+        "shared GB/s (waiter)",
+        "shared / one thread (waiter)",
+    ]);
+    for &size in sizes_shared {
+        let at = |v: &str| points.iter().find(|q| q.size == size && q.variant == v);
+        let (Some(a1), Some(as_), Some(w1), Some(ws)) =
+            (at(SHARED[0]), at(SHARED[1]), at(SHARED[2]), at(SHARED[3]))
+        else {
+            continue;
+        };
+        let (Some(idle), Some(help)) = (paired(as_, a1), paired(ws, w1)) else {
+            continue;
+        };
+        for (what, r) in [("nobody waiting", &idle), ("a thread waiting", &help)] {
+            records.push(job.record(
+                &format!("put Strided 3-d shared over one thread, {what} (paired)"),
+                Some(size as u64),
+                r,
+                "ratio",
+                a1.iters,
+            ));
+        }
+        t.row([
+            size_str(size as u64),
+            spread(&a1.bw),
+            spread(&as_.bw),
+            ratio(&idle),
+            spread(&w1.bw),
+            spread(&ws.bw),
+            ratio(&help),
+        ]);
+    }
+    println!(
+        "\nShared copies: node-local 3-d strided puts (8 B elements, 25% density) from the default context, which splits copies of {} or more into 64 KiB blocks that threads waiting on the endpoint help with, against one that never shares; first with nobody else polling, then with a second thread of rank 0 waiting in poll on another CPU (rank 1 sleeps meanwhile). Ratios: median [min .. max] of paired repetitions:\n{t}",
+        size_str(rgex::vis::SHARE_MIN)
+    );
     let plot_of = |title: &str, sz: &[usize], vs: &[&'static str]| {
         let ticks: Vec<String> = sz.iter().map(|&s| size_str(s as u64)).collect();
         let mut plot = Plot::new(title, "payload", "GB/s", ticks);
@@ -641,9 +819,19 @@ fn run() -> Res<bool> {
         sizes_am,
         &[NP, FP],
     );
+    let plot_shared = plot_of(
+        "VIS shared copies: node-local put flood bandwidth (3-d, 8 B elements, 25% density)",
+        sizes_shared,
+        &SHARED,
+    );
     opts.write(
         &records,
-        &[("", plot), ("-64", plot64), ("-am-np-fp", plot_am)],
+        &[
+            ("", plot),
+            ("-64", plot64),
+            ("-am-np-fp", plot_am),
+            ("-shared", plot_shared),
+        ],
     )?;
     Ok(true)
 }
@@ -678,12 +866,12 @@ fn table(set: &[&Point], naive: &str, contig: &str, floors: &Floors) -> Table {
     t
 }
 
-/// Print the average and peak speedup of `v` over `naive` in `set`.
 /// A ratio's median and range, two decimals.
 fn ratio(r: &Stats) -> String {
     format!("{:.2} [{:.2} .. {:.2}]", r.median, r.min, r.max)
 }
 
+/// Print the average and peak speedup of `v` over `naive` in `set`.
 fn speedup_line(set: &[&Point], v: &str, naive: &str) {
     let r: Vec<f64> = set
         .iter()

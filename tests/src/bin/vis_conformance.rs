@@ -18,6 +18,8 @@ use rgex::{
     Vis, VisMechanism, VisMeta,
 };
 use rgex_tests::ok;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// Xorshift: deterministic, seeded per (rank, peer, case).
 struct Rng(u64);
@@ -722,6 +724,158 @@ fn immediate(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     Ok(())
 }
 
+/// Large node-local copies shared with a waiting thread: while a second
+/// thread of every rank sits in `poll` (and so helps with shared copies),
+/// puts and gets of at least `SHARE_MIN` bytes (strided at 25% density
+/// with reflections, contiguous, and one whose destination elements
+/// overlap, which is copied unshared) must leave what the one-thread copy
+/// (`shared_copy(false)`) and the naive reference leave.
+fn shared_copies(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
+    let alone = Vis::builder()
+        .mechanism(vis.mechanism())
+        .shared_copy(false)
+        .build(client.endpoint())?;
+    let (me, n) = (client.rank().0, client.size());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let helped = std::thread::scope(|s| -> rgex::Result<u64> {
+        let helper = s.spawn(|| -> rgex::Result<u64> {
+            // Bounded: the cases below take well under a minute.
+            let deadline = Instant::now() + Duration::from_secs(180);
+            let mut polls = 0u64;
+            while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                client.poll()?;
+                polls += 1;
+            }
+            Ok(polls)
+        });
+        // Stop the poller however the cases end (a failed check panics).
+        struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let r = {
+            let _stop = Stop(&stop);
+            shared_cases(vis, &alone, client, win, me, n)
+        };
+        let polls = helper.join().expect("the polling thread does not panic")?;
+        r.map(|()| polls)
+    })?;
+    client.barrier()?;
+    ok(
+        client,
+        &format!("large shared copies (with a thread polling: {helped} polls on rank 0) match the one-thread copy and the reference"),
+    );
+    Ok(())
+}
+
+fn shared_cases(
+    vis: &Vis,
+    alone: &Vis,
+    client: &Client,
+    win: u64,
+    me: u32,
+    n: u32,
+) -> rgex::Result<()> {
+    let elems: u64 = (rgex::vis::SHARE_MIN / 8) * 2;
+    let span = (elems * 32) as usize;
+    assert!(
+        span as u64 <= win,
+        "shared-copy case too big for the window"
+    );
+    for k in 0..n {
+        let peer = Rank((me + k) % n);
+        let at = u64::from(me) * win;
+        // 8-byte elements at 25% density, as a 2-d array of 512 x (elems
+        // / 512) walked with its rows reflected on the local side.
+        let rows = elems / 512;
+        let counts = [512u64, rows];
+        let ps = [32i64, 32 * 512];
+        let ls = [32i64, -32 * 512];
+        let lb = (rows - 1) * 32 * 512;
+        let contiguous = [elems * 8];
+        let one = [1i64];
+        for (case, (elem, counts, ps, ls, lb)) in [
+            (8usize, &counts[..], &ps[..], &ls[..], lb),
+            (1, &contiguous[..], &one[..], &one[..], 0),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for put in [true, false] {
+                let remote0 = pattern(span, 40 + case as u32 * 2);
+                let local0 = pattern(span, 41 + case as u32 * 2);
+                set_remote(client, GlobalAddr::new(peer, at), &remote0)?;
+                let meta = VisMeta::Strided(Strided {
+                    elem_size: elem,
+                    counts,
+                    peer_offset: at,
+                    peer_strides: ps,
+                    local_offset: lb,
+                    local_strides: ls,
+                });
+                let mut local = local0.clone();
+                if put {
+                    vis.put(peer, meta, &local, Flags::empty())?;
+                } else {
+                    vis.get(peer, meta, &mut local, Flags::empty())?;
+                }
+                let remote = get_remote(client, GlobalAddr::new(peer, at), span)?;
+                let (mut er, mut el) = (remote0.clone(), local0.clone());
+                for (p, l) in pairs(elem, counts, 0, ps, lb, ls) {
+                    if put {
+                        er[p] = local0[l];
+                    } else {
+                        el[l] = remote0[p];
+                    }
+                }
+                assert!(
+                    remote == er,
+                    "shared copy case {case} with {peer}: remote side differs (put={put})"
+                );
+                assert!(
+                    local == el,
+                    "shared copy case {case} with {peer}: local side differs (put={put})"
+                );
+            }
+        }
+        // Overlapping destination elements (each peer element written
+        // four times): the shared context must leave what the one-thread
+        // copy leaves.
+        let counts = [4u64, elems];
+        let (ps, ls) = ([0i64, 8], [(elems * 8) as i64, 8]);
+        let local = pattern((elems * 32) as usize, 50);
+        let mut results = Vec::new();
+        for v in [vis, alone] {
+            set_remote(
+                client,
+                GlobalAddr::new(peer, at),
+                &vec![0u8; (elems * 8) as usize],
+            )?;
+            let s = Strided {
+                elem_size: 8,
+                counts: &counts,
+                peer_offset: at,
+                peer_strides: &ps,
+                local_offset: 0,
+                local_strides: &ls,
+            };
+            v.put(peer, s, &local, Flags::empty())?;
+            results.push(get_remote(
+                client,
+                GlobalAddr::new(peer, at),
+                (elems * 8) as usize,
+            )?);
+        }
+        assert!(
+            results[0] == results[1],
+            "overlapping shared put with {peer}: shared and one-thread copies differ"
+        );
+    }
+    Ok(())
+}
+
 fn main() -> rgex::Result<()> {
     let client = rgex::init()?;
     rgex_tests::conduit_banner(&client);
@@ -756,6 +910,7 @@ fn main() -> rgex::Result<()> {
     reuse_after_lc(&vis, &client, win)?;
     bad_input(&vis, &client, win)?;
     immediate(&vis, &client, win)?;
+    shared_copies(&vis, &client, win)?;
     if vis.mechanism() == VisMechanism::Am {
         // The FP-based AM pipeline (kept for comparison) must move the
         // same bytes: a bounded share of the same deterministic cases.

@@ -1,0 +1,127 @@
+//! Shared copies: a large node-local strided copy split into blocks that
+//! the rank's other threads help with while they are blocked in a wait or
+//! a poll on the endpoint ([`Endpoint::share`]), the shared-copy idea of
+//! Hybrid MPI.
+//!
+//! Kept because testvisperf's shared-copy set shows a win wherever a
+//! thread waits (see the crate's README figures); a copy with nobody to
+//! help pays a few atomic operations per 64 KiB block. Turned off per
+//! context with [`VisBuilder::shared_copy`](crate::VisBuilder::shared_copy).
+
+use crate::kernel::{copy_range, Loop};
+use rgex_am::Endpoint;
+
+/// Copies of at least this many bytes are shared.
+pub const SHARE_MIN: u64 = 256 << 10;
+
+/// Bytes per block (about what one core copies in a few microseconds:
+/// long enough that the claim is noise, short enough that a late helper
+/// still finds blocks).
+const BLOCK: u64 = 64 << 10;
+
+/// Copy the nest `loops` (innermost first, elements of `elem` bytes,
+/// `elems` elements) from `src` to `dst`, sharing the work on `ep`, if
+/// it is worth sharing (at least [`SHARE_MIN`] bytes) and may be
+/// (its destination elements are disjoint, so blocks copied in any order
+/// by any thread leave what the one-thread copy leaves). `false`, and
+/// nothing copied, otherwise.
+///
+/// # Safety
+/// As [`copy_range`] for every element of the nest.
+pub(crate) unsafe fn try_copy(
+    ep: &Endpoint,
+    elem: usize,
+    loops: &[Loop],
+    elems: u64,
+    src: *const u8,
+    dst: *mut u8,
+) -> bool {
+    let bytes = elems.saturating_mul(elem as u64);
+    if bytes < SHARE_MIN || !disjoint(elem, loops) {
+        return false;
+    }
+    let ends = Ends { src, dst };
+    if loops.is_empty() {
+        // One contiguous element: blocks of bytes.
+        let blocks = bytes.div_ceil(BLOCK) as usize;
+        ep.share(blocks, &|i| {
+            let lo = i as u64 * BLOCK;
+            let n = BLOCK.min(bytes - lo) as usize;
+            // SAFETY: bytes `lo .. lo + n` of the one element, which the
+            // caller vouches for; blocks do not overlap.
+            unsafe {
+                let e = &ends;
+                std::ptr::copy_nonoverlapping(e.src.add(lo as usize), e.dst.add(lo as usize), n)
+            }
+        });
+    } else {
+        let per = (BLOCK / elem as u64).max(1);
+        let blocks = elems.div_ceil(per) as usize;
+        ep.share(blocks, &|i| {
+            let start = i as u64 * per;
+            // SAFETY: elements `start ..` of the nest, which the caller
+            // vouches for; blocks are disjoint ranges of elements.
+            unsafe {
+                let e = &ends;
+                copy_range(elem, loops, e.src, e.dst, start, per.min(elems - start))
+            }
+        });
+    }
+    true
+}
+
+/// A copy's two ends, for the threads that run its blocks.
+struct Ends {
+    src: *const u8,
+    dst: *mut u8,
+}
+
+// SAFETY: the source is only read; each block writes its own destination
+// elements, which `try_copy` checked are disjoint, and the sharer's caller
+// keeps both ends valid until `share` returns (after every block).
+unsafe impl Sync for Ends {}
+
+/// True if no two elements of the nest overlap on the destination side:
+/// with the loops ordered by the size of their destination stride, each
+/// stride clears everything the loops inside it span. (Sufficient, not
+/// necessary: an interleaving this misses is only copied unshared.)
+fn disjoint(elem: usize, loops: &[Loop]) -> bool {
+    let mut dims: Vec<(u64, u64)> = loops
+        .iter()
+        .filter(|l| l.count > 1)
+        .map(|l| (l.dst.unsigned_abs() as u64, l.count))
+        .collect();
+    dims.sort_unstable();
+    let mut span = elem as u64;
+    for (stride, count) in dims {
+        if stride < span {
+            return false;
+        }
+        span = span.saturating_add(stride.saturating_mul(count - 1));
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(count: u64, dst: isize) -> Loop {
+        Loop { count, src: 0, dst }
+    }
+
+    #[test]
+    fn disjoint_nests() {
+        // Dense, strided, transposed and reflected destinations.
+        assert!(disjoint(8, &[l(4, 8)]));
+        assert!(disjoint(8, &[l(4, 32), l(3, 128)]));
+        assert!(disjoint(8, &[l(4, 32), l(3, 8)]));
+        assert!(disjoint(8, &[l(4, -8), l(3, -32)]));
+        assert!(disjoint(8, &[]));
+        // A zero stride writes one element four times; overlapping
+        // elements and interleaved loops that collide.
+        assert!(!disjoint(8, &[l(4, 0)]));
+        assert!(!disjoint(8, &[l(4, 4)]));
+        assert!(!disjoint(8, &[l(4, 8), l(2, 16)]));
+    }
+}
