@@ -252,6 +252,27 @@ impl Endpoint {
         self.board.share(blocks, f)
     }
 
+    /// Copy `len` bytes from `src` to `dst` (which may overlap), in
+    /// blocks the threads waiting on this endpoint help with (see
+    /// [`share`](Endpoint::share)) when it is at least
+    /// [`SHARE_MIN`](rgex_core::share::SHARE_MIN) bytes and the two do
+    /// not overlap; a plain `memmove` otherwise.
+    ///
+    /// # Safety
+    /// `src` readable and `dst` writable for `len` bytes, for the call.
+    pub unsafe fn copy(&self, src: *const u8, dst: *mut u8, len: usize) {
+        let (s, d) = (src as usize, dst as usize);
+        // SAFETY: the caller's contract; the ranges were just checked
+        // disjoint for the shared copy.
+        unsafe {
+            if s.abs_diff(d) >= len {
+                self.board.copy(src, dst, len)
+            } else {
+                std::ptr::copy(src, dst, len)
+            }
+        }
+    }
+
     /// Install the background work every full poll runs while `pending`
     /// (kept by the work's owner) is not zero. Once per endpoint.
     pub(crate) fn set_background(

@@ -27,6 +27,42 @@ pub fn wait_until(client: &Client, what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Run `f` while a second thread of this rank polls the client (as a
+/// runtime's idle worker would, so it helps with shared copies); the
+/// poller stops when `f` returns or panics, or after [`HANG_LIMIT`].
+/// Returns `f`'s result and how many polls the second thread made.
+pub fn with_poller<R>(
+    client: &Client,
+    f: impl FnOnce() -> rgex::Result<R>,
+) -> rgex::Result<(R, u64)> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    /// Stops the poller however `f` ends.
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let poller = s.spawn(|| -> rgex::Result<u64> {
+            let start = Instant::now();
+            let mut polls = 0u64;
+            while !stop.load(Ordering::Relaxed) && start.elapsed() < HANG_LIMIT {
+                client.poll()?;
+                polls += 1;
+            }
+            Ok(polls)
+        });
+        let r = {
+            let _stop = Stop(&stop);
+            f()
+        };
+        let polls = poller.join().expect("the polling thread does not panic")?;
+        Ok((r?, polls))
+    })
+}
+
 /// A 32-bit mix of its inputs, for argument and payload patterns.
 pub fn mix(a: u32, b: u32, c: u32) -> u32 {
     let mut x = a.wrapping_mul(0x9E37_79B1) ^ b.rotate_left(13) ^ c.wrapping_mul(0x85EB_CA77);

@@ -35,6 +35,12 @@
 //! specialised by fragment length that coalesces fragments contiguous on
 //! both sides.
 //!
+//! Large node-local strided copies (from [`SHARE_MIN`] bytes) are split
+//! into 64 KiB blocks that the rank's other threads help copy while they
+//! are blocked in a wait or a poll on the endpoint
+//! ([`rgex_am::Endpoint::share`]; [`VisBuilder::shared_copy`] turns it
+//! off).
+//!
 //! A [`Vis`] is made from an endpoint (`Arc<Endpoint>`, the one a client
 //! derefs to): the first one registers the AM handlers (reserved indices
 //! 24..=27), so create it on every rank, then barrier, before transferring.

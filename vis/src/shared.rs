@@ -4,20 +4,23 @@
 //! Hybrid MPI.
 //!
 //! Kept because testvisperf's shared-copy set shows a win wherever a
-//! thread waits (see the crate's README figures); a copy with nobody to
-//! help pays a few atomic operations per 64 KiB block. Turned off per
-//! context with [`VisBuilder::shared_copy`](crate::VisBuilder::shared_copy).
+//! thread waits: with one thread of the rank waiting in `poll` on another
+//! CPU, 256 KiB - 2 MiB strided puts ran 1.7-2.1x as fast as the
+//! one-thread copy on a 2-CPU node, while with nobody waiting the shared
+//! context measured 1.00-1.04x of the one-thread one (a few atomic
+//! operations per 64 KiB block). Turned off per context with
+//! [`VisBuilder::shared_copy`](crate::VisBuilder::shared_copy).
 
 use crate::kernel::{copy_range, Loop};
 use rgex_am::Endpoint;
+use rgex_core::share::Ends;
 
-/// Copies of at least this many bytes are shared.
-pub const SHARE_MIN: u64 = 256 << 10;
+/// Copies of at least this many bytes are shared
+/// ([`rgex_core::share::SHARE_MIN`]).
+pub const SHARE_MIN: u64 = rgex_core::share::SHARE_MIN as u64;
 
-/// Bytes per block (about what one core copies in a few microseconds:
-/// long enough that the claim is noise, short enough that a late helper
-/// still finds blocks).
-const BLOCK: u64 = 64 << 10;
+/// Bytes per block ([`rgex_core::share::BLOCK`]).
+const BLOCK: u64 = rgex_core::share::BLOCK as u64;
 
 /// Copy the nest `loops` (innermost first, elements of `elem` bytes,
 /// `elems` elements) from `src` to `dst`, sharing the work on `ep`, if
@@ -40,46 +43,27 @@ pub(crate) unsafe fn try_copy(
     if bytes < SHARE_MIN || !disjoint(elem, loops) {
         return false;
     }
-    let ends = Ends { src, dst };
     if loops.is_empty() {
-        // One contiguous element: blocks of bytes.
-        let blocks = bytes.div_ceil(BLOCK) as usize;
-        ep.share(blocks, &|i| {
-            let lo = i as u64 * BLOCK;
-            let n = BLOCK.min(bytes - lo) as usize;
-            // SAFETY: bytes `lo .. lo + n` of the one element, which the
-            // caller vouches for; blocks do not overlap.
-            unsafe {
-                let e = &ends;
-                std::ptr::copy_nonoverlapping(e.src.add(lo as usize), e.dst.add(lo as usize), n)
-            }
-        });
-    } else {
-        let per = (BLOCK / elem as u64).max(1);
-        let blocks = elems.div_ceil(per) as usize;
-        ep.share(blocks, &|i| {
-            let start = i as u64 * per;
-            // SAFETY: elements `start ..` of the nest, which the caller
-            // vouches for; blocks are disjoint ranges of elements.
-            unsafe {
-                let e = &ends;
-                copy_range(elem, loops, e.src, e.dst, start, per.min(elems - start))
-            }
-        });
+        // One contiguous element: the endpoint's shared byte copy.
+        // SAFETY: the one element, which the caller vouches for; the two
+        // sides do not overlap (the caller's contract too).
+        unsafe { ep.copy(src, dst, bytes as usize) };
+        return true;
     }
+    let ends = Ends { src, dst };
+    let per = (BLOCK / elem as u64).max(1);
+    let blocks = elems.div_ceil(per) as usize;
+    ep.share(blocks, &|i| {
+        let start = i as u64 * per;
+        // SAFETY: elements `start ..` of the nest, which the caller
+        // vouches for; blocks are disjoint ranges of elements.
+        unsafe {
+            let e = &ends;
+            copy_range(elem, loops, e.src, e.dst, start, per.min(elems - start))
+        }
+    });
     true
 }
-
-/// A copy's two ends, for the threads that run its blocks.
-struct Ends {
-    src: *const u8,
-    dst: *mut u8,
-}
-
-// SAFETY: the source is only read; each block writes its own destination
-// elements, which `try_copy` checked are disjoint, and the sharer's caller
-// keeps both ends valid until `share` returns (after every block).
-unsafe impl Sync for Ends {}
 
 /// True if no two elements of the nest overlap on the destination side:
 /// with the loops ordered by the size of their destination stride, each

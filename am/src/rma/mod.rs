@@ -159,9 +159,10 @@ impl Endpoint {
                     .expect("mapped path");
                 let to = seg.ptr_at(dst.offset, len)?;
                 // SAFETY: `to..to+len` is inside the peer's mapped segment
-                // (checked); the caller guarantees the source. `copy`
-                // (memmove) because a put within our own segment may overlap.
-                unsafe { std::ptr::copy(src, to, len) };
+                // (checked); the caller guarantees the source. `copy` is a
+                // memmove when the two overlap (a put within our own
+                // segment may); large ones are shared with waiting threads.
+                unsafe { self.copy(src, to, len) };
                 Ok(Started::default())
             }
             RmaPath::Reference => {
@@ -213,8 +214,8 @@ impl Endpoint {
                     .expect("mapped path");
                 let from = seg.ptr_at(src.offset, len)?;
                 // SAFETY: the range is inside the mapped segment (checked),
-                // the caller guarantees the destination; memmove for overlap.
-                unsafe { std::ptr::copy(from, dst, len) };
+                // the caller guarantees the destination; as for a put.
+                unsafe { self.copy(from, dst, len) };
                 Ok(None)
             }
             RmaPath::Reference => {

@@ -6,11 +6,12 @@
 //! form (blocking, NB, NB with deferred local completion, NBI, raw, value),
 //! to every rank at once; overlapping puts from all ranks into disjoint
 //! slices; overwriting the source right after local completion; 10,000 NBI
-//! puts in one access region; events (test, wait, wait_all, wait_some,
+//! puts in one access region; the put/get sizes again with a second thread
+//! polling (which helps copy large mapped transfers, see `Endpoint::copy`); events (test, wait, wait_all, wait_some,
 //! invalid); IMMEDIATE leaving nothing behind; bad ranges.
 
 use rgex::{Client, Error, Event, Flags, GlobalAddr, Lc, NbiCategory, Rank, RmaPath};
-use rgex_tests::{fill_pattern, ok, pattern_mismatch};
+use rgex_tests::{fill_pattern, ok, pattern_mismatch, with_poller};
 
 /// Each rank owns a window of every segment: [me * WIN, (me + 1) * WIN).
 fn window(client: &Client) -> u64 {
@@ -41,6 +42,12 @@ fn main() -> rgex::Result<()> {
     }
 
     every_form(&client, win)?;
+    // Again with a thread polling, which helps with large mapped copies.
+    let ((), polls) = with_poller(&client, || every_form(&client, win))?;
+    ok(
+        &client,
+        &format!("the same with a second thread polling ({polls} polls on rank 0)"),
+    );
     overlapping_slices(&client, win)?;
     local_completion(&client, win)?;
     nbi_region(&client, win)?;

@@ -17,9 +17,7 @@ use rgex::{
     Client, CompiledStrided, Error, Flags, GlobalAddr, Indexed, NbiCategory, Rank, Strided, Vector,
     Vis, VisMechanism, VisMeta,
 };
-use rgex_tests::ok;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use rgex_tests::{ok, with_poller};
 
 /// Xorshift: deterministic, seeded per (rank, peer, case).
 struct Rng(u64);
@@ -736,36 +734,11 @@ fn shared_copies(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         .shared_copy(false)
         .build(client.endpoint())?;
     let (me, n) = (client.rank().0, client.size());
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let helped = std::thread::scope(|s| -> rgex::Result<u64> {
-        let helper = s.spawn(|| -> rgex::Result<u64> {
-            // Bounded: the cases below take well under a minute.
-            let deadline = Instant::now() + Duration::from_secs(180);
-            let mut polls = 0u64;
-            while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-                client.poll()?;
-                polls += 1;
-            }
-            Ok(polls)
-        });
-        // Stop the poller however the cases end (a failed check panics).
-        struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
-        impl Drop for Stop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Relaxed);
-            }
-        }
-        let r = {
-            let _stop = Stop(&stop);
-            shared_cases(vis, &alone, client, win, me, n)
-        };
-        let polls = helper.join().expect("the polling thread does not panic")?;
-        r.map(|()| polls)
-    })?;
+    let ((), polls) = with_poller(client, || shared_cases(vis, &alone, client, win, me, n))?;
     client.barrier()?;
     ok(
         client,
-        &format!("large shared copies (with a thread polling: {helped} polls on rank 0) match the one-thread copy and the reference"),
+        &format!("large shared copies (with a thread polling: {polls} polls on rank 0) match the one-thread copy and the reference"),
     );
     Ok(())
 }
