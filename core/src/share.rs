@@ -208,14 +208,23 @@ impl Board {
             // SAFETY: the caller's contract.
             return unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
         }
+        // SAFETY: the caller's contract.
+        unsafe { self.copy_in_blocks(src, dst, len, BLOCK) }
+    }
+
+    /// [`copy`](Board::copy)'s shared case, in blocks of `block` bytes.
+    ///
+    /// # Safety
+    /// As [`copy`](Board::copy).
+    unsafe fn copy_in_blocks(&self, src: *const u8, dst: *mut u8, len: usize, block: usize) {
         let ends = Ends { src, dst };
-        self.share(len.div_ceil(BLOCK), &|i| {
-            let lo = i * BLOCK;
+        self.share(len.div_ceil(block), &|i| {
+            let lo = i * block;
             let e = &ends;
             // SAFETY: bytes `lo .. lo + n` of the copy, which the caller
             // vouches for; blocks do not overlap.
             unsafe {
-                std::ptr::copy_nonoverlapping(e.src.add(lo), e.dst.add(lo), BLOCK.min(len - lo))
+                std::ptr::copy_nonoverlapping(e.src.add(lo), e.dst.add(lo), block.min(len - lo))
             }
         });
     }
@@ -346,6 +355,34 @@ mod tests {
     }
 
     #[test]
+    fn sharers_that_also_help() {
+        // Every thread shares jobs and helps between them, as threads of a
+        // rank that each issue large copies and wait in between do: the
+        // board changes hands many times, with helpers straddling jobs.
+        let board = Board::new();
+        let rounds = if cfg!(miri) { 3 } else { 300 };
+        std::thread::scope(|s| {
+            for t in 0..3u8 {
+                let board = &board;
+                s.spawn(move || {
+                    for round in 0..rounds {
+                        let hits: Vec<AtomicU8> = (0..16).map(|_| AtomicU8::new(0)).collect();
+                        board.share(hits.len(), &|i| {
+                            hits[i].fetch_add(1, Ordering::Relaxed);
+                        });
+                        for (i, h) in hits.iter().enumerate() {
+                            let n = h.load(Ordering::Relaxed);
+                            assert_eq!(n, 1, "thread {t}, round {round}, block {i}");
+                        }
+                        board.help();
+                    }
+                });
+            }
+        });
+        assert!(!board.has_work());
+    }
+
+    #[test]
     fn a_second_sharer_runs_alone() {
         let board = Board::new();
         let outer = AtomicUsize::new(0);
@@ -360,15 +397,29 @@ mod tests {
         assert!(!board.has_work());
     }
 
+    fn check_copy(len: usize, copy: impl Fn(*const u8, *mut u8, usize)) {
+        let src: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
+        let mut dst = vec![0u8; len];
+        copy(src.as_ptr(), dst.as_mut_ptr(), len);
+        assert!(src == dst, "{len} bytes");
+    }
+
     #[test]
     fn copies_small_and_shared() {
         let board = Board::new();
-        for len in [0, 1, SHARE_MIN - 1, SHARE_MIN, SHARE_MIN + 3 * BLOCK + 17] {
-            let src: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
-            let mut dst = vec![0u8; len];
+        // Miri runs the same block arithmetic on smaller copies.
+        let sizes: &[usize] = if cfg!(miri) {
+            &[0, 1, 17]
+        } else {
+            &[0, 1, SHARE_MIN - 1, SHARE_MIN, SHARE_MIN + 3 * BLOCK + 17]
+        };
+        for &len in sizes {
             // SAFETY: two distinct vectors of `len` bytes.
-            unsafe { board.copy(src.as_ptr(), dst.as_mut_ptr(), len) };
-            assert!(src == dst, "{len} bytes");
+            check_copy(len, |s, d, n| unsafe { board.copy(s, d, n) });
+        }
+        for len in [1, 63, 64, 65, 64 * 5 + 3] {
+            // SAFETY: as above.
+            check_copy(len, |s, d, n| unsafe { board.copy_in_blocks(s, d, n, 64) });
         }
     }
 
@@ -419,6 +470,39 @@ mod loom_tests {
             }
             let helped = h.join().unwrap();
             assert!(helped <= 2);
+        });
+    }
+
+    /// Two threads share at once (one gets the board, the other runs its
+    /// job alone, or after the first, through the board) while a third
+    /// helps: each job's blocks run once.
+    #[test]
+    fn loom_two_sharers_and_a_helper() {
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = Some(3);
+        b.check(|| {
+            let board = Arc::new(Board::new());
+            let sharer = {
+                let board = board.clone();
+                loom::thread::spawn(move || {
+                    let ran = loom::sync::atomic::AtomicUsize::new(0);
+                    board.share(2, &|_| {
+                        ran.fetch_add(1, Ordering::Relaxed);
+                    });
+                    assert_eq!(ran.load(Ordering::Relaxed), 2);
+                })
+            };
+            let helper = {
+                let board = board.clone();
+                loom::thread::spawn(move || board.help())
+            };
+            let ran = loom::sync::atomic::AtomicUsize::new(0);
+            board.share(2, &|_| {
+                ran.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(ran.load(Ordering::Relaxed), 2);
+            sharer.join().unwrap();
+            helper.join().unwrap();
         });
     }
 

@@ -7,9 +7,9 @@
 //! thread waits: with one thread of the rank waiting in `poll` on another
 //! CPU, 256 KiB - 2 MiB strided puts ran 1.7-2.1x as fast as the
 //! one-thread copy on a 2-CPU node, while with nobody waiting the shared
-//! context measured 1.00-1.04x of the one-thread one (a few atomic
-//! operations per 64 KiB block). Turned off per context with
-//! [`VisBuilder::shared_copy`](crate::VisBuilder::shared_copy).
+//! context measured 0.98-1.04x of the one-thread one (a few atomic
+//! operations per 64 KiB block: within the noise). Turned off per context
+//! with [`VisBuilder::shared_copy`](crate::VisBuilder::shared_copy).
 
 use crate::kernel::{copy_range, Loop};
 use rgex_am::Endpoint;
@@ -40,6 +40,8 @@ pub(crate) unsafe fn try_copy(
     dst: *mut u8,
 ) -> bool {
     let bytes = elems.saturating_mul(elem as u64);
+    // (The caller may have checked the size already, to skip building
+    // `loops`; this function does not rely on it.)
     if bytes < SHARE_MIN || !disjoint(elem, loops) {
         return false;
     }
