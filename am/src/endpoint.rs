@@ -232,7 +232,8 @@ impl Endpoint {
     /// an NBI sync, a barrier or [`poll`](Endpoint::poll) helps); return
     /// when all have run. One job is shared at a time: a thread that
     /// shares while another does runs its blocks alone. VIS shares large
-    /// node-local copies this way.
+    /// node-local copies this way. A waiting thread that helps sees its own
+    /// event at most one block late (keep blocks to microseconds).
     ///
     /// `f` must not panic: a panicking block aborts the process, since
     /// other threads may be running blocks that borrow this frame.
