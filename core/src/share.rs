@@ -168,8 +168,8 @@ impl Board {
         // between seeing it true and leaving (the previous owner waited
         // for that), so nobody reads the slot.
         self.job.with_mut(|j| unsafe { *j = job });
-        // Relaxed: published by the SeqCst (so releasing) store of
-        // `active` below, which a helper loads before touching them.
+        // Relaxed: published by the Release store of `active` below,
+        // which a helper acquires before touching them.
         self.next.store(0, Ordering::Relaxed);
         self.done.store(0, Ordering::Relaxed);
         // Release: publishes the job to a helper's Acquire load.
