@@ -261,7 +261,7 @@ impl Endpoint {
     ///
     /// # Safety
     /// `src` readable and `dst` writable for `len` bytes, for the call.
-    pub unsafe fn copy(&self, src: *const u8, dst: *mut u8, len: usize) {
+    pub unsafe fn share_copy(&self, src: *const u8, dst: *mut u8, len: usize) {
         let (s, d) = (src as usize, dst as usize);
         // SAFETY: the caller's contract; the ranges were just checked
         // disjoint for the shared copy.

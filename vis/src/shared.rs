@@ -49,7 +49,7 @@ pub(crate) unsafe fn try_copy(
         // One contiguous element: the endpoint's shared byte copy.
         // SAFETY: the one element, which the caller vouches for; the two
         // sides do not overlap (the caller's contract too).
-        unsafe { ep.copy(src, dst, bytes as usize) };
+        unsafe { ep.share_copy(src, dst, bytes as usize) };
         return true;
     }
     let ends = Ends { src, dst };

@@ -162,7 +162,7 @@ impl Endpoint {
                 // (checked); the caller guarantees the source. `copy` is a
                 // memmove when the two overlap (a put within our own
                 // segment may); large ones are shared with waiting threads.
-                unsafe { self.copy(src, to, len) };
+                unsafe { self.share_copy(src, to, len) };
                 Ok(Started::default())
             }
             RmaPath::Reference => {
@@ -215,7 +215,7 @@ impl Endpoint {
                 let from = seg.ptr_at(src.offset, len)?;
                 // SAFETY: the range is inside the mapped segment (checked),
                 // the caller guarantees the destination; as for a put.
-                unsafe { self.copy(from, dst, len) };
+                unsafe { self.share_copy(from, dst, len) };
                 Ok(None)
             }
             RmaPath::Reference => {

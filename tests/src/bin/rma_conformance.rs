@@ -6,8 +6,9 @@
 //! form (blocking, NB, NB with deferred local completion, NBI, raw, value),
 //! to every rank at once; overlapping puts from all ranks into disjoint
 //! slices; overwriting the source right after local completion; 10,000 NBI
-//! puts in one access region; the put/get sizes again with a second thread
-//! polling (which helps copy large mapped transfers, see `Endpoint::copy`); events (test, wait, wait_all, wait_some,
+//! puts in one access region; the put/get sizes again with a second
+//! thread polling (which helps copy large mapped transfers, see
+//! `Endpoint::share_copy`); events (test, wait, wait_all, wait_some,
 //! invalid); IMMEDIATE leaving nothing behind; bad ranges.
 
 use rgex::{Client, Error, Event, Flags, GlobalAddr, Lc, NbiCategory, Rank, RmaPath};
