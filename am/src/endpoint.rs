@@ -196,7 +196,9 @@ impl Endpoint {
         self.dropped.load(Ordering::Relaxed)
     }
 
-    /// Run handlers for messages that have arrived. Returns how many ran.
+    /// Run handlers for messages that have arrived (and a block of shared
+    /// work, see [`share`](Endpoint::share)). Returns how many of both
+    /// ran.
     /// Refused inside a handler (a handler must not poll).
     pub fn poll(&self) -> Result<usize> {
         if in_handler() {
@@ -232,11 +234,15 @@ impl Endpoint {
     /// an NBI sync, a barrier or [`poll`](Endpoint::poll) helps); return
     /// when all have run. One job is shared at a time: a thread that
     /// shares while another does runs its blocks alone. VIS shares large
-    /// node-local copies this way. A waiting thread that helps sees its own
-    /// event at most one block late (keep blocks to microseconds).
+    /// node-local copies this way. A waiting thread runs one block per
+    /// poll, so it sees its own event at most one block late (keep blocks
+    /// to microseconds).
     ///
-    /// `f` must not panic: a panicking block aborts the process, since
-    /// other threads may be running blocks that borrow this frame.
+    /// `f` runs on other threads, inside their polls and waits: it must
+    /// not block, nor take a lock a waiting thread may hold, nor rely on
+    /// thread-local state (such as being in a handler). It must not panic:
+    /// a panicking shared block aborts the process, since other threads
+    /// may be running blocks that borrow this frame.
     ///
     /// ```no_run
     /// # fn demo(ep: &rgex_am::Endpoint, src: &[u8], dst: &mut [u8]) {
@@ -251,6 +257,12 @@ impl Endpoint {
     /// ```
     pub fn share<F: Fn(usize) + Sync>(&self, blocks: usize, f: &F) {
         self.board.share(blocks, f)
+    }
+
+    /// How many jobs this endpoint has shared with waiting threads so far
+    /// (see [`share`](Endpoint::share); large copies count one each).
+    pub fn shared_jobs(&self) -> usize {
+        self.board.jobs()
     }
 
     /// Copy `len` bytes from `src` to `dst` (which may overlap), in

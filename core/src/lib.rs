@@ -21,6 +21,7 @@ pub mod flags;
 pub mod rank;
 pub mod segment;
 pub mod share;
+#[doc(hidden)]
 pub mod sync;
 pub mod team;
 pub mod wire;

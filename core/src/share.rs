@@ -27,9 +27,10 @@
 use crate::sync::{fence, AtomicBool, AtomicUsize, Ordering, Slot};
 
 /// Copies of at least this many bytes are shared by [`Board::copy`] (and
-/// VIS's strided copies): below it a waiting thread's help gained less on
-/// the 2-CPU node measured (64 - 128 KiB in 16 KiB blocks: 1.3 - 1.8x with
-/// a waiter, but 0.95 - 0.98x without one) than what the claims cost.
+/// VIS's strided copies). On the 2-CPU node measured, sharing from 64 KiB
+/// (with 16 KiB blocks, to have several) gained 1.3 - 1.8x at 64 - 128
+/// KiB with a waiter but cost 2 - 5% without one, and gained less at 256
+/// KiB than 64 KiB blocks do.
 pub const SHARE_MIN: usize = 256 << 10;
 
 /// Bytes per block of a shared copy: a few microseconds of copying, so
@@ -49,6 +50,8 @@ pub struct Board {
     next: AtomicUsize,
     /// Blocks that have run.
     done: AtomicUsize,
+    /// Jobs shared so far (a statistic).
+    jobs: AtomicUsize,
     /// The job: written by the owner while no helper can read it (see
     /// [`share`](Board::share)).
     job: Slot<Job>,
@@ -136,6 +139,7 @@ impl Board {
             helpers: AtomicUsize::new(0),
             next: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
+            jobs: AtomicUsize::new(0),
             job: Slot::new(Job::NONE),
         }
     }
@@ -145,8 +149,15 @@ impl Board {
     /// have run (their effects happen before the return). If the board is
     /// taken (another thread is sharing), all run on this thread.
     ///
-    /// `f` must not panic: a panicking block aborts the process (other
-    /// threads may be running blocks that borrow this frame).
+    /// `f` runs on whichever threads help: it must not block, nor take a
+    /// lock a waiting thread may hold, nor rely on thread-local state.
+    /// Nor may it panic: once the job is shared, a panicking block aborts
+    /// the process (other threads may be running blocks that borrow this
+    /// frame).
+    ///
+    /// The sharer waits for every claimed block, so a helper descheduled in
+    /// the middle of one delays it (it yields meanwhile); on a node whose
+    /// threads share one CPU, sharing gains nothing.
     pub fn share<F: Fn(usize) + Sync>(&self, blocks: usize, f: &F) {
         // Acquire: pairs with the previous owner's Release of `owner`,
         // which came after no helper held its job, so the slot is ours.
@@ -172,9 +183,11 @@ impl Board {
         // which a helper acquires before touching them.
         self.next.store(0, Ordering::Relaxed);
         self.done.store(0, Ordering::Relaxed);
+        // Relaxed: a statistic, read by nobody the board depends on.
+        self.jobs.fetch_add(1, Ordering::Relaxed);
         // Release: publishes the job to a helper's Acquire load.
         self.active.store(true, Ordering::Release);
-        self.run(job);
+        self.run(job, usize::MAX);
         // Acquire: pairs with each block's Release count, so every block's
         // effects happen before this returns.
         wait_until(|| self.done.load(Ordering::Acquire) == blocks);
@@ -221,16 +234,18 @@ impl Board {
         self.share(len.div_ceil(block), &|i| {
             let lo = i * block;
             let e = &ends;
-            // SAFETY: bytes `lo .. lo + n` of the copy, which the caller
-            // vouches for; blocks do not overlap.
+            // SAFETY: bytes `lo .. lo + block.min(len - lo)` of the copy,
+            // which the caller vouches for; blocks do not overlap.
             unsafe {
                 std::ptr::copy_nonoverlapping(e.src.add(lo), e.dst.add(lo), block.min(len - lo))
             }
         });
     }
 
-    /// Run blocks of the shared job, if there is one: how many ran. For
-    /// threads that are waiting anyway (in a poll or a wait).
+    /// Run a block of the shared job, if there is one left: how many ran
+    /// (0 or 1). For threads that are waiting anyway (in a poll or a
+    /// wait), which call it again on their next poll: one block per call
+    /// keeps a helper at most one block late for its own event.
     pub fn help(&self) -> usize {
         // Relaxed, then the fence: our half of the handshake described in
         // `share`.
@@ -243,12 +258,19 @@ impl Board {
             // SAFETY: the job is published and its owner will not rewrite
             // the slot until we have left (`helpers`).
             let job = self.job.with(|j| unsafe { *j });
-            ran = self.run(job);
+            ran = self.run(job, 1);
         }
         // Release: our read of the slot happens before the owner's load
         // that sees the count drop to zero.
         self.helpers.fetch_sub(1, Ordering::Release);
         ran
+    }
+
+    /// How many jobs have been shared on this board (jobs run alone,
+    /// because they were too small or the board was taken, not counted).
+    pub fn jobs(&self) -> usize {
+        // Relaxed: a statistic; the caller orders it by its own means.
+        self.jobs.load(Ordering::Relaxed)
     }
 
     /// True if a job is shared now (a hint: one relaxed load, for a
@@ -260,10 +282,11 @@ impl Board {
         self.active.load(Ordering::Relaxed)
     }
 
-    /// Claim and run blocks of `job` until none are left.
-    fn run(&self, job: Job) -> usize {
+    /// Claim and run blocks of `job` until none are left or `most` have
+    /// run here.
+    fn run(&self, job: Job, most: usize) -> usize {
         let mut ran = 0;
-        loop {
+        while ran < most {
             // Relaxed: the counter only has to hand each index out once,
             // which its modification order does; the job itself was
             // acquired through `active`.
@@ -282,6 +305,7 @@ impl Board {
             self.done.fetch_add(1, Ordering::Release);
             ran += 1;
         }
+        ran
     }
 }
 
@@ -395,6 +419,8 @@ mod tests {
         });
         assert_eq!(outer.load(Ordering::Relaxed), 3);
         assert!(!board.has_work());
+        // The outer job was shared; the nested ones ran alone.
+        assert_eq!(board.jobs(), 1);
     }
 
     fn check_copy(len: usize, copy: impl Fn(*const u8, *mut u8, usize)) {

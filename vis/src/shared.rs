@@ -53,16 +53,34 @@ pub(crate) unsafe fn try_copy(
         return true;
     }
     let ends = Ends { src, dst };
-    let per = (BLOCK / elem as u64).max(1);
-    let blocks = elems.div_ceil(per) as usize;
-    ep.share(blocks, &|i| {
+    let e = elem as u64;
+    if e > BLOCK {
+        // Elements larger than a block: each in parts of a block, the
+        // part's bytes copied at that element's address (the kernel's
+        // offsets do not depend on the element size it is given).
+        let parts = e.div_ceil(BLOCK);
+        ep.share((elems * parts) as usize, &|i| {
+            let (k, lo) = (i as u64 / parts, i as u64 % parts * BLOCK);
+            let w = &ends;
+            // SAFETY: bytes `lo .. lo + BLOCK.min(e - lo)` of element `k`,
+            // which the caller vouches for; the parts of one element do
+            // not overlap, and no two elements' destinations do
+            // (`disjoint` above).
+            unsafe {
+                let (s, d) = (w.src.add(lo as usize), w.dst.add(lo as usize));
+                copy_range(BLOCK.min(e - lo) as usize, loops, s, d, k, 1)
+            }
+        });
+        return true;
+    }
+    let per = BLOCK / e;
+    ep.share(elems.div_ceil(per) as usize, &|i| {
         let start = i as u64 * per;
-        // SAFETY: elements `start ..` of the nest, which the caller
-        // vouches for; blocks are disjoint ranges of elements.
-        unsafe {
-            let e = &ends;
-            copy_range(elem, loops, e.src, e.dst, start, per.min(elems - start))
-        }
+        let w = &ends;
+        // SAFETY: elements `start ..` of the nest, which the caller vouches
+        // for; blocks are disjoint ranges of elements, whose destinations
+        // do not overlap (`disjoint` above).
+        unsafe { copy_range(elem, loops, w.src, w.dst, start, per.min(elems - start)) }
     });
     true
 }

@@ -159,8 +159,8 @@ impl Endpoint {
                     .expect("mapped path");
                 let to = seg.ptr_at(dst.offset, len)?;
                 // SAFETY: `to..to+len` is inside the peer's mapped segment
-                // (checked); the caller guarantees the source. `copy` is a
-                // memmove when the two overlap (a put within our own
+                // (checked); the caller guarantees the source. `share_copy`
+                // is a memmove when the two overlap (a put within our own
                 // segment may); large ones are shared with waiting threads.
                 unsafe { self.share_copy(src, to, len) };
                 Ok(Started::default())

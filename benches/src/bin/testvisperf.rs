@@ -273,14 +273,28 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
     let shared = Vis::new(client.endpoint())?;
     let mut out = Vec::new();
     let stop = &AtomicBool::new(false);
-    for waiting in [false, true] {
+    // Rank 0's thread stays on its CPU and the waiter takes the next one;
+    // with one CPU there is nothing to help with, so that half is skipped.
+    let cpus = online_cpus();
+    let here = current_cpu().unwrap_or(0);
+    let other = (here + 1) % cpus;
+    if let Err(e) = pin_current_thread(here) {
+        eprintln!("testvisperf: shared copies: could not pin rank 0 to CPU {here}: {e}");
+    }
+    let halves: &[bool] = if cpus > 1 {
+        &[false, true]
+    } else {
+        eprintln!("testvisperf: shared copies: one CPU, so no waiting-thread half");
+        &[false]
+    };
+    for &waiting in halves {
         std::thread::scope(|s| -> Res<()> {
             let waiter = waiting.then(|| {
-                let other = (current_cpu().unwrap_or(0) + 1) % online_cpus();
+                eprintln!("testvisperf: shared copies: rank 0 on CPU {here}, its waiting thread on CPU {other}");
                 s.spawn(move || -> rgex::Result<()> {
-                    // Best effort: without it the thread runs where the
-                    // scheduler puts it.
-                    let _ = pin_current_thread(other);
+                    if let Err(e) = pin_current_thread(other) {
+                        eprintln!("testvisperf: shared copies: could not pin the waiting thread to CPU {other}: {e}");
+                    }
                     while !stop.load(Ordering::Relaxed) {
                         client.poll()?;
                     }

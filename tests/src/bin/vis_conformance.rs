@@ -783,9 +783,13 @@ fn shared_cases(
         let lb = (rows - 1) * 32 * 512;
         let contiguous = [elems * 8];
         let one = [1i64];
+        // Elements larger than a shared block (copied in parts).
+        let big = 96usize << 10;
+        let (four, big_ps, big_ls) = ([4u64], [128i64 << 10], [big as i64]);
         for (case, (elem, counts, ps, ls, lb)) in [
             (8usize, &counts[..], &ps[..], &ls[..], lb),
             (1, &contiguous[..], &one[..], &one[..], 0),
+            (big, &four[..], &big_ps[..], &big_ls[..], 0),
         ]
         .into_iter()
         .enumerate()
@@ -803,11 +807,17 @@ fn shared_cases(
                     local_strides: ls,
                 });
                 let mut local = local0.clone();
+                let jobs = client.endpoint().shared_jobs();
                 if put {
                     vis.put(peer, meta, &local, Flags::empty())?;
                 } else {
                     vis.get(peer, meta, &mut local, Flags::empty())?;
                 }
+                // The put or get was shared (the check's get may be too).
+                assert!(
+                    client.endpoint().shared_jobs() > jobs,
+                    "shared copy case {case} with {peer} (put={put}) was not shared"
+                );
                 let remote = get_remote(client, GlobalAddr::new(peer, at), span)?;
                 let (mut er, mut el) = (remote0.clone(), local0.clone());
                 for (p, l) in pairs(elem, counts, 0, ps, lb, ls) {
@@ -827,38 +837,41 @@ fn shared_cases(
                 );
             }
         }
-        // Overlapping destination elements (each peer element written
-        // four times): the shared context must leave what the one-thread
-        // copy leaves.
-        let counts = [4u64, elems];
-        let (ps, ls) = ([0i64, 8], [(elems * 8) as i64, 8]);
-        let local = pattern((elems * 32) as usize, 50);
-        let mut results = Vec::new();
-        for v in [vis, alone] {
-            set_remote(
-                client,
-                GlobalAddr::new(peer, at),
-                &vec![0u8; (elems * 8) as usize],
-            )?;
-            let s = Strided {
-                elem_size: 8,
-                counts: &counts,
-                peer_offset: at,
-                peer_strides: &ps,
-                local_offset: 0,
-                local_strides: &ls,
-            };
-            v.put(peer, s, &local, Flags::empty())?;
-            results.push(get_remote(
-                client,
-                GlobalAddr::new(peer, at),
-                (elems * 8) as usize,
-            )?);
+        // Overlapping destination elements: a get whose four passes over
+        // the peer's rows all land in one local row, the pass loop
+        // outermost (so parallel blocks could finish in any order). It is
+        // copied unshared: the last pass wins, as in the reference.
+        let counts = [elems, 4];
+        let (ps, ls) = ([8i64, (elems * 8) as i64], [8i64, 0]);
+        let remote0 = pattern((elems * 32) as usize, 50);
+        set_remote(client, GlobalAddr::new(peer, at), &remote0)?;
+        let s = Strided {
+            elem_size: 8,
+            counts: &counts,
+            peer_offset: at,
+            peer_strides: &ps,
+            local_offset: 0,
+            local_strides: &ls,
+        };
+        let mut expect = vec![0u8; (elems * 8) as usize];
+        for (p, l) in pairs(8, &counts, 0, &ps, 0, &ls) {
+            expect[l] = remote0[p];
         }
-        assert!(
-            results[0] == results[1],
-            "overlapping shared put with {peer}: shared and one-thread copies differ"
-        );
+        for v in [vis, alone] {
+            let mut local = vec![0u8; (elems * 8) as usize];
+            let jobs = client.endpoint().shared_jobs();
+            v.get(peer, s, &mut local, Flags::empty())?;
+            assert_eq!(
+                client.endpoint().shared_jobs(),
+                jobs,
+                "an overlapping get from {peer} was shared"
+            );
+            assert!(
+                local == expect,
+                "overlapping get from {peer} (shared copies {}): not what the reference leaves",
+                v.shared_copy()
+            );
+        }
     }
     Ok(())
 }
