@@ -196,7 +196,7 @@ impl Endpoint {
         self.dropped.load(Ordering::Relaxed)
     }
 
-    /// Run handlers for messages that have arrived (and a block of shared
+    /// Run handlers for messages that have arrived (and blocks of shared
     /// work, see [`share`](Endpoint::share)). Returns how many of both
     /// ran.
     /// Refused inside a handler (a handler must not poll).
@@ -234,9 +234,10 @@ impl Endpoint {
     /// an NBI sync, a barrier or [`poll`](Endpoint::poll) helps); return
     /// when all have run. One job is shared at a time: a thread that
     /// shares while another does runs its blocks alone. VIS shares large
-    /// node-local copies this way. A waiting thread runs one block per
-    /// poll, so it sees its own event at most one block late (keep blocks
-    /// to microseconds).
+    /// node-local copies this way. A waiting thread runs at most
+    /// [`HELP_BLOCKS`](rgex_core::share::HELP_BLOCKS) blocks per poll, so
+    /// it sees its own event at most that many blocks late (keep blocks to
+    /// microseconds).
     ///
     /// `f` runs on other threads, inside their polls and waits: it must
     /// not block, nor take a lock a waiting thread may hold, nor rely on
