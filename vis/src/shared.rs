@@ -5,10 +5,12 @@
 //!
 //! Kept because testvisperf's shared-copy set shows a win wherever a
 //! thread waits: with one thread of the rank waiting in `poll` on another
-//! CPU, 256 KiB - 2 MiB strided puts ran 1.7-2.1x as fast as the
-//! one-thread copy on a 2-CPU node, while with nobody waiting the shared
-//! context measured 0.98-1.04x of the one-thread one (a few atomic
-//! operations per 64 KiB block: within the noise). Turned off per context
+//! CPU, 256 KiB - 2 MiB strided puts ran 1.2-2.1x as fast as the
+//! one-thread copy on a 2-CPU node (1.7-2.1x in two full runs, 1.2-1.5x
+//! in three others, the machine's memory bandwidth varying), while with
+//! nobody waiting the shared context measured 0.97-1.04x of the
+//! one-thread one (a few atomic operations per 64 KiB block: within the
+//! noise). Turned off per context
 //! with [`VisBuilder::shared_copy`](crate::VisBuilder::shared_copy).
 
 use crate::kernel::{copy_range, Loop};
