@@ -39,11 +39,11 @@ pub const SHARE_MIN: usize = 256 << 10;
 pub const BLOCK: usize = 64 << 10;
 
 /// Blocks a helper runs per call of [`Board::help`]: a waiting thread is
-/// at most this many blocks late for its own event. One per call cost a
-/// third of the gain when cache-line transfers were slow (the handshake
-/// and the claim move lines between cores every call: 256 KiB - 2 MiB
-/// strided puts gained 1.24 - 1.48x against 1.72 - 2.13x running until
-/// no block was left).
+/// at most this many blocks late for its own event, and the handshake of
+/// a call (which moves the board's line between cores) is paid once per
+/// this many blocks. (One per call and eight per call measured the same
+/// within this VM's noise; running until no block is left would make a
+/// waiter's delay grow with the job.)
 pub const HELP_BLOCKS: usize = 8;
 
 /// Where a job is shared and helpers find it. See the [module](self).
