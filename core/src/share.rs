@@ -476,6 +476,21 @@ mod loom_tests {
     use loom::cell::UnsafeCell;
     use loom::sync::Arc;
 
+    /// Share a job of two blocks that count themselves; check both ran.
+    fn share_two(board: &Board) {
+        let ran = loom::sync::atomic::AtomicUsize::new(0);
+        board.share(2, &|_| {
+            ran.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(ran.load(Ordering::Relaxed), 2);
+    }
+
+    /// A thread that helps once.
+    fn helper(board: &Arc<Board>) -> loom::thread::JoinHandle<usize> {
+        let board = board.clone();
+        loom::thread::spawn(move || board.help())
+    }
+
     /// Plain cells, one per block.
     struct Cells([UnsafeCell<u8>; 2]);
     // SAFETY: block i alone writes cell i, and the sharer reads them only
@@ -489,10 +504,7 @@ mod loom_tests {
     fn loom_blocks_run_once_and_are_visible() {
         loom::model(|| {
             let board = Arc::new(Board::new());
-            let h = {
-                let board = board.clone();
-                loom::thread::spawn(move || board.help())
-            };
+            let h = helper(&board);
             let cells = &Cells([UnsafeCell::new(0), UnsafeCell::new(0)]);
             board.share(2, &|i| {
                 // SAFETY: block i is the only writer of cell i.
@@ -518,23 +530,10 @@ mod loom_tests {
             let board = Arc::new(Board::new());
             let sharer = {
                 let board = board.clone();
-                loom::thread::spawn(move || {
-                    let ran = loom::sync::atomic::AtomicUsize::new(0);
-                    board.share(2, &|_| {
-                        ran.fetch_add(1, Ordering::Relaxed);
-                    });
-                    assert_eq!(ran.load(Ordering::Relaxed), 2);
-                })
+                loom::thread::spawn(move || share_two(&board))
             };
-            let helper = {
-                let board = board.clone();
-                loom::thread::spawn(move || board.help())
-            };
-            let ran = loom::sync::atomic::AtomicUsize::new(0);
-            board.share(2, &|_| {
-                ran.fetch_add(1, Ordering::Relaxed);
-            });
-            assert_eq!(ran.load(Ordering::Relaxed), 2);
+            let helper = helper(&board);
+            share_two(&board);
             sharer.join().unwrap();
             helper.join().unwrap();
         });
@@ -547,16 +546,9 @@ mod loom_tests {
     fn loom_next_job_waits_for_the_helpers_of_the_last() {
         loom::model(|| {
             let board = Arc::new(Board::new());
-            let h = {
-                let board = board.clone();
-                loom::thread::spawn(move || board.help())
-            };
+            let h = helper(&board);
             for _ in 0..2 {
-                let ran = loom::sync::atomic::AtomicUsize::new(0);
-                board.share(2, &|_| {
-                    ran.fetch_add(1, Ordering::Relaxed);
-                });
-                assert_eq!(ran.load(Ordering::Relaxed), 2);
+                share_two(&board);
             }
             h.join().unwrap();
         });

@@ -262,11 +262,7 @@ fn nap_until_done(client: &Client) -> Res<()> {
 fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
     let peer = Rank(1);
     let target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
-    let sizes: &[usize] = if opts.quick {
-        &QUICK_SIZES_SHARED
-    } else {
-        &SIZES_SHARED
-    };
+    let sizes: &[usize] = sized(opts, &SIZES_SHARED, &QUICK_SIZES_SHARED);
     let reps = opts.reps.max(1) * SPLIT as usize;
     let f = Flags::empty();
     let one = Vis::builder().shared_copy(false).build(client.endpoint())?;
@@ -395,7 +391,7 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
     let peer = Rank(1);
     let target = opts.target(Duration::from_millis(4), Duration::from_millis(100)) / SPLIT;
     let reps = opts.reps.max(1) * SPLIT as usize;
-    let sizes: &[usize] = if opts.quick { &QUICK_SIZES } else { &SIZES };
+    let sizes: &[usize] = sized(opts, &SIZES, &QUICK_SIZES);
     let f = Flags::empty();
     let mut out = Vec::new();
     for &size in sizes {
@@ -458,7 +454,7 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
 fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
     let peer = Rank(1);
     let target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
-    let sizes: &[usize] = if opts.quick { &QUICK_SIZES64 } else { &SIZES64 };
+    let sizes: &[usize] = sized(opts, &SIZES64, &QUICK_SIZES64);
     let f = Flags::empty();
     let mut out = Vec::new();
     for &size in sizes {
@@ -504,11 +500,7 @@ fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
 fn measure_am(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
     let peer = Rank(1);
     let target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
-    let sizes: &[usize] = if opts.quick {
-        &QUICK_SIZES_AM
-    } else {
-        &SIZES_AM
-    };
+    let sizes: &[usize] = sized(opts, &SIZES_AM, &QUICK_SIZES_AM);
     // More repetitions than elsewhere: the difference sought is a few %.
     let reps = opts.reps.max(3) * 2 - 1;
     let f = Flags::empty();
@@ -574,14 +566,11 @@ fn run() -> Res<bool> {
         return Ok(true);
     };
     let first = rgex::launcher_rank()? == 0;
-    let sizes: &[usize] = if opts.quick { &QUICK_SIZES } else { &SIZES };
-    let sizes64: &[usize] = if opts.quick { &QUICK_SIZES64 } else { &SIZES64 };
-    let sizes_am: &[usize] = if opts.quick {
-        &QUICK_SIZES_AM
-    } else {
-        &SIZES_AM
-    };
-    let mut all_sizes: Vec<usize> = [sizes, sizes64, sizes_am].concat();
+    let sizes: &[usize] = sized(&opts, &SIZES, &QUICK_SIZES);
+    let sizes64: &[usize] = sized(&opts, &SIZES64, &QUICK_SIZES64);
+    let sizes_am: &[usize] = sized(&opts, &SIZES_AM, &QUICK_SIZES_AM);
+    let sizes_shared = sized(&opts, &SIZES_SHARED, &QUICK_SIZES_SHARED);
+    let mut all_sizes: Vec<usize> = [sizes, sizes64, sizes_am, sizes_shared].concat();
     all_sizes.sort_unstable();
     all_sizes.dedup();
     let floor_target = opts.target(Duration::from_millis(2), Duration::from_millis(50));
@@ -659,7 +648,7 @@ fn run() -> Res<bool> {
     let mut t = Table::new(["payload", "8-d / 3-d", "32-d / 3-d", "compiled 32-d / 3-d"]);
     let (mut worst32, mut worst_c) = (f64::INFINITY, f64::INFINITY);
     for &size in sizes {
-        let at = |v: &str| set8.iter().find(|q| q.size == size && q.variant == v);
+        let at = |v: &str| point(set8.iter().copied(), size, v);
         let (Some(d3), Some(d8), Some(d32), Some(dc)) = (
             at(VARIANTS[1]),
             at(VARIANTS[2]),
@@ -708,7 +697,7 @@ fn run() -> Res<bool> {
     ]);
     let mut gains = Vec::new();
     for &size in sizes_am {
-        let at = |v: &str| points.iter().find(|q| q.size == size && q.variant == v);
+        let at = |v: &str| point(points.iter(), size, v);
         let (Some(np), Some(fp)) = (at(NP), at(FP)) else {
             continue;
         };
@@ -745,11 +734,6 @@ fn run() -> Res<bool> {
     }
     // Shared copies: the default context over one that never shares,
     // paired by repetition, with nobody waiting and with a waiting thread.
-    let sizes_shared: &[usize] = if opts.quick {
-        &QUICK_SIZES_SHARED
-    } else {
-        &SIZES_SHARED
-    };
     let mut t = Table::new([
         "payload",
         "one thread GB/s",
@@ -758,9 +742,10 @@ fn run() -> Res<bool> {
         "one thread GB/s (waiter)",
         "shared GB/s (waiter)",
         "shared / one thread (waiter)",
+        "shared (waiter) / memcpy",
     ]);
     for &size in sizes_shared {
-        let at = |v: &str| points.iter().find(|q| q.size == size && q.variant == v);
+        let at = |v: &str| point(points.iter(), size, v);
         let (Some(a1), Some(as_), Some(w1), Some(ws)) =
             (at(SHARED[0]), at(SHARED[1]), at(SHARED[2]), at(SHARED[3]))
         else {
@@ -786,6 +771,9 @@ fn run() -> Res<bool> {
             spread(&w1.bw),
             spread(&ws.bw),
             ratio(&help),
+            floors
+                .memcpy_at(size)
+                .map_or_else(String::new, |m| num(ws.bw.median / m.median)),
         ]);
     }
     println!(
@@ -862,11 +850,7 @@ fn table(set: &[&Point], naive: &str, contig: &str, floors: &Floors) -> Table {
         "/ memcpy",
     ]);
     for p in set {
-        let at = |v: &str| {
-            set.iter()
-                .find(|q| q.size == p.size && q.variant == v)
-                .map(|q| q.bw.median)
-        };
+        let at = |v: &str| point(set.iter().copied(), p.size, v).map(|q| q.bw.median);
         let mc = floors.memcpy_at(p.size).map(|s| s.median);
         t.row([
             size_str(p.size as u64),
@@ -880,6 +864,24 @@ fn table(set: &[&Point], naive: &str, contig: &str, floors: &Floors) -> Table {
     t
 }
 
+/// The sizes of a set: `full`, or `quick` under `--quick`.
+fn sized(opts: &Opts, full: &'static [usize], quick: &'static [usize]) -> &'static [usize] {
+    if opts.quick {
+        quick
+    } else {
+        full
+    }
+}
+
+/// The point of `variant` at `size` among `points`.
+fn point<'a>(
+    mut points: impl Iterator<Item = &'a Point>,
+    size: usize,
+    variant: &str,
+) -> Option<&'a Point> {
+    points.find(|q| q.size == size && q.variant == variant)
+}
+
 /// A ratio's median and range, two decimals.
 fn ratio(r: &Stats) -> String {
     format!("{:.2} [{:.2} .. {:.2}]", r.median, r.min, r.max)
@@ -891,9 +893,7 @@ fn speedup_line(set: &[&Point], v: &str, naive: &str) {
         .iter()
         .filter(|p| p.variant == v)
         .filter_map(|p| {
-            let nv = set
-                .iter()
-                .find(|q| q.size == p.size && q.variant == naive)?;
+            let nv = point(set.iter().copied(), p.size, naive)?;
             Some(p.bw.median / nv.bw.median)
         })
         .collect();
