@@ -2,11 +2,16 @@
 //! atomics and VIS paths): each request carries a 64-bit id in its first
 //! two arguments, and the reply finds the operation's completion counter
 //! and data by that id, whichever thread runs the reply handler.
+//!
+//! The table is a slab: the id is a slot index and the slot's generation,
+//! so starting and finishing an operation is an index, not a hash lookup
+//! (this sits on every small AM-based transfer). A slot's generation
+//! changes each time it is freed, so a stale or duplicated reply, or one
+//! carrying another protocol's id, finds nothing instead of completing
+//! an operation that reused the slot.
 
 use parking_lot::Mutex;
 use rgex_core::Completion;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A table of operations in flight, each with data of type `T`.
@@ -24,46 +29,81 @@ use std::sync::Arc;
 /// assert!(done.is_done() && t.finish(&id).is_none());
 /// ```
 pub struct InFlight<T> {
-    next: AtomicU64,
-    ops: Mutex<HashMap<u64, (Arc<Completion>, T)>>,
+    slab: Mutex<Slab<T>>,
+}
+
+struct Slot<T> {
+    /// Bumped each time the slot is freed: the second word of its ids.
+    generation: u32,
+    op: Option<(Arc<Completion>, T)>,
+}
+
+struct Slab<T> {
+    slots: Vec<Slot<T>>,
+    /// Indices of the free slots (most recently freed last, so a busy
+    /// protocol keeps reusing the same few, cache-warm slots).
+    free: Vec<u32>,
 }
 
 impl<T> Default for InFlight<T> {
     fn default() -> Self {
         InFlight {
-            next: AtomicU64::new(0),
-            ops: Mutex::new(HashMap::new()),
+            slab: Mutex::new(Slab {
+                slots: Vec::new(),
+                free: Vec::new(),
+            }),
         }
     }
 }
 
 impl<T> std::fmt::Debug for InFlight<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.slab.lock();
         f.debug_struct("InFlight")
-            .field("ops", &self.ops.lock().len())
+            .field("ops", &(s.slots.len() - s.free.len()))
             .finish()
     }
-}
-
-fn id_of(args: &[u32]) -> Option<u64> {
-    Some(u64::from(*args.first()?) | u64::from(*args.get(1)?) << 32)
 }
 
 impl<T> InFlight<T> {
     /// Count one operation on `done`, remember `data`, and return the id
     /// as the two argument words to send.
     pub fn start(&self, done: &Arc<Completion>, data: T) -> [u32; 2] {
-        // Relaxed: ids only need to be unique.
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
         done.add(1);
-        self.ops.lock().insert(id, (done.clone(), data));
-        [id as u32, (id >> 32) as u32]
+        let op = Some((done.clone(), data));
+        let mut s = self.slab.lock();
+        let index = match s.free.pop() {
+            Some(i) => i,
+            None => {
+                let i = u32::try_from(s.slots.len())
+                    .expect("more than 2^32 operations in flight on one endpoint");
+                s.slots.push(Slot {
+                    generation: 0,
+                    op: None,
+                });
+                i
+            }
+        };
+        let slot = &mut s.slots[index as usize];
+        slot.op = op;
+        [index, slot.generation]
     }
 
     /// Remove the operation whose id starts `args`; the caller finishes
-    /// its work, then calls `done()` on the returned counter.
+    /// its work, then calls `done()` on the returned counter. `None` for
+    /// an id that names no operation in flight (too few words, an index
+    /// past the table, a finished operation, or a slot since reused).
     pub fn finish(&self, args: &[u32]) -> Option<(Arc<Completion>, T)> {
-        self.ops.lock().remove(&id_of(args)?)
+        let (&index, &generation) = (args.first()?, args.get(1)?);
+        let mut s = self.slab.lock();
+        let slot = s.slots.get_mut(index as usize)?;
+        if slot.generation != generation {
+            return None;
+        }
+        let op = slot.op.take()?;
+        slot.generation = slot.generation.wrapping_add(1);
+        s.free.push(index);
+        Some(op)
     }
 
     /// Undo [`start`](Self::start) for an operation that was never sent.
@@ -71,5 +111,55 @@ impl<T> InFlight<T> {
         if let Some((done, _)) = self.finish(id) {
             done.done();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_while_in_flight_and_slots_are_reused() {
+        let t: InFlight<usize> = InFlight::default();
+        let done = Completion::new(0);
+        let ids: Vec<_> = (0..100).map(|i| t.start(&done, i)).collect();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 100);
+        for (i, id) in ids.iter().enumerate().rev() {
+            let (c, v) = t.finish(id).expect("in flight");
+            assert_eq!(v, i);
+            c.done();
+        }
+        assert!(done.is_done());
+        // Freed slots are reused, under a new generation.
+        let again = t.start(&done, 7);
+        assert!(ids.iter().any(|id| id[0] == again[0]));
+        assert!(!ids.contains(&again));
+        assert_eq!(format!("{t:?}"), "InFlight { ops: 1 }");
+    }
+
+    #[test]
+    fn stale_duplicated_and_bogus_ids_find_nothing() {
+        let t: InFlight<&str> = InFlight::default();
+        let done = Completion::new(0);
+        let first = t.start(&done, "first");
+        t.finish(&first).unwrap().0.done();
+        // The slot is reused; the first id is stale.
+        let second = t.start(&done, "second");
+        assert_eq!(first[0], second[0]);
+        assert!(t.finish(&first).is_none(), "a stale id took a reused slot");
+        // A duplicated reply finds nothing the second time.
+        let (c, v) = t.finish(&second).unwrap();
+        assert_eq!(v, "second");
+        c.done();
+        assert!(t.finish(&second).is_none());
+        // An index past the table, and too few words.
+        assert!(t.finish(&[1000, 0]).is_none());
+        assert!(t.finish(&[0]).is_none());
+        // Abandoning a finished operation does not count it twice.
+        t.abandon(&second);
+        assert!(done.is_done());
     }
 }

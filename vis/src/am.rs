@@ -23,7 +23,7 @@
 //! RMA reference, so the reply finds its counter and, for a get, where its
 //! bytes go, whichever thread runs it.
 
-use crate::kernel::{copy_range, dense, Loop};
+use crate::kernel::{copy_range, dense_loops, with_loops, Loop};
 use crate::meta::Shape;
 use crate::plan::StridePlan;
 use rgex_am::{Endpoint, HandlerId, InFlight, Message, Token};
@@ -139,7 +139,7 @@ const RUN_HDR: usize = 12;
 const NARGS: usize = 3;
 
 fn rd64(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+    Some(le64(b.get(at..at + 8)?))
 }
 
 fn rd32(b: &[u8], at: usize) -> Option<u32> {
@@ -224,7 +224,6 @@ impl Proto {
         if let (Shape::Strided(p), true) = (shape, strided_format(ep, peer, shape)) {
             let hdr = strided_hdr(p.dims.len());
             let total = p.elements();
-            let local = loops_local_to_dense(p);
             let mut start = 0;
             while start < total {
                 let least = hdr + p.elem;
@@ -238,16 +237,16 @@ impl Proto {
                     // destination holds n elements after the header (granted
                     // >= hdr + n * elem), addressed from `start` by shifting
                     // the base back; the two cannot overlap.
-                    unsafe {
+                    with_loops(p.dims.len(), local_dense(p, true), |local| unsafe {
                         copy_range(
                             p.elem,
-                            &local,
+                            local,
                             src.add(p.local_base as usize),
                             data.wrapping_sub(start as usize * p.elem),
                             start,
                             n,
                         )
-                    };
+                    });
                     (hdr + n as usize * p.elem, None)
                 })?;
                 start += n;
@@ -376,30 +375,11 @@ fn write_strided_hdr(buf: &mut [u8], p: &StridePlan, start: u64, n: u64) {
     }
 }
 
-/// Loops from the plan's local side to a dense buffer.
-fn loops_local_to_dense(p: &StridePlan) -> Vec<Loop> {
-    let d = dense(p.elem, p.dims.iter().map(|d| d.count));
-    p.dims
-        .iter()
-        .zip(d)
-        .map(|(x, s)| Loop {
-            count: x.count,
-            src: x.local_stride as isize,
-            dst: s,
-        })
-        .collect()
-}
-
-/// Loops from a dense buffer to the plan's local side.
-fn loops_dense_to_local(p: &StridePlan) -> Vec<Loop> {
-    loops_local_to_dense(p)
-        .into_iter()
-        .map(|l| Loop {
-            count: l.count,
-            src: l.dst,
-            dst: l.src,
-        })
-        .collect()
+/// The plan's loops between its local side and a dense buffer: local to
+/// dense for a put's packing, dense to local for a get's reply.
+fn local_dense(p: &StridePlan, to_dense: bool) -> impl Iterator<Item = Loop> + '_ {
+    let side = p.dims.iter().map(|d| (d.count, d.local_stride as isize));
+    dense_loops(p.elem, side, to_dense)
 }
 
 /// A resumable walk over a shape's chunks, handing out pieces of at most
@@ -462,56 +442,74 @@ impl<'s> Cursor<'s> {
     }
 }
 
-/// Parse a STRIDED header: (elem, loops from dense to peer, base, start, n, header len).
-/// A parsed STRIDED header: elem, (count, stride) loops, base, start, n, header bytes.
-type StridedHdr = (usize, Vec<(u64, u64)>, u64, u64, u64, usize);
+/// A parsed STRIDED header, its loops still in the message.
+struct StridedHdr<'b> {
+    elem: usize,
+    nd: usize,
+    base: u64,
+    start: u64,
+    n: u64,
+    /// The header's bytes (`strided_hdr(nd)` of them).
+    b: &'b [u8],
+}
 
-fn parse_strided(b: &[u8]) -> Option<StridedHdr> {
+impl StridedHdr<'_> {
+    /// The peer-side loops, `(count, stride)`, innermost first.
+    fn dims(&self) -> impl Iterator<Item = (u64, u64)> + Clone + '_ {
+        self.b[40..]
+            .chunks_exact(16)
+            .map(|d| (le64(&d[..8]), le64(&d[8..])))
+    }
+
+    /// The loops between the segment and the dense message data: segment
+    /// to data for a get's answer, data to segment for a put.
+    fn loops(&self, to_data: bool) -> impl Iterator<Item = Loop> + '_ {
+        let side = self.dims().map(|(count, stride)| (count, stride as isize));
+        dense_loops(self.elem, side, to_data)
+    }
+
+    /// Bytes of data after the header.
+    fn data_len(&self) -> Option<usize> {
+        (self.n as usize).checked_mul(self.elem)
+    }
+}
+
+/// An 8-byte little-endian word (`b` is 8 bytes long).
+fn le64(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b.try_into().expect("8 bytes"))
+}
+
+fn parse_strided(b: &[u8]) -> Option<StridedHdr<'_>> {
     let elem = rd64(b, 0)? as usize;
     let nd = rd64(b, 8)? as usize;
     if nd > 64 || elem == 0 {
         return None;
     }
-    let dims = (0..nd)
-        .map(|i| Some((rd64(b, 40 + 16 * i)?, rd64(b, 48 + 16 * i)?)))
-        .collect::<Option<Vec<_>>>()?;
-    Some((
+    Some(StridedHdr {
         elem,
-        dims,
-        rd64(b, 16)?,
-        rd64(b, 24)?,
-        rd64(b, 32)?,
-        strided_hdr(nd),
-    ))
+        nd,
+        base: rd64(b, 16)?,
+        start: rd64(b, 24)?,
+        n: rd64(b, 32)?,
+        b: b.get(..strided_hdr(nd))?,
+    })
 }
 
-/// Check the peer-side nest of a STRIDED header lies in `seg`; its loops
-/// (segment side as `seg_side`, dense as the other).
-fn strided_in_segment(
-    seg: &Segment,
-    elem: usize,
-    dims: &[(u64, u64)],
-    base: u64,
-    start: u64,
-    n: u64,
-) -> Option<Vec<(u64, isize, isize)>> {
-    let total = dims.iter().try_fold(1u64, |a, d| a.checked_mul(d.0))?;
-    if start.checked_add(n)? > total || dims.iter().any(|d| d.0 == 0) {
-        return None;
-    }
-    let mut hi = base;
-    for d in dims {
-        hi = hi.checked_add((d.0 - 1).checked_mul(d.1)?)?;
-    }
-    seg.check(base, hi.checked_sub(base)?.checked_add(elem as u64)?)
-        .ok()?;
-    let dn = dense(elem, dims.iter().map(|d| d.0));
-    Some(
-        dims.iter()
-            .zip(dn)
-            .map(|(d, s)| (d.0, d.1 as isize, s))
-            .collect(),
-    )
+/// True if the elements the STRIDED header `h` names lie in `seg`.
+fn strided_in_segment(seg: &Segment, h: &StridedHdr<'_>) -> bool {
+    let in_seg = || {
+        let total = h.dims().try_fold(1u64, |a, d| a.checked_mul(d.0))?;
+        if h.start.checked_add(h.n)? > total || h.dims().any(|d| d.0 == 0) {
+            return None;
+        }
+        let mut hi = h.base;
+        for d in h.dims() {
+            hi = hi.checked_add((d.0 - 1).checked_mul(d.1)?)?;
+        }
+        seg.check(h.base, hi.checked_sub(h.base)?.checked_add(h.elem as u64)?)
+            .ok()
+    };
+    in_seg().is_some()
 }
 
 fn install(ep: &Arc<Endpoint>, me: &Arc<Proto>) -> Result<()> {
@@ -580,21 +578,21 @@ fn install(ep: &Arc<Endpoint>, me: &Arc<Proto>) -> Result<()> {
                 }
                 Dest::Strided { plan, start, n } => {
                     if *n * plan.elem as u64 == data.len() as u64 {
-                        let loops = loops_dense_to_local(plan);
+                        let loops = local_dense(plan, false);
                         // SAFETY: elements start..start+n of the plan's
                         // local side are in the initiator's buffer (as
                         // above); the source is the message, addressed
                         // from `start` by shifting its base back.
-                        unsafe {
+                        with_loops(plan.dims.len(), loops, |loops| unsafe {
                             copy_range(
                                 plan.elem,
-                                &loops,
+                                loops,
                                 data.as_ptr().wrapping_sub(*start as usize * plan.elem),
                                 g.base.add(plan.local_base as usize),
                                 *start,
                                 *n,
                             )
-                        };
+                        });
                     }
                 }
             }
@@ -616,29 +614,24 @@ fn unpack_put(tok: &Token<'_>, msg: &Message<'_>) -> Option<()> {
     let b = msg.payload();
     match *msg.args().get(2)? {
         STRIDED => {
-            let (elem, dims, base, start, n, hdr) = parse_strided(b)?;
-            let data = b.get(hdr..hdr + (n as usize).checked_mul(elem)?)?;
-            let loops: Vec<Loop> = strided_in_segment(seg, elem, &dims, base, start, n)?
-                .into_iter()
-                .map(|(count, ps, ds)| Loop {
-                    count,
-                    src: ds,
-                    dst: ps,
-                })
-                .collect();
+            let h = parse_strided(b)?;
+            let data = b.get(h.b.len()..h.b.len().checked_add(h.data_len()?)?)?;
+            if !strided_in_segment(seg, &h) {
+                return None;
+            }
             // SAFETY: every element of the nest is inside this segment
             // (checked) and the source is the message payload, addressed
             // from `start` (n elements present, checked).
-            unsafe {
+            with_loops(h.nd, h.loops(false), |loops| unsafe {
                 copy_range(
-                    elem,
-                    &loops,
-                    data.as_ptr().wrapping_sub(start as usize * elem),
-                    seg.as_ptr().add(base as usize),
-                    start,
-                    n,
+                    h.elem,
+                    loops,
+                    data.as_ptr().wrapping_sub(h.start as usize * h.elem),
+                    seg.as_ptr().add(h.base as usize),
+                    h.start,
+                    h.n,
                 )
-            };
+            });
             Some(())
         }
         RUNS => {
@@ -665,32 +658,27 @@ fn answer_get(tok: &Token<'_>, msg: &Message<'_>) -> Option<()> {
     let args = [a[0], a[1], ST_OK];
     match *a.get(2)? {
         STRIDED => {
-            let (elem, dims, base, start, n, _) = parse_strided(b)?;
-            let len = (n as usize).checked_mul(elem)?;
-            let loops: Vec<Loop> = strided_in_segment(seg, elem, &dims, base, start, n)?
-                .into_iter()
-                .map(|(count, ps, ds)| Loop {
-                    count,
-                    src: ps,
-                    dst: ds,
-                })
-                .collect();
+            let hd = parse_strided(b)?;
+            let len = hd.data_len()?;
+            if !strided_in_segment(seg, &hd) {
+                return None;
+            }
             let mut sd = tok
                 .prepare_reply_medium(None, len, len, NARGS, Flags::empty())
                 .ok()?;
             let out = sd.buf().as_mut_ptr();
             // SAFETY: the nest is inside this segment (checked); the
             // reply buffer holds `len` bytes, addressed from `start`.
-            unsafe {
+            with_loops(hd.nd, hd.loops(true), |loops| unsafe {
                 copy_range(
-                    elem,
-                    &loops,
-                    seg.as_ptr().add(base as usize),
-                    out.wrapping_sub(start as usize * elem),
-                    start,
-                    n,
+                    hd.elem,
+                    loops,
+                    seg.as_ptr().add(hd.base as usize),
+                    out.wrapping_sub(hd.start as usize * hd.elem),
+                    hd.start,
+                    hd.n,
                 )
-            };
+            });
             sd.commit(h, &args, len).ok()
         }
         RUNS => {

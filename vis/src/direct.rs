@@ -14,7 +14,7 @@
 //! finds any); vector metadata (and
 //! indexed with different lengths) streams its runs into `memcpy`.
 
-use crate::kernel::{copy_all, run, Loop};
+use crate::kernel::{copy_all, run, with_loops, Loop};
 use crate::meta::{
     check_indexed, check_vector, for_each_run, validate_strided_into, Indexed, Meta, Run, Vector,
 };
@@ -131,7 +131,7 @@ unsafe fn nest(
         if let Some(ep) = share {
             let elems = dims.iter().map(|d| d.count).product::<u64>();
             if elems.saturating_mul(elem as u64) >= shared::SHARE_MIN
-                && with_loops(dims, put, |loops| {
+                && plan_loops(dims, put, |loops| {
                     shared::try_copy(ep, elem, loops, elems, src, dst)
                 })
             {
@@ -145,7 +145,7 @@ unsafe fn nest(
                 run(elem, src, l.src, dst, l.dst, l.count as usize)
             }
             [a, b] => copy_all(elem, &[to_loop(a, put), to_loop(b, put)], src, dst),
-            _ => with_loops(dims, put, |loops| copy_all(elem, loops, src, dst)),
+            _ => plan_loops(dims, put, |loops| copy_all(elem, loops, src, dst)),
         }
     }
 }
@@ -165,24 +165,10 @@ fn to_loop(d: &Dim, put: bool) -> Loop {
     }
 }
 
-/// Call `f` with the plan's loops as the kernel walks them (on the stack
-/// for up to 8).
+/// Call `f` with the plan's loops as the kernel walks them.
 #[inline]
-fn with_loops<R>(dims: &[Dim], put: bool, f: impl FnOnce(&[Loop]) -> R) -> R {
-    const STACK: usize = 8;
-    if dims.len() <= STACK {
-        let mut stack = [Loop {
-            count: 0,
-            src: 0,
-            dst: 0,
-        }; STACK];
-        for (l, d) in stack.iter_mut().zip(dims) {
-            *l = to_loop(d, put);
-        }
-        f(&stack[..dims.len()])
-    } else {
-        f(&dims.iter().map(|d| to_loop(d, put)).collect::<Vec<_>>())
-    }
+fn plan_loops<R>(dims: &[Dim], put: bool, f: impl FnOnce(&[Loop]) -> R) -> R {
+    with_loops(dims.len(), dims.iter().map(|d| to_loop(d, put)), f)
 }
 
 /// Copy validated runs between the local buffer and the segment at `seg`.

@@ -257,7 +257,7 @@ proptest! {
         let total: u64 = dims.iter().map(|d| d.0).product();
         let span: isize = dims.iter().zip(&src_strides).map(|(d, &s)| (d.0 as isize - 1) * s).sum::<isize>() + elem as isize;
         let src: Vec<u8> = (0..span as usize).map(|i| (i * 7 + 3) as u8).collect();
-        let dense = rgex_vis::kernel::dense(elem, dims.iter().map(|d| d.0));
+        let dense: Vec<isize> = rgex_vis::kernel::dense(elem, dims.iter().map(|d| d.0)).collect();
         let loops: Vec<Loop> = dims.iter().zip(&src_strides).zip(&dense)
             .map(|((d, &s), &t)| Loop { count: d.0, src: s, dst: t }).collect();
         let mut packed = vec![0u8; total as usize * elem];
