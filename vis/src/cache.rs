@@ -15,6 +15,7 @@
 //! is kept.
 
 use crate::plan::{Dim, Dims, Rel, Work};
+use crate::simd;
 use std::cell::RefCell;
 
 /// Shapes kept per thread (replaced round-robin).
@@ -82,7 +83,7 @@ impl Entry {
         // `ndims >= n`, so the split is in bounds once the lengths match.
         counts.len() == self.ndims
             && same(&self.live_counts, &counts[..n])
-            && counts[n..].iter().fold(0, |acc, &c| acc | (c ^ 1)) == 0
+            && simd::all_ones(&counts[n..])
     }
 
     /// The caller checked `peer_strides` and `local_strides` are as long

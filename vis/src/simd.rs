@@ -83,9 +83,49 @@ unsafe fn any_contiguous_avx2(a: &[u64], b: &[u64], step: u64) -> bool {
     any_contiguous_plain(a, b, step)
 }
 
+/// True if every word of `v` is 1 (the counts of null dimensions).
+#[inline(always)]
+pub(crate) fn all_ones(v: &[u64]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if v.len() >= 16 && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { all_ones_avx2(v) };
+    }
+    all_ones_plain(v)
+}
+
+#[inline(always)]
+fn all_ones_plain(v: &[u64]) -> bool {
+    // Branch-free (no early exit), so it vectorizes.
+    v.iter().fold(0, |acc, &c| acc | (c ^ 1)) == 0
+}
+
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn all_ones_avx2(v: &[u64]) -> bool {
+    all_ones_plain(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_ones_finds_any_other_word() {
+        for n in [0usize, 1, 15, 16, 17, 31, 32, 64] {
+            let mut v = vec![1u64; n];
+            assert!(all_ones(&v), "n = {n}");
+            for k in 0..n {
+                for x in [0, 2, u64::MAX, 1 << 63 | 1] {
+                    v[k] = x;
+                    assert!(!all_ones(&v), "n = {n}, v[{k}] = {x}");
+                }
+                v[k] = 1;
+            }
+        }
+    }
 
     #[test]
     fn max_and_contiguity() {
