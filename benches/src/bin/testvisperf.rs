@@ -15,7 +15,8 @@
 //! The mechanism is the VIS default for the peer (`RGEX_VIS` to force one).
 //!
 //! Two more sets: the inter-node set (3-d strided, 64-byte elements at 25%
-//! density, 128 B .. 2 MiB, against the naive walker and a contiguous put),
+//! density, 128 B .. 2 MiB, against the naive walker and a contiguous put,
+//! interleaved),
 //! and the remote case: with the AM mechanism forced, the NP-based AM
 //! pipeline against the FP-based one (`AmPayload::Fixed`: packed into a
 //! client-side buffer, sent fixed-payload), 3-d, 8-byte elements at 25%
@@ -164,21 +165,9 @@ fn paired(a: &Point, b: &Point) -> Option<Stats> {
     rgex_benches::stats::paired(&a.samples, &b.samples)
 }
 
-/// Flood `iters` transfers with `op`, one NBI sync; GB/s of payload.
-fn flood(
-    client: &Client,
-    size: usize,
-    target: Duration,
-    reps: usize,
-    op: impl FnMut() -> rgex::Result<()>,
-) -> Res<Flood> {
-    let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 1] = [Box::new(op)];
-    let mut r = flood_interleaved(client, size, target, reps, &mut ops)?;
-    Ok(r.remove(0))
-}
-
-/// As [`flood`] for several ops, their repetitions interleaved (so a
-/// drifting machine biases none of them) in a rotating order.
+/// Flood each op's transfers (calibrated to `target`), one NBI sync per
+/// run; GB/s of payload per op. The ops' repetitions are interleaved (so
+/// a drifting machine biases none of them) in a rotating order.
 fn flood_interleaved(
     client: &Client,
     size: usize,
@@ -450,10 +439,12 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
     Ok(out)
 }
 
-/// The inter-node set: 3-d strided, 64-byte elements.
+/// The inter-node set: 3-d strided, 64-byte elements, its three variants
+/// interleaved as in [`measure8`].
 fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
     let peer = Rank(1);
-    let target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
+    let target = opts.target(Duration::from_millis(4), Duration::from_millis(100)) / SPLIT;
+    let reps = opts.reps.max(1) * SPLIT as usize;
     let sizes: &[usize] = sized(opts, &SIZES64, &QUICK_SIZES64);
     let f = Flags::empty();
     let mut out = Vec::new();
@@ -463,27 +454,23 @@ fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
         let mut src = vec![0u8; span];
         rgex_benches::payload::generate(&mut src, size as u32 ^ 0x64);
         let (c, s) = dims(m, 3, PITCH64);
+        let st = strided(ELEM64, &c, &s);
+        let at = GlobalAddr::new(peer, 0);
         eprintln!("testvisperf: {}, 64 B elements", size_str(size as u64));
-        for (i, variant) in VARIANTS64.into_iter().enumerate() {
-            let (bw, iters, samples) = match i {
-                0 => {
-                    let st = strided(ELEM64, &c, &s);
-                    let r = flood(client, size, target, opts.reps, || {
-                        vis.put_nbi(peer, st, &src, f)
-                    })?;
-                    check(vis, peer, st.into(), &src, span, ELEM64, PITCH64)?;
-                    r
-                }
-                1 => flood(client, size, target, opts.reps, || {
-                    naive_3d(client, peer, &src, ELEM64, &c, &s)
-                })?,
-                _ => {
-                    let at = GlobalAddr::new(peer, 0);
-                    flood(client, size, target, opts.reps, || {
-                        client.put_nbi(at, &src[..size], f)
-                    })?
-                }
-            };
+        // Interleaved, in VARIANTS64 order, as the 8-byte set (run one
+        // after the other, the first variant met the machine as the
+        // previous set left it).
+        let r = {
+            let (src, c, s) = (&src, &c, &s);
+            let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 3] = [
+                Box::new(move || vis.put_nbi(peer, st, src, f)),
+                Box::new(move || naive_3d(client, peer, src, ELEM64, c, s)),
+                Box::new(move || client.put_nbi(at, &src[..size], f)),
+            ];
+            flood_interleaved(client, size, target, reps, &mut ops)?
+        };
+        check(vis, peer, st.into(), &src, span, ELEM64, PITCH64)?;
+        for (variant, (bw, iters, samples)) in VARIANTS64.into_iter().zip(r) {
             out.push(Point {
                 size,
                 variant,
