@@ -1,11 +1,14 @@
 //! Property tests: the stride optimizer moves exactly the naive loop's
-//! (peer byte, local byte) pairs, and the kernels copy what a byte loop does.
+//! (peer byte, local byte) pairs, and the kernels copy what a byte loop
+//! does; Vector and Indexed lists with random fragments map the bytes a
+//! naive stream copy does (the local fragments' bytes in list order,
+//! poured into the peer fragments in list order).
 
 use proptest::prelude::*;
 use rgex_core::Rank;
 use rgex_vis::kernel::{copy_range, Loop};
 use rgex_vis::plan::{naive_mapping, optimize, plan_mapping};
-use rgex_vis::{validate, CompiledStrided, Meta, Shape, Strided};
+use rgex_vis::{validate, CompiledStrided, Indexed, Meta, Shape, Strided, Vector};
 
 /// A random section of a dense N-d array on one side: counts fit inside
 /// extents, with a random permutation of dimensions and reflections.
@@ -134,6 +137,136 @@ impl PermExt for Just<usize> {
 fn sorted(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     v.sort_unstable();
     v
+}
+
+/// Fragment lengths `lens` laid out in a buffer: in a random order
+/// (`order`), each after a gap from `gaps`, so fragments never overlap
+/// but the list is not in address order. The `(offset, len)` list, in
+/// the order of `lens`, and the buffer length it needs.
+fn lay_out(lens: &[u64], order: &[usize], gaps: &[u64]) -> (Vec<(u64, u64)>, u64) {
+    let mut frags = vec![(0, 0); lens.len()];
+    let mut at = 0;
+    for (k, &i) in order.iter().enumerate() {
+        at += gaps[k % gaps.len()];
+        frags[i] = (at, lens[i]);
+        at += lens[i];
+    }
+    (frags, at + 1)
+}
+
+/// Split `total` bytes into fragments at the cut points `cuts`
+/// (positions in `0..=total`, any order, repeats giving empty fragments).
+fn split(total: u64, cuts: &[u64]) -> Vec<u64> {
+    let mut c: Vec<u64> = cuts.iter().map(|&x| x % (total + 1)).collect();
+    c.push(0);
+    c.push(total);
+    c.sort_unstable();
+    c.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+/// The naive stream copy: the local fragments' bytes in list order go,
+/// in that order, to the peer fragments' bytes in list order.
+fn stream_mapping(peer: &[(u64, u64)], local: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let bytes = |f: &[(u64, u64)]| -> Vec<u64> { f.iter().flat_map(|&(o, n)| o..o + n).collect() };
+    bytes(peer).into_iter().zip(bytes(local)).collect()
+}
+
+/// The (peer byte, local byte) pairs a validated shape moves.
+fn shape_mapping(shape: &Shape) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    shape.for_each(|p, l, len| out.extend((0..len as u64).map(|b| (p + b, l + b))));
+    out
+}
+
+/// A random permutation of `0..n`.
+fn order(n: usize) -> BoxedStrategy<Vec<usize>> {
+    Just((0..n).collect::<Vec<_>>()).prop_shuffle().boxed()
+}
+
+/// Vector metadata: `total` bytes cut into fragments independently on
+/// each side (so the lists' lengths differ), each side laid out in its
+/// own random order with random gaps (0 gaps make neighbours contiguous,
+/// which validation may merge).
+fn vector_case() -> impl Strategy<Value = (Vec<(u64, u64)>, u64, Vec<(u64, u64)>, u64)> {
+    (
+        1u64..=512,
+        prop::collection::vec(0u64..1024, 0..24),
+        prop::collection::vec(0u64..1024, 0..24),
+    )
+        .prop_flat_map(|(total, pc, lc)| {
+            let (pl, ll) = (split(total, &pc), split(total, &lc));
+            let gaps =
+                prop::collection::vec(prop::sample::select(vec![0u64, 0, 1, 3, 8, 40]), 1..8);
+            (
+                Just(pl.clone()),
+                order(pl.len()),
+                gaps.clone(),
+                Just(ll.clone()),
+                order(ll.len()),
+                gaps,
+            )
+        })
+        .prop_map(|(pl, po, pg, ll, lo, lg)| {
+            let (peer, seg) = lay_out(&pl, &po, &pg);
+            let (local, len) = lay_out(&ll, &lo, &lg);
+            (peer, seg, local, len)
+        })
+}
+
+/// Indexed metadata: `g * l * k` bytes as `p * k` fragments of `g * l`
+/// bytes on the peer side and `l * k` of `g * p` locally, each side's
+/// offsets in a random order with random gaps.
+fn indexed_case() -> impl Strategy<Value = (Vec<u64>, u64, u64, Vec<u64>, u64, u64)> {
+    (1u64..=8, 1u64..=4, 1u64..=4, 1u64..=6)
+        .prop_flat_map(|(g, p, l, k)| {
+            let (np, nl) = ((p * k) as usize, (l * k) as usize);
+            let gaps = prop::collection::vec(prop::sample::select(vec![0u64, 0, 1, 5, 17]), 1..6);
+            (
+                Just((g * l, g * p, np, nl)),
+                order(np),
+                gaps.clone(),
+                order(nl),
+                gaps,
+            )
+        })
+        .prop_map(|((plen, llen, np, nl), po, pg, lo, lg)| {
+            let (peer, seg) = lay_out(&vec![plen; np], &po, &pg);
+            let (local, len) = lay_out(&vec![llen; nl], &lo, &lg);
+            let offs = |v: Vec<(u64, u64)>| v.into_iter().map(|f| f.0).collect::<Vec<_>>();
+            (offs(peer), plen, seg, offs(local), llen, len)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn vector_lists_move_the_stream_mapping((peer, seg, local, len) in vector_case()) {
+        let v = Vector { peer: &peer, local: &local };
+        let shape = validate(&Meta::Vector(v), Rank(1), seg, len as usize).unwrap();
+        prop_assert_eq!(shape_mapping(&shape), stream_mapping(&peer, &local));
+        // One byte short of the furthest fragment, on either side: refused.
+        let hi = |f: &[(u64, u64)]| f.iter().filter(|f| f.1 > 0).map(|f| f.0 + f.1).max().unwrap_or(0);
+        let (ph, lh) = (hi(&peer), hi(&local));
+        prop_assert!(validate(&Meta::Vector(v), Rank(1), ph - 1, len as usize).is_err());
+        prop_assert!(validate(&Meta::Vector(v), Rank(1), seg, lh as usize - 1).is_err());
+        // Totals that differ: refused.
+        let mut more = local.clone();
+        more.push((0, 1));
+        let uneven = Meta::Vector(Vector { peer: &peer, local: &more });
+        prop_assert!(validate(&uneven, Rank(1), seg, len as usize).is_err());
+    }
+
+    #[test]
+    fn indexed_lists_move_the_stream_mapping((peer, plen, seg, local, llen, len) in indexed_case()) {
+        let x = Indexed { peer: &peer, peer_len: plen, local: &local, local_len: llen };
+        let shape = validate(&Meta::Indexed(x), Rank(1), seg, len as usize).unwrap();
+        let frags = |o: &[u64], n: u64| o.iter().map(|&o| (o, n)).collect::<Vec<_>>();
+        prop_assert_eq!(shape_mapping(&shape), stream_mapping(&frags(&peer, plen), &frags(&local, llen)));
+        // Totals that differ: refused.
+        let uneven = Meta::Indexed(Indexed { local_len: llen + 1, ..x });
+        prop_assert!(validate(&uneven, Rank(1), seg, len as usize + 64).is_err());
+    }
 }
 
 proptest! {
