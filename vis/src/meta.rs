@@ -438,11 +438,9 @@ pub(crate) fn for_each_run(
             .ok_or_else(|| Error::Config("VIS: local total overflows 64 bits".into()))?,
     );
     if pt != lt {
-        return Err(Error::BadLength {
-            what: "VIS: the local fragments' total must equal the peer fragments' total",
-            len: lt as usize,
-            limit: pt as usize,
-        });
+        return Err(Error::Config(format!(
+            "VIS: the local fragments total {lt} bytes but the peer fragments {pt}; the totals must be equal"
+        )));
     }
     let mut cur: Option<Run> = None;
     let mut p = peer.filter(|f| f.1 > 0);

@@ -385,6 +385,145 @@ fn reuse_after_lc(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     Ok(())
 }
 
+/// Metadata arrays are consumed before the call returns: overwritten and
+/// freed right after an NB or NBI put or get, before it completes, they
+/// change nothing (with the AM and RMA mechanisms the transfer is still
+/// in flight then).
+fn metadata_consumed(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let at = u64::from(me) * win;
+    let f = Flags::empty();
+    // 2-d strided, 8-byte elements at 25% density on the peer side, 128 KiB
+    // of payload (several AM messages), and the same bytes as a Vector.
+    let (rows, per_row) = (128u64, 128u64);
+    let payload = (rows * per_row * 8) as usize;
+    let src = pattern(payload, 4242);
+    let strided_meta = || {
+        (
+            vec![per_row, rows],
+            vec![32i64, 32 * per_row as i64],
+            vec![8i64, 8 * per_row as i64],
+        )
+    };
+    let frags = || -> Vec<(u64, u64)> { (0..rows * per_row).map(|i| (at + 32 * i, 8)).collect() };
+    // What the target must hold afterwards (read back with fresh metadata).
+    let read_back = || -> rgex::Result<Vec<u8>> {
+        let (c, ps, ls) = strided_meta();
+        let mut back = vec![0u8; payload];
+        let s = Strided {
+            elem_size: 8,
+            counts: &c,
+            peer_offset: at,
+            peer_strides: &ps,
+            local_offset: 0,
+            local_strides: &ls,
+        };
+        vis.get(peer, s, &mut back, f)?;
+        Ok(back)
+    };
+    let clear = || {
+        set_remote(
+            client,
+            GlobalAddr::new(peer, at),
+            &vec![0u8; (rows * per_row * 32) as usize],
+        )
+    };
+    let spoil = |c: &mut Vec<u64>, ps: &mut Vec<i64>, ls: &mut Vec<i64>| {
+        c.fill(u64::MAX);
+        ps.fill(i64::MIN);
+        ls.fill(-1);
+    };
+    for form in ["NB", "NBI"] {
+        // Strided put.
+        clear()?;
+        let (mut c, mut ps, mut ls) = strided_meta();
+        let s = Strided {
+            elem_size: 8,
+            counts: &c,
+            peer_offset: at,
+            peer_strides: &ps,
+            local_offset: 0,
+            local_strides: &ls,
+        };
+        let pending = if form == "NB" {
+            Some(vis.put_nb(peer, s, &src, f)?)
+        } else {
+            vis.put_nbi(peer, s, &src, f)?;
+            None
+        };
+        spoil(&mut c, &mut ps, &mut ls);
+        drop((c, ps, ls));
+        match pending {
+            Some(p) => p.rc.wait(),
+            None => client.nbi_wait(NbiCategory::Put),
+        }
+        assert_eq!(
+            read_back()?,
+            src,
+            "{form} strided put: metadata changed after the call changed the transfer"
+        );
+        // Vector put.
+        clear()?;
+        let (mut peer_frags, mut local_frags) = (frags(), vec![(0u64, payload as u64)]);
+        let v = Vector {
+            peer: &peer_frags,
+            local: &local_frags,
+        };
+        let pending = if form == "NB" {
+            Some(vis.put_nb(peer, v, &src, f)?)
+        } else {
+            vis.put_nbi(peer, v, &src, f)?;
+            None
+        };
+        peer_frags.fill((u64::MAX, u64::MAX));
+        local_frags.fill((7, 1));
+        drop((peer_frags, local_frags));
+        match pending {
+            Some(p) => p.rc.wait(),
+            None => client.nbi_wait(NbiCategory::Put),
+        }
+        assert_eq!(
+            read_back()?,
+            src,
+            "{form} vector put: metadata changed after the call changed the transfer"
+        );
+        // Strided get of what is now there.
+        let (mut c, mut ps, mut ls) = strided_meta();
+        let s = Strided {
+            elem_size: 8,
+            counts: &c,
+            peer_offset: at,
+            peer_strides: &ps,
+            local_offset: 0,
+            local_strides: &ls,
+        };
+        let got = if form == "NB" {
+            let g = vis.get_nb(peer, s, vec![0u8; payload], f)?;
+            spoil(&mut c, &mut ps, &mut ls);
+            g.wait()
+        } else {
+            let mut back = vec![0u8; payload];
+            // SAFETY: `back` is not touched until the NBI sync below.
+            unsafe { vis.get_nbi(peer, s, back.as_mut_ptr(), back.len(), f)? };
+            spoil(&mut c, &mut ps, &mut ls);
+            client.nbi_wait(NbiCategory::Get);
+            back
+        };
+        drop((c, ps, ls));
+        assert_eq!(
+            got, src,
+            "{form} strided get: metadata changed after the call changed the transfer"
+        );
+    }
+    client.barrier()?;
+    ok(
+        client,
+        "metadata arrays overwritten and freed right after NB and NBI puts and gets change nothing",
+    );
+    Ok(())
+}
+
 /// Bad metadata: an error, and nothing moved.
 fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
@@ -400,156 +539,154 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         Err(e) => errors.push((what, e)),
         Ok(()) => panic!("{what}: accepted"),
     };
-    // An element past the end of the peer's segment (last element only).
-    expect_err(
-        "strided past the segment",
-        vis.put(
-            peer,
-            Strided {
-                elem_size: 8,
-                counts: &[4, 2],
-                peer_offset: seg - 64,
-                peer_strides: &[8, 40],
-                local_offset: 0,
-                local_strides: &[8, 32],
-            },
-            &src,
-            f,
+    // Every case is refused by each form, put and get: blocking, NB and
+    // NBI. The metadata, by case:
+    let shape = CompiledStrided::new(8, &[4, 2], &[8, 40], &[8, 32])?;
+    let reflected = CompiledStrided::new(8, &[4], &[-8], &[8])?;
+    let st = |counts, peer_offset, peer_strides, local_offset, local_strides| {
+        VisMeta::from(Strided {
+            elem_size: 8,
+            counts,
+            peer_offset,
+            peer_strides,
+            local_offset,
+            local_strides,
+        })
+    };
+    let (two_frags, last_past) = ([(at, 8), (at + 16, 8)], [(at, 8), (seg - 4, 8)]);
+    let (one_frag, wraps) = ([(at, 16)], [(at, 8), (u64::MAX - 4, 8)]);
+    let (two_at, far) = ([at, at + 64], [at, u64::MAX - 2]);
+    let cases: Vec<(&'static str, VisMeta<'_>)> = vec![
+        // An element past the end of the peer's segment (last element only).
+        (
+            "strided past the segment",
+            st(&[4, 2], seg - 64, &[8, 40], 0, &[8, 32]),
         ),
-    );
-    // Reflection reaching before the segment start.
-    expect_err(
-        "strided before the segment",
-        vis.put(
-            peer,
-            Strided {
-                elem_size: 8,
-                counts: &[4],
-                peer_offset: 16,
-                peer_strides: &[-8],
-                local_offset: 0,
-                local_strides: &[8],
-            },
-            &src,
-            f,
+        // Reflections reaching before either side's start.
+        ("strided before the segment", st(&[4], 16, &[-8], 0, &[8])),
+        (
+            "strided before the local buffer",
+            st(&[4], at, &[8], 16, &[-8]),
         ),
-    );
-    // Local side past the slice.
-    expect_err(
-        "strided past the local buffer",
-        vis.put(
-            peer,
-            Strided {
-                elem_size: 8,
-                counts: &[4, 200],
-                peer_offset: at,
-                peer_strides: &[8, 32],
-                local_offset: 0,
-                local_strides: &[8, 32],
-            },
-            &src,
-            f,
+        (
+            "strided past the local buffer",
+            st(&[4, 200], at, &[8, 32], 0, &[8, 32]),
         ),
-    );
-    // Overflow in count x stride.
-    expect_err(
-        "strided overflow",
-        vis.put(
-            peer,
-            Strided {
-                elem_size: 8,
-                counts: &[u64::MAX / 2, 3],
-                peer_offset: at,
-                peer_strides: &[i64::MAX, 8],
-                local_offset: 0,
-                local_strides: &[8, 8],
-            },
-            &src,
-            f,
+        // Overflow in count x stride, on either side.
+        (
+            "strided byte count overflow",
+            st(&[u64::MAX / 2, 3], at, &[i64::MAX, 8], 0, &[8, 8]),
         ),
-    );
-    // Mismatched dimension counts.
-    expect_err(
-        "strided dims mismatch",
-        vis.put(
-            peer,
-            Strided {
-                elem_size: 8,
-                counts: &[4, 2],
-                peer_offset: at,
-                peer_strides: &[8],
-                local_offset: 0,
-                local_strides: &[8, 32],
-            },
-            &src,
-            f,
+        (
+            "strided count x stride overflow (peer side)",
+            st(&[4, 3], at, &[i64::MAX, 8], 0, &[8, 32]),
         ),
-    );
-    // Vector: mismatched totals, one bad fragment among good ones.
-    expect_err(
-        "vector totals",
-        vis.put(
-            peer,
-            Vector {
-                peer: &[(at, 8), (at + 16, 8)],
+        (
+            "strided count x stride overflow (local side)",
+            st(&[4, 3], at, &[8, 32], 0, &[i64::MAX, 8]),
+        ),
+        ("strided dims mismatch", st(&[4, 2], at, &[8], 0, &[8, 32])),
+        // Vector: mismatched totals, one bad fragment among good ones,
+        // offset + length wrapping on either side.
+        (
+            "vector totals",
+            VisMeta::from(Vector {
+                peer: &two_frags,
                 local: &[(0, 15)],
-            },
-            &src,
-            f,
+            }),
         ),
-    );
-    expect_err(
-        "vector past the segment",
-        vis.put(
-            peer,
-            Vector {
-                peer: &[(at, 8), (seg - 4, 8)],
+        (
+            "vector past the segment",
+            VisMeta::from(Vector {
+                peer: &last_past,
                 local: &[(0, 16)],
-            },
-            &src,
-            f,
+            }),
         ),
-    );
-    expect_err(
-        "vector past the local buffer",
-        vis.put(
-            peer,
-            Vector {
-                peer: &[(at, 16)],
+        (
+            "vector past the local buffer",
+            VisMeta::from(Vector {
+                peer: &one_frag,
                 local: &[(4090, 16)],
-            },
-            &src,
-            f,
+            }),
         ),
-    );
-    // Indexed: mismatched totals, bad offset.
-    expect_err(
-        "indexed totals",
-        vis.put(
-            peer,
-            Indexed {
-                peer: &[at, at + 64],
+        (
+            "vector wrapping past the segment",
+            VisMeta::from(Vector {
+                peer: &wraps,
+                local: &[(0, 16)],
+            }),
+        ),
+        (
+            "vector wrapping past the local buffer",
+            VisMeta::from(Vector {
+                peer: &one_frag,
+                local: &[(0, 8), (u64::MAX - 4, 8)],
+            }),
+        ),
+        // Indexed: mismatched totals, a bad offset on either side.
+        (
+            "indexed totals",
+            VisMeta::from(Indexed {
+                peer: &two_at,
                 peer_len: 8,
                 local: &[0],
                 local_len: 8,
-            },
-            &src,
-            f,
+            }),
         ),
-    );
-    expect_err(
-        "indexed past the segment",
-        vis.put(
-            peer,
-            Indexed {
-                peer: &[at, u64::MAX - 2],
+        (
+            "indexed past the segment",
+            VisMeta::from(Indexed {
+                peer: &far,
                 peer_len: 8,
                 local: &[0, 8],
                 local_len: 8,
-            },
-            &src,
-            f,
+            }),
         ),
+        (
+            "indexed past the local buffer",
+            VisMeta::from(Indexed {
+                peer: &two_at,
+                peer_len: 8,
+                local: &[0, 4090],
+                local_len: 8,
+            }),
+        ),
+        // A compiled shape placed past the segment, before it, and past
+        // the local buffer.
+        (
+            "compiled strided past the segment",
+            VisMeta::from(shape.at(seg - 64, 0)),
+        ),
+        (
+            "compiled strided before the segment",
+            VisMeta::from(reflected.at(16, 0)),
+        ),
+        (
+            "compiled strided past the local buffer",
+            VisMeta::from(shape.at(at, src.len() as u64 - 40)),
+        ),
+    ];
+    let mut dst = vec![5u8; src.len()];
+    for &(what, meta) in &cases {
+        expect_err(what, vis.put(peer, meta, &src, f));
+        expect_err(what, vis.put_nb(peer, meta, &src, f).map(drop));
+        expect_err(what, vis.put_nbi(peer, meta, &src, f));
+        expect_err(what, vis.get(peer, meta, &mut dst, f));
+        expect_err(
+            what,
+            vis.get_nb(peer, meta, vec![5u8; src.len()], f).map(drop),
+        );
+        // SAFETY: `dst` outlives the NBI sync below and is not touched
+        // before it (a refused get writes nothing, checked after).
+        expect_err(what, unsafe {
+            vis.get_nbi(peer, meta, dst.as_mut_ptr(), dst.len(), f)
+        });
+    }
+    client.nbi_wait(NbiCategory::Put);
+    client.nbi_wait(NbiCategory::Get);
+    assert!(
+        dst.iter().all(|&b| b == 5),
+        "a refused get wrote the local buffer"
     );
     // A bad rank.
     expect_err(
@@ -564,22 +701,7 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
             f,
         ),
     );
-    // A compiled shape placed past the segment, before it, and past the
-    // local buffer; and metadata that does not compile.
-    let shape = CompiledStrided::new(8, &[4, 2], &[8, 40], &[8, 32])?;
-    expect_err(
-        "compiled strided past the segment",
-        vis.put(peer, shape.at(seg - 64, 0), &src, f),
-    );
-    let reflected = CompiledStrided::new(8, &[4], &[-8], &[8])?;
-    expect_err(
-        "compiled strided before the segment",
-        vis.put(peer, reflected.at(16, 0), &src, f),
-    );
-    expect_err(
-        "compiled strided past the local buffer",
-        vis.put(peer, shape.at(at, src.len() as u64 - 40), &src, f),
-    );
+    // Metadata that does not compile.
     expect_err(
         "compiled strided overflow",
         CompiledStrided::new(8, &[u64::MAX / 2, 3], &[i64::MAX, 8], &[8, 8]).map(drop),
@@ -618,8 +740,11 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
             );
         }
     }
+    // Each kind once (the forms give the same message).
+    let mut kinds: Vec<(&str, String)> = errors.iter().map(|(w, e)| (*w, e.to_string())).collect();
+    kinds.dedup_by(|a, b| a.0 == b.0);
     if me == 0 {
-        for (what, e) in &errors {
+        for (what, e) in &kinds {
             println!("  {what}: {e}");
         }
     }
@@ -669,7 +794,8 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     ok(
         client,
         &format!(
-            "{} kinds of bad metadata refused, nothing moved; zero-size transfers are no-ops",
+            "{} kinds of bad metadata refused ({} refusals over the blocking, NB and NBI puts and gets), nothing moved; zero-size transfers are no-ops",
+            kinds.len(),
             errors.len()
         ),
     );
@@ -908,6 +1034,7 @@ fn main() -> rgex::Result<()> {
     strided(&vis, &client, win, cases)?;
     lists(&vis, &client, win, cases)?;
     reuse_after_lc(&vis, &client, win)?;
+    metadata_consumed(&vis, &client, win)?;
     bad_input(&vis, &client, win)?;
     immediate(&vis, &client, win)?;
     shared_copies(&vis, &client, win)?;
