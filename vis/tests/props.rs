@@ -187,7 +187,14 @@ fn order(n: usize) -> BoxedStrategy<Vec<usize>> {
 /// each side (so the lists' lengths differ), each side laid out in its
 /// own random order with random gaps (0 gaps make neighbours contiguous,
 /// which validation may merge).
-fn vector_case() -> impl Strategy<Value = (Vec<(u64, u64)>, u64, Vec<(u64, u64)>, u64)> {
+/// Vector lists and buffer lengths: (peer, segment length, local, local length).
+type VectorCase = (Vec<(u64, u64)>, u64, Vec<(u64, u64)>, u64);
+
+/// Indexed offsets, lengths and buffer lengths: (peer, peer_len, segment
+/// length, local, local_len, local length).
+type IndexedCase = (Vec<u64>, u64, u64, Vec<u64>, u64, u64);
+
+fn vector_case() -> impl Strategy<Value = VectorCase> {
     (
         1u64..=512,
         prop::collection::vec(0u64..1024, 0..24),
@@ -216,7 +223,7 @@ fn vector_case() -> impl Strategy<Value = (Vec<(u64, u64)>, u64, Vec<(u64, u64)>
 /// Indexed metadata: `g * l * k` bytes as `p * k` fragments of `g * l`
 /// bytes on the peer side and `l * k` of `g * p` locally, each side's
 /// offsets in a random order with random gaps.
-fn indexed_case() -> impl Strategy<Value = (Vec<u64>, u64, u64, Vec<u64>, u64, u64)> {
+fn indexed_case() -> impl Strategy<Value = IndexedCase> {
     (1u64..=8, 1u64..=4, 1u64..=4, 1u64..=6)
         .prop_flat_map(|(g, p, l, k)| {
             let (np, nl) = ((p * k) as usize, (l * k) as usize);
