@@ -14,8 +14,8 @@
 
 use rgex::vis::AmPayload;
 use rgex::{
-    Client, CompiledStrided, Error, Flags, GlobalAddr, Indexed, NbiCategory, Rank, Strided, Vector,
-    Vis, VisMechanism, VisMeta,
+    Client, CompiledStrided, Error, Event, Flags, GlobalAddr, Indexed, NbiCategory, Rank, RmaPath,
+    Strided, Vector, Vis, VisMechanism, VisMeta,
 };
 use rgex_tests::{ok, with_poller};
 
@@ -848,6 +848,109 @@ fn immediate(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     Ok(())
 }
 
+/// IMMEDIATE against a rank that does not poll: rank 0 floods rank 1
+/// (which sits in a bootstrap collective) with small IMMEDIATE strided
+/// puts. Over AM (and the reference RMA path) the queue fills and a put
+/// must be refused, having moved nothing, while the puts before it all
+/// arrive; a direct copy never needs the peer, so it never refuses.
+fn immediate_stalled(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    if n < 2 {
+        return Ok(());
+    }
+    let peer = Rank(1);
+    let slot = |i: u64| i * 64;
+    let span = (win / 64).min(1 << 14);
+    if me == 1 {
+        client
+            .segment()
+            .write(0, &vec![0u8; (span * 64) as usize])?;
+    }
+    client.barrier()?;
+    // Rank 1 leaves the AM barrier before rank 0 starts (see
+    // rma_conformance's IMMEDIATE test: else rank 1 may still poll).
+    client.conduit().bootstrap().barrier()?;
+    let one = |i: u64| Strided {
+        elem_size: 8,
+        counts: &[2],
+        peer_offset: slot(i),
+        peer_strides: &[32],
+        local_offset: 0,
+        local_strides: &[8],
+    };
+    let src = [0x5Au8; 16];
+    let mut blocked_at = u64::MAX;
+    let mut in_flight = Vec::new();
+    let mechanism = vis.mechanism_for(peer, &vis.shape(peer, &one(0).into(), src.len())?);
+    if me == 0 {
+        for i in 0..span {
+            match vis.put_nb(peer, one(i), &src, Flags::IMMEDIATE) {
+                Ok(p) => in_flight.push(p.rc),
+                Err(e) if e.is_would_block() => {
+                    blocked_at = i;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let must_block = match mechanism {
+            VisMechanism::Am => Some(true),
+            VisMechanism::Direct => Some(false),
+            _ => match client.rma_path(peer) {
+                RmaPath::Reference => Some(true),
+                RmaPath::Mapped => Some(false),
+                // RDMA may go through without the target.
+                RmaPath::Native => None,
+            },
+        };
+        if let Some(b) = must_block {
+            assert_eq!(
+                blocked_at != u64::MAX,
+                b,
+                "IMMEDIATE VIS puts over {mechanism:?} to a rank that does not poll: refused at {blocked_at} of {span}"
+            );
+        }
+    }
+    // Rank 1 sits here without polling while rank 0 fills its queue.
+    let b = client
+        .conduit()
+        .bootstrap()
+        .broadcast(0, &blocked_at.to_le_bytes())?;
+    let blocked_at = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+    Event::wait_all(&mut in_flight);
+    client.barrier()?;
+    if me == 1 {
+        let end = blocked_at.min(span);
+        let mut b = [0u8; 64];
+        for i in [0, end.saturating_sub(1), end] {
+            if i >= span || (i == end && blocked_at == u64::MAX) {
+                continue;
+            }
+            client.segment().read(slot(i), &mut b)?;
+            let want = if i < end { 0x5A } else { 0 };
+            assert!(
+                b[..8].iter().chain(&b[32..40]).all(|&x| x == want),
+                "slot {i} of an IMMEDIATE flood refused at {blocked_at}: {}",
+                if want == 0 {
+                    "the refused put wrote"
+                } else {
+                    "an accepted put is missing"
+                }
+            );
+        }
+    }
+    client.barrier()?;
+    let what = match blocked_at {
+        u64::MAX => format!("all {span} went through"),
+        i => format!("refused at put {i}, having moved nothing; the {i} before it arrived"),
+    };
+    ok(
+        client,
+        &format!("IMMEDIATE VIS puts over {mechanism:?} to a rank that does not poll: {what}"),
+    );
+    Ok(())
+}
+
 /// Large node-local copies shared with a waiting thread: while a second
 /// thread of every rank sits in `poll` (and so helps with shared copies),
 /// puts and gets of at least `SHARE_MIN` bytes (strided at 25% density
@@ -1037,6 +1140,7 @@ fn main() -> rgex::Result<()> {
     metadata_consumed(&vis, &client, win)?;
     bad_input(&vis, &client, win)?;
     immediate(&vis, &client, win)?;
+    immediate_stalled(&vis, &client, win)?;
     shared_copies(&vis, &client, win)?;
     if vis.mechanism() == VisMechanism::Am {
         // The FP-based AM pipeline (kept for comparison) must move the
