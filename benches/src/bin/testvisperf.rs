@@ -247,11 +247,26 @@ fn nap_until_done(client: &Client) -> Res<()> {
 /// never shares (`shared_copy(false)`) and from the default one, each pair
 /// interleaved, first with rank 0 alone (what sharing costs when nobody
 /// helps), then with a second thread of rank 0 waiting in `poll` on
+/// Why no copy to rank 1 can be shared here.
+fn no_sharing(client: &Client) -> String {
+    format!(
+        "conduit {}: rank 1's segment is not mapped in rank 0, so no copy to it is node-local",
+        client.conduit().name()
+    )
+}
+
 /// another CPU (what a waiting thread's help gains).
 fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
     let peer = Rank(1);
     let target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
     let sizes: &[usize] = sized(opts, &SIZES_SHARED, &QUICK_SIZES_SHARED);
+    if client.conduit().mapped_segment(peer).is_none() {
+        eprintln!(
+            "testvisperf: shared copies: skipped ({})",
+            no_sharing(client)
+        );
+        return Ok(Vec::new());
+    }
     let reps = opts.reps.max(1) * SPLIT as usize;
     let f = Flags::empty();
     let one = Vis::builder().shared_copy(false).build(client.endpoint())?;
@@ -763,10 +778,14 @@ fn run() -> Res<bool> {
                 .map_or_else(String::new, |m| num(ws.bw.median / m.median)),
         ]);
     }
-    println!(
+    if points.iter().all(|p| !SHARED.contains(&p.variant)) {
+        println!("\nShared copies: skipped ({})", no_sharing(&client));
+    } else {
+        println!(
         "\nShared copies: node-local 3-d strided puts (8 B elements, 25% density) from the default context, which splits copies of {} or more into 64 KiB blocks that threads waiting on the endpoint help with, against one that never shares; first with nobody else polling, then with a second thread of rank 0 waiting in poll on another CPU (rank 1 sleeps meanwhile). Ratios: median [min .. max] of paired repetitions:\n{t}",
         size_str(rgex::vis::SHARE_MIN)
     );
+    }
     let plot_of = |title: &str, sz: &[usize], vs: &[&'static str]| {
         let ticks: Vec<String> = sz.iter().map(|&s| size_str(s as u64)).collect();
         let mut plot = Plot::new(title, "payload", "GB/s", ticks);
