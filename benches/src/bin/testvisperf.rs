@@ -3,8 +3,9 @@
 //!
 //! Run: `rgex-run -n 2 --bind target/release/testvisperf [--quick] [--json PATH] [--reps N]`
 //!
-//! Rank 0 puts to rank 1 (which sits in `barrier()` meanwhile) 8-byte
-//! elements at 25% density (8 bytes of payload, 24 of skip) on both sides,
+//! Rank 0 puts from its own segment to rank 1's (which sits in
+//! `barrier()` meanwhile) 8-byte elements at 25% density (8 bytes of
+//! payload, 24 of skip) on both sides,
 //! total payload 16 B .. 2 MiB, described as Indexed metadata and as
 //! Strided metadata of 3, 8 and 32 dimensions (the same bytes: the 1-d
 //! pattern split into dimensions of extent 2 and 1), the 32-d shape also
@@ -305,8 +306,7 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
                 for &size in sizes {
                     let m = size / ELEM;
                     let span = m * PITCH;
-                    let mut src = vec![0u8; span];
-                    rgex_benches::payload::generate(&mut src, size as u32 ^ 0x5e);
+                    let src = source(client, span, size as u32 ^ 0x5e)?;
                     let (c, st) = dims(m, 3, PITCH);
                     let meta = strided(ELEM, &c, &st);
                     eprintln!(
@@ -347,6 +347,22 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
         })?;
     }
     Ok(out)
+}
+
+/// `len` bytes of the benchmark's pattern (`seed`) in rank 0's own
+/// segment from offset 0: the source of every put, so that the payload
+/// lies in the segment on both sides (BENCHMARKS.md).
+fn source(client: &Client, len: usize, seed: u32) -> Res<&[u8]> {
+    let mut v = vec![0u8; len];
+    rgex_benches::payload::generate(&mut v, seed);
+    let seg = client.segment();
+    seg.write(0, &v)?;
+    // SAFETY: `write` checked that the segment holds `len` bytes, and it
+    // stays mapped for the client's life. Nobody writes rank 0's segment
+    // while the slice lives: rank 1 only polls or sleeps, gets land in
+    // local buffers, and the next `source` call comes after the previous
+    // size's slice is dropped.
+    Ok(unsafe { std::slice::from_raw_parts(seg.as_ptr(), len) })
 }
 
 /// The naive N-d walker over 3-d metadata: one put per element.
@@ -401,8 +417,7 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
     for &size in sizes {
         let m = size / ELEM;
         let span = m * PITCH;
-        let mut src = vec![0u8; span];
-        rgex_benches::payload::generate(&mut src, size as u32);
+        let src = source(client, span, size as u32)?;
         let offsets: Vec<u64> = (0..m as u64).map(|i| i * PITCH as u64).collect();
         let indexed = Indexed {
             peer: &offsets,
@@ -466,8 +481,7 @@ fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
     for &size in sizes {
         let m = size / ELEM64;
         let span = m * PITCH64;
-        let mut src = vec![0u8; span];
-        rgex_benches::payload::generate(&mut src, size as u32 ^ 0x64);
+        let src = source(client, span, size as u32 ^ 0x64)?;
         let (c, s) = dims(m, 3, PITCH64);
         let st = strided(ELEM64, &c, &s);
         let at = GlobalAddr::new(peer, 0);
@@ -517,8 +531,7 @@ fn measure_am(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
     for &size in sizes {
         let m = size / ELEM;
         let span = m * PITCH;
-        let mut src = vec![0u8; span];
-        rgex_benches::payload::generate(&mut src, size as u32 ^ 0xa3);
+        let src = source(client, span, size as u32 ^ 0xa3)?;
         let (c, s) = dims(m, 3, PITCH);
         let st = strided(ELEM, &c, &s);
         eprintln!("testvisperf: {}, AM NP vs FP", size_str(size as u64));
