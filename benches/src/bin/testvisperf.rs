@@ -319,12 +319,12 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
                         }
                     );
                     let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 2] = [
-                        Box::new(|| one.put_nbi(peer, meta, &src, f)),
-                        Box::new(|| shared.put_nbi(peer, meta, &src, f)),
+                        Box::new(|| one.put_nbi(peer, meta, src, f)),
+                        Box::new(|| shared.put_nbi(peer, meta, src, f)),
                     ];
                     let r = flood_interleaved(client, size, target, reps, &mut ops)?;
                     drop(ops);
-                    check(&shared, peer, meta.into(), &src, span, ELEM, PITCH)?;
+                    check(&shared, peer, meta.into(), src, span, ELEM, PITCH)?;
                     let names = if waiting { &SHARED[2..] } else { &SHARED[..2] };
                     for (&variant, (bw, iters, samples)) in names.iter().zip(r) {
                         out.push(Point {
@@ -451,11 +451,11 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
             ];
             flood_interleaved(client, size, target, reps, &mut ops)?
         };
-        check(vis, peer, indexed.into(), &src, span, ELEM, PITCH)?;
+        check(vis, peer, indexed.into(), src, span, ELEM, PITCH)?;
         for s in [s3d, s8d, s32d] {
-            check(vis, peer, s.into(), &src, span, ELEM, PITCH)?;
+            check(vis, peer, s.into(), src, span, ELEM, PITCH)?;
         }
-        check(vis, peer, compiled.into(), &src, span, ELEM, PITCH)?;
+        check(vis, peer, compiled.into(), src, span, ELEM, PITCH)?;
         for (variant, (bw, iters, samples)) in VARIANTS.into_iter().zip(r) {
             out.push(Point {
                 size,
@@ -498,7 +498,7 @@ fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
             ];
             flood_interleaved(client, size, target, reps, &mut ops)?
         };
-        check(vis, peer, st.into(), &src, span, ELEM64, PITCH64)?;
+        check(vis, peer, st.into(), src, span, ELEM64, PITCH64)?;
         for (variant, (bw, iters, samples)) in VARIANTS64.into_iter().zip(r) {
             out.push(Point {
                 size,
@@ -536,12 +536,12 @@ fn measure_am(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
         let st = strided(ELEM, &c, &s);
         eprintln!("testvisperf: {}, AM NP vs FP", size_str(size as u64));
         let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 2] = [
-            Box::new(|| np.put_nbi(peer, st, &src, f)),
-            Box::new(|| fp.put_nbi(peer, st, &src, f)),
+            Box::new(|| np.put_nbi(peer, st, src, f)),
+            Box::new(|| fp.put_nbi(peer, st, src, f)),
         ];
         let r = flood_interleaved(client, size, target, reps, &mut ops)?;
         drop(ops);
-        check(&np, peer, st.into(), &src, span, ELEM, PITCH)?;
+        check(&np, peer, st.into(), src, span, ELEM, PITCH)?;
         for (variant, (bw, iters, samples)) in [NP, FP].into_iter().zip(r) {
             out.push(Point {
                 size,
