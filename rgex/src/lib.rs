@@ -51,7 +51,7 @@ pub use rgex_smp::{SmpConduit, SmpConfig};
 /// Vector, indexed and strided transfers (see [`rgex_vis`]).
 pub use rgex_vis::{
     self as vis, CompiledStrided, Indexed, Mechanism as VisMechanism, Meta as VisMeta, Strided,
-    StridedAt, Vector, Vis, VisBuilder, VisGet, VisPut,
+    StridedAt, Vector, Vis, VisBuilder, VisGet, VisPut, VisPutDeferred,
 };
 
 use std::sync::Arc;

@@ -76,7 +76,7 @@ pub use meta::{validate, Indexed, Meta, Run, Shape, Strided, Vector};
 pub use shared::SHARE_MIN;
 
 use crate::direct::Local;
-use rgex_am::rma::NbiCategory;
+use rgex_am::rma::{LocalCompletion, NbiCategory};
 use rgex_am::Endpoint;
 use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result};
 use std::sync::Arc;
@@ -178,6 +178,22 @@ pub struct VisPut {
     /// Local completion: the source may be reused (every current mechanism
     /// packs or copies the source during injection, so this has fired).
     pub lc: Event,
+    /// Remote completion: every byte is in the peer's segment.
+    pub rc: Event,
+}
+
+/// A non-blocking VIS put whose local completion may come after return
+/// ([`Vis::put_nb_defer`]): the source buffer is held by `lc` until no
+/// mechanism reads it any more.
+#[derive(Debug)]
+#[must_use = "the put's completion must be waited on"]
+pub struct VisPutDeferred {
+    /// Local completion: hands the source buffer back once it may be
+    /// reused. Later than return only with the RMA mechanism over a
+    /// network (one put per chunk, all reading the buffer in flight); the
+    /// direct copy and the AM pipeline are done with the source when the
+    /// call returns.
+    pub lc: LocalCompletion<Vec<u8>>,
     /// Remote completion: every byte is in the peer's segment.
     pub rc: Event,
 }
@@ -389,6 +405,58 @@ impl Vis {
         let rc = unsafe { self.with_event(peer, &meta.into(), local, src.len(), flags)? };
         Ok(VisPut {
             lc: Event::done(),
+            rc,
+        })
+    }
+
+    /// Non-blocking put that takes the source buffer and hands it back at
+    /// local completion, which may come after return: over the RMA
+    /// mechanism every chunk's put is in flight at once, reading the
+    /// buffer, instead of each waiting for its own local completion.
+    ///
+    /// ```no_run
+    /// # fn demo(vis: &rgex_vis::Vis) -> rgex_core::Result<()> {
+    /// use rgex_core::{Flags, Rank};
+    /// use rgex_vis::Vector;
+    /// let frags = [(0u64, 1u64 << 16), (1 << 20, 1 << 16)];
+    /// let meta = Vector { peer: &frags, local: &[(0, 2 << 16)] };
+    /// let put = vis.put_nb_defer(Rank(1), meta, vec![7u8; 2 << 16], Flags::empty())?;
+    /// let mut buf = put.lc.wait(); // the source may be reused now...
+    /// buf.fill(0);
+    /// put.rc.wait(); // ...and every byte has arrived
+    /// # Ok(()) }
+    /// ```
+    pub fn put_nb_defer<'m>(
+        &self,
+        peer: Rank,
+        meta: impl Into<Meta<'m>>,
+        src: Vec<u8>,
+        flags: Flags,
+    ) -> Result<VisPutDeferred> {
+        let meta = meta.into();
+        let local = Local::Src(src.as_ptr());
+        // SAFETY: the Vec moves into the returned LocalCompletion, which
+        // keeps it alive and unmodified until `lc` fires (a Vec's storage
+        // does not move with it); every mechanism reads the source only
+        // until then.
+        let (lc, rc) = unsafe {
+            match self.try_direct(peer, &meta, local, src.len()) {
+                Some(r) => r.map(|()| (Event::done(), Event::done()))?,
+                None => {
+                    let shape = self.shape(peer, &meta, src.len())?;
+                    if self.mechanism_for(peer, &shape) == Mechanism::Rma {
+                        self.rma_deferred(peer, &shape, local, flags)?
+                    } else {
+                        (
+                            Event::done(),
+                            self.start(peer, &shape, local, Track::Event, flags)?,
+                        )
+                    }
+                }
+            }
+        };
+        Ok(VisPutDeferred {
+            lc: LocalCompletion::new(src, lc),
             rc,
         })
     }
@@ -712,6 +780,70 @@ impl Vis {
         }
     }
 
+    /// An IMMEDIATE transfer of several chunks over RMA is refused unless
+    /// the segment is mapped: all or nothing would need every chunk's
+    /// injection resources at once.
+    fn rma_immediate(&self, peer: Rank, shape: &Shape, flags: Flags) -> Result<()> {
+        if flags.contains(Flags::IMMEDIATE)
+            && shape.chunks() > 1
+            && self.ep.rma_path(peer) != rgex_am::rma::RmaPath::Mapped
+        {
+            return Err(Error::WouldBlock {
+                peer,
+                resource: "RMA injection (an IMMEDIATE VIS transfer over RMA is limited to one chunk unless the segment is mapped)",
+            });
+        }
+        Ok(())
+    }
+
+    /// A put of one RMA operation per chunk, all counted on one local- and
+    /// one remote-completion counter: the events `(lc, rc)`.
+    ///
+    /// # Safety
+    /// The source must stay readable and unmodified at every local offset
+    /// of `shape` until the returned `lc` fires.
+    unsafe fn rma_deferred(
+        &self,
+        peer: Rank,
+        shape: &Shape,
+        local: Local,
+        flags: Flags,
+    ) -> Result<(Event, Event)> {
+        self.rma_immediate(peer, shape, flags)?;
+        let Local::Src(src) = local else {
+            unreachable!("a deferred local completion is a put's");
+        };
+        let (lc, rc) = (Completion::new(0), Completion::new(0));
+        let mut err = None;
+        shape.for_each(|p, l, len| {
+            if err.is_none() {
+                // SAFETY: the chunk is inside the validated local side,
+                // which the caller keeps until `lc` fires.
+                let r = unsafe {
+                    self.ep.put_counted(
+                        GlobalAddr::new(peer, p),
+                        src.add(l as usize),
+                        len,
+                        &lc,
+                        &rc,
+                        flags,
+                    )
+                };
+                err = r.err();
+            }
+        });
+        let (lc, rc) = (self.event(lc), self.event(rc));
+        match err {
+            Some(e) => {
+                // Chunks already started still read the source.
+                lc.wait();
+                rc.wait();
+                Err(e)
+            }
+            None => Ok((lc, rc)),
+        }
+    }
+
     /// One RMA operation per chunk, all in flight, then one event.
     ///
     /// # Safety
@@ -725,15 +857,7 @@ impl Vis {
         flags: Flags,
     ) -> Result<Event> {
         let ep = &*self.ep;
-        if flags.contains(Flags::IMMEDIATE)
-            && shape.chunks() > 1
-            && ep.rma_path(peer) != rgex_am::rma::RmaPath::Mapped
-        {
-            return Err(Error::WouldBlock {
-                peer,
-                resource: "RMA injection (an IMMEDIATE VIS transfer over RMA is limited to one chunk unless the segment is mapped)",
-            });
-        }
+        self.rma_immediate(peer, shape, flags)?;
         // Collect the chunks in an access region of our own when none is
         // open; inside the caller's region (or for NBI) they join it.
         let own_region = track == Track::Event && ep.nbi_begin_region().is_ok();

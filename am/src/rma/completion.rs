@@ -23,7 +23,16 @@ pub type LocalCompletion<B> = Held<B>;
 pub type GetPending<B> = Held<B>;
 
 impl<B> Held<B> {
-    pub(crate) fn new(buf: B, event: Event) -> Self {
+    /// Hold `buf` until `event` fires (for layers that start operations
+    /// on a buffer themselves, such as VIS's deferred puts).
+    ///
+    /// ```
+    /// use rgex_am::rma::Held;
+    /// let h = Held::new(vec![1u8; 4], rgex_core::Event::done());
+    /// assert!(h.test());
+    /// assert_eq!(h.wait(), [1, 1, 1, 1]);
+    /// ```
+    pub fn new(buf: B, event: Event) -> Self {
         Held {
             buf: Some(buf),
             event: Some(event),

@@ -55,6 +55,29 @@ pub enum Lc {
     Group,
 }
 
+/// Where a started put counts its local completion.
+#[derive(Clone, Copy)]
+enum LcCount<'a> {
+    /// Nowhere: waited for before return.
+    Now,
+    /// On a fresh counter, handed back.
+    Fresh,
+    /// On this thread's NBI put category.
+    Group,
+    /// On the caller's counter.
+    On(&'a Arc<Completion>),
+}
+
+impl From<Lc> for LcCount<'_> {
+    fn from(lc: Lc) -> Self {
+        match lc {
+            Lc::Now => LcCount::Now,
+            Lc::Defer => LcCount::Fresh,
+            Lc::Group => LcCount::Group,
+        }
+    }
+}
+
 /// The counters a started put left behind (none when it finished at once).
 #[derive(Default)]
 struct Started {
@@ -120,7 +143,7 @@ impl Endpoint {
         src: *const u8,
         len: usize,
         counter: impl FnOnce() -> Arc<Completion>,
-        lc: Lc,
+        lc: LcCount<'_>,
         flags: Flags,
     ) -> Result<Started> {
         self.check_remote(dst, len)?;
@@ -131,8 +154,9 @@ impl Endpoint {
             RmaPath::Native => {
                 let rc = counter();
                 let lcc = match lc {
-                    Lc::Group => nbi::counter(NbiCategory::Put),
-                    Lc::Now | Lc::Defer => fresh(),
+                    LcCount::Group => nbi::counter(NbiCategory::Put),
+                    LcCount::Now | LcCount::Fresh => fresh(),
+                    LcCount::On(c) => c.clone(),
                 };
                 self.inject_or_wait(flags, || {
                     // SAFETY: forwarded caller contract; `lcc` tracks the
@@ -143,12 +167,12 @@ impl Endpoint {
                     }
                 })?;
                 let lc = match lc {
-                    Lc::Now => {
+                    LcCount::Now => {
                         self.event(Some(lcc)).wait();
                         None
                     }
-                    Lc::Defer => Some(lcc),
-                    Lc::Group => None,
+                    LcCount::Fresh => Some(lcc),
+                    LcCount::Group | LcCount::On(_) => None,
                 };
                 Ok(Started { rc: Some(rc), lc })
             }
@@ -344,11 +368,54 @@ impl Endpoint {
         flags: Flags,
     ) -> Result<PutEvents> {
         // SAFETY: forwarded caller contract (start_put honours `lc`).
-        let started = unsafe { self.start_put(dst, src, len, fresh, lc, flags)? };
+        let started = unsafe { self.start_put(dst, src, len, fresh, lc.into(), flags)? };
         Ok(PutEvents {
             lc: self.event(started.lc),
             rc: self.event(started.rc),
         })
+    }
+
+    /// Raw non-blocking put counted on the caller's counters: one count on
+    /// `rc` until the bytes are at the target, one on `lc` until the source
+    /// may be reused (none where the put finishes, or copies its source,
+    /// during injection). Many puts counted on one pair complete as one:
+    /// a transfer made of pieces, such as VIS's one put per chunk, gets a
+    /// single local- and a single remote-completion event.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_am::Endpoint) -> rgex_core::Result<()> {
+    /// use rgex_core::{Completion, Flags, GlobalAddr, Rank};
+    /// let src = vec![7u8; 1 << 20];
+    /// let (lc, rc) = (Completion::new(0), Completion::new(0));
+    /// for (i, piece) in src.chunks(1 << 16).enumerate() {
+    ///     let at = GlobalAddr::new(Rank(1), (i as u64) << 17);
+    ///     // SAFETY: `src` is left alone until `lc` is done (below).
+    ///     unsafe { ep.put_counted(at, piece.as_ptr(), piece.len(), &lc, &rc, Flags::empty())? };
+    /// }
+    /// while !lc.is_done() { ep.poll()?; }  // `src` may be reused now...
+    /// while !rc.is_done() { ep.poll()?; }  // ...and every piece has arrived
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// `src..src+len` must stay readable and unmodified until `lc` holds no
+    /// count this put added (until it is done, simply).
+    pub unsafe fn put_counted(
+        &self,
+        dst: GlobalAddr,
+        src: *const u8,
+        len: usize,
+        lc: &Arc<Completion>,
+        rc: &Arc<Completion>,
+        flags: Flags,
+    ) -> Result<()> {
+        // SAFETY: forwarded caller contract (the source is counted on `lc`).
+        let started =
+            unsafe { self.start_put(dst, src, len, || rc.clone(), LcCount::On(lc), flags)? };
+        // The mapped and reference paths count nothing; the native path
+        // counts on `rc` itself.
+        debug_assert!(started.lc.is_none());
+        Ok(())
     }
 
     /// Raw non-blocking get.
@@ -378,7 +445,7 @@ impl Endpoint {
                 src.as_ptr(),
                 src.len(),
                 || nbi::counter(NbiCategory::Put),
-                Lc::Now,
+                LcCount::Now,
                 flags,
             )
         }

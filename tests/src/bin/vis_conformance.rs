@@ -385,6 +385,74 @@ fn reuse_after_lc(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     Ok(())
 }
 
+/// Deferred local completion (`put_nb_defer`): the source buffer comes
+/// back at local completion, is overwritten at once, and the target still
+/// receives what was sent; for small strided elements and for large
+/// vector fragments (which the RMA mechanism puts one per chunk, all in
+/// flight, so local completion can come after return).
+fn reuse_after_deferred_lc(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let at = u64::from(me) * win;
+    let f = Flags::empty();
+    let frag = 64u64 << 10;
+    let peer_frags: Vec<(u64, u64)> = (0..4).map(|k| (at + 2 * k * frag, frag)).collect();
+    let whole = [(0u64, 4 * frag)];
+    let (counts, ps, ls) = ([4u64, 4096], [32i64, 128], [8i64, 32]);
+    let cases: [(&str, VisMeta<'_>, usize); 2] = [
+        (
+            "strided, 8-byte elements",
+            VisMeta::from(Strided {
+                elem_size: 8,
+                counts: &counts,
+                peer_offset: at,
+                peer_strides: &ps,
+                local_offset: 0,
+                local_strides: &ls,
+            }),
+            4 * 4096 * 8,
+        ),
+        (
+            "vector, 64 KiB fragments",
+            VisMeta::from(Vector {
+                peer: &peer_frags,
+                local: &whole,
+            }),
+            (4 * frag) as usize,
+        ),
+    ];
+    let mut later = 0;
+    for (i, &(what, meta, len)) in cases.iter().enumerate() {
+        set_remote(
+            client,
+            GlobalAddr::new(peer, at),
+            &vec![0u8; (8 * frag) as usize],
+        )?;
+        let src = pattern(len, 500 + i as u32);
+        let sent = src.clone();
+        let p = vis.put_nb_defer(peer, meta, src, f)?;
+        later += usize::from(!p.lc.test());
+        let mut src = p.lc.wait();
+        src.fill(0xEE);
+        p.rc.wait();
+        let mut back = vec![0u8; len];
+        vis.get(peer, meta, &mut back, f)?;
+        assert_eq!(
+            back, sent,
+            "{what}: the target saw bytes written after deferred local completion"
+        );
+    }
+    client.barrier()?;
+    ok(
+        client,
+        &format!(
+            "deferred local completion: the source handed back and overwritten at once changes nothing at the target (rank 0: local completion after return in {later} of {} puts)",
+            cases.len()
+        ),
+    );
+    Ok(())
+}
+
 /// Metadata arrays are consumed before the call returns: overwritten and
 /// freed right after an NB or NBI put or get, before it completes, they
 /// change nothing (with the AM and RMA mechanisms the transfer is still
@@ -1137,6 +1205,7 @@ fn main() -> rgex::Result<()> {
     strided(&vis, &client, win, cases)?;
     lists(&vis, &client, win, cases)?;
     reuse_after_lc(&vis, &client, win)?;
+    reuse_after_deferred_lc(&vis, &client, win)?;
     metadata_consumed(&vis, &client, win)?;
     bad_input(&vis, &client, win)?;
     immediate(&vis, &client, win)?;
