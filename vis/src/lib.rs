@@ -175,8 +175,9 @@ impl VisBuilder {
 #[derive(Debug)]
 #[must_use = "the put's completion must be waited on"]
 pub struct VisPut {
-    /// Local completion: the source may be reused (every current mechanism
-    /// packs or copies the source during injection, so this has fired).
+    /// Local completion: the source may be reused. The source is borrowed
+    /// for the call only, so this has fired (see
+    /// [`Vis::put_nb_defer`] for a local completion after return).
     pub lc: Event,
     /// Remote completion: every byte is in the peer's segment.
     pub rc: Event,

@@ -23,6 +23,10 @@
 //! client-side buffer, sent fixed-payload), 3-d, 8-byte elements at 25%
 //! density, repetitions interleaved, speedup printed in %.
 //!
+//! Then local completion: Vector puts of 64 KiB fragments, each waited
+//! for, with local completion at return (`put_nb`) against deferred
+//! (`put_nb_defer`, the buffer handed back at local completion), paired.
+//!
 //! Last, shared copies: node-local 3-d strided puts of 64 KiB .. 2 MiB
 //! from the default context (which shares copies of `SHARE_MIN` or more
 //! with threads waiting on the endpoint) against one built with
@@ -32,7 +36,7 @@
 
 use rgex::vis::AmPayload;
 use rgex::{
-    Client, CompiledStrided, Flags, GlobalAddr, Indexed, NbiCategory, Rank, Strided, Vis,
+    Client, CompiledStrided, Flags, GlobalAddr, Indexed, NbiCategory, Rank, Strided, Vector, Vis,
     VisMechanism, VisMeta,
 };
 use rgex_benches::affinity::{current_cpu, online_cpus, pin_current_thread};
@@ -115,6 +119,17 @@ const SHARED: [&str; 4] = [
 /// How long rank 1 sleeps between polls while the shared-copy set runs
 /// (so that its CPU is free for rank 0's waiting thread).
 const NAP: Duration = Duration::from_micros(500);
+/// The local-completion set: Vector puts of 64 KiB fragments, each
+/// waited for, with local completion at return (`put_nb`: over RMA each
+/// chunk's put waits for its own) against deferred (`put_nb_defer`: all
+/// chunks in flight at once).
+const SIZES_LC: [usize; 2] = [256 << 10, 1 << 20];
+const QUICK_SIZES_LC: [usize; 1] = [1 << 20];
+const LC_FRAG: usize = 64 << 10;
+const LC: [&str; 2] = [
+    "Vector 64 KiB fragments, put_nb",
+    "Vector 64 KiB fragments, put_nb_defer",
+];
 const NP: &str = "AM NP-based, Strided 3-d";
 const FP: &str = "AM FP-based, Strided 3-d";
 
@@ -219,6 +234,7 @@ fn measure(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
     let mut out = measure8(client, vis, opts)?;
     out.extend(measure64(client, vis, opts)?);
     out.extend(measure_am(client, opts)?);
+    out.extend(measure_lc(client, opts)?);
     // Rank 1 stops polling (see `nap_until_done`) for the last set.
     client.barrier()?;
     out.extend(measure_shared(client, opts)?);
@@ -555,6 +571,62 @@ fn measure_am(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
     Ok(out)
 }
 
+/// The local-completion set, interleaved (see [`LC`]).
+fn measure_lc(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
+    let peer = Rank(1);
+    let target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
+    let vis = Vis::new(client.endpoint())?;
+    let f = Flags::empty();
+    let mut out = Vec::new();
+    for &size in sized(opts, &SIZES_LC, &QUICK_SIZES_LC) {
+        let n = (size / LC_FRAG) as u64;
+        let frag = LC_FRAG as u64;
+        let peer_frags: Vec<(u64, u64)> = (0..n).map(|k| (2 * k * frag, frag)).collect();
+        let whole = [(0, size as u64)];
+        let meta = Vector {
+            peer: &peer_frags,
+            local: &whole,
+        };
+        let mut src = vec![0u8; size];
+        rgex_benches::payload::generate(&mut src, size as u32 ^ 0x1c);
+        eprintln!("testvisperf: {}, local completion", size_str(size as u64));
+        let held = std::cell::RefCell::new(src);
+        let r = {
+            let (vis, held) = (&vis, &held);
+            let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 2] = [
+                Box::new(move || {
+                    vis.put_nb(peer, meta, &held.borrow(), f)?.rc.wait();
+                    Ok(())
+                }),
+                Box::new(move || {
+                    let buf = std::mem::take(&mut *held.borrow_mut());
+                    let p = vis.put_nb_defer(peer, meta, buf, f)?;
+                    *held.borrow_mut() = p.lc.wait();
+                    p.rc.wait();
+                    Ok(())
+                }),
+            ];
+            flood_interleaved(client, size, target, opts.reps.max(3) * 2 - 1, &mut ops)?
+        };
+        let src = held.into_inner();
+        let mut back = vec![0u8; size];
+        vis.get(peer, meta, &mut back, f)?;
+        if back != src {
+            return Err("VIS put check failed (local-completion set)".into());
+        }
+        for (variant, (bw, iters, samples)) in LC.into_iter().zip(r) {
+            out.push(Point {
+                size,
+                variant,
+                bw,
+                iters,
+                samples,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// Get the pattern back with VIS and compare the payload bytes.
 fn check(
     vis: &Vis,
@@ -585,7 +657,8 @@ fn run() -> Res<bool> {
     let sizes64: &[usize] = sized(&opts, &SIZES64, &QUICK_SIZES64);
     let sizes_am: &[usize] = sized(&opts, &SIZES_AM, &QUICK_SIZES_AM);
     let sizes_shared = sized(&opts, &SIZES_SHARED, &QUICK_SIZES_SHARED);
-    let mut all_sizes: Vec<usize> = [sizes, sizes64, sizes_am, sizes_shared].concat();
+    let sizes_lc: &[usize] = sized(&opts, &SIZES_LC, &QUICK_SIZES_LC);
+    let mut all_sizes: Vec<usize> = [sizes, sizes64, sizes_am, sizes_shared, sizes_lc].concat();
     all_sizes.sort_unstable();
     all_sizes.dedup();
     let floor_target = opts.target(Duration::from_millis(2), Duration::from_millis(50));
@@ -747,6 +820,44 @@ fn run() -> Res<bool> {
             "NP-based over FP-based: {avg:+.1}% average, {lo:+.1}% smallest (target: at least +5%; published: +6.2% inter-node)"
         );
     }
+    // Local completion at return vs deferred, paired by repetition.
+    let mut t = Table::new([
+        "payload",
+        "put_nb GB/s",
+        "put_nb_defer GB/s",
+        "deferred / at return",
+    ]);
+    for &size in sizes_lc {
+        let at = |v: &str| point(points.iter(), size, v);
+        let (Some(now), Some(later)) = (at(LC[0]), at(LC[1])) else {
+            continue;
+        };
+        let Some(r) = paired(later, now) else {
+            continue;
+        };
+        records.push(job.record(
+            "put Vector deferred over at-return local completion (paired)",
+            Some(size as u64),
+            &r,
+            "ratio",
+            later.iters,
+        ));
+        t.row([
+            size_str(size as u64),
+            spread(&now.bw),
+            spread(&later.bw),
+            ratio(&r),
+        ]);
+    }
+    let frag = [(0, LC_FRAG as u64)];
+    let one_frag = VisMeta::from(Vector {
+        peer: &frag,
+        local: &frag,
+    });
+    let lc_mechanism = vis.mechanism_for(Rank(1), &vis.shape(Rank(1), &one_frag, LC_FRAG)?);
+    println!(
+        "\nLocal completion: Vector puts of 64 KiB fragments to rank 1 (mechanism {lc_mechanism:?}), each waited for; local completion at return (put_nb) against deferred (put_nb_defer, the buffer handed back at local completion); ratios: median [min .. max] of paired repetitions:\n{t}"
+    );
     // Shared copies: the default context over one that never shares,
     // paired by repetition, with nobody waiting and with a waiting thread.
     let mut t = Table::new([
