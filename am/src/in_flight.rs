@@ -6,9 +6,11 @@
 //! The table is a slab: the id is a slot index and the slot's generation,
 //! so starting and finishing an operation is an index, not a hash lookup
 //! (this sits on every small AM-based transfer). A slot's generation
-//! changes each time it is freed, so a stale or duplicated reply, or one
-//! carrying another protocol's id, finds nothing instead of completing
-//! an operation that reused the slot.
+//! changes each time it is freed, so a stale or duplicated reply finds
+//! nothing instead of completing an operation that reused the slot (until
+//! the 32-bit generation wraps: 2^32 reuses of that slot later). Each
+//! protocol has its own table and its own handlers, so ids of different
+//! tables never meet.
 
 use parking_lot::Mutex;
 use rgex_core::Completion;

@@ -372,5 +372,6 @@ pub fn with_loops<R>(
         *slot = l;
         k += 1;
     }
+    debug_assert_eq!(k, n, "with_loops: the iterator does not hold n loops");
     f(&stack[..k])
 }

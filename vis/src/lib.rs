@@ -597,7 +597,8 @@ impl Vis {
     // ---- the engine ----
 
     fn event(&self, c: Arc<Completion>) -> Event {
-        if c.is_done() {
+        // A failed transfer keeps its counter so `wait_checked` sees why.
+        if c.is_done() && c.failure().is_none() {
             Event::done()
         } else {
             Event::pending(c, self.ep.clone())
@@ -811,41 +812,61 @@ impl Vis {
         flags: Flags,
     ) -> Result<(Event, Event)> {
         self.rma_immediate(peer, shape, flags)?;
-        let Local::Src(src) = local else {
-            unreachable!("a deferred local completion is a put's");
-        };
         let (lc, rc) = (Completion::new(0), Completion::new(0));
+        // SAFETY: forwarded caller contract.
+        unsafe { self.rma_chunks(peer, shape, local, &lc, &rc, flags)? };
+        Ok((self.event(lc), self.event(rc)))
+    }
+
+    /// One RMA operation per chunk of `shape`, all in flight at once: a
+    /// put's remote completion counted on `rc` and its local completion on
+    /// `lc`, a get's completion on `rc`. On an error the chunks already
+    /// started are waited for (they may still read or write the buffer).
+    ///
+    /// # Safety
+    /// The local buffer must stay valid at every local offset of `shape`
+    /// (a source unmodified until `lc` is done, a destination untouched
+    /// until `rc` is).
+    unsafe fn rma_chunks(
+        &self,
+        peer: Rank,
+        shape: &Shape,
+        local: Local,
+        lc: &Arc<Completion>,
+        rc: &Arc<Completion>,
+        flags: Flags,
+    ) -> Result<()> {
         let mut err = None;
         shape.for_each(|p, l, len| {
-            if err.is_none() {
-                // SAFETY: the chunk is inside the validated local side,
-                // which the caller keeps until `lc` fires.
-                let r = unsafe {
-                    self.ep.put_counted(
-                        GlobalAddr::new(peer, p),
-                        src.add(l as usize),
-                        len,
-                        &lc,
-                        &rc,
-                        flags,
-                    )
-                };
-                err = r.err();
+            if err.is_some() {
+                return;
             }
+            let at = GlobalAddr::new(peer, p);
+            // SAFETY: the chunk is inside the validated local side, which
+            // the caller keeps as this function requires.
+            let r = unsafe {
+                match local {
+                    Local::Src(s) => self
+                        .ep
+                        .put_counted(at, s.add(l as usize), len, lc, rc, flags),
+                    Local::Dst(d) => self.ep.get_counted(d.add(l as usize), len, at, rc, flags),
+                }
+            };
+            err = r.err();
         });
-        let (lc, rc) = (self.event(lc), self.event(rc));
         match err {
             Some(e) => {
-                // Chunks already started still read the source.
-                lc.wait();
-                rc.wait();
+                self.event(lc.clone()).wait();
+                self.event(rc.clone()).wait();
                 Err(e)
             }
-            None => Ok((lc, rc)),
+            None => Ok(()),
         }
     }
 
-    /// One RMA operation per chunk, all in flight, then one event.
+    /// One RMA operation per chunk, all in flight, then one event (or the
+    /// NBI counter): a put waits for its local completion before return,
+    /// its source being borrowed for the call only.
     ///
     /// # Safety
     /// As [`start`](Self::start).
@@ -857,60 +878,17 @@ impl Vis {
         track: Track,
         flags: Flags,
     ) -> Result<Event> {
-        let ep = &*self.ep;
         self.rma_immediate(peer, shape, flags)?;
-        // Collect the chunks in an access region of our own when none is
-        // open; inside the caller's region (or for NBI) they join it.
-        let own_region = track == Track::Event && ep.nbi_begin_region().is_ok();
-        let mut waits: Vec<Event> = Vec::new();
-        let mut err = None;
-        shape.for_each(|p, l, len| {
-            if err.is_some() {
-                return;
-            }
-            let at = GlobalAddr::new(peer, p);
-            // SAFETY: the chunk is inside the local side (validated; the
-            // caller keeps it valid as `start` requires).
-            let r = unsafe {
-                match (local, track, own_region) {
-                    (Local::Src(s), Track::Nbi(_), _) | (Local::Src(s), _, true) => ep.put_nbi(
-                        at,
-                        std::slice::from_raw_parts(s.add(l as usize), len),
-                        flags,
-                    ),
-                    (Local::Dst(d), Track::Nbi(_), _) | (Local::Dst(d), _, true) => {
-                        ep.get_nbi(d.add(l as usize), len, at, flags)
-                    }
-                    (Local::Src(s), _, false) => ep
-                        .put_nb(
-                            at,
-                            std::slice::from_raw_parts(s.add(l as usize), len),
-                            flags,
-                        )
-                        .map(|e| waits.push(e)),
-                    (Local::Dst(d), _, false) => ep
-                        .get_nb_raw(d.add(l as usize), len, at, flags)
-                        .map(|e| waits.push(e)),
-                }
-            };
-            if let Err(e) = r {
-                err = Some(e);
-            }
-        });
-        let ev = if own_region {
-            ep.nbi_end_region()?
-        } else {
-            Event::done()
+        let (lc, rc) = match track {
+            Track::Event => (Completion::new(0), Completion::new(0)),
+            Track::Nbi(cat) => (Completion::new(0), self.ep.nbi_counter(cat)),
         };
-        // Without a region of our own the chunks' events are waited here
-        // (the transfer completes before return).
-        Event::wait_all(&mut waits);
-        match err {
-            Some(e) => {
-                ev.wait();
-                Err(e)
-            }
-            None => Ok(ev),
-        }
+        // SAFETY: forwarded caller contract.
+        unsafe { self.rma_chunks(peer, shape, local, &lc, &rc, flags)? };
+        self.event(lc).wait();
+        Ok(match track {
+            Track::Event => self.event(rc),
+            Track::Nbi(_) => Event::done(),
+        })
     }
 }

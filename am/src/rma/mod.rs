@@ -128,11 +128,12 @@ impl Endpoint {
     }
 
     /// Start a put. An operation that cannot finish during injection is
-    /// counted on the counter `counter()` gives, which is returned with the
-    /// local-completion counter when local completion comes later than
-    /// return (native path with `Lc::Defer`; `Lc::Group` counts it on this
-    /// thread's NBI put category instead; `Lc::Now` waits for it here). The
-    /// mapped path finishes at once and allocates nothing (`None`s).
+    /// counted on the counter `counter()` gives, which is returned with a
+    /// fresh local-completion counter when local completion comes later
+    /// than return and `lc` is [`LcCount::Fresh`] (native path; `Group`
+    /// counts it on this thread's NBI put category instead, `On` on the
+    /// caller's counter, and `Now` waits for it here). The mapped path
+    /// finishes at once and allocates nothing (`None`s).
     ///
     /// # Safety
     /// `src..src+len` must stay readable and unmodified until local
@@ -375,10 +376,11 @@ impl Endpoint {
         })
     }
 
-    /// Raw non-blocking put counted on the caller's counters: one count on
-    /// `rc` until the bytes are at the target, one on `lc` until the source
-    /// may be reused (none where the put finishes, or copies its source,
-    /// during injection). Many puts counted on one pair complete as one:
+    /// Raw non-blocking put counted on the caller's counters: `rc` holds a
+    /// count until the bytes are at the target, `lc` one until the source
+    /// may be reused (neither where the put finishes during injection, as
+    /// on the mapped path; no `lc` count where it copies its source then,
+    /// as the reference path does). Many puts counted on one pair complete as one:
     /// a transfer made of pieces, such as VIS's one put per chunk, gets a
     /// single local- and a single remote-completion event.
     ///
@@ -412,8 +414,8 @@ impl Endpoint {
         // SAFETY: forwarded caller contract (the source is counted on `lc`).
         let started =
             unsafe { self.start_put(dst, src, len, || rc.clone(), LcCount::On(lc), flags)? };
-        // The mapped and reference paths count nothing; the native path
-        // counts on `rc` itself.
+        // Local completion went to the caller's `lc` (native path) or came
+        // during injection: no fresh counter is handed back.
         debug_assert!(started.lc.is_none());
         Ok(())
     }
@@ -433,6 +435,26 @@ impl Endpoint {
         // SAFETY: forwarded caller contract.
         let done = unsafe { self.start_get(dst, len, src, fresh, flags)? };
         Ok(self.event(done))
+    }
+
+    /// Raw non-blocking get counted on the caller's counter: `done` holds
+    /// a count until the bytes are in `dst` (none where the get finishes
+    /// during injection). As [`put_counted`](Self::put_counted), a get of
+    /// many pieces completes as one.
+    ///
+    /// # Safety
+    /// `dst..dst+len` must stay valid and must not be read or written until
+    /// `done` holds no count this get added (until it is done, simply).
+    pub unsafe fn get_counted(
+        &self,
+        dst: *mut u8,
+        len: usize,
+        src: GlobalAddr,
+        done: &Arc<Completion>,
+        flags: Flags,
+    ) -> Result<()> {
+        // SAFETY: forwarded caller contract.
+        unsafe { self.start_get(dst, len, src, || done.clone(), flags) }.map(drop)
     }
 
     /// Implicit-handle put: `src` may be reused on return; remote completion

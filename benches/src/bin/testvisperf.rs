@@ -120,9 +120,10 @@ const SHARED: [&str; 4] = [
 /// (so that its CPU is free for rank 0's waiting thread).
 const NAP: Duration = Duration::from_micros(500);
 /// The local-completion set: Vector puts of 64 KiB fragments, each
-/// waited for, with local completion at return (`put_nb`: over RMA each
-/// chunk's put waits for its own) against deferred (`put_nb_defer`: all
-/// chunks in flight at once).
+/// waited for, with local completion at return (`put_nb`: over RMA all
+/// chunks are in flight, then one wait for their local completion)
+/// against deferred (`put_nb_defer`: that wait left to the caller). What
+/// deferring costs; its gain is the overlap a caller makes of it.
 const SIZES_LC: [usize; 2] = [256 << 10, 1 << 20];
 const QUICK_SIZES_LC: [usize; 1] = [1 << 20];
 const LC_FRAG: usize = 64 << 10;
@@ -260,10 +261,6 @@ fn nap_until_done(client: &Client) -> Res<()> {
     Ok(())
 }
 
-/// The shared-copy set: large node-local strided puts from a context that
-/// never shares (`shared_copy(false)`) and from the default one, each pair
-/// interleaved, first with rank 0 alone (what sharing costs when nobody
-/// helps), then with a second thread of rank 0 waiting in `poll` on
 /// Why no copy to rank 1 can be shared here.
 fn no_sharing(client: &Client) -> String {
     format!(
@@ -272,6 +269,10 @@ fn no_sharing(client: &Client) -> String {
     )
 }
 
+/// The shared-copy set: large node-local strided puts from a context that
+/// never shares (`shared_copy(false)`) and from the default one, each pair
+/// interleaved, first with rank 0 alone (what sharing costs when nobody
+/// helps), then with a second thread of rank 0 waiting in `poll` on
 /// another CPU (what a waiting thread's help gains).
 fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
     let peer = Rank(1);

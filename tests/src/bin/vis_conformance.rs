@@ -744,14 +744,14 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
             what,
             vis.get_nb(peer, meta, vec![5u8; src.len()], f).map(drop),
         );
-        // SAFETY: `dst` outlives the NBI sync below and is not touched
-        // before it (a refused get writes nothing, checked after).
+        // SAFETY: `dst` outlives the NBI sync just below and is not
+        // touched before it.
         expect_err(what, unsafe {
             vis.get_nbi(peer, meta, dst.as_mut_ptr(), dst.len(), f)
         });
+        client.nbi_wait(NbiCategory::Get);
     }
     client.nbi_wait(NbiCategory::Put);
-    client.nbi_wait(NbiCategory::Get);
     assert!(
         dst.iter().all(|&b| b == 5),
         "a refused get wrote the local buffer"
