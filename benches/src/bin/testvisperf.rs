@@ -323,7 +323,10 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
                 for &size in sizes {
                     let m = size / ELEM;
                     let span = m * PITCH;
-                    let src = source(client, span, size as u32 ^ 0x5e)?;
+                    // SAFETY: nothing writes rank 0's segment during the benchmark (rank 1
+                    // only polls or sleeps; checks read into local buffers), and this
+                    // size's slice is dropped before the next call.
+                    let src = unsafe { source(client, span, size as u32 ^ 0x5e) }?;
                     let (c, st) = dims(m, 3, PITCH);
                     let meta = strided(ELEM, &c, &st);
                     eprintln!(
@@ -335,13 +338,14 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
                             "nobody waiting"
                         }
                     );
+                    for v in [&one, &shared] {
+                        verify(client, v, meta.into(), src, ELEM, PITCH)?;
+                    }
                     let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 2] = [
                         Box::new(|| one.put_nbi(peer, meta, src, f)),
                         Box::new(|| shared.put_nbi(peer, meta, src, f)),
                     ];
                     let r = flood_interleaved(client, size, target, reps, &mut ops)?;
-                    drop(ops);
-                    check(&shared, peer, meta.into(), src, span, ELEM, PITCH)?;
                     let names = if waiting { &SHARED[2..] } else { &SHARED[..2] };
                     for (&variant, (bw, iters, samples)) in names.iter().zip(r) {
                         out.push(Point {
@@ -367,18 +371,21 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
 }
 
 /// `len` bytes of the benchmark's pattern (`seed`) in rank 0's own
-/// segment from offset 0: the source of every put, so that the payload
-/// lies in the segment on both sides (BENCHMARKS.md).
-fn source(client: &Client, len: usize, seed: u32) -> Res<&[u8]> {
+/// segment from offset 0: the source of the sets' puts (all but the
+/// local-completion set's, whose `put_nb_defer` takes an owned buffer),
+/// so that the payload lies in the segment on both sides (BENCHMARKS.md).
+///
+/// # Safety
+/// Nothing may write rank 0's segment while the slice lives (another
+/// `source` call included): drop it first.
+unsafe fn source(client: &Client, len: usize, seed: u32) -> Res<&[u8]> {
     let mut v = vec![0u8; len];
     rgex_benches::payload::generate(&mut v, seed);
     let seg = client.segment();
     seg.write(0, &v)?;
     // SAFETY: `write` checked that the segment holds `len` bytes, and it
-    // stays mapped for the client's life. Nobody writes rank 0's segment
-    // while the slice lives: rank 1 only polls or sleeps, gets land in
-    // local buffers, and the next `source` call comes after the previous
-    // size's slice is dropped.
+    // stays mapped for the client's life; the caller keeps writers away
+    // while the slice lives.
     Ok(unsafe { std::slice::from_raw_parts(seg.as_ptr(), len) })
 }
 
@@ -434,7 +441,10 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
     for &size in sizes {
         let m = size / ELEM;
         let span = m * PITCH;
-        let src = source(client, span, size as u32)?;
+        // SAFETY: nothing writes rank 0's segment during the benchmark (rank 1
+        // only polls or sleeps; checks read into local buffers), and this
+        // size's slice is dropped before the next call.
+        let src = unsafe { source(client, span, size as u32) }?;
         let offsets: Vec<u64> = (0..m as u64).map(|i| i * PITCH as u64).collect();
         let indexed = Indexed {
             peer: &offsets,
@@ -452,6 +462,16 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
         let compiled = shape32.at(0, 0);
         let at = GlobalAddr::new(peer, 0);
         eprintln!("testvisperf: {}", size_str(size as u64));
+        let metas = [
+            indexed.into(),
+            s3d.into(),
+            s8d.into(),
+            s32d.into(),
+            compiled.into(),
+        ];
+        for meta in metas {
+            verify(client, vis, meta, src, ELEM, PITCH)?;
+        }
         let r = {
             let src = &src;
             let mut ops: Vec<Box<dyn FnMut() -> rgex::Result<()> + '_>> = vec![
@@ -468,11 +488,6 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
             ];
             flood_interleaved(client, size, target, reps, &mut ops)?
         };
-        check(vis, peer, indexed.into(), src, span, ELEM, PITCH)?;
-        for s in [s3d, s8d, s32d] {
-            check(vis, peer, s.into(), src, span, ELEM, PITCH)?;
-        }
-        check(vis, peer, compiled.into(), src, span, ELEM, PITCH)?;
         for (variant, (bw, iters, samples)) in VARIANTS.into_iter().zip(r) {
             out.push(Point {
                 size,
@@ -498,11 +513,15 @@ fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
     for &size in sizes {
         let m = size / ELEM64;
         let span = m * PITCH64;
-        let src = source(client, span, size as u32 ^ 0x64)?;
+        // SAFETY: nothing writes rank 0's segment during the benchmark (rank 1
+        // only polls or sleeps; checks read into local buffers), and this
+        // size's slice is dropped before the next call.
+        let src = unsafe { source(client, span, size as u32 ^ 0x64) }?;
         let (c, s) = dims(m, 3, PITCH64);
         let st = strided(ELEM64, &c, &s);
         let at = GlobalAddr::new(peer, 0);
         eprintln!("testvisperf: {}, 64 B elements", size_str(size as u64));
+        verify(client, vis, st.into(), src, ELEM64, PITCH64)?;
         // Interleaved, in VARIANTS64 order, as the 8-byte set (run one
         // after the other, the first variant met the machine as the
         // previous set left it).
@@ -515,7 +534,6 @@ fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
             ];
             flood_interleaved(client, size, target, reps, &mut ops)?
         };
-        check(vis, peer, st.into(), src, span, ELEM64, PITCH64)?;
         for (variant, (bw, iters, samples)) in VARIANTS64.into_iter().zip(r) {
             out.push(Point {
                 size,
@@ -548,17 +566,21 @@ fn measure_am(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
     for &size in sizes {
         let m = size / ELEM;
         let span = m * PITCH;
-        let src = source(client, span, size as u32 ^ 0xa3)?;
+        // SAFETY: nothing writes rank 0's segment during the benchmark (rank 1
+        // only polls or sleeps; checks read into local buffers), and this
+        // size's slice is dropped before the next call.
+        let src = unsafe { source(client, span, size as u32 ^ 0xa3) }?;
         let (c, s) = dims(m, 3, PITCH);
         let st = strided(ELEM, &c, &s);
         eprintln!("testvisperf: {}, AM NP vs FP", size_str(size as u64));
+        for v in [&np, &fp] {
+            verify(client, v, st.into(), src, ELEM, PITCH)?;
+        }
         let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 2] = [
             Box::new(|| np.put_nbi(peer, st, src, f)),
             Box::new(|| fp.put_nbi(peer, st, src, f)),
         ];
         let r = flood_interleaved(client, size, target, reps, &mut ops)?;
-        drop(ops);
-        check(&np, peer, st.into(), src, span, ELEM, PITCH)?;
         for (variant, (bw, iters, samples)) in [NP, FP].into_iter().zip(r) {
             out.push(Point {
                 size,
@@ -591,6 +613,21 @@ fn measure_lc(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
         let mut src = vec![0u8; size];
         rgex_benches::payload::generate(&mut src, size as u32 ^ 0x1c);
         eprintln!("testvisperf: {}, local completion", size_str(size as u64));
+        // Checked before it is timed: zeroed fragments, one deferred put,
+        // each fragment read back with a plain get.
+        client.put(GlobalAddr::new(peer, 0), &vec![0u8; 2 * size], f)?;
+        let p = vis.put_nb_defer(peer, meta, src, f)?;
+        let src = p.lc.wait();
+        p.rc.wait();
+        for (k, &(off, len)) in peer_frags.iter().enumerate() {
+            let mut back = vec![0u8; len as usize];
+            client.get(&mut back, GlobalAddr::new(peer, off), f)?;
+            if back[..] != src[k * LC_FRAG..(k + 1) * LC_FRAG] {
+                return Err(
+                    format!("VIS put check failed (local-completion set, fragment {k})").into(),
+                );
+            }
+        }
         let held = std::cell::RefCell::new(src);
         let r = {
             let (vis, held) = (&vis, &held);
@@ -609,12 +646,6 @@ fn measure_lc(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
             ];
             flood_interleaved(client, size, target, opts.reps.max(3) * 2 - 1, &mut ops)?
         };
-        let src = held.into_inner();
-        let mut back = vec![0u8; size];
-        vis.get(peer, meta, &mut back, f)?;
-        if back != src {
-            return Err("VIS put check failed (local-completion set)".into());
-        }
         for (variant, (bw, iters, samples)) in LC.into_iter().zip(r) {
             out.push(Point {
                 size,
@@ -628,21 +659,27 @@ fn measure_lc(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
     Ok(out)
 }
 
-/// Get the pattern back with VIS and compare the payload bytes.
-fn check(
+/// Check one VIS put of `meta` before it is timed: rank 1's span is
+/// zeroed, the put made, and the span read back with a plain contiguous
+/// get (no VIS), every element compared with the source (the layout is
+/// the same on both sides here). Checked after the floods instead, the
+/// naive walker and the contiguous put would have left the same bytes.
+fn verify(
+    client: &Client,
     vis: &Vis,
-    peer: Rank,
     meta: VisMeta<'_>,
     src: &[u8],
-    span: usize,
     elem: usize,
     pitch: usize,
 ) -> Res<()> {
-    let mut back = vec![0u8; span];
-    vis.get(peer, meta, &mut back, Flags::empty())?;
-    for i in (0..span).step_by(pitch) {
+    let at = GlobalAddr::new(Rank(1), 0);
+    client.put(at, &vec![0u8; src.len()], Flags::empty())?;
+    vis.put(Rank(1), meta, src, Flags::empty())?;
+    let mut back = vec![0u8; src.len()];
+    client.get(&mut back, at, Flags::empty())?;
+    for i in (0..src.len()).step_by(pitch) {
         if back[i..i + elem] != src[i..i + elem] {
-            return Err(format!("VIS put check failed at byte {i} of {span}").into());
+            return Err(format!("VIS put check failed at byte {i} of {}", src.len()).into());
         }
     }
     Ok(())

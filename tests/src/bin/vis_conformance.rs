@@ -938,11 +938,14 @@ fn immediate_stalled(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     // Rank 1 leaves the AM barrier before rank 0 starts (see
     // rma_conformance's IMMEDIATE test: else rank 1 may still poll).
     client.conduit().bootstrap().barrier()?;
+    // One contiguous chunk of two elements: one AM message, one RMA put
+    // (a transfer of several chunks is refused at once over RMA, queue or
+    // no queue, which would prove nothing here).
     let one = |i: u64| Strided {
         elem_size: 8,
         counts: &[2],
         peer_offset: slot(i),
-        peer_strides: &[32],
+        peer_strides: &[8],
         local_offset: 0,
         local_strides: &[8],
     };
@@ -977,6 +980,8 @@ fn immediate_stalled(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
                 b,
                 "IMMEDIATE VIS puts over {mechanism:?} to a rank that does not poll: refused at {blocked_at} of {span}"
             );
+            // Refused because the queue filled, not up front.
+            assert!(blocked_at > 0, "the first IMMEDIATE VIS put was refused");
         }
     }
     // Rank 1 sits here without polling while rank 0 fills its queue.
@@ -997,7 +1002,7 @@ fn immediate_stalled(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
             client.segment().read(slot(i), &mut b)?;
             let want = if i < end { 0x5A } else { 0 };
             assert!(
-                b[..8].iter().chain(&b[32..40]).all(|&x| x == want),
+                b[..16].iter().all(|&x| x == want),
                 "slot {i} of an IMMEDIATE flood refused at {blocked_at}: {}",
                 if want == 0 {
                     "the refused put wrote"
