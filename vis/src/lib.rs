@@ -412,8 +412,10 @@ impl Vis {
 
     /// Non-blocking put that takes the source buffer and hands it back at
     /// local completion, which may come after return: over the RMA
-    /// mechanism every chunk's put is in flight at once, reading the
-    /// buffer, instead of each waiting for its own local completion.
+    /// mechanism the chunks' puts may still be reading the buffer then, so
+    /// the caller can overlap that with other work instead of waiting for
+    /// it in the call (as [`put_nb`](Self::put_nb) does). On an error the
+    /// buffer is dropped (after any chunk already started is done with it).
     ///
     /// ```no_run
     /// # fn demo(vis: &rgex_vis::Vis) -> rgex_core::Result<()> {
