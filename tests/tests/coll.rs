@@ -1,6 +1,7 @@
 //! Teams and collectives on the smp conduit: the conformance program on 1
-//! rank (no launcher), 2, 3, 4 and 8 ranks (8 oversubscribed on small
-//! machines), and on 3 ranks with the smallest Medium size, so broadcasts
+//! rank (no launcher), 2, 3, 4, 5, 7 and 8 ranks (more than the CPUs are
+//! oversubscribed on small machines; 5 and 7 give trees with uneven
+//! subtrees and odd team splits), and on 3 ranks with the smallest Medium size, so broadcasts
 //! and reductions travel in many fragments.
 
 mod common;
@@ -38,6 +39,16 @@ fn three_ranks() {
 #[test]
 fn four_ranks() {
     run_ok(&job(4, COLL, &[]), CHECKS);
+}
+
+#[test]
+fn five_ranks_oversubscribed() {
+    run_ok(&job(5, COLL, &[]), CHECKS);
+}
+
+#[test]
+fn seven_ranks_oversubscribed() {
+    run_ok(&job(7, COLL, &[]), CHECKS);
 }
 
 #[test]
