@@ -282,10 +282,92 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
         .collect::<rgex::Result<_>>()?;
     Event::wait_all(&mut evs);
     assert!(evs.iter().all(Event::is_invalid));
+    // `test` does not poll: on the reference path a get completes only
+    // when this rank runs the reply, so without a poll it stays pending
+    // (bounded: 200 tests 50 us apart), and `wait`, which polls, ends it.
+    let mut got = vec![0u8; 64];
+    // SAFETY: `got` is not touched until the event below is waited on.
+    let ev = unsafe {
+        client.get_nb_raw(
+            got.as_mut_ptr(),
+            got.len(),
+            GlobalAddr::new(peer, base),
+            Flags::empty(),
+        )?
+    };
+    let reference = client.rma_path(peer) == RmaPath::Reference;
+    let mut early = false;
+    for _ in 0..200 {
+        early |= ev.test();
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    if reference {
+        assert!(
+            !early,
+            "test() completed a get whose reply this rank never polled for"
+        );
+    }
+    ev.wait();
+    assert_eq!(got, [1u8; 64], "the get read what the last puts wrote");
+    // wait_all and wait_some over events of different kinds at once: puts,
+    // gets and a VIS put.
+    let vis = rgex::Vis::new(client.endpoint())?;
+    let mut back = vec![0u8; 8 * 4096];
+    let mut evs: Vec<Event> = Vec::new();
+    for i in 0..8u64 {
+        let at = GlobalAddr::new(peer, base + 4096 * i);
+        evs.push(client.put_nb(at, &[2 + i as u8; 4096], Flags::empty())?);
+    }
+    let strided = rgex::Strided {
+        elem_size: 8,
+        counts: &[64],
+        peer_offset: base + 8 * 4096,
+        peer_strides: &[32],
+        local_offset: 0,
+        local_strides: &[8],
+    };
+    evs.push(vis.put_nb(peer, strided, &[9u8; 512], Flags::empty())?.rc);
+    let mut kinds = Vec::new();
+    while evs.iter().any(|e| !e.is_invalid()) {
+        kinds.extend(Event::wait_some(&mut evs));
+    }
+    for i in 0..8u64 {
+        let chunk = &mut back[4096 * i as usize..4096 * (i + 1) as usize];
+        // SAFETY: each chunk is a distinct part of `back`, untouched until
+        // the wait_all below.
+        evs.push(unsafe {
+            client.get_nb_raw(
+                chunk.as_mut_ptr(),
+                chunk.len(),
+                GlobalAddr::new(peer, base + 4096 * i),
+                Flags::empty(),
+            )?
+        });
+    }
+    let mut vis_back = vec![0u8; 512];
+    vis.get(peer, strided, &mut vis_back, Flags::empty())?;
+    Event::wait_all(&mut evs);
+    assert!(evs.iter().all(Event::is_invalid));
+    for i in 0..8usize {
+        assert!(
+            back[4096 * i..4096 * (i + 1)]
+                .iter()
+                .all(|&b| b == 2 + i as u8),
+            "chunk {i} of the mixed set"
+        );
+    }
+    assert!(
+        vis_back.iter().all(|&b| b == 9),
+        "the VIS put of the mixed set"
+    );
     client.barrier()?;
     ok(
         client,
-        "events: test without polling, wait, wait_all, wait_some, invalid events",
+        &format!(
+            "events: test does not poll ({}), wait, wait_all, wait_some over puts, gets and a VIS put ({} reported), invalid events",
+            if reference { "a reference-path get stayed pending without a poll" } else { "checked on the reference path only: mapped copies and native RMA may complete without this rank's poll" },
+            kinds.len()
+        ),
     );
     Ok(())
 }
