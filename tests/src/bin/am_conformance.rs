@@ -268,13 +268,18 @@ fn main() -> rgex::Result<()> {
             "no shared-memory names left in /dev/shm once the job is up",
         );
     }
-    queries(&client)?;
+    let limits = queries(&client)?;
     every_category(&client, &st, areas)?;
     negotiated_payload(&client, &st)?;
     bad_input(&client, &st)?;
     immediate(&client, &st)?;
-    // The job keeps working after all of the above.
+    // The job keeps working after all of the above, with the same limits.
     every_category(&client, &st, areas)?;
+    assert_eq!(
+        queries(&client)?,
+        limits,
+        "max Medium / max Long changed during the job"
+    );
     let problems = st.problems.lock().unwrap();
     assert!(
         problems.is_empty(),
@@ -290,33 +295,38 @@ fn main() -> rgex::Result<()> {
     Ok(())
 }
 
-fn queries(client: &Client) -> rgex::Result<()> {
+/// The max Medium and max Long to every rank for 0..=16 arguments: at
+/// least 512, non-increasing in the argument count, the same on every
+/// rank. Returns them, so that a later call can check they did not change.
+fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
     let n = client.size();
     let mut mine = Vec::new();
     for p in 0..n {
-        let mut last = usize::MAX;
+        let (mut last_medium, mut last_long) = (usize::MAX, usize::MAX);
         for nargs in 0..=16 {
             let m = client.max_medium(Rank(p), nargs);
+            let l = client.max_long(Rank(p), nargs);
             assert!(
-                m >= 512,
-                "max Medium to rank {p} with {nargs} args is {m}, below 512"
+                m >= 512 && l >= 512,
+                "max Medium / max Long to rank {p} with {nargs} args: {m} / {l}, below 512"
             );
-            assert!(m <= last, "max Medium grows with the argument count");
-            assert!(client.max_long(Rank(p), nargs) >= 512);
-            last = m;
+            assert!(m <= last_medium, "max Medium grows with the argument count");
+            assert!(l <= last_long, "max Long grows with the argument count");
+            (last_medium, last_long) = (m, l);
             mine.extend_from_slice(&(m as u64).to_le_bytes());
+            mine.extend_from_slice(&(l as u64).to_le_bytes());
         }
     }
     let all = client.conduit().bootstrap().allgather(&mine)?;
     assert!(
         all.iter().all(|v| *v == mine),
-        "max Medium differs between ranks"
+        "max Medium or max Long differs between ranks"
     );
     ok(
         client,
         "max Medium / max Long: >= 512, symmetric, non-increasing in the argument count",
     );
-    Ok(())
+    Ok(mine)
 }
 
 fn every_category(client: &Client, st: &State, areas: &LongAreas) -> rgex::Result<()> {
