@@ -23,6 +23,10 @@ const FROMREP_REQ: HandlerId = HandlerId(CLIENT_MIN + 5);
 const FROMREP_REP: HandlerId = HandlerId(CLIENT_MIN + 6);
 const INHANDLER_REQ: HandlerId = HandlerId(CLIENT_MIN + 7);
 const IMM_SINK: HandlerId = HandlerId(CLIENT_MIN + 8);
+/// Registered by index (`register_at`), away from the sequential ones.
+const FIXED: HandlerId = HandlerId(200);
+/// What a FIXED request carries, xored with its sender's rank.
+const FIXED_MAGIC: u32 = 0xF1_0ED0;
 
 #[derive(Default)]
 struct State {
@@ -36,6 +40,8 @@ struct State {
     problems: Mutex<Vec<String>>,
     /// Errors returned to handlers for forbidden calls.
     handler_errors: Mutex<Vec<String>>,
+    /// FIXED requests received.
+    fixed: AtomicU64,
 }
 
 impl State {
@@ -246,6 +252,19 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
         }
         s.imm_next.store(want + 1, Ordering::Release);
     })?;
+    let s = st.clone();
+    let id = t.register_at(FIXED.0, "fixed.index", move |tok, msg| {
+        if tok.handler() != FIXED || msg.args() != [tok.src().0 ^ FIXED_MAGIC] {
+            s.problem(format!(
+                "fixed.index: handler {:?}, args {:?} from {}",
+                tok.handler(),
+                msg.args(),
+                tok.src()
+            ));
+        }
+        s.fixed.fetch_add(1, Ordering::Release);
+    })?;
+    assert_eq!(id, FIXED);
     Ok(())
 }
 
@@ -269,6 +288,7 @@ fn main() -> rgex::Result<()> {
         );
     }
     let limits = queries(&client)?;
+    fixed_index(&client, &st)?;
     every_category(&client, &st, areas)?;
     negotiated_payload(&client, &st)?;
     bad_input(&client, &st)?;
@@ -327,6 +347,25 @@ fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
         "max Medium / max Long: >= 512, symmetric, non-increasing in the argument count",
     );
     Ok(mine)
+}
+
+/// A handler registered by index (`register_at`) is reached by that
+/// index from every rank, itself included, and named in the table.
+fn fixed_index(client: &Client, st: &State) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    assert_eq!(client.handlers().name(FIXED.0), "fixed.index");
+    for p in 0..n {
+        client.request_short(Rank(p), FIXED, &[me ^ FIXED_MAGIC], Flags::empty())?;
+    }
+    wait_until(client, "a FIXED request from every rank", || {
+        st.fixed.load(Ordering::Acquire) == u64::from(n)
+    });
+    client.barrier()?;
+    ok(
+        client,
+        "a handler registered at index 200 is reached by that index from every rank",
+    );
+    Ok(())
 }
 
 fn every_category(client: &Client, st: &State, areas: &LongAreas) -> rgex::Result<()> {
