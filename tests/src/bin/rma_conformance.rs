@@ -58,6 +58,7 @@ fn main() -> rgex::Result<()> {
             "the same with a second thread polling: skipped, no peer is on the mapped path",
         );
     }
+    in_segment(&client, win)?;
     overlapping_slices(&client, win)?;
     local_completion(&client, win)?;
     nbi_region(&client, win)?;
@@ -142,6 +143,62 @@ fn every_form(client: &Client, win: u64) -> rgex::Result<()> {
 }
 
 /// All ranks put into disjoint, adjacent slices of rank 0's segment; rank
+/// Sources and destinations inside this rank's own segment (registered
+/// memory on a network conduit): a raw put from it, an NBI put from a
+/// slice of it and a raw get into it, each compared with the pattern.
+fn in_segment(client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let f = Flags::empty();
+    let seg = client.segment();
+    // The upper half of this rank's own window in its own segment: only
+    // this rank writes there (peers write their own windows).
+    let (src_off, len) = (
+        u64::from(me) * win + win / 2,
+        (win / 4).min(1 << 20) as usize,
+    );
+    let dst = GlobalAddr::new(peer, u64::from(me) * win);
+    let mut pattern = vec![0u8; len];
+    fill_pattern(&mut pattern, me, 4242);
+    seg.write(src_off, &pattern)?;
+    let check = |what: &str| -> rgex::Result<()> {
+        let mut back = vec![0u8; len];
+        client.get(&mut back, dst, f)?;
+        assert_eq!(back, pattern, "{what} from the segment");
+        client.put(dst, &vec![0u8; len], f)
+    };
+    // SAFETY: the source lies in this rank's segment (`write` checked the
+    // range) and nothing writes it until both events below have fired.
+    let ev =
+        unsafe { client.put_nb_raw(dst, seg.as_ptr().add(src_off as usize), len, Lc::Defer, f)? };
+    ev.lc.wait();
+    ev.rc.wait();
+    check("raw put")?;
+    // SAFETY: as above; the slice is dropped before the segment is
+    // written again.
+    let slice = unsafe { std::slice::from_raw_parts(seg.as_ptr().add(src_off as usize), len) };
+    client.put_nbi(dst, slice, f)?;
+    client.nbi_wait(NbiCategory::Put);
+    check("NBI put")?;
+    // A get into the segment: the pattern put back first, then fetched
+    // over the zeroed source range.
+    client.put(dst, &pattern, f)?;
+    seg.write(src_off, &vec![0u8; len])?;
+    // SAFETY: the destination lies in this rank's segment and nothing
+    // reads or writes it until the event fires.
+    let ev = unsafe { client.get_nb_raw(seg.as_ptr().add(src_off as usize), len, dst, f)? };
+    ev.wait();
+    let mut back = vec![0u8; len];
+    seg.read(src_off, &mut back)?;
+    assert_eq!(back, pattern, "raw get into the segment");
+    client.barrier()?;
+    ok(
+        client,
+        &format!("{len}-byte puts from and a get into this rank's own segment"),
+    );
+    Ok(())
+}
+
 /// 0 checks every slice after a barrier.
 fn overlapping_slices(client: &Client, win: u64) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
