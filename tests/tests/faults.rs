@@ -8,9 +8,31 @@ use common::{job, run};
 
 const FAULTS: &str = env!("CARGO_BIN_EXE_job_faults");
 
+/// Run `job` alone (this file's tests run on parallel threads) and return
+/// what it left in /dev/shm besides its outcome: the entries that
+/// appeared while it ran and are still there once the launcher is done.
+fn run_alone(j: &rgex::launch::Job) -> (rgex::launch::JobOutcome, String, String, Vec<String>) {
+    static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _alone = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    let shm = || -> Vec<String> {
+        std::fs::read_dir("/dev/shm")
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let before = shm();
+    let (outcome, out, err) = run(j);
+    let left = shm().into_iter().filter(|e| !before.contains(e)).collect();
+    (outcome, out, err, left)
+}
+
 #[test]
 fn a_killed_rank_ends_the_job_and_is_named() {
-    let (outcome, _out, err) = run(&job(4, FAULTS, &["die"]));
+    let (outcome, _out, err, left) = run_alone(&job(4, FAULTS, &["die"]));
+    assert!(left.is_empty(), "/dev/shm after the job: {left:?}");
     assert_eq!(outcome.status, 128 + 9, "status {}", outcome.status);
     let failure = outcome.failure.expect("a failure message");
     assert!(
@@ -26,7 +48,8 @@ fn a_killed_rank_ends_the_job_and_is_named() {
 
 #[test]
 fn a_rank_exiting_3_makes_the_job_exit_3() {
-    let (outcome, _out, err) = run(&job(2, FAULTS, &["exit3"]));
+    let (outcome, _out, err, left) = run_alone(&job(2, FAULTS, &["exit3"]));
+    assert!(left.is_empty(), "/dev/shm after the job: {left:?}");
     assert_eq!(outcome.status, 3);
     assert!(err.contains("rank 1") && err.contains("status 3"), "{err}");
     assert!(!err.contains("removed shared memory left behind"));

@@ -93,14 +93,40 @@ pub(crate) fn sweep_shm(job: &str) -> Vec<PathBuf> {
     sweep_dir(Path::new(SHM_DIR), &format!("rgex-{job}-"))
 }
 
+/// Remove the `/dev/shm` files libfabric's shm provider names after a
+/// process, `<pid>:<n>:<n>`, for the job's ranks `pids` (all gone by
+/// now). A rank that was killed cannot remove its own, and a later
+/// process given the same pid would fail to open its endpoint on it
+/// (libfabric issue #6476).
+pub(crate) fn sweep_rank_files(pids: &[u32]) -> Vec<PathBuf> {
+    sweep_matching(Path::new(SHM_DIR), |name| is_rank_file(name, pids))
+}
+
+/// True if `name` is `<pid>:<n>:<n>` for one of `pids`.
+fn is_rank_file(name: &str, pids: &[u32]) -> bool {
+    let mut parts = name.split(':');
+    let (Some(pid), Some(a), Some(b), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    number(a) && number(b) && pid.parse::<u32>().is_ok_and(|p| pids.contains(&p))
+}
+
 fn sweep_dir(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    sweep_matching(dir, |name| name.starts_with(prefix))
+}
+
+/// Remove the entries of `dir` whose names `keep_out` accepts.
+fn sweep_matching(dir: &Path, keep_out: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut removed = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        if !name.to_string_lossy().starts_with(prefix) {
+        if !keep_out(&name.to_string_lossy()) {
             continue;
         }
         let path = entry.path();
@@ -136,6 +162,35 @@ mod tests {
         std::fs::write(path.join("f"), b"x").unwrap();
         drop(dir);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn rank_files_are_matched_by_pid_only() {
+        let dir = PrivateDir::create().unwrap();
+        let names = [
+            "4242:0:1",
+            "4242:3:12",
+            "4243:0:1",
+            "4242:0",
+            "4242:a:1",
+            "x4242:0:1",
+            "4242:0:1:2",
+        ];
+        for f in names {
+            std::fs::write(dir.path().join(f), b"x").unwrap();
+        }
+        let gone = sweep_matching(dir.path(), |name| is_rank_file(name, &[4242]));
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(gone.len(), 2);
+        assert_eq!(
+            left,
+            ["4242:0", "4242:0:1:2", "4242:a:1", "4243:0:1", "x4242:0:1"]
+        );
     }
 
     #[test]

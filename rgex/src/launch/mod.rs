@@ -278,6 +278,21 @@ impl Job {
         };
         server.close();
         forwarders.finish(OUTPUT_GRACE);
+        // libfabric's shm provider files of ranks that could not remove
+        // their own (killed): the provider's, not rgex's, so not reported
+        // as rgex's leftovers below.
+        let pids: Vec<u32> = procs.iter().map(|p| p.child.id()).collect();
+        let theirs = cleanup::sweep_rank_files(&pids);
+        if !theirs.is_empty() {
+            let names: Vec<String> = theirs.iter().map(|p| p.display().to_string()).collect();
+            note(
+                err,
+                &format!(
+                    "removed libfabric shared-memory files of job {job}'s ranks: {}",
+                    names.join(", ")
+                ),
+            );
+        }
         let removed = cleanup::sweep_shm(&job);
         if !removed.is_empty() {
             let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
