@@ -123,6 +123,9 @@ pub fn init_with(register: impl FnOnce(&HandlerTable) -> Result<()>) -> Result<C
         }
     };
     let client = Client::new(conduit, env.polite)?;
+    // VIS's protocol handlers, on every rank before the barrier (a VIS
+    // context is made by one rank alone, whenever it likes).
+    rgex_vis::install(client.endpoint())?;
     register(client.handlers())?;
     client.barrier()?;
     Ok(client)

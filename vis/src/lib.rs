@@ -313,8 +313,25 @@ impl std::fmt::Debug for Vis {
     }
 }
 
+/// Register the VIS AM protocol's handlers (reserved indices 24..=27) on
+/// `ep`, once. `rgex::init` calls it before its closing barrier, so that a
+/// VIS transfer never reaches a rank that has not yet made a [`Vis`] (its
+/// message would find no handler there). An endpoint made another way
+/// must have it called on every rank before any rank's first transfer.
+///
+/// ```no_run
+/// # fn demo(ep: &std::sync::Arc<rgex_am::Endpoint>) -> rgex_core::Result<()> {
+/// rgex_vis::install(ep)?; // on every rank, then a barrier
+/// # Ok(()) }
+/// ```
+pub fn install(ep: &Arc<Endpoint>) -> Result<()> {
+    am::Proto::for_endpoint(ep).map(drop)
+}
+
 impl Vis {
     /// A VIS context with the mechanism `RGEX_VIS` names (default auto).
+    /// Not collective: the protocol's handlers are already registered on
+    /// every rank (see [`install`]).
     pub fn new(ep: &Arc<Endpoint>) -> Result<Vis> {
         VisBuilder::default().build(ep)
     }
