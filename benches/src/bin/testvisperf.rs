@@ -182,6 +182,24 @@ fn paired(a: &Point, b: &Point) -> Option<Stats> {
     rgex_benches::stats::paired(&a.samples, &b.samples)
 }
 
+/// The points of one size's interleaved floods, one per variant, in order.
+fn points(
+    size: usize,
+    variants: impl IntoIterator<Item = &'static str>,
+    floods: Vec<Flood>,
+) -> impl Iterator<Item = Point> {
+    variants
+        .into_iter()
+        .zip(floods)
+        .map(move |(variant, (bw, iters, samples))| Point {
+            size,
+            variant,
+            bw,
+            iters,
+            samples,
+        })
+}
+
 /// Flood each op's transfers (calibrated to `target`), one NBI sync per
 /// run; GB/s of payload per op. The ops' repetitions are interleaved (so
 /// a drifting machine biases none of them) in a rotating order.
@@ -347,15 +365,7 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
                     ];
                     let r = flood_interleaved(client, size, target, reps, &mut ops)?;
                     let names = if waiting { &SHARED[2..] } else { &SHARED[..2] };
-                    for (&variant, (bw, iters, samples)) in names.iter().zip(r) {
-                        out.push(Point {
-                            size,
-                            variant,
-                            bw,
-                            iters,
-                            samples,
-                        });
-                    }
+                    out.extend(points(size, names.iter().copied(), r));
                 }
                 Ok(())
             })();
@@ -488,15 +498,7 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
             ];
             flood_interleaved(client, size, target, reps, &mut ops)?
         };
-        for (variant, (bw, iters, samples)) in VARIANTS.into_iter().zip(r) {
-            out.push(Point {
-                size,
-                variant,
-                bw,
-                iters,
-                samples,
-            });
-        }
+        out.extend(points(size, VARIANTS, r));
     }
     Ok(out)
 }
@@ -534,15 +536,7 @@ fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
             ];
             flood_interleaved(client, size, target, reps, &mut ops)?
         };
-        for (variant, (bw, iters, samples)) in VARIANTS64.into_iter().zip(r) {
-            out.push(Point {
-                size,
-                variant,
-                bw,
-                iters,
-                samples,
-            });
-        }
+        out.extend(points(size, VARIANTS64, r));
     }
     Ok(out)
 }
@@ -581,15 +575,7 @@ fn measure_am(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
             Box::new(|| fp.put_nbi(peer, st, src, f)),
         ];
         let r = flood_interleaved(client, size, target, reps, &mut ops)?;
-        for (variant, (bw, iters, samples)) in [NP, FP].into_iter().zip(r) {
-            out.push(Point {
-                size,
-                variant,
-                bw,
-                iters,
-                samples,
-            });
-        }
+        out.extend(points(size, [NP, FP], r));
     }
     Ok(out)
 }
@@ -646,15 +632,7 @@ fn measure_lc(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
             ];
             flood_interleaved(client, size, target, opts.reps.max(3) * 2 - 1, &mut ops)?
         };
-        for (variant, (bw, iters, samples)) in LC.into_iter().zip(r) {
-            out.push(Point {
-                size,
-                variant,
-                bw,
-                iters,
-                samples,
-            });
-        }
+        out.extend(points(size, LC, r));
     }
     Ok(out)
 }

@@ -283,27 +283,25 @@ impl Job {
         // as rgex's leftovers below.
         let pids: Vec<u32> = procs.iter().map(|p| p.child.id()).collect();
         let theirs = cleanup::sweep_rank_files(&pids);
-        if !theirs.is_empty() {
-            let names: Vec<String> = theirs.iter().map(|p| p.display().to_string()).collect();
-            note(
-                err,
-                &format!(
-                    "removed libfabric shared-memory files of job {job}'s ranks: {}",
-                    names.join(", ")
-                ),
-            );
-        }
+        note_removed(
+            err,
+            &format!("libfabric shared-memory files of job {job}'s ranks"),
+            &theirs,
+        );
         let removed = cleanup::sweep_shm(&job);
-        if !removed.is_empty() {
-            let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
-            note(
-                err,
-                &format!(
-                    "removed shared memory left behind by job {job}: {}",
-                    names.join(", ")
-                ),
-            );
-        }
+        note_removed(
+            err,
+            &format!("shared memory left behind by job {job}"),
+            &removed,
+        );
         outcome
+    }
+}
+
+/// Tell `err` which of `what` the launcher removed, if any.
+fn note_removed(err: &Sink, what: &str, paths: &[std::path::PathBuf]) {
+    if !paths.is_empty() {
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        note(err, &format!("removed {what}: {}", names.join(", ")));
     }
 }
