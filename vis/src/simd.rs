@@ -100,10 +100,13 @@ fn all_ones_plain(v: &[u64]) -> bool {
     v.iter().fold(0, |acc, &c| acc | (c ^ 1)) == 0
 }
 
-/// Four words per step; the last four words close the tail, overlapping
-/// the steps, so there is no scalar remainder loop (the compiler's own
-/// vectorization of the plain loop spent as long on its remainder, at 31
-/// words, as on the vector part).
+/// Sixteen words per step, as four independent vectors; the last sixteen
+/// words close the tail, overlapping the steps, so there is no scalar
+/// remainder loop (the compiler's own vectorization of the plain loop spent
+/// as long on its remainder, at 31 words, as on the vector part). The 29 null counts of the
+/// benchmark's 32-d metadata are two steps: 8 loads, 8 XORs, 8 ORs, against
+/// the 8 dependent iterations of a four-word loop (about half the
+/// instructions, counted under callgrind).
 ///
 /// # Safety
 /// The CPU must support AVX2.
@@ -111,23 +114,35 @@ fn all_ones_plain(v: &[u64]) -> bool {
 #[target_feature(enable = "avx2")]
 unsafe fn all_ones_avx2(v: &[u64]) -> bool {
     use std::arch::x86_64::*;
-    let Some(last) = v.len().checked_sub(4) else {
-        return all_ones_plain(v);
-    };
     let p = v.as_ptr();
     let ones = _mm256_set1_epi64x(1);
-    let mut acc = _mm256_setzero_si256();
-    let mut i = 0;
-    loop {
-        let at = i.min(last);
-        // SAFETY: `at + 4 <= v.len()`; unaligned loads are allowed.
-        let w = unsafe { _mm256_loadu_si256(p.add(at).cast()) };
-        acc = _mm256_or_si256(acc, _mm256_xor_si256(w, ones));
-        if at == last {
-            break;
+    // SAFETY: every call below passes `at + 4 <= v.len()` (`at <= last`
+    // and `at + 12 <= last + 12 = v.len() - 4`); unaligned loads are allowed.
+    let not_one =
+        |at: usize| _mm256_xor_si256(unsafe { _mm256_loadu_si256(p.add(at).cast()) }, ones);
+    let acc = if let Some(last) = v.len().checked_sub(16) {
+        let (mut a, mut b, mut c, mut d) = (
+            _mm256_setzero_si256(),
+            _mm256_setzero_si256(),
+            _mm256_setzero_si256(),
+            _mm256_setzero_si256(),
+        );
+        let mut i = 0;
+        loop {
+            let at = i.min(last);
+            a = _mm256_or_si256(a, not_one(at));
+            b = _mm256_or_si256(b, not_one(at + 4));
+            c = _mm256_or_si256(c, not_one(at + 8));
+            d = _mm256_or_si256(d, not_one(at + 12));
+            if at == last {
+                break;
+            }
+            i += 16;
         }
-        i += 4;
-    }
+        _mm256_or_si256(_mm256_or_si256(a, b), _mm256_or_si256(c, d))
+    } else {
+        return all_ones_plain(v);
+    };
     _mm256_testz_si256(acc, acc) == 1
 }
 
@@ -137,7 +152,7 @@ mod tests {
 
     #[test]
     fn all_ones_finds_any_other_word() {
-        for n in [0usize, 1, 15, 16, 17, 31, 32, 64] {
+        for n in [0usize, 1, 3, 4, 5, 15, 16, 17, 20, 29, 31, 32, 33, 47, 64] {
             let mut v = vec![1u64; n];
             assert!(all_ones(&v), "n = {n}");
             for k in 0..n {
