@@ -1,5 +1,5 @@
-//! testsmall: RMA put/get latency and put flood bandwidth (GASNet-EX's
-//! testsmall/testlarge, see BENCHMARKS.md).
+//! testsmall: RMA put/get latency and put/get flood bandwidth (GASNet-EX's
+//! testsmall/testlarge, see BENCHMARKS.md), 1 B to 8 MiB.
 //!
 //! Run: `rgex-run -n 2 --bind target/release/testsmall [--quick] [--json PATH] [--reps N]`
 //!
@@ -8,10 +8,14 @@
 //! `ucp_put_lat` and `ucp_put_bw` over shared memory, while rank 1 waits
 //! in the bootstrap. Then, over rgex, rank 0 measures against rank 1
 //! (which sits in `barrier()` meanwhile): blocking put and get latency,
-//! and put flood bandwidth for NB with local completion NOW, NB with
-//! DEFER, and NBI, each with the source inside rank 0's segment and in a
-//! heap buffer. Each flood point ends with a get of the destination,
-//! checked against the source. A report: it fails only if something breaks.
+//! put flood bandwidth for NB with local completion NOW, NB with DEFER,
+//! and NBI, and get flood bandwidth for NB and NBI, each with the local
+//! buffer (a put's source, a get's destination) inside rank 0's segment
+//! and in a heap buffer. NB floods keep up to [`WINDOW`] operations
+//! outstanding before they sync (the paper's setting). Each flood point
+//! is checked: a put flood's destination is read back and compared with
+//! the source, a get flood's destination (zeroed first) with what the
+//! peer holds. A report: it fails only if something breaks.
 //!
 //! Over the ofi conduit (`RGEX_CONDUIT=ofi`) the provider floor replaces
 //! UCX: `fi_pingpong` on `RGEX_OFI_PROVIDER` at every size (8 B, 64 KiB and
@@ -44,8 +48,10 @@ const USAGE: &str = "usage: testsmall [--quick] [--json PATH] [--reps N]
                the SVG plots go next to it (.svg: flood bandwidth, -latency.svg)
   --reps N     repetitions per point (default 5)";
 
-/// Transfer sizes: 8 B, then powers of 4 from 64 B to 4 MiB.
-const SIZES: [usize; 10] = [
+/// Transfer sizes: 1 B and 8 B, then powers of 4 from 64 B to 4 MiB, with
+/// 2 MiB (testsmall's largest) and 8 MiB (testlarge's).
+const SIZES: [usize; 13] = [
+    1,
     8,
     64,
     256,
@@ -55,7 +61,9 @@ const SIZES: [usize; 10] = [
     64 << 10,
     256 << 10,
     1 << 20,
+    2 << 20,
     4 << 20,
+    8 << 20,
 ];
 
 /// Sizes of the provider floor with `--quick` (all of [`SIZES`] otherwise).
@@ -64,10 +72,12 @@ const FABRIC_QUICK_SIZES: [usize; 3] = [8, 64 << 10, 4 << 20];
 /// Sizes of the UCX comparison.
 const UCX_SIZES: [usize; 3] = [8, 64 << 10, 4 << 20];
 
-/// Events outstanding in an NB flood before they are waited on together.
-const WINDOW: usize = 64;
+/// Operations outstanding in an NB flood before their events are waited on
+/// together: the paper's setting for the local-completion figure (50,000
+/// back-to-back puts, then one sync). A flood shorter than this syncs once.
+const WINDOW: usize = 50_000;
 
-/// How a flood put is issued.
+/// How a flood operation is issued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
     /// `put_nb` (local completion NOW), remote events waited per window.
@@ -77,36 +87,66 @@ enum Mode {
     Defer,
     /// `put_nbi`, one `nbi_wait` at the end.
     Nbi,
+    /// `get_nb_raw`, events waited per window.
+    GetNb,
+    /// `get_nbi`, one `nbi_wait` at the end.
+    GetNbi,
 }
 
 impl Mode {
-    const ALL: [Mode; 3] = [Mode::Now, Mode::Defer, Mode::Nbi];
+    const ALL: [Mode; 5] = [Mode::Now, Mode::Defer, Mode::Nbi, Mode::GetNb, Mode::GetNbi];
 
+    fn is_get(self) -> bool {
+        matches!(self, Mode::GetNb | Mode::GetNbi)
+    }
+
+    /// The operation and how it is issued, as in the table's columns.
     fn name(self) -> &'static str {
         match self {
-            Mode::Now => "NB+NOW",
-            Mode::Defer => "NB+DEFER",
-            Mode::Nbi => "NBI",
+            Mode::Now => "put NB+NOW",
+            Mode::Defer => "put NB+DEFER",
+            Mode::Nbi => "put NBI",
+            Mode::GetNb => "get NB",
+            Mode::GetNbi => "get NBI",
         }
+    }
+
+    /// The name of a flood record: `put flood NB+NOW, src in segment`.
+    fn record(self, local: Local) -> String {
+        let (op, how) = self
+            .name()
+            .split_once(' ')
+            .expect("an operation and a mode");
+        format!("{op} flood {how}, {}", local.name(self))
     }
 }
 
-/// Where a flood put's source lies.
+/// Where a flood's local buffer (a put's source, a get's destination) lies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Src {
+enum Local {
     /// In rank 0's own segment.
     Segment,
     /// In a heap `Vec`.
     Heap,
 }
 
-impl Src {
-    const ALL: [Src; 2] = [Src::Segment, Src::Heap];
+impl Local {
+    const ALL: [Local; 2] = [Local::Segment, Local::Heap];
 
-    fn name(self) -> &'static str {
+    fn name(self, mode: Mode) -> &'static str {
+        match (self, mode.is_get()) {
+            (Local::Segment, false) => "src in segment",
+            (Local::Heap, false) => "src on heap",
+            (Local::Segment, true) => "dst in segment",
+            (Local::Heap, true) => "dst on heap",
+        }
+    }
+
+    /// For a table's title.
+    fn title(self) -> &'static str {
         match self {
-            Src::Segment => "src in segment",
-            Src::Heap => "src on heap",
+            Local::Segment => "local buffer in rank 0's segment",
+            Local::Heap => "local buffer on the heap",
         }
     }
 }
@@ -141,13 +181,13 @@ struct Results {
     path: String,
     /// Per size: blocking put and get latency (ns).
     lat: Vec<(usize, Point, Point)>,
-    /// Per size, per [`Src::ALL`] x [`Mode::ALL`]: flood GB/s.
-    flood: Vec<(usize, [[Point; 3]; 2])>,
+    /// Per size, per [`Local::ALL`] x [`Mode::ALL`]: flood GB/s.
+    flood: Vec<(usize, [[Point; 5]; 2])>,
 }
 
 impl Results {
-    fn flood_at(&self, size: usize, src: Src, mode: Mode) -> Option<Point> {
-        let si = Src::ALL.iter().position(|&s| s == src)?;
+    fn flood_at(&self, size: usize, local: Local, mode: Mode) -> Option<Point> {
+        let si = Local::ALL.iter().position(|&s| s == local)?;
         let mi = Mode::ALL.iter().position(|&m| m == mode)?;
         self.flood
             .iter()
@@ -232,6 +272,8 @@ struct Bench<'a> {
     reps: usize,
     heap: Vec<u8>,
     back: Vec<u8>,
+    /// A get flood's destination on the heap ([`SIZES`]' largest bytes).
+    sink: Vec<u8>,
 }
 
 impl Bench<'_> {
@@ -273,54 +315,60 @@ impl Bench<'_> {
         Ok((put, get))
     }
 
-    /// `n` flood puts of `size` bytes from `src` the way `mode` says.
-    fn flood_run(&self, src: Src, mode: Mode, size: usize, n: u64) -> Res<Duration> {
+    /// `n` flood operations of `size` bytes the way `mode` says, the local
+    /// buffer where `local` says (a get's destination is `sink`).
+    fn flood_run(
+        &self,
+        local: Local,
+        mode: Mode,
+        size: usize,
+        n: u64,
+        sink: *mut u8,
+    ) -> Res<Duration> {
         let ep = self.client.endpoint();
         let dst = self.dst();
         let f = Flags::empty();
-        let seg_ptr = self.client.segment().as_ptr();
-        let mut evs: Vec<Event> = Vec::with_capacity(2 * WINDOW);
+        let seg_ptr = self.client.segment().as_ptr().cast_const();
+        let mut evs: Vec<Event> = Vec::with_capacity((2 * n).min(2 * WINDOW as u64) as usize);
         let mut owned =
-            (src == Src::Heap && mode == Mode::Defer).then(|| self.heap[..size].to_vec());
+            (local == Local::Heap && mode == Mode::Defer).then(|| self.heap[..size].to_vec());
+        // Wait for the window's events once it holds `per` operations'.
+        let window = |evs: &mut Vec<Event>, per: usize| {
+            if evs.len() >= per * WINDOW {
+                Event::wait_all(evs);
+                evs.clear();
+            }
+        };
         let t = Instant::now();
-        match (src, mode) {
-            (Src::Heap, Mode::Now) => {
+        match (local, mode) {
+            (Local::Heap, Mode::Now) => {
                 let b = &self.heap[..size];
                 for _ in 0..n {
                     evs.push(ep.put_nb(dst, b, f)?);
-                    if evs.len() >= WINDOW {
-                        Event::wait_all(&mut evs);
-                        evs.clear();
-                    }
+                    window(&mut evs, 1);
                 }
             }
-            (Src::Segment, Mode::Now) => {
+            (Local::Segment, Mode::Now) => {
                 for _ in 0..n {
                     // SAFETY: the first `size` bytes of our own segment
                     // (checked against its length in `run`) are not written
                     // by anyone during the flood; LC is reached on return.
                     let e = unsafe { ep.put_nb_raw(dst, seg_ptr, size, Lc::Now, f)? };
                     evs.push(e.rc);
-                    if evs.len() >= WINDOW {
-                        Event::wait_all(&mut evs);
-                        evs.clear();
-                    }
+                    window(&mut evs, 1);
                 }
             }
-            (Src::Heap, Mode::Defer) => {
+            (Local::Heap, Mode::Defer) => {
                 let mut b = owned.take().expect("a heap buffer for DEFER");
                 for _ in 0..n {
                     let p = ep.put_nb_defer(dst, b, f)?;
                     b = p.lc.wait();
                     evs.push(p.rc);
-                    if evs.len() >= WINDOW {
-                        Event::wait_all(&mut evs);
-                        evs.clear();
-                    }
+                    window(&mut evs, 1);
                 }
                 owned = Some(b);
             }
-            (Src::Segment, Mode::Defer) => {
+            (Local::Segment, Mode::Defer) => {
                 for _ in 0..n {
                     // SAFETY: as for NOW; the source is never modified, and
                     // every local-completion event is waited on below
@@ -328,20 +376,17 @@ impl Bench<'_> {
                     let e = unsafe { ep.put_nb_raw(dst, seg_ptr, size, Lc::Defer, f)? };
                     evs.push(e.lc);
                     evs.push(e.rc);
-                    if evs.len() >= 2 * WINDOW {
-                        Event::wait_all(&mut evs);
-                        evs.clear();
-                    }
+                    window(&mut evs, 2);
                 }
             }
-            (Src::Heap, Mode::Nbi) => {
+            (Local::Heap, Mode::Nbi) => {
                 let b = &self.heap[..size];
                 for _ in 0..n {
                     ep.put_nbi(dst, b, f)?;
                 }
                 ep.nbi_wait(NbiCategory::Put);
             }
-            (Src::Segment, Mode::Nbi) => {
+            (Local::Segment, Mode::Nbi) => {
                 // SAFETY: our own segment's first `size` bytes, not written
                 // by anyone while this slice lives (see NOW).
                 let b = unsafe { std::slice::from_raw_parts(seg_ptr, size) };
@@ -350,6 +395,25 @@ impl Bench<'_> {
                 }
                 ep.nbi_wait(NbiCategory::Put);
             }
+            (_, Mode::GetNb) => {
+                for _ in 0..n {
+                    // SAFETY: `sink..sink + size` is valid (see `flood`) and
+                    // nothing reads or writes it until every event of the
+                    // flood is waited on, below, before this returns. The
+                    // gets in flight together all write it with the same
+                    // bytes (the peer's, unchanged during the flood), as
+                    // GASNet's testsmall does.
+                    evs.push(unsafe { ep.get_nb_raw(sink, size, dst, f)? });
+                    window(&mut evs, 1);
+                }
+            }
+            (_, Mode::GetNbi) => {
+                for _ in 0..n {
+                    // SAFETY: as for NB; the sync is the `nbi_wait` below.
+                    unsafe { ep.get_nbi(sink, size, dst, f)? };
+                }
+                ep.nbi_wait(NbiCategory::Get);
+            }
         }
         Event::wait_all(&mut evs);
         let elapsed = t.elapsed();
@@ -357,28 +421,45 @@ impl Bench<'_> {
         Ok(elapsed)
     }
 
-    fn flood(&mut self, src: Src, mode: Mode, size: usize) -> Res<Point> {
-        // Mark the destination so a flood that moved nothing fails the check.
-        self.client
-            .endpoint()
-            .put(self.dst(), &vec![0u8; size], Flags::empty())?;
-        let p = self.per_op(|n| self.flood_run(src, mode, size, n))?;
-        let mut back = std::mem::take(&mut self.back);
-        back.resize(size, 0);
-        self.client
-            .endpoint()
-            .get(&mut back, self.dst(), Flags::empty())?;
-        let ok = back == self.heap[..size];
-        self.back = back;
+    fn flood(&mut self, local: Local, mode: Mode, size: usize) -> Res<Point> {
+        let ep = self.client.endpoint().clone();
+        // A get flood's destination: our segment past the put sources (the
+        // length is checked in `run`), or the heap sink.
+        let sink = match local {
+            Local::Segment => self.client.segment().as_ptr().wrapping_add(self.heap.len()),
+            Local::Heap => self.sink.as_mut_ptr(),
+        };
+        // Zero what the flood writes, so a flood that moved nothing fails
+        // the check; a get flood reads the pattern, put there first.
+        if mode.is_get() {
+            ep.put(self.dst(), &self.heap[..size], Flags::empty())?;
+            // SAFETY: `sink..sink + size` is ours (segment or heap, see
+            // above) and nothing else touches it now.
+            unsafe { std::ptr::write_bytes(sink, 0, size) };
+        } else {
+            ep.put(self.dst(), &vec![0u8; size], Flags::empty())?;
+        }
+        let p = self.per_op(|n| self.flood_run(local, mode, size, n, sink))?;
+        let ok = if mode.is_get() {
+            // SAFETY: every get of the flood completed before `flood_run`
+            // returned; `sink..sink + size` is valid (see above).
+            unsafe { std::slice::from_raw_parts(sink, size) == &self.heap[..size] }
+        } else {
+            let mut back = std::mem::take(&mut self.back);
+            back.resize(size, 0);
+            ep.get(&mut back, self.dst(), Flags::empty())?;
+            let ok = back == self.heap[..size];
+            self.back = back;
+            ok
+        };
         if !ok {
             return Err(format!(
-                "{} {} flood of {size} B: the destination does not hold the source",
-                mode.name(),
-                src.name()
+                "{} flood of {size} B: the destination does not hold the source",
+                mode.record(local)
             )
             .into());
         }
-        // ns per put -> GB/s.
+        // ns per operation -> GB/s.
         let gbs = Stats {
             median: size as f64 / p.s.median,
             min: size as f64 / p.s.max,
@@ -442,9 +523,11 @@ fn run() -> Res<()> {
     };
     let peer = Rank(1 % client.size());
     let max = *SIZES.last().expect("sizes");
-    if client.segment().len() < max || (client.size() == 1 && client.segment().len() < 2 * max) {
+    // The put sources, then a get flood's destination; with one rank, the
+    // puts' destination is the first part too.
+    if client.segment().len() < 2 * max {
         return Err(format!(
-            "the segment ({} B) is smaller than the largest transfer ({max} B): raise RGEX_SEGMENT_SIZE",
+            "the segment ({} B) is smaller than twice the largest transfer ({max} B): raise RGEX_SEGMENT_SIZE",
             client.segment().len()
         )
         .into());
@@ -459,13 +542,14 @@ fn run() -> Res<()> {
         reps,
         heap,
         back: Vec::new(),
+        sink: vec![0; max],
     };
     let path = format!("{:?}", client.rma_path(peer));
     let mut lat = Vec::new();
     let mut flood = Vec::new();
     for &size in &SIZES {
         progress(&format!(
-            "put/get latency and put floods at {}",
+            "put/get latency and put/get floods at {}",
             size_str(size as u64)
         ));
         let (p, g) = b.latency(size)?;
@@ -473,8 +557,8 @@ fn run() -> Res<()> {
         let mut row = [[Point {
             s: Stats::from_samples(&[0.0]).expect("one sample"),
             iters: 0,
-        }; 3]; 2];
-        for (si, &src) in Src::ALL.iter().enumerate() {
+        }; 5]; 2];
+        for (si, &src) in Local::ALL.iter().enumerate() {
             for (mi, &mode) in Mode::ALL.iter().enumerate() {
                 row[si][mi] = b.flood(src, mode, size)?;
             }
@@ -586,8 +670,12 @@ fn table(r: &Results) -> String {
         s.push_str(&provider_latency(r, f));
     }
 
-    for src in Src::ALL {
-        let _ = writeln!(s, "\nPut flood bandwidth, {} (GB/s)", src.name());
+    for local in Local::ALL {
+        let _ = writeln!(
+            s,
+            "\nFlood bandwidth, {} (a put's source, a get's destination) (GB/s)",
+            local.title()
+        );
         let mut header: Vec<String> = vec!["size".into()];
         header.extend(Mode::ALL.iter().map(|m| m.name().to_owned()));
         header.push("memcpy".into());
@@ -597,7 +685,7 @@ fn table(r: &Results) -> String {
             let mc = r.floors.memcpy_at(size);
             let pts: Vec<Point> = Mode::ALL
                 .iter()
-                .filter_map(|&m| r.flood_at(size, src, m))
+                .filter_map(|&m| r.flood_at(size, local, m))
                 .collect();
             let mut row = vec![size_str(size as u64)];
             row.extend(pts.iter().map(|p| spread(&p.s)));
@@ -609,12 +697,12 @@ fn table(r: &Results) -> String {
     }
     let big = *SIZES.last().expect("sizes");
     if let (Some(p), Some(m)) = (
-        r.flood_at(big, Src::Heap, Mode::Now),
+        r.flood_at(big, Local::Heap, Mode::Now),
         r.floors.memcpy_at(big),
     ) {
         let _ = writeln!(
             s,
-            "{} put flood (NB+NOW, heap source) {} GB/s vs memcpy {} GB/s at the same size: {:.2}x",
+            "{} put flood (NB+NOW, source on the heap) {} GB/s vs memcpy {} GB/s at the same size: {:.2}x",
             size_str(big as u64),
             num(p.s.median),
             num(m.median),
@@ -669,7 +757,7 @@ fn table(r: &Results) -> String {
                 match &u.bw {
                     Ok((st, _)) => {
                         let p = r
-                            .flood_at(u.size, Src::Segment, Mode::Nbi)
+                            .flood_at(u.size, Local::Segment, Mode::Nbi)
                             .map(|p| p.s.median);
                         t.row([
                             "ucp_put_bw".to_owned(),
@@ -774,9 +862,9 @@ fn provider_bandwidth(r: &Results) -> String {
         let Some((bw, name)) = r.bw_floor_at(size) else {
             continue;
         };
-        let now = r.flood_at(size, Src::Heap, Mode::Now).map(|p| p.s.median);
+        let now = r.flood_at(size, Local::Heap, Mode::Now).map(|p| p.s.median);
         let nbi = r
-            .flood_at(size, Src::Segment, Mode::Nbi)
+            .flood_at(size, Local::Segment, Mode::Nbi)
             .map(|p| p.s.median);
         t.row([
             size_str(size as u64),
@@ -813,10 +901,10 @@ fn records(r: &Results) -> Vec<Record> {
     }
     for (size, row) in &r.flood {
         let floor = r.bw_floor_at(*size);
-        for (si, src) in Src::ALL.iter().enumerate() {
+        for (si, &local) in Local::ALL.iter().enumerate() {
             for (mi, mode) in Mode::ALL.iter().enumerate() {
                 let p = row[si][mi];
-                let name = format!("put flood {}, {}", mode.name(), src.name());
+                let name = mode.record(local);
                 let mut rec = j.record(&name, Some(*size as u64), &p.s, "GB/s", p.iters);
                 if let Some((bw, fname)) = &floor {
                     rec = rec.with_floor(fname, *bw, None);
@@ -864,15 +952,15 @@ fn title(r: &Results, what: &str) -> String {
 
 fn flood_plot(r: &Results) -> Plot {
     let mut p = Plot::new(
-        &title(r, "put flood bandwidth"),
+        &title(r, "put and get flood bandwidth"),
         "transfer size (bytes)",
         "GB/s (median; whiskers min..max)",
         ticks(r),
     );
-    for (si, src) in Src::ALL.iter().enumerate() {
+    for (si, &local) in Local::ALL.iter().enumerate() {
         for (mi, mode) in Mode::ALL.iter().enumerate() {
             p.series.push(Series {
-                name: format!("{}, {}", mode.name(), src.name()),
+                name: mode.record(local),
                 points: r
                     .flood
                     .iter()
