@@ -104,15 +104,73 @@ impl<T: AtomicValue> std::fmt::Debug for AtomicDomain<T> {
 #[derive(Clone, Copy, Debug)]
 pub struct Builder<T> {
     ops: OpSet,
-    force_reference: Option<bool>,
+    /// `None`: as `RGEX_ATOMICS` says.
+    choice: Option<Choice>,
     _t: PhantomData<fn() -> T>,
+}
+
+/// Which implementation a domain may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    /// The fastest every member can provide.
+    Auto,
+    /// This one, or an error.
+    Only(Implementation),
+}
+
+impl Choice {
+    /// `RGEX_ATOMICS`: unset, empty or `auto`; `reference`; `shared`;
+    /// `offload`.
+    fn from_env() -> std::result::Result<Choice, String> {
+        match std::env::var("RGEX_ATOMICS").ok().as_deref() {
+            None | Some("") | Some("auto") => Ok(Choice::Auto),
+            Some("reference") => Ok(Choice::Only(Implementation::Reference)),
+            Some("shared") => Ok(Choice::Only(Implementation::SharedMemory)),
+            Some("offload") => Ok(Choice::Only(Implementation::Offload)),
+            Some(other) => Err(format!(
+                "RGEX_ATOMICS={other:?}: expected \"auto\", \"reference\", \"shared\" or \"offload\""
+            )),
+        }
+    }
+
+    /// The capability bits this choice lets the domain use.
+    fn caps(self) -> u64 {
+        match self {
+            Choice::Auto => CAP_OFFLOAD | CAP_SHARED,
+            Choice::Only(Implementation::Offload) => CAP_OFFLOAD,
+            Choice::Only(Implementation::SharedMemory) => CAP_SHARED,
+            Choice::Only(Implementation::Reference) => 0,
+        }
+    }
 }
 
 impl<T: AtomicValue> Builder<T> {
     /// Force (or, with `false`, do not force, whatever `RGEX_ATOMICS`
     /// says) the AM reference implementation.
     pub fn force_reference(mut self, yes: bool) -> Self {
-        self.force_reference = Some(yes);
+        self.choice = Some(if yes {
+            Choice::Only(Implementation::Reference)
+        } else {
+            Choice::Auto
+        });
+        self
+    }
+
+    /// Require `imp`, whatever `RGEX_ATOMICS` says: creation fails on
+    /// every member with [`Error::Unavailable`] if some member cannot
+    /// provide it (its segment is not mapped everywhere, its conduit does
+    /// not offload this type and op set).
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) -> rgex_atomics::Result<()> {
+    /// use rgex_atomics::{AtomicDomain, AtomicOp, Implementation, OpSet};
+    /// let ad = AtomicDomain::<u64>::builder(OpSet::of(&[AtomicOp::Fadd]))
+    ///     .implementation(Implementation::SharedMemory)
+    ///     .build(client.endpoint(), client.world_team())?;
+    /// # Ok(()) }
+    /// ```
+    pub fn implementation(mut self, imp: Implementation) -> Self {
+        self.choice = Some(Choice::Only(imp));
         self
     }
 
@@ -137,18 +195,12 @@ impl<T: AtomicValue> Builder<T> {
                 ops: op_names(bit_ops),
             });
         }
-        let force = match self.force_reference {
-            Some(f) => f,
-            None => match std::env::var("RGEX_ATOMICS").ok().as_deref() {
-                None | Some("") | Some("auto") => false,
-                Some("reference") => true,
-                Some(other) => {
-                    local_err.get_or_insert(Error::Core(rgex_core::Error::Config(format!(
-                        "RGEX_ATOMICS={other:?}: expected \"auto\" or \"reference\""
-                    ))));
-                    true
-                }
-            },
+        let choice = match self.choice {
+            Some(c) => c,
+            None => Choice::from_env().unwrap_or_else(|e| {
+                local_err.get_or_insert(Error::Core(rgex_core::Error::Config(e)));
+                Choice::Only(Implementation::Reference)
+            }),
         };
         // The handlers exist on every member before the collective ends,
         // so no member sends a request before its target can run it.
@@ -162,11 +214,17 @@ impl<T: AtomicValue> Builder<T> {
             conduit.size() as usize
         ];
         let mut caps = CAP_OFFLOAD | CAP_SHARED;
+        // Why this rank lacks each capability, for an error if required.
+        let mut no_shared = None;
         for r in 0..team.size() {
             let rank = team.world_rank(r)?;
             let mapped = conduit.mapped_segment(rank);
             if mapped.is_none() {
                 caps &= !CAP_SHARED;
+                // Name another rank than this one where there is one.
+                if no_shared.is_none_or(|r| r == me) {
+                    no_shared = Some(rank);
+                }
             }
             targets[rank.index()] = Target {
                 member: true,
@@ -177,7 +235,9 @@ impl<T: AtomicValue> Builder<T> {
         if !conduit.atomic_offload(ty, ops) {
             caps &= !CAP_OFFLOAD;
         }
-        if force || local_err.is_some() {
+        let local_caps = caps;
+        caps &= choice.caps();
+        if local_err.is_some() {
             caps = 0;
         }
         let ok = u64::from(local_err.is_none());
@@ -210,6 +270,28 @@ impl<T: AtomicValue> Builder<T> {
         } else {
             Implementation::Reference
         };
+        if let Choice::Only(want) = choice {
+            if want != imp {
+                let why = match want {
+                    Implementation::Offload if local_caps & CAP_OFFLOAD == 0 => format!(
+                        "the {} conduit does not offload this type and op set",
+                        conduit.name()
+                    ),
+                    Implementation::SharedMemory if local_caps & CAP_SHARED == 0 => format!(
+                        "the segment of {} is not mapped in this process",
+                        no_shared.map_or("a member".to_owned(), |r| r.to_string())
+                    ),
+                    _ => "another member of the team cannot provide it".to_owned(),
+                };
+                return Err(Error::Unavailable {
+                    me,
+                    ty,
+                    set: op_names(ops),
+                    imp: want,
+                    why,
+                });
+            }
+        }
         let progress: Arc<dyn Progress> = ep.clone();
         Ok(AtomicDomain {
             inner: Arc::new(Inner {
@@ -334,7 +416,7 @@ impl<T: AtomicValue> AtomicDomain<T> {
     pub fn builder(ops: OpSet) -> Builder<T> {
         Builder {
             ops,
-            force_reference: None,
+            choice: None,
             _t: PhantomData,
         }
     }

@@ -32,7 +32,11 @@
 //!
 //! `RGEX_ATOMICS=reference` (or [`Builder::force_reference`]) forces the
 //! reference on every domain, so tests keep it correct where a faster path
-//! exists. [`AtomicDomain::implementation`] says which one a domain took.
+//! exists; `RGEX_ATOMICS=shared` and `RGEX_ATOMICS=offload` (or
+//! [`Builder::implementation`]) require those, and domain creation fails
+//! with [`Error::Unavailable`], naming the reason, where some member
+//! cannot provide them (rather than silently taking another).
+//! [`AtomicDomain::implementation`] says which one a domain took.
 //!
 //! # Semantics
 //!
@@ -253,6 +257,22 @@ pub enum Error {
         offset: u64,
         /// The calling rank.
         me: Rank,
+    },
+    /// An implementation was required ([`Builder::implementation`] or
+    /// `RGEX_ATOMICS`) that not every member of the team can provide.
+    #[error("atomic domain of {ty:?} {{{set}}} on {me}: {imp:?} was required, but {why}")]
+    Unavailable {
+        /// The calling rank.
+        me: Rank,
+        /// The domain's type.
+        ty: AtomicType,
+        /// The domain's ops, by name.
+        set: String,
+        /// The implementation required.
+        imp: Implementation,
+        /// Why it is not available (this rank's reason, or that another
+        /// member lacks it).
+        why: String,
     },
     /// The members of the team asked for different domains.
     #[error("atomic domain creation on {me}: the team's members asked for different types or op sets (this rank: {ty:?} {{{set}}})")]

@@ -3,7 +3,7 @@
 //! on 1, 2 and 4 ranks, with 4 threads per rank racing on the counters.
 
 mod common;
-use common::{conduit, job, run_ok, shares_memory};
+use common::{conduit, job, run, run_ok, shares_memory};
 
 const AD: &str = env!("CARGO_BIN_EXE_atomics_conformance");
 const CHECKS: usize = 7;
@@ -77,4 +77,55 @@ fn reference_with_reference_rma_two_ranks() {
 fn three_ranks_odd_split() {
     // An odd rank count: the split-team check must pick a non-member.
     run_ok(&job(3, AD, &["2", "300"]), CHECKS);
+}
+
+/// `RGEX_ATOMICS=shared|offload|reference` requires that implementation:
+/// every domain takes it where every member can provide it, and creation
+/// fails everywhere, saying why, where one cannot (never another
+/// implementation in its place).
+#[test]
+fn required_implementation_two_ranks() {
+    let cases = [
+        ("reference", "Reference", true),
+        ("shared", "SharedMemory", shares_memory()),
+        // For all six types: only scc's lock registers take floats too
+        // (ofi offloads the integer types only).
+        ("offload", "Offload", conduit() == "scc"),
+    ];
+    for (env, imp, available) in cases {
+        let j = job(2, AD, &["2", "300"]).env("RGEX_ATOMICS", env);
+        if available {
+            let out = run_ok(&j, CHECKS);
+            let line = out
+                .lines()
+                .find(|l| l.contains("atomic implementation per type"))
+                .unwrap_or_else(|| panic!("RGEX_ATOMICS={env}: no implementation line in {out}"));
+            assert_eq!(line.matches(imp).count(), 6, "RGEX_ATOMICS={env}: {line}");
+        } else {
+            let (outcome, out, err) = run(&j);
+            assert_ne!(
+                outcome.status,
+                0,
+                "RGEX_ATOMICS={env} on {} succeeded",
+                conduit()
+            );
+            let all = format!("{out}{err}");
+            assert!(
+                all.contains(&format!("{imp} was required, but")),
+                "RGEX_ATOMICS={env}: no clear error in {all}"
+            );
+        }
+    }
+}
+
+/// An unknown `RGEX_ATOMICS` is refused with the values it takes.
+#[test]
+fn unknown_rgex_atomics_is_refused() {
+    let (outcome, out, err) = run(&job(2, AD, &["2", "100"]).env("RGEX_ATOMICS", "nic"));
+    assert_ne!(outcome.status, 0);
+    let all = format!("{out}{err}");
+    assert!(
+        all.contains("RGEX_ATOMICS=\"nic\"") && all.contains("\"offload\""),
+        "{all}"
+    );
 }

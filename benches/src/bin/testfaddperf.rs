@@ -4,13 +4,16 @@
 //! Run: `rgex-run -n 2 --bind target/release/testfaddperf [--quick] [--json PATH] [--reps N]`
 //!
 //! - Latency: rank 0 injects one FADD on a word of rank 1, waits for it,
-//!   repeats; per data type, for each implementation available (the one
-//!   the domain picks, shared memory on one node, and the forced AM
-//!   reference).
+//!   repeats, 100,000 times in all (10,000 with `--quick`), split evenly
+//!   over the repetitions; per data type, for each implementation
+//!   available (the one the domain picks, shared memory on one node, and
+//!   the forced AM reference).
 //! - Throughput: rank 0 injects 100,000 FADDs (10,000 with `--quick`),
 //!   then waits for all; ns per op.
 //! - Hot-spot: k ranks (1, 2, 4, as the job allows) each FADD one `u64` on
-//!   rank 0, weak-scaled (the same count per rank); aggregate ns per op.
+//!   rank 0, weak-scaled (the same count per rank); aggregate ns per op,
+//!   timed from a barrier to the end of the barrier that follows the
+//!   FADDs (so it includes the last FADD's arrival everywhere).
 //!   Points with more ranks than CPUs are marked oversubscribed. Run with
 //!   `-n 4` for the 4-rank point.
 //!
@@ -90,11 +93,12 @@ fn measure<T: AtomicValue>(
         .build(client.endpoint(), client.world_team())?;
     let at = GlobalAddr::new(Rank(1), WORD);
     let f = AtomicFlags::empty();
-    let (lat_iters, thr_iters) = if opts.quick {
-        (2_000u64, 10_000u64)
+    let (lat_total, thr_iters) = if opts.quick {
+        (10_000u64, 10_000u64)
     } else {
-        (20_000, 100_000)
+        (100_000, 100_000)
     };
+    let lat_iters = (lat_total / opts.reps.max(1) as u64).max(1_000);
     client.barrier()?;
     let mut out = None;
     if client.rank().0 == 0 {
@@ -158,13 +162,11 @@ fn hotspot(
                 ad.fetch_add(at, 1, AtomicFlags::empty())?;
             }
         }
-        let mine = if me < k {
-            t.elapsed().as_nanos() as f64
-        } else {
-            0.0
-        };
-        // The slowest participant sets the aggregate rate. The allreduce
-        // polls, so rank 0 keeps serving reference requests meanwhile.
+        // Every rank's clock stops after the closing barrier (which polls,
+        // so rank 0 keeps serving reference requests meanwhile); the
+        // slowest, the last out of it, sets the aggregate rate.
+        client.barrier()?;
+        let mine = t.elapsed().as_nanos() as f64;
         let slowest = client.world_team().allreduce(&[mine], ReduceOp::Max)?[0];
         samples.push(slowest / (f64::from(k) * per as f64));
     }
@@ -355,7 +357,7 @@ fn run() -> Res<bool> {
         r.oversubscribed = over;
         records.push(r);
     }
-    println!("\nHot-spot: every rank FADDs one u64 on rank 0 ({per} each, weak-scaled):\n{h}");
+    println!("\nHot-spot: every rank FADDs one u64 on rank 0 ({per} each, weak-scaled; timed to the end of the closing barrier):\n{h}");
     if n < 4 {
         println!("(the 4-rank hot-spot point needs a job of 4 ranks: rgex-run -n 4 --bind ...)");
     }

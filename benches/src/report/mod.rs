@@ -20,6 +20,9 @@ pub use table::Table;
 /// assert_eq!(num(1234.56), "1235");
 /// assert_eq!(num(12.345), "12.3");
 /// assert_eq!(num(1.2345), "1.23");
+/// // Below 0.01, three significant digits (a 1-byte put over tcp, in GB/s).
+/// assert_eq!(num(0.000123456), "0.000123");
+/// assert_eq!(num(0.0), "0.00");
 /// ```
 pub fn num(x: f64) -> String {
     let a = x.abs();
@@ -27,8 +30,12 @@ pub fn num(x: f64) -> String {
         format!("{x:.0}")
     } else if a >= 10.0 {
         format!("{x:.1}")
-    } else {
+    } else if a >= 0.01 || a == 0.0 || !a.is_finite() {
         format!("{x:.2}")
+    } else {
+        // Digits after the point up to the third significant one.
+        let places = (2.0 - a.log10().floor()) as usize;
+        format!("{x:.places$}")
     }
 }
 

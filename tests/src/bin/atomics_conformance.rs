@@ -244,8 +244,17 @@ fn model_all(client: &Client, win: u64) -> Res {
         client,
         &format!("atomic implementation per type (i32 u32 i64 u64 f32 f64): {imps:?}"),
     );
-    if std::env::var("RGEX_ATOMICS").as_deref() == Ok("reference") {
-        assert!(imps.iter().all(|&i| i == AtomicImplementation::Reference));
+    let required = match std::env::var("RGEX_ATOMICS").as_deref() {
+        Ok("reference") => Some(AtomicImplementation::Reference),
+        Ok("shared") => Some(AtomicImplementation::SharedMemory),
+        Ok("offload") => Some(AtomicImplementation::Offload),
+        _ => None,
+    };
+    if let Some(want) = required {
+        assert!(
+            imps.iter().all(|&i| i == want),
+            "RGEX_ATOMICS requires {want:?}, the domains took {imps:?}"
+        );
     }
     ok(client, "every (type, op) against the sequential model: wrap-around, NaN and signed zero in MIN/MAX, CAS success and failure; blocking, NB and NBI; to the next rank and to self");
     Ok(())
@@ -588,7 +597,19 @@ fn sub_team(client: &Client) -> Res {
     Ok(())
 }
 
-fn main() -> Res {
+/// Errors are printed as they explain themselves (Display), as a user
+/// sees them.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("atomics_conformance: error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Res {
     let mut a = std::env::args().skip(1);
     let threads: u32 = a.next().and_then(|s| s.parse().ok()).unwrap_or(4);
     let iters: u64 = a.next().and_then(|s| s.parse().ok()).unwrap_or(2000);
