@@ -67,7 +67,9 @@ impl Client {
 
     /// Wait until every rank of the job has called `barrier`, running
     /// handlers meanwhile. Register handlers, then barrier, before sending:
-    /// a message for a handler its receiver has not registered yet is dropped.
+    /// a message for a handler its receiver has not registered yet is
+    /// dropped (and reported by the next `poll` of the rank waiting for
+    /// it, as [`Error::Dropped`]).
     pub fn barrier(&self) -> Result<()> {
         if in_handler() {
             return Err(Error::InHandler { what: "barrier" });

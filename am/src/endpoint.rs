@@ -2,8 +2,9 @@
 
 use crate::context::{in_handler, HandlerScope};
 use crate::extension::Extensions;
+use crate::refusal::{self, Refusals};
 use crate::rma::reference::Reference;
-use crate::{HandlerId, HandlerTable, Message, Prepared, Token};
+use crate::{reserved, HandlerId, HandlerTable, Message, Prepared, Token};
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::share::Board;
 use rgex_core::{
@@ -50,6 +51,8 @@ pub struct Endpoint {
     handlers: HandlerTable,
     polite: bool,
     dropped: AtomicU64,
+    /// Dropped AMs the next `poll` reports.
+    refusals: Refusals,
     me: Weak<Endpoint>,
     background: OnceLock<Background>,
     /// Work a thread of this process shares with the threads waiting in
@@ -92,6 +95,7 @@ impl Endpoint {
     pub fn new(conduit: Arc<dyn Conduit>, polite: bool) -> Result<Arc<Self>> {
         let handlers = HandlerTable::new();
         let rma_reference = Reference::install(&handlers)?;
+        Refusals::install(&handlers)?;
         let rma_reference_only = match std::env::var("RGEX_RMA").ok().as_deref() {
             None | Some("") | Some("auto") => false,
             Some("reference") => true,
@@ -112,6 +116,7 @@ impl Endpoint {
             handlers,
             polite,
             dropped: AtomicU64::new(0),
+            refusals: Refusals::default(),
             me: me.clone(),
             background: OnceLock::new(),
             board: Board::new(),
@@ -191,7 +196,8 @@ impl Endpoint {
     }
 
     /// AMs that arrived for an unregistered handler and were dropped (each
-    /// was also reported on stderr).
+    /// was also reported on stderr, and to the rank waiting for it, see
+    /// [`poll`](Endpoint::poll)).
     pub fn dropped_messages(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
@@ -200,11 +206,23 @@ impl Endpoint {
     /// work, see [`share`](Endpoint::share)). Returns how many of both
     /// ran.
     /// Refused inside a handler (a handler must not poll).
+    ///
+    /// An error also reports an AM dropped for want of a handler that
+    /// this rank waits for ([`Error::Dropped`]: a request of ours the
+    /// receiver refused, a reply to us we could not run), once each.
     pub fn poll(&self) -> Result<usize> {
         if in_handler() {
             return Err(Error::InHandler { what: "poll" });
         }
-        Ok(self.progress(PollSet::All))
+        let n = self.progress(PollSet::All);
+        match self.refusals.take() {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
+    }
+
+    pub(crate) fn refusals(&self) -> &Refusals {
+        &self.refusals
     }
 
     /// Poll without the handler check; for rgex's own waits. A full poll
@@ -309,19 +327,32 @@ impl Endpoint {
         entry.call(&token, &Message { d });
     }
 
-    /// Count and report a message for an unregistered handler.
+    /// Count and report a message for an unregistered handler, to the
+    /// rank that waits for it: the sender of a request (a refusal reply,
+    /// which its next poll returns as an error), this rank for a reply.
     #[cold]
     #[inline(never)]
     fn drop_unhandled(&self, d: &Delivery<'_>) {
         self.dropped.fetch_add(1, Ordering::Relaxed);
-        eprintln!(
-            "rgex: {}: dropped an AM {} {:?} from {}: no handler is registered at index {}",
-            self.rank(),
-            d.category,
-            d.dir,
-            d.src,
-            d.handler
-        );
+        let e = refusal::dropped(Some(d.category), d.dir, d.src, self.rank(), d.handler);
+        eprintln!("rgex: {}: {e}", self.rank());
+        match d.dir {
+            Direction::Request => {
+                let token = Token::new(self, d.src, d.handler, d.dir);
+                let _scope = HandlerScope::enter();
+                let args = [u32::from(d.handler), refusal::category_code(d.category)];
+                if let Err(why) =
+                    token.reply_short(HandlerId(reserved::REFUSED), &args, Flags::empty())
+                {
+                    eprintln!(
+                        "rgex: {}: could not tell {} of it: {why}",
+                        self.rank(),
+                        d.src
+                    );
+                }
+            }
+            Direction::Reply => self.refusals.record(e),
+        }
     }
 
     #[inline(always)]

@@ -26,6 +26,7 @@ mod in_flight;
 mod inject;
 mod message;
 mod prepared;
+mod refusal;
 pub mod rma;
 pub mod team;
 mod token;
@@ -49,6 +50,9 @@ pub mod reserved {
     pub const RMA_GET: u8 = 4;
     /// Reference RMA: a get's data (Medium reply).
     pub const RMA_GET_REPLY: u8 = 5;
+    /// A receiver's refusal of a request it had no handler for (Short
+    /// reply: the index and the category), see [`Error::Dropped`](rgex_core::Error::Dropped).
+    pub const REFUSED: u8 = 6;
     /// Team collectives: every collective message (Medium request). The
     /// collectives may use indices 8..=15.
     pub const COLL: u8 = 8;

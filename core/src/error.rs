@@ -104,6 +104,22 @@ pub enum Error {
         /// The index.
         index: u8,
     },
+    /// An AM was dropped by its receiver, which has no handler at its
+    /// index (the ranks' handler tables differ: one registered late, or
+    /// not at all). Returned by the next poll of the rank that waits for
+    /// it: the sender of a request (the receiver tells it), the receiver
+    /// of a reply.
+    #[error("{what} from {from} to {to} was dropped on {to}: no handler is registered there at index {index} (register handlers at the same indices on every rank before any rank sends to them)")]
+    Dropped {
+        /// The message: "an AM Medium request".
+        what: String,
+        /// The sender.
+        from: Rank,
+        /// The receiver, which dropped it.
+        to: Rank,
+        /// The handler index.
+        index: u8,
+    },
     /// A handler index that cannot be registered.
     #[error("handler index {index} cannot be registered: {why}")]
     BadHandlerIndex {

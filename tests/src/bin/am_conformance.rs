@@ -289,6 +289,7 @@ fn main() -> rgex::Result<()> {
     }
     let limits = queries(&client)?;
     fixed_index(&client, &st)?;
+    unmatched_tables(&client)?;
     every_category(&client, &st, areas)?;
     negotiated_payload(&client, &st)?;
     bad_input(&client, &st)?;
@@ -364,6 +365,89 @@ fn fixed_index(client: &Client, st: &State) -> rgex::Result<()> {
     ok(
         client,
         "a handler registered at index 200 is reached by that index from every rank",
+    );
+    Ok(())
+}
+
+/// Poll until `poll` reports an error (at most a minute: a refusal lost
+/// would otherwise hang here, as the sender used to).
+fn poll_for_error(client: &Client, what: &str) -> Error {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Err(e) = client.endpoint().poll() {
+            return e;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}: no error reported for {what} within a minute",
+            client.rank()
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// Handler tables that differ between ranks (one registered an index the
+/// other did not): the dropped message is reported to the rank that
+/// waits for it, by its next poll, instead of leaving it waiting.
+fn unmatched_tables(client: &Client) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    if n < 2 {
+        ok(
+            client,
+            "unmatched handler tables: skipped (one rank: every message is to itself)",
+        );
+        return Ok(());
+    }
+    // Rank 0 has 201 and 203; rank 1 has 203, which replies to 202, and 202.
+    let (req_only0, ask, rep_only1) = (HandlerId(201), HandlerId(203), HandlerId(202));
+    let t = client.handlers();
+    match me {
+        0 => {
+            t.register_at(req_only0.0, "unmatched.only0", |_t, _m| {})?;
+            t.register_at(ask.0, "unmatched.ask", |_t, _m| {})?;
+        }
+        1 => {
+            t.register_at(rep_only1.0, "unmatched.only1", |_t, _m| {})?;
+            t.register_at(ask.0, "unmatched.ask", move |tok, _m| {
+                tok.reply_short(rep_only1, &[], Flags::empty())
+                    .expect("reply");
+            })?;
+        }
+        _ => {}
+    }
+    client.barrier()?;
+    if me == 0 {
+        // A request rank 1 cannot run: rank 1 tells us.
+        client.request_short(Rank(1), req_only0, &[7], Flags::empty())?;
+        let e = poll_for_error(client, "a request rank 1 has no handler for");
+        assert!(
+            matches!(e, Error::Dropped { from, to, index: 201, .. } if from == Rank(0) && to == Rank(1)),
+            "{e}"
+        );
+        let s = e.to_string();
+        assert!(
+            s.contains("an AM Short request from rank 0 to rank 1") && s.contains("index 201"),
+            "{s}"
+        );
+        // A reply we cannot run: our own poll says so.
+        client.request_short(Rank(1), ask, &[], Flags::empty())?;
+        let e = poll_for_error(client, "a reply rank 0 has no handler for");
+        assert!(
+            matches!(e, Error::Dropped { from, to, index: 202, .. } if from == Rank(1) && to == Rank(0)),
+            "{e}"
+        );
+        assert!(e.to_string().contains("an AM Short reply"), "{e}");
+        // Each is reported once.
+        client.endpoint().poll()?;
+        assert_eq!(client.endpoint().dropped_messages(), 1);
+    }
+    client.barrier()?;
+    if me == 1 {
+        assert_eq!(client.endpoint().dropped_messages(), 1);
+    }
+    ok(
+        client,
+        "unmatched handler tables: a request the receiver has no handler for, and such a reply, are reported by the next poll of the rank waiting for them (Error::Dropped, naming both ranks and the index), once each",
     );
     Ok(())
 }
