@@ -9,7 +9,7 @@
 //! - **mapped**: the peer's segment is mapped in this process (smp, or any
 //!   node-local peer of any conduit): a put or get is one `memcpy`, complete
 //!   when it returns;
-//! - **reference**: active messages ([`reference`]), correct on every
+//! - **reference**: active messages (the `reference` module), correct on every
 //!   conduit; forced everywhere with `RGEX_RMA=reference` so tests keep it
 //!   correct on smp too.
 //!
