@@ -49,14 +49,14 @@
 //!   their own credits and send buffers, so a request handler can always
 //!   reply by polling replies only; requests arriving meanwhile wait, in
 //!   order, for the next full poll.
-//! - **RMA and atomics**: see [`rma`](crate::rma) and
-//!   [`atomics`](crate::atomics) (module docs).
+//! - **RMA and atomics**: see [`rma`] and
+//!   [`atomics`] (module docs).
 //! - **Threads and progress.** All libfabric calls on the endpoint are
 //!   made under one lock (`FI_THREAD_DOMAIN` is asked for; the conduit's
 //!   own bookkeeping needs the lock anyway); handlers run outside it.
 //!   Progress is driven by `poll`, which reads the completion queue
 //!   (manual-progress providers need that) and retries posts the provider
-//!   refused with `FI_EAGAIN`; a background ticker ([`ticker`](crate::ticker))
+//!   refused with `FI_EAGAIN`; a background ticker ([`ticker`])
 //!   does the same once a millisecond when nobody polls, so a rank that
 //!   computes or waits in a bootstrap collective still finishes what it
 //!   sent (found when 5- and 8-rank jobs over tcp;ofi_rxm hung at start:

@@ -6,7 +6,7 @@
 //! hold 64 messages), so this also shows two ranks flooding each other do
 //! not deadlock.
 //!
-//! Usage: am_flood [N]
+//! Usage: `am_flood [N]`
 
 use rgex::{Flags, HandlerId, Rank, CLIENT_MIN};
 use rgex_tests::{fill_pattern, ok, pattern_mismatch, wait_until};

@@ -10,7 +10,7 @@
 //! unique fetched values; a producer/consumer ring per rank pair with
 //! RELEASE on the producer and ACQUIRE on the consumer; bad input.
 //!
-//! Usage: atomics_conformance [THREADS] [ITERS]
+//! Usage: `atomics_conformance [THREADS] [ITERS]`
 
 use rgex::atomics::{op_names, Error};
 use rgex::{

@@ -2,7 +2,7 @@
 //! gets and sends AMs (with replies) to every rank, polls and waits, and
 //! tracks its own NBI puts; everything is checksummed.
 //!
-//! Usage: threads [THREADS] [ROUNDS]
+//! Usage: `threads [THREADS] [ROUNDS]`
 
 use rgex::{Flags, GlobalAddr, HandlerId, NbiCategory, Rank, CLIENT_MIN};
 use rgex_tests::{fill_pattern, ok, pattern_mismatch, wait_until};

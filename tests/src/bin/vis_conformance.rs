@@ -48,7 +48,7 @@ fn window(client: &Client) -> u64 {
 }
 
 /// A random sub-section of a dense array on one side: base and strides of
-/// loops walking `counts` (loop k walks array dimension perm[k]).
+/// loops walking `counts` (loop `k` walks array dimension `perm[k]`).
 fn section(rng: &mut Rng, elem: usize, counts: &[u64]) -> (Vec<u64>, u64, Vec<i64>) {
     let n = counts.len();
     let mut perm: Vec<usize> = (0..n).collect();
