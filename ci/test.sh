@@ -13,9 +13,10 @@ bash ci/deps.sh
 section "toolchain components"
 rustup component add rustfmt clippy >/dev/null 2>&1 || echo "rustup could not add rustfmt/clippy; using what is installed"
 
-section "format and lints"
+section "format, lints and docs"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 section "unit, doc and multi-process tests"
 mkdir -p target
