@@ -5,6 +5,8 @@
 use rgex::Client;
 use std::time::{Duration, Instant};
 
+pub mod stalled;
+
 /// How long a conformance program waits for anything before it declares a
 /// hang. Generous: this bounds loops, it does not measure speed.
 pub const HANG_LIMIT: Duration = Duration::from_secs(120);

@@ -12,7 +12,7 @@
 //! invalid); IMMEDIATE leaving nothing behind; bad ranges.
 
 use rgex::{Client, Error, Event, Flags, GlobalAddr, Lc, NbiCategory, Rank, RmaPath};
-use rgex_tests::{fill_pattern, ok, pattern_mismatch, with_poller};
+use rgex_tests::{fill_pattern, ok, pattern_mismatch, stalled, with_poller};
 
 /// Each rank owns a window of every segment: [me * WIN, (me + 1) * WIN).
 fn window(client: &Client) -> u64 {
@@ -474,89 +474,41 @@ fn bad_input(client: &Client) -> rgex::Result<()> {
 /// the reference path, against a rank that does not poll, it fails with
 /// nothing written, and succeeds once the rank polls again.
 fn immediate(client: &Client, win: u64) -> rgex::Result<()> {
-    let (me, n) = (client.rank().0, client.size());
-    if n < 2 {
+    let me = client.rank().0;
+    let dst = |i: u64| GlobalAddr::new(Rank(1), stalled::slot(i));
+    let path = client.rma_path(Rank(1));
+    let Some(f) = stalled::flood(
+        client,
+        (win / 64).min(1 << 16),
+        64,
+        // Non-blocking: a blocking put would wait for rank 1's answer.
+        |i| client.put_nb(dst(i), &[stalled::PATTERN; 64], Flags::IMMEDIATE),
+        // Where nothing needs rank 1, a thousand make the point.
+        |i| path != RmaPath::Reference && i == 1000,
+    )?
+    else {
         return Ok(());
-    }
-    let dst = |i: u64| GlobalAddr::new(Rank(1), i * 64);
-    let span = (win / 64).min(1 << 16);
-    if me == 1 {
-        client
-            .segment()
-            .write(0, &vec![0u8; (span * 64) as usize])?;
-    }
-    client.barrier()?;
-    // A bootstrap barrier (which does not poll): once rank 0 is past it,
-    // rank 1 has left the AM barrier and polls no more until the broadcast
-    // below. Without it rank 1 may still be polling inside the AM barrier,
-    // taking rank 0's first puts and acknowledging them into rank 0's reply
-    // slots; once those are full, rank 1 waits inside the put handler for
-    // rank 0 to poll, while rank 0 (its puts refused) waits in the
-    // broadcast for rank 1: a deadlock of the test, not of rgex (the
-    // scc conduit's 4-slot channels hit it in about one run in ten).
-    client.conduit().bootstrap().barrier()?;
-    let mut blocked_at = u64::MAX;
-    let mut in_flight = Vec::new();
+    };
     if me == 0 {
-        for i in 0..span {
-            // Non-blocking: a blocking put would wait for rank 1's answer.
-            match client.put_nb(dst(i), &[0x5A; 64], Flags::IMMEDIATE) {
-                Ok(ev) => in_flight.push(ev),
-                Err(e) if e.is_would_block() => {
-                    blocked_at = i;
-                    break;
-                }
-                Err(e) => return Err(e),
-            }
-            if client.rma_path(Rank(1)) != RmaPath::Reference && i == 1000 {
-                break;
-            }
-        }
-        match client.rma_path(Rank(1)) {
-            RmaPath::Mapped => {
-                assert_eq!(blocked_at, u64::MAX, "the mapped path never blocks")
-            }
-            RmaPath::Reference => assert_ne!(
-                blocked_at,
-                u64::MAX,
+        match path {
+            RmaPath::Mapped => assert_eq!(f.refused_at, None, "the mapped path never blocks"),
+            RmaPath::Reference => assert!(
+                f.refused_at.is_some(),
                 "the reference path must block against a rank that does not poll"
             ),
             // RDMA may go through without the target (scc's copies always
             // do) or run out of transmit resources: either is right, as
-            // long as a would-block moved nothing (checked below).
+            // long as a would-block moved nothing (checked in the flood).
             RmaPath::Native => {}
         }
     }
-    // Rank 1 sits here without polling while rank 0 fills its queue.
-    let b = client
-        .conduit()
-        .bootstrap()
-        .broadcast(0, &blocked_at.to_le_bytes())?;
-    let blocked_at = u64::from_le_bytes(b.try_into().unwrap());
-    Event::wait_all(&mut in_flight);
-    client.barrier()?;
-    if me == 1 && blocked_at != u64::MAX {
-        let mut b = [0u8; 64];
-        client.segment().read(dst(blocked_at).offset, &mut b)?;
-        assert!(
-            b.iter().all(|&x| x == 0),
-            "a put that returned would-block wrote its data"
-        );
-        if blocked_at > 0 {
-            client.segment().read(dst(blocked_at - 1).offset, &mut b)?;
-            assert!(
-                b.iter().all(|&x| x == 0x5A),
-                "the put before it did not land"
-            );
-        }
-    }
     client.barrier()?; // rank 1 has looked before rank 0 retries
-    if me == 0 && blocked_at != u64::MAX {
+    if let (0, Some(i)) = (me, f.refused_at) {
         client
-            .put(dst(blocked_at), &[0x5A; 64], Flags::IMMEDIATE)
+            .put(dst(i), &[stalled::PATTERN; 64], Flags::IMMEDIATE)
             .or_else(|e| {
                 assert!(e.is_would_block());
-                client.put(dst(blocked_at), &[0x5A; 64], Flags::empty())
+                client.put(dst(i), &[stalled::PATTERN; 64], Flags::empty())
             })?;
     }
     client.barrier()?;

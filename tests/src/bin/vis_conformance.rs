@@ -14,10 +14,10 @@
 
 use rgex::vis::AmPayload;
 use rgex::{
-    Client, CompiledStrided, Error, Event, Flags, GlobalAddr, Indexed, NbiCategory, Rank, RmaPath,
+    Client, CompiledStrided, Error, Flags, GlobalAddr, Indexed, NbiCategory, Rank, RmaPath,
     Strided, Vector, Vis, VisMechanism, VisMeta,
 };
-use rgex_tests::{ok, with_poller};
+use rgex_tests::{ok, stalled, with_poller};
 
 /// Xorshift: deterministic, seeded per (rank, peer, case).
 struct Rng(u64);
@@ -922,100 +922,58 @@ fn immediate(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
 /// must be refused, having moved nothing, while the puts before it all
 /// arrive; a direct copy never needs the peer, so it never refuses.
 fn immediate_stalled(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
-    let (me, n) = (client.rank().0, client.size());
-    if n < 2 {
-        return Ok(());
-    }
-    let peer = Rank(1);
-    let slot = |i: u64| i * 64;
-    let span = (win / 64).min(1 << 14);
-    if me == 1 {
-        client
-            .segment()
-            .write(0, &vec![0u8; (span * 64) as usize])?;
-    }
-    client.barrier()?;
-    // Rank 1 leaves the AM barrier before rank 0 starts (see
-    // rma_conformance's IMMEDIATE test: else rank 1 may still poll).
-    client.conduit().bootstrap().barrier()?;
+    let peer = Rank(1 % client.size());
     // One contiguous chunk of two elements: one AM message, one RMA put
     // (a transfer of several chunks is refused at once over RMA, queue or
     // no queue, which would prove nothing here).
     let one = |i: u64| Strided {
         elem_size: 8,
         counts: &[2],
-        peer_offset: slot(i),
+        peer_offset: stalled::slot(i),
         peer_strides: &[8],
         local_offset: 0,
         local_strides: &[8],
     };
-    let src = [0x5Au8; 16];
-    let mut blocked_at = u64::MAX;
-    let mut in_flight = Vec::new();
+    let src = [stalled::PATTERN; 16];
     let mechanism = vis.mechanism_for(peer, &vis.shape(peer, &one(0).into(), src.len())?);
-    if me == 0 {
-        for i in 0..span {
-            match vis.put_nb(peer, one(i), &src, Flags::IMMEDIATE) {
-                Ok(p) => in_flight.push(p.rc),
-                Err(e) if e.is_would_block() => {
-                    blocked_at = i;
-                    break;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        let must_block = match mechanism {
-            VisMechanism::Am => Some(true),
-            VisMechanism::Direct => Some(false),
-            _ => match client.rma_path(peer) {
-                RmaPath::Reference => Some(true),
-                RmaPath::Mapped => Some(false),
-                // RDMA may go through without the target.
-                RmaPath::Native => None,
-            },
-        };
-        if let Some(b) = must_block {
-            assert_eq!(
-                blocked_at != u64::MAX,
-                b,
-                "IMMEDIATE VIS puts over {mechanism:?} to a rank that does not poll: refused at {blocked_at} of {span}"
-            );
-            // Refused because the queue filled, not up front.
-            assert!(blocked_at > 0, "the first IMMEDIATE VIS put was refused");
-        }
+    let Some(f) = stalled::flood(
+        client,
+        (win / 64).min(1 << 14),
+        src.len(),
+        |i| Ok(vis.put_nb(peer, one(i), &src, Flags::IMMEDIATE)?.rc),
+        |_| false,
+    )?
+    else {
+        return Ok(());
+    };
+    let must_block = match mechanism {
+        VisMechanism::Am => Some(true),
+        VisMechanism::Direct => Some(false),
+        _ => match client.rma_path(peer) {
+            RmaPath::Reference => Some(true),
+            RmaPath::Mapped => Some(false),
+            // RDMA may go through without the target.
+            RmaPath::Native => None,
+        },
+    };
+    // Judged where the puts were made (rank 1's own mechanism to itself
+    // is another).
+    if let (0, Some(b)) = (client.rank().0, must_block) {
+        assert_eq!(
+            f.refused_at.is_some(),
+            b,
+            "IMMEDIATE VIS puts over {mechanism:?} to a rank that does not poll: {f:?}"
+        );
+        // Refused because the queue filled, not up front.
+        assert_ne!(
+            f.refused_at,
+            Some(0),
+            "the first IMMEDIATE VIS put was refused"
+        );
     }
-    // Rank 1 sits here without polling while rank 0 fills its queue.
-    let b = client
-        .conduit()
-        .bootstrap()
-        .broadcast(0, &blocked_at.to_le_bytes())?;
-    let blocked_at = u64::from_le_bytes(b.try_into().expect("8 bytes"));
-    Event::wait_all(&mut in_flight);
-    client.barrier()?;
-    if me == 1 {
-        let end = blocked_at.min(span);
-        let mut b = [0u8; 64];
-        for i in [0, end.saturating_sub(1), end] {
-            if i >= span || (i == end && blocked_at == u64::MAX) {
-                continue;
-            }
-            client.segment().read(slot(i), &mut b)?;
-            let want = if i < end { 0x5A } else { 0 };
-            assert!(
-                b[..16].iter().all(|&x| x == want),
-                "slot {i} of an IMMEDIATE flood refused at {blocked_at}: {}",
-                if want == 0 {
-                    "the refused put wrote"
-                } else {
-                    "an accepted put is missing"
-                }
-            );
-        }
-    }
-    client.barrier()?;
-    let what = match blocked_at {
-        u64::MAX => format!("all {span} went through"),
-        i => format!("refused at put {i}, having moved nothing; the {i} before it arrived"),
+    let what = match f.refused_at {
+        None => format!("all {} went through", f.issued),
+        Some(i) => format!("refused at put {i}, having moved nothing; the {i} before it arrived"),
     };
     ok(
         client,
