@@ -141,8 +141,63 @@ pub fn memcpy_bandwidth(size: usize, target: Duration, reps: usize) -> (Stats, u
     (s, copies)
 }
 
+/// Bytes of each arena the out-of-cache memcpy walks (source and
+/// destination alike): several times any last-level cache here (this
+/// machine's L3 is 32 MiB), so every copy starts cold.
+pub const COLD_ARENA: usize = 256 << 20;
+
+/// Time `copies` copies of `size` bytes between slots of `src` and `dst`,
+/// slot after slot through the arenas, so no copy finds its bytes cached:
+/// a slot is `size` rounded up to a page (a small copy still touches a
+/// line of its own, as a real transfer of fresh data would), visited in a
+/// stride order the prefetcher does not follow from one slot to the next.
+fn cold_copy_run(dst: &mut [u8], src: &[u8], size: usize, copies: u64) -> Duration {
+    let slot = size.div_ceil(4096) * 4096;
+    let slots = (src.len().min(dst.len()) / slot).max(1) as u64;
+    // An odd step co-prime with a power-of-two slot count visits them all.
+    let step = (slots / 2) | 1;
+    let start = Instant::now();
+    let mut k = 0u64;
+    for _ in 0..copies {
+        let at = (k % slots) as usize * slot;
+        black_box(&mut dst[at..at + size]).copy_from_slice(black_box(&src[at..at + size]));
+        k = k.wrapping_add(step);
+    }
+    black_box(&*dst);
+    start.elapsed()
+}
+
+/// memcpy bandwidth in GB/s for `size`-byte copies whose source and
+/// destination are out of cache (see [`COLD_ARENA`]); as
+/// [`memcpy_bandwidth`] otherwise. `arenas` are reused between sizes
+/// (allocating and faulting in 512 MiB costs a noticeable fraction of a
+/// second).
+pub fn memcpy_cold_bandwidth(
+    size: usize,
+    target: Duration,
+    reps: usize,
+    arenas: &mut (Vec<u8>, Vec<u8>),
+) -> (Stats, u64) {
+    let size = size.clamp(1, COLD_ARENA);
+    if arenas.0.len() < COLD_ARENA {
+        *arenas = (vec![0x5au8; COLD_ARENA], vec![0u8; COLD_ARENA]);
+        // Fault the destination in before any timing.
+        arenas.1.fill(1);
+    }
+    let (src, dst) = (&arenas.0, &mut arenas.1);
+    let never: Result<_, std::convert::Infallible> =
+        calibrate(target, 1, 1 << 40, |n| Ok(cold_copy_run(dst, src, size, n)));
+    let Ok(copies) = never;
+    let gbs = |t: Duration| (size as f64 * copies as f64) / t.as_nanos().max(1) as f64;
+    let never: Result<_, std::convert::Infallible> =
+        stats::repeat(reps, || Ok(gbs(cold_copy_run(dst, src, size, copies))));
+    let Ok(s) = never;
+    (s, copies)
+}
+
 /// The floors one bench measures before its own figures: the cache-line
-/// round trip between two CPUs and memcpy bandwidth at the bench's sizes.
+/// round trip between two CPUs and memcpy bandwidth at the bench's sizes,
+/// in cache and out of cache.
 #[derive(Clone, Debug)]
 pub struct Floors {
     /// The two CPUs the cache line bounced between.
@@ -150,8 +205,11 @@ pub struct Floors {
     /// Cache-line round trip in ns and iterations per repetition, or why
     /// it could not be measured.
     pub cache_rtt: Result<(Stats, u64), String>,
-    /// memcpy bandwidth in GB/s per size, with copies per repetition.
+    /// memcpy bandwidth in GB/s per size, with copies per repetition
+    /// (source and destination in cache: the same two buffers each time).
     pub memcpy: Vec<(usize, Stats, u64)>,
+    /// The same out of cache ([`memcpy_cold_bandwidth`]).
+    pub memcpy_cold: Vec<(usize, Stats, u64)>,
 }
 
 impl Floors {
@@ -172,10 +230,19 @@ impl Floors {
                 (size, s, copies)
             })
             .collect();
+        let mut arenas = (Vec::new(), Vec::new());
+        let memcpy_cold = sizes
+            .iter()
+            .map(|&size| {
+                let (s, copies) = memcpy_cold_bandwidth(size, target, reps, &mut arenas);
+                (size, s, copies)
+            })
+            .collect();
         Floors {
             cpus,
             cache_rtt,
             memcpy,
+            memcpy_cold,
         }
     }
 
@@ -184,9 +251,17 @@ impl Floors {
         self.cache_rtt.as_ref().ok().map(|(s, _)| s.median)
     }
 
-    /// memcpy bandwidth (GB/s) at `size`, if measured.
+    /// memcpy bandwidth (GB/s) at `size`, in cache, if measured.
     pub fn memcpy_at(&self, size: usize) -> Option<Stats> {
         self.memcpy
+            .iter()
+            .find(|(s, _, _)| *s == size)
+            .map(|(_, st, _)| *st)
+    }
+
+    /// memcpy bandwidth (GB/s) at `size`, out of cache, if measured.
+    pub fn memcpy_cold_at(&self, size: usize) -> Option<Stats> {
+        self.memcpy_cold
             .iter()
             .find(|(s, _, _)| *s == size)
             .map(|(_, st, _)| *st)
@@ -219,6 +294,14 @@ impl Floors {
                 format!("{copies} copies"),
             ]);
         }
+        for (size, st, copies) in &self.memcpy_cold {
+            t.row([
+                format!("memcpy {}, out of cache", size_str(*size as u64)),
+                spread(st),
+                "GB/s".into(),
+                format!("{copies} copies"),
+            ]);
+        }
         t
     }
 
@@ -237,6 +320,15 @@ impl Floors {
         }
         for (size, st, copies) in &self.memcpy {
             v.push(job.record("floor: memcpy", Some(*size as u64), st, "GB/s", *copies));
+        }
+        for (size, st, copies) in &self.memcpy_cold {
+            v.push(job.record(
+                "floor: memcpy out of cache",
+                Some(*size as u64),
+                st,
+                "GB/s",
+                *copies,
+            ));
         }
         v
     }

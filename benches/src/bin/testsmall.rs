@@ -695,18 +695,25 @@ fn table(r: &Results) -> String {
         }
         s.push_str(&t.to_string());
     }
-    let big = *SIZES.last().expect("sizes");
-    if let (Some(p), Some(m)) = (
-        r.flood_at(big, Local::Heap, Mode::Now),
-        r.floors.memcpy_at(big),
-    ) {
+    // The large puts against memcpy in cache and out of cache (what a put
+    // of fresh data, or to a cold destination, meets).
+    for size in [2 << 20, *SIZES.last().expect("sizes")] {
+        let (Some(p), Some(m), Some(c)) = (
+            r.flood_at(size, Local::Heap, Mode::Now),
+            r.floors.memcpy_at(size),
+            r.floors.memcpy_cold_at(size),
+        ) else {
+            continue;
+        };
         let _ = writeln!(
             s,
-            "{} put flood (NB+NOW, source on the heap) {} GB/s vs memcpy {} GB/s at the same size: {:.2}x",
-            size_str(big as u64),
+            "{} put flood (NB+NOW, source on the heap) {} GB/s vs memcpy at the same size: in cache {} GB/s ({:.2}x), out of cache {} GB/s ({:.2}x)",
+            size_str(size as u64),
             num(p.s.median),
             num(m.median),
-            p.s.median / m.median
+            p.s.median / m.median,
+            num(c.median),
+            p.s.median / c.median
         );
     }
     if r.fabric.is_some() {
