@@ -17,7 +17,13 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-/// The dropped AMs this rank has yet to report.
+/// Reports kept until a poll returns them: a sender flooding a handler its
+/// peer lacks, without polling, would otherwise queue one per message.
+/// Later ones are discarded (the receiver printed each on stderr).
+pub(crate) const KEPT: usize = 64;
+
+/// The dropped AMs this rank has yet to report (the oldest [`KEPT`]), to
+/// whichever thread polls next.
 #[derive(Default)]
 pub(crate) struct Refusals {
     /// True while `list` holds something: one load on every poll instead
@@ -32,7 +38,9 @@ impl Refusals {
     /// Keep `e` for the next poll.
     pub(crate) fn record(&self, e: Error) {
         let mut l = self.list.lock().unwrap_or_else(|p| p.into_inner());
-        l.push_back(e);
+        if l.len() < KEPT {
+            l.push_back(e);
+        }
         self.any.store(true, Ordering::Relaxed);
     }
 
@@ -139,6 +147,21 @@ mod tests {
             }
         }
         assert!(r.take().is_none());
+    }
+
+    #[test]
+    fn keeps_the_oldest() {
+        let r = Refusals::default();
+        for i in 0..(KEPT as u8 + 10) {
+            r.record(dropped(None, Direction::Reply, Rank(1), Rank(0), i));
+        }
+        let indices: Vec<u8> = std::iter::from_fn(|| r.take())
+            .map(|e| match e {
+                Error::Dropped { index, .. } => index,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(indices, (0..KEPT as u8).collect::<Vec<_>>());
     }
 
     #[test]

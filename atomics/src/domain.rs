@@ -133,6 +133,43 @@ impl Choice {
         }
     }
 
+    /// This choice's bit in the team's word of requirements (none for
+    /// `Auto`).
+    fn required_bit(self) -> u64 {
+        match self {
+            Choice::Auto => 0,
+            Choice::Only(Implementation::Offload) => 1,
+            Choice::Only(Implementation::SharedMemory) => 2,
+            Choice::Only(Implementation::Reference) => 4,
+        }
+    }
+
+    /// The implementations in a word of requirements.
+    fn all_in(required: u64) -> impl Iterator<Item = Implementation> {
+        [
+            Implementation::Offload,
+            Implementation::SharedMemory,
+            Implementation::Reference,
+        ]
+        .into_iter()
+        .filter(move |&i| required & Choice::Only(i).required_bit() != 0)
+    }
+
+    /// The implementations in a (non-zero) word of requirements, by name.
+    fn names(required: u64) -> String {
+        Choice::all_in(required)
+            .map(|i| format!("{i:?}"))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    }
+
+    /// The first implementation in a (non-zero) word of requirements.
+    fn first(required: u64) -> Implementation {
+        Choice::all_in(required)
+            .next()
+            .unwrap_or(Implementation::Reference)
+    }
+
     /// The capability bits this choice lets the domain use.
     fn caps(self) -> u64 {
         match self {
@@ -159,7 +196,9 @@ impl<T: AtomicValue> Builder<T> {
     /// Require `imp`, whatever `RGEX_ATOMICS` says: creation fails on
     /// every member with [`Error::Unavailable`] if some member cannot
     /// provide it (its segment is not mapped everywhere, its conduit does
-    /// not offload this type and op set).
+    /// not offload this type and op set), or if members require different
+    /// implementations. A member that requires nothing takes the one the
+    /// others require, when every member can provide it.
     ///
     /// ```no_run
     /// # fn demo(client: &rgex_am::Client) -> rgex_atomics::Result<()> {
@@ -243,10 +282,13 @@ impl<T: AtomicValue> Builder<T> {
         let ok = u64::from(local_err.is_none());
         let desc = encode(ty, AtomicOp::Set, false, false) as u64 | u64::from(ops.0) << 8;
         // One allreduce (bitwise and): the capabilities every member has,
-        // whether every member succeeded, and the description and its
-        // complement: all members agree iff and(desc) == !and(!desc)
-        // (and == or exactly when all values are equal).
-        let all = team.allreduce(&[caps, ok, desc, !desc], ReduceOp::And)?;
+        // whether every member succeeded, the description and its
+        // complement (all members agree iff and(desc) == !and(!desc): and
+        // == or exactly when all values are equal), and the complement of
+        // what this member requires (so !and(!req) is every requirement of
+        // the team: each member sees them all and fails alike).
+        let req = choice.required_bit();
+        let all = team.allreduce(&[caps, ok, desc, !desc, !req], ReduceOp::And)?;
         if let Some(e) = local_err {
             return Err(e);
         }
@@ -270,27 +312,44 @@ impl<T: AtomicValue> Builder<T> {
         } else {
             Implementation::Reference
         };
-        if let Choice::Only(want) = choice {
-            if want != imp {
-                let why = match want {
-                    Implementation::Offload if local_caps & CAP_OFFLOAD == 0 => format!(
-                        "the {} conduit does not offload this type and op set",
+        // Every member fails unless every requirement in the team is the
+        // implementation taken (a member that required nothing takes what
+        // another required, when all can).
+        let required = !all[4];
+        if required != 0 && required != Choice::Only(imp).required_bit() {
+            let why = match choice {
+                _ if required.count_ones() > 1 => format!(
+                    "the team's members require {} (they must agree; this rank requires {})",
+                    Choice::names(required),
+                    match choice {
+                        Choice::Auto => "none".to_owned(),
+                        Choice::Only(want) => format!("{want:?}"),
+                    }
+                ),
+                Choice::Only(Implementation::Offload) if local_caps & CAP_OFFLOAD == 0 => {
+                    format!(
+                        "the {} conduit offers no offload of this type and op set to this team",
                         conduit.name()
-                    ),
-                    Implementation::SharedMemory if local_caps & CAP_SHARED == 0 => format!(
+                    )
+                }
+                Choice::Only(Implementation::SharedMemory) if local_caps & CAP_SHARED == 0 => {
+                    format!(
                         "the segment of {} is not mapped in this process",
                         no_shared.map_or("a member".to_owned(), |r| r.to_string())
-                    ),
-                    _ => "another member of the team cannot provide it".to_owned(),
-                };
-                return Err(Error::Unavailable {
-                    me,
-                    ty,
-                    set: op_names(ops),
-                    imp: want,
-                    why,
-                });
-            }
+                    )
+                }
+                _ => "not every member of the team can provide it".to_owned(),
+            };
+            return Err(Error::Unavailable {
+                me,
+                ty,
+                set: op_names(ops),
+                imp: match choice {
+                    Choice::Only(want) => want,
+                    Choice::Auto => Choice::first(required),
+                },
+                why,
+            });
         }
         let progress: Arc<dyn Progress> = ep.clone();
         Ok(AtomicDomain {

@@ -147,24 +147,46 @@ pub fn memcpy_bandwidth(size: usize, target: Duration, reps: usize) -> (Stats, u
 pub const COLD_ARENA: usize = 256 << 20;
 
 /// Time `copies` copies of `size` bytes between slots of `src` and `dst`,
-/// slot after slot through the arenas, so no copy finds its bytes cached:
-/// a slot is `size` rounded up to a page (a small copy still touches a
-/// line of its own, as a real transfer of fresh data would), visited in a
-/// stride order the prefetcher does not follow from one slot to the next.
+/// so that no copy finds its bytes cached: a slot is `size` rounded up to
+/// a cache line, so a pass over the slots touches the whole arena, several
+/// times the last-level cache, even for 1-byte copies (each of which then
+/// touches a line of its own, as a transfer of fresh data would). Slots
+/// are visited a golden-ratio step apart (co-prime with their count, so a
+/// pass visits each once), an order in which neither the stride nor the
+/// stream prefetchers find a pattern to run ahead of.
 fn cold_copy_run(dst: &mut [u8], src: &[u8], size: usize, copies: u64) -> Duration {
-    let slot = size.div_ceil(4096) * 4096;
+    let slot = size.div_ceil(64) * 64;
     let slots = (src.len().min(dst.len()) / slot).max(1) as u64;
-    // An odd step co-prime with a power-of-two slot count visits them all.
-    let step = (slots / 2) | 1;
+    let step = coprime_step(slots);
     let start = Instant::now();
     let mut k = 0u64;
     for _ in 0..copies {
-        let at = (k % slots) as usize * slot;
+        let at = k as usize * slot;
         black_box(&mut dst[at..at + size]).copy_from_slice(black_box(&src[at..at + size]));
-        k = k.wrapping_add(step);
+        k = (k + step) % slots;
     }
     black_box(&*dst);
     start.elapsed()
+}
+
+/// A step near `n` over the golden ratio that is co-prime with `n` (so
+/// `k -> (k + step) % n` visits all of `0..n` before repeating).
+fn coprime_step(n: u64) -> u64 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    if n <= 2 {
+        return 1;
+    }
+    let mut step = ((n as f64 * 0.618_033_988_75) as u64).max(1);
+    while gcd(step, n) != 1 {
+        step += 1;
+    }
+    step
 }
 
 /// memcpy bandwidth in GB/s for `size`-byte copies whose source and
@@ -331,5 +353,24 @@ impl Floors {
             ));
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::coprime_step;
+
+    #[test]
+    fn the_cold_walk_visits_every_slot_once_a_pass() {
+        for n in [1u64, 2, 3, 4, 6, 7, 10, 12, 24, 64, 100, 128, 4096] {
+            let step = coprime_step(n);
+            let mut seen = vec![false; n as usize];
+            let mut k = 0;
+            for _ in 0..n {
+                assert!(!seen[k as usize], "n = {n}, step = {step}: {k} twice");
+                seen[k as usize] = true;
+                k = (k + step) % n;
+            }
+        }
     }
 }

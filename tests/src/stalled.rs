@@ -72,6 +72,9 @@ pub fn flood(
     let mut refused_at = u64::MAX;
     let mut issued = 0;
     let mut in_flight = Vec::new();
+    // Any other error ends the flood too, and is returned once rank 1 is
+    // out of the broadcast (returning at once would leave it there).
+    let mut failed = None;
     if me == 0 {
         for i in 0..span {
             match issue(i) {
@@ -80,7 +83,10 @@ pub fn flood(
                     refused_at = i;
                     break;
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
             }
             issued = i + 1;
             if stop(i) {
@@ -89,11 +95,22 @@ pub fn flood(
         }
     }
     // Rank 1 sits here without polling while rank 0 fills its queue.
-    let mut words = [0u8; 16];
+    let mut words = [0u8; 24];
     words[..8].copy_from_slice(&refused_at.to_le_bytes());
-    words[8..].copy_from_slice(&issued.to_le_bytes());
+    words[8..16].copy_from_slice(&issued.to_le_bytes());
+    words[16..].copy_from_slice(&u64::from(failed.is_some()).to_le_bytes());
     let b = client.conduit().bootstrap().broadcast(0, &words)?;
     let word = |k: usize| u64::from_le_bytes(b[k..k + 8].try_into().expect("8 bytes"));
+    if word(16) != 0 {
+        Event::wait_all(&mut in_flight);
+        return match failed {
+            Some(e) => Err(e),
+            None => Err(rgex::Error::Failed(format!(
+                "the IMMEDIATE flood of {} failed on rank 0",
+                Rank(1)
+            ))),
+        };
+    }
     let f = Flood {
         refused_at: Some(word(0)).filter(|&r| r != u64::MAX),
         issued: word(8),

@@ -5,7 +5,7 @@
 //!
 //! - Latency: rank 0 injects one FADD on a word of rank 1, waits for it,
 //!   repeats, 100,000 times in all (10,000 with `--quick`), split evenly
-//!   over the repetitions; per data type, for each implementation
+//!   over the repetitions (at least 1,000 each); per data type, for each implementation
 //!   available (the one the domain picks, shared memory on one node, and
 //!   the forced AM reference).
 //! - Throughput: rank 0 injects 100,000 FADDs (10,000 with `--quick`),

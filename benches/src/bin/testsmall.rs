@@ -398,11 +398,13 @@ impl Bench<'_> {
             (_, Mode::GetNb) => {
                 for _ in 0..n {
                     // SAFETY: `sink..sink + size` is valid (see `flood`) and
-                    // nothing reads or writes it until every event of the
-                    // flood is waited on, below, before this returns. The
-                    // gets in flight together all write it with the same
-                    // bytes (the peer's, unchanged during the flood), as
-                    // GASNet's testsmall does.
+                    // nothing reads it until every event of the flood is
+                    // waited on, below, before this returns. Strictly,
+                    // `get_nb_raw` asks that nothing else write it while a
+                    // get is in flight; here the only other writers are
+                    // this flood's gets, all writing the same bytes (the
+                    // peer's, unchanged during the flood), as GASNet's
+                    // testsmall does with its one destination buffer.
                     evs.push(unsafe { ep.get_nb_raw(sink, size, dst, f)? });
                     window(&mut evs, 1);
                 }
@@ -521,10 +523,15 @@ fn run() -> Res<()> {
         client.barrier()?;
         return Ok(());
     };
-    let peer = Rank(1 % client.size());
+    if client.size() < 2 {
+        return Err(
+            "testsmall needs two ranks (rgex-run -n 2 --bind ...): rank 0 measures against rank 1"
+                .into(),
+        );
+    }
+    let peer = Rank(1);
     let max = *SIZES.last().expect("sizes");
-    // The put sources, then a get flood's destination; with one rank, the
-    // puts' destination is the first part too.
+    // The put sources, then a get flood's destination.
     if client.segment().len() < 2 * max {
         return Err(format!(
             "the segment ({} B) is smaller than twice the largest transfer ({max} B): raise RGEX_SEGMENT_SIZE",

@@ -260,6 +260,51 @@ fn model_all(client: &Client, win: u64) -> Res {
     Ok(())
 }
 
+/// Members that require different implementations, or one that requires
+/// and others that do not: every member ends the same way (all take it,
+/// or all fail), never some with a domain and some without.
+fn mixed_requirements(client: &Client) -> Res {
+    let me = client.rank().0;
+    if client.size() < 2 {
+        ok(client, "mixed requirements: skipped (one rank)");
+        return Ok(());
+    }
+    let ops = OpSet::of(&[AtomicOp::Fadd]);
+    let build = |imp: Option<AtomicImplementation>| {
+        let b = AtomicDomain::<u64>::builder(ops);
+        match imp {
+            Some(i) => b.implementation(i),
+            None => b.force_reference(false),
+        }
+        .build(client.endpoint(), client.world_team())
+    };
+    // Rank 0 requires the reference (every member can provide it), the
+    // others nothing: all take the reference.
+    let ad = build((me == 0).then_some(AtomicImplementation::Reference))?;
+    assert_eq!(ad.implementation(), AtomicImplementation::Reference);
+    // Rank 0 requires the reference, rank 1 shared memory: all fail.
+    let want = match me {
+        0 => Some(AtomicImplementation::Reference),
+        1 => Some(AtomicImplementation::SharedMemory),
+        _ => None,
+    };
+    match build(want) {
+        Err(e @ Error::Unavailable { .. }) => {
+            let s = e.to_string();
+            assert!(s.contains("require SharedMemory and Reference"), "{s}");
+        }
+        Err(e) => panic!("{}: mixed requirements: {e}", client.rank()),
+        Ok(ad) => panic!(
+            "{}: mixed requirements: took {:?} while another member required otherwise",
+            client.rank(),
+            ad.implementation()
+        ),
+    }
+    client.barrier()?;
+    ok(client, "mixed requirements: one member requiring and the others not all take it; members requiring different implementations all fail, naming both");
+    Ok(())
+}
+
 /// Central counters on rank 0: FADD at 0, FINC at 8, INC at 16, CAS loop at 24.
 fn counters(client: &Arc<Client>, threads: u32, iters: u64) -> Res {
     let (me, n) = (client.rank().0, client.size());
@@ -623,6 +668,7 @@ fn run() -> Res {
     counters(&client, threads, iters)?;
     ring(&client, 5000)?;
     bad_input(&client)?;
+    mixed_requirements(&client)?;
     sub_team(&client)?;
     client.barrier()?;
     ok(&client, "all atomics checks passed");
