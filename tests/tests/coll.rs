@@ -47,6 +47,11 @@ fn five_ranks_oversubscribed() {
 }
 
 #[test]
+fn six_ranks_oversubscribed() {
+    run_ok(&job(6, COLL, &[]), CHECKS);
+}
+
+#[test]
 fn seven_ranks_oversubscribed() {
     run_ok(&job(7, COLL, &[]), CHECKS);
 }

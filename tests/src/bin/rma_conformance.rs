@@ -254,10 +254,38 @@ fn local_completion(client: &Client, win: u64) -> rgex::Result<()> {
         None,
         "the target saw bytes written after local completion"
     );
+    // put_nb and put_nbi reach local completion at return: the source
+    // overwritten at once, before remote completion, changes nothing (a
+    // native path must have copied or sent it by then).
+    let mut src = vec![0u8; 1 << 20];
+    for (k, len) in [8usize, 4096, 65536, 1 << 20].into_iter().enumerate() {
+        let seq = 600 + k as u32;
+        for nbi in [false, true] {
+            fill_pattern(&mut src[..len], me, seq);
+            let ev = if nbi {
+                client.put_nbi(dst, &src[..len], Flags::empty())?;
+                None
+            } else {
+                Some(client.put_nb(dst, &src[..len], Flags::empty())?)
+            };
+            src[..len].fill(0xEE);
+            match ev {
+                Some(ev) => ev.wait(),
+                None => client.nbi_wait(NbiCategory::Put),
+            }
+            let back = client.get_nb(vec![0u8; len], dst, Flags::empty())?.wait();
+            assert_eq!(
+                pattern_mismatch(&back, me, seq),
+                None,
+                "{len}-byte {}: the target saw the source overwritten after return",
+                if nbi { "put_nbi" } else { "put_nb" }
+            );
+        }
+    }
     client.barrier()?;
     ok(
         client,
-        "deferred local completion: source overwritten after LC, target holds the old data",
+        "local completion: a source overwritten after put_nb_defer's LC, and after put_nb and put_nbi return (8 B to 1 MiB), leaves the target holding the old data",
     );
     Ok(())
 }
@@ -366,6 +394,48 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     }
     ev.wait();
     assert_eq!(got, [1u8; 64], "the get read what the last puts wrote");
+    // The same for implicit operations: `nbi_test` does not poll, and a
+    // category's sync waits for that category only (a sync of one with
+    // nothing outstanding returns without polling, leaving the others).
+    let mut got_nbi = vec![0u8; 64];
+    client.put_nbi(
+        GlobalAddr::new(peer, base + 16 * 4096),
+        &[7u8; 64],
+        Flags::empty(),
+    )?;
+    // SAFETY: `got_nbi` is not touched until the get category's sync below.
+    unsafe {
+        client.get_nbi(
+            got_nbi.as_mut_ptr(),
+            got_nbi.len(),
+            GlobalAddr::new(peer, base),
+            Flags::empty(),
+        )?
+    };
+    let mut early = [false; 2];
+    for _ in 0..200 {
+        early[0] |= client.nbi_test(NbiCategory::Put);
+        early[1] |= client.nbi_test(NbiCategory::Get);
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    client.nbi_wait(NbiCategory::Rmw);
+    if reference {
+        assert_eq!(
+            early, [false; 2],
+            "nbi_test completed an implicit put or get whose answer this rank never polled for"
+        );
+        assert!(
+            !client.nbi_test(NbiCategory::Get),
+            "the sync of the (idle) atomics category completed the gets"
+        );
+    }
+    client.nbi_wait(NbiCategory::Get);
+    assert_eq!(
+        got_nbi, [1u8; 64],
+        "the implicit get read what the puts wrote"
+    );
+    client.nbi_wait(NbiCategory::Put);
+    assert!(client.nbi_test(NbiCategory::Put) && client.nbi_test(NbiCategory::Get));
     // wait_all and wait_some over events of different kinds at once: puts,
     // gets and a VIS put.
     let vis = rgex::Vis::new(client.endpoint())?;
@@ -421,7 +491,7 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     ok(
         client,
         &format!(
-            "events: test does not poll ({}), wait, wait_all, wait_some over puts, gets and a VIS put ({} reported), invalid events",
+            "events: test and nbi_test do not poll ({}), a category's sync waits for its own only, wait, wait_all, wait_some over puts, gets and a VIS put ({} reported), invalid events",
             if reference { "a reference-path get stayed pending without a poll" } else { "checked on the reference path only: mapped copies and native RMA may complete without this rank's poll" },
             kinds.len()
         ),

@@ -48,11 +48,14 @@ fn main() -> rgex::Result<()> {
         "segment too small for {n} ranks x {threads} threads"
     );
 
-    std::thread::scope(|s| {
+    // Every thread's result is joined: an error from any call fails the
+    // job (a dropped handle would have ended its thread quietly).
+    std::thread::scope(|s| -> rgex::Result<()> {
+        let mut workers = Vec::new();
         for t in 0..threads {
             let client = client.clone();
             let replies = replies.clone();
-            s.spawn(move || -> rgex::Result<()> {
+            workers.push(s.spawn(move || -> rgex::Result<()> {
                 let id = me * 1000 + t;
                 let mut buf = vec![0u8; SLOT as usize];
                 for round in 0..rounds {
@@ -72,7 +75,10 @@ fn main() -> rgex::Result<()> {
                         None,
                         "thread {t}: put/get round {round} to {peer}"
                     );
-                    let m = (len % 2000) + 1;
+                    // Up to 2000 bytes, within the conduit's Medium limit
+                    // (1 KiB on scc).
+                    let cap = client.max_medium(peer, 2).min(2000);
+                    let m = (len % cap) + 1;
                     fill_pattern(&mut buf[..m], id, round);
                     client.request_medium(peer, ECHO, &[t, round], &buf[..m], Flags::empty())?;
                     let want = u64::from(round) + 1;
@@ -81,9 +87,17 @@ fn main() -> rgex::Result<()> {
                     });
                 }
                 Ok(())
-            });
+            }));
         }
-    });
+        for (t, w) in workers.into_iter().enumerate() {
+            w.join()
+                .unwrap_or_else(|_| panic!("thread {t} panicked"))
+                .map_err(|e| {
+                    rgex::Error::Failed(format!("thread {t} of {}: {e}", client.rank()))
+                })?;
+        }
+        Ok(())
+    })?;
     client.barrier()?;
     let problems = problems.lock().unwrap();
     assert!(problems.is_empty(), "{problems:?}");

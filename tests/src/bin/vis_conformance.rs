@@ -600,6 +600,16 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     let seg = client.conduit().segment_len(peer);
     let before = pattern(4096, 99);
     set_remote(client, GlobalAddr::new(peer, at), &before)?;
+    // The cases past the segment's end have their valid elements in its
+    // last bytes: a transfer that wrote those and then failed would show
+    // here (only this rank writes to its peer's segment in this check).
+    assert!(
+        at + 4096 <= seg - 64,
+        "the window reaches the segment's tail"
+    );
+    let tail = GlobalAddr::new(peer, seg - 64);
+    let tail_before = pattern(64, 98);
+    set_remote(client, tail, &tail_before)?;
     let src = pattern(4096, 100);
     let f = Flags::empty();
     let mut errors: Vec<(&str, Error)> = Vec::new();
@@ -820,6 +830,11 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         get_remote(client, GlobalAddr::new(peer, at), 4096)?,
         before,
         "a refused transfer moved bytes"
+    );
+    assert_eq!(
+        get_remote(client, tail, 64)?,
+        tail_before,
+        "a refused transfer past the segment wrote its valid elements"
     );
     // Zero-size transfers: fine, no-ops.
     vis.put(
