@@ -1,6 +1,6 @@
 //! RMA on the smp conduit, on the mapped path and (forced) on the
 //! active-message reference path, on 1, 2 and 4 ranks; and several threads
-//! per rank mixing RMA and AMs.
+//! per rank mixing RMA and AMs; and ranks with segments of different sizes.
 
 mod common;
 use common::{job, run_ok};
@@ -46,5 +46,19 @@ fn four_threads_per_rank_reference_path() {
     run_ok(
         &job(2, THREADS, &["4", "100"]).env("RGEX_RMA", "reference"),
         1,
+    );
+}
+
+/// Ranks with segments of different sizes (rank 1's is 8 MiB, the others'
+/// the default, set per rank by a shell around the program): every rank
+/// knows each peer's own length, and range checks use the peer's.
+#[test]
+fn unequal_segments_three_ranks() {
+    let wrapped =
+        format!("if [ \"$RGEX_RANK\" = 1 ]; then export RGEX_SEGMENT_SIZE=8M; fi; exec '{RMA}'");
+    let out = run_ok(&job(3, "/bin/sh", &["-c", &wrapped]), CHECKS);
+    assert!(
+        out.contains("segment lengths by rank: [33554432, 8388608, 33554432]"),
+        "{out}"
     );
 }

@@ -16,7 +16,11 @@ use rgex_tests::{fill_pattern, ok, pattern_mismatch, stalled, with_poller};
 
 /// Each rank owns a window of every segment: [me * WIN, (me + 1) * WIN).
 fn window(client: &Client) -> u64 {
-    let seg = client.segment().len() as u64;
+    // The smallest segment of the job (ranks may have different sizes).
+    let seg = (0..client.size())
+        .map(|r| client.conduit().segment_len(Rank(r)))
+        .min()
+        .unwrap_or(0);
     (seg / u64::from(client.size())) & !4095
 }
 
@@ -501,6 +505,19 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
 
 fn bad_input(client: &Client) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
+    // Every rank's idea of every segment's length is that rank's own (the
+    // job may give ranks different sizes: see tests/tests/rma.rs).
+    let mut own = vec![0u64; n as usize];
+    own[me as usize] = client.segment().len() as u64;
+    let own = client.world_team().allreduce(&own, rgex::ReduceOp::Sum)?;
+    for (r, &len) in own.iter().enumerate() {
+        assert_eq!(
+            client.conduit().segment_len(Rank(r as u32)),
+            len,
+            "{}'s length of rank {r}'s segment",
+            client.rank()
+        );
+    }
     let peer = Rank((me + 1) % n);
     let seg = client.conduit().segment_len(peer);
     let f = Flags::empty();
@@ -536,7 +553,7 @@ fn bad_input(client: &Client) -> rgex::Result<()> {
     // Zero bytes at the very end is inside the segment.
     client.put(GlobalAddr::new(peer, seg), &[], f)?;
     client.barrier()?;
-    ok(client, "bad ranges: past the end, overflowing offset, bad rank: errors name rank, offset and segment size");
+    ok(client, &format!("bad ranges: past the end, overflowing offset, bad rank: errors name rank, offset and segment size (segment lengths by rank: {own:?}, each rank's own as every rank sees it)"));
     Ok(())
 }
 
