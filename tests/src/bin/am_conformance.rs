@@ -250,6 +250,10 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
                 msg.arg(0)
             ));
         }
+        // A Medium's payload is its number's low byte, throughout.
+        if msg.payload().iter().any(|&b| b != msg.arg(0) as u8) {
+            s.problem(format!("imm.sink: message {} damaged", msg.arg(0)));
+        }
         s.imm_next.store(want + 1, Ordering::Release);
     })?;
     let s = st.clone();
@@ -778,15 +782,36 @@ fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
         .broadcast(0, &sent.to_le_bytes())?;
     let total = u32::from_le_bytes(filled.try_into().expect("4 bytes")) + 1000;
     if me == 0 {
+        // Retries in turn as a Short, a fixed-payload Medium and a
+        // negotiated-payload Medium (prepared with IMMEDIATE, then
+        // committed): each delivered once, in order, undamaged.
+        let imm = Flags::IMMEDIATE;
+        let mut kinds = [0u32; 3];
         while sent < total {
-            match client.request_short(Rank(1), IMM_SINK, &[sent], Flags::IMMEDIATE) {
-                Ok(()) => sent += 1,
+            let kind = sent % 3;
+            let r = match kind {
+                0 => client.request_short(Rank(1), IMM_SINK, &[sent], imm),
+                1 => client.request_medium(Rank(1), IMM_SINK, &[sent], &[sent as u8; 100], imm),
+                _ => client
+                    .prepare_request_medium(Rank(1), None, 1, 100, 1, imm)
+                    .and_then(|mut p| {
+                        let n = p.len().min(100);
+                        p.buf()[..n].fill(sent as u8);
+                        p.commit(IMM_SINK, &[sent], n)
+                    }),
+            };
+            match r {
+                Ok(()) => {
+                    kinds[kind as usize] += 1;
+                    sent += 1;
+                }
                 Err(e) if e.is_would_block() => {
                     client.poll()?;
                 }
                 Err(e) => return Err(e),
             }
         }
+        assert!(kinds.iter().all(|&k| k > 0), "{kinds:?}");
     } else if me == 1 {
         let total = u64::from(total);
         wait_until(client, "IMMEDIATE messages", || {
@@ -795,6 +820,6 @@ fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
         assert_eq!(st.imm_next.load(Ordering::Acquire), total);
     }
     client.barrier()?;
-    ok(client, "IMMEDIATE: would-block with nothing sent against a rank that does not poll; retries deliver each message once, in order");
+    ok(client, "IMMEDIATE: would-block with nothing sent against a rank that does not poll; retries (Short, Medium, negotiated Medium prepared with IMMEDIATE) deliver each message once, in order, undamaged");
     Ok(())
 }
