@@ -17,6 +17,7 @@ rows=(
     "ofi-sockets|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=sockets RGEX_SHM_BYPASS=0"
     "ofi-shm|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=shm RGEX_SHM_BYPASS=0"
     "ofi-tcp-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=tcp;ofi_rxm RGEX_SHM_BYPASS=1"
+    "ofi-sockets-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=sockets RGEX_SHM_BYPASS=1"
     "ofi-shm-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=shm RGEX_SHM_BYPASS=1"
     "scc|RGEX_CONDUIT=scc RGEX_SCC_CHECK=1"
 )
