@@ -183,4 +183,47 @@ impl<'a> Token<'a> {
         };
         Prepared::new(self.ep, spec, client_buf, flags, Some(&self.state))
     }
+
+    /// Negotiated-payload Long reply: as
+    /// [`prepare_reply_medium`](Self::prepare_reply_medium), the payload
+    /// landing at `dest_offset` in the requester's segment (assembled in
+    /// place where the conduit can: on smp, in that segment itself).
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_am::Endpoint, done: rgex_am::HandlerId) -> rgex_core::Result<()> {
+    /// use rgex_core::Flags;
+    /// ep.handlers().register("fetch", move |tok, msg| {
+    ///     let at = u64::from(msg.arg(0));
+    ///     let mut p = tok
+    ///         .prepare_reply_long(None, 64, 4096, 1, at, Flags::empty())
+    ///         .expect("a reply");
+    ///     let n = p.len();
+    ///     p.buf()[..n].fill(7);
+    ///     p.commit(done, &[n as u32], n).expect("committed");
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub fn prepare_reply_long<'t>(
+        &'t self,
+        client_buf: Option<&'t mut [u8]>,
+        least: usize,
+        most: usize,
+        nargs: usize,
+        dest_offset: u64,
+        flags: Flags,
+    ) -> Result<Prepared<'t>> {
+        self.may_reply()?;
+        let spec = Prepare {
+            peer: self.src,
+            dir: Direction::Reply,
+            category: Category::Long,
+            nargs,
+            least,
+            most,
+            long_offset: dest_offset,
+        };
+        Prepared::new(self.ep, spec, client_buf, flags, Some(&self.state))
+    }
 }

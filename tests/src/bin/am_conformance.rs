@@ -191,15 +191,20 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
         s.np_got.lock().unwrap().push((tok.src().0, sd, len));
     })?;
     let s = st.clone();
-    t.register("np.reply.req", move |tok, _msg| {
+    t.register("np.reply.req", move |tok, msg| {
         let me = tok.endpoint().rank().0;
-        let r = tok
-            .prepare_reply_medium(None, 8, 64, 2, Flags::empty())
-            .and_then(|mut sd| {
-                let n = sd.len();
-                fill_pattern(&mut sd.buf()[..n], me, 77);
-                sd.commit(NP_SINK, &[77, n as u32], n)
-            });
+        // No arguments: a Medium reply (seed 77); [offset]: a Long reply
+        // landing there in the requester's segment (seed 78).
+        let r = match msg.args() {
+            &[off] => tok.prepare_reply_long(None, 100, 3000, 2, u64::from(off), Flags::empty()),
+            _ => tok.prepare_reply_medium(None, 8, 64, 2, Flags::empty()),
+        }
+        .and_then(|mut sd| {
+            let n = sd.len();
+            let seed = if msg.args().is_empty() { 77 } else { 78 };
+            fill_pattern(&mut sd.buf()[..n], me, seed);
+            sd.commit(NP_SINK, &[seed, n as u32], n)
+        });
         if let Err(e) = r {
             s.problem(format!("np.reply.req: {e}"));
         }
@@ -612,17 +617,39 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
 
     // A negotiated-payload reply.
     client.request_short(dest, NP_REPLY_REQ, &[], Flags::empty())?;
-    let reply_from = |st: &State, r: Rank| {
+    let reply_from = |st: &State, r: Rank, seed: u32| {
         st.np_got
             .lock()
             .unwrap()
             .iter()
-            .filter(|m| m.0 == r.0 && m.1 == 77)
+            .filter(|m| m.0 == r.0 && m.1 == seed)
             .count()
     };
     wait_until(client, "the negotiated-payload reply", || {
-        reply_from(st, dest) >= 1
+        reply_from(st, dest, 77) >= 1
     });
+    // A negotiated-payload Long reply, landing in our segment at 2 MiB
+    // (np.sink checks the bytes it finds there).
+    let at = 2u32 << 20;
+    client.request_short(dest, NP_REPLY_REQ, &[at], Flags::empty())?;
+    wait_until(client, "the negotiated-payload Long reply", || {
+        reply_from(st, dest, 78) >= 1
+    });
+    let (_, _, got) = *st
+        .np_got
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|m| m.0 == dest.0 && m.1 == 78)
+        .expect("the Long reply");
+    assert!((100..=3000).contains(&got), "a Long reply of {got} bytes");
+    let mut landed = vec![0u8; got];
+    client.segment().read(u64::from(at), &mut landed)?;
+    assert_eq!(
+        pattern_mismatch(&landed, dest.0, 78),
+        None,
+        "the Long reply's bytes in this rank's segment"
+    );
 
     let left = Rank((me + n - 1) % n);
     let from_left = |st: &State| -> Vec<usize> {
@@ -631,7 +658,7 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
             .lock()
             .unwrap()
             .iter()
-            .filter(|m| m.0 == left.0 && m.1 != 77)
+            .filter(|m| m.0 == left.0 && m.1 != 77 && m.1 != 78)
             .map(|m| m.2)
             .collect();
         got.sort_unstable();
@@ -655,8 +682,13 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
         "{}: negotiated-payload messages from {left}",
         client.rank()
     );
-    assert_eq!(reply_from(st, dest), 1, "one negotiated-payload reply");
-    ok(client, "negotiated payload: granted in [least, most], in-place and client buffers, shorter commit, cancel/drop/bad commit leave no trace, Long, reply");
+    assert_eq!(reply_from(st, dest, 77), 1, "one negotiated-payload reply");
+    assert_eq!(
+        reply_from(st, dest, 78),
+        1,
+        "one negotiated-payload Long reply"
+    );
+    ok(client, "negotiated payload: granted in [least, most], in-place and client buffers, shorter commit, cancel/drop/bad commit leave no trace, Long request, Medium and Long replies");
     Ok(())
 }
 
