@@ -117,13 +117,9 @@ impl<'a> Token<'a> {
     ) -> Result<()> {
         self.may_reply()?;
         let spec = Prepare {
-            peer: self.src,
-            dir: Direction::Reply,
             category,
-            nargs: 0,
-            least: 0,
-            most: 0,
             long_offset: off,
+            ..self.reply_spec()
         };
         self.ep.send_fixed(spec, h.0, args, payload, flags)?;
         self.state.set(ReplyState::Done);
@@ -171,17 +167,14 @@ impl<'a> Token<'a> {
         nargs: usize,
         flags: Flags,
     ) -> Result<Prepared<'t>> {
-        self.may_reply()?;
         let spec = Prepare {
-            peer: self.src,
-            dir: Direction::Reply,
             category: Category::Medium,
             nargs,
             least,
             most,
-            long_offset: 0,
+            ..self.reply_spec()
         };
-        Prepared::new(self.ep, spec, client_buf, flags, Some(&self.state))
+        self.prepare_reply(spec, client_buf, flags)
     }
 
     /// Negotiated-payload Long reply: as
@@ -214,16 +207,40 @@ impl<'a> Token<'a> {
         dest_offset: u64,
         flags: Flags,
     ) -> Result<Prepared<'t>> {
-        self.may_reply()?;
         let spec = Prepare {
-            peer: self.src,
-            dir: Direction::Reply,
             category: Category::Long,
             nargs,
             least,
             most,
             long_offset: dest_offset,
+            ..self.reply_spec()
         };
+        self.prepare_reply(spec, client_buf, flags)
+    }
+
+    /// A reply to this token's requester; the caller sets the rest.
+    #[inline(always)]
+    fn reply_spec(&self) -> Prepare {
+        Prepare {
+            peer: self.src,
+            dir: Direction::Reply,
+            category: Category::Short,
+            nargs: 0,
+            least: 0,
+            most: 0,
+            long_offset: 0,
+        }
+    }
+
+    /// Prepare the reply `spec` describes, if this token may reply.
+    #[inline(always)]
+    fn prepare_reply<'t>(
+        &'t self,
+        spec: Prepare,
+        client_buf: Option<&'t mut [u8]>,
+        flags: Flags,
+    ) -> Result<Prepared<'t>> {
+        self.may_reply()?;
         Prepared::new(self.ep, spec, client_buf, flags, Some(&self.state))
     }
 }

@@ -217,6 +217,11 @@ pub fn memcpy_cold_bandwidth(
     (s, copies)
 }
 
+/// The figure measured at `size` in a list of (size, figure, copies).
+fn at_size(v: &[(usize, Stats, u64)], size: usize) -> Option<Stats> {
+    v.iter().find(|(s, _, _)| *s == size).map(|(_, st, _)| *st)
+}
+
 /// The floors one bench measures before its own figures: the cache-line
 /// round trip between two CPUs and memcpy bandwidth at the bench's sizes,
 /// in cache and out of cache.
@@ -275,18 +280,12 @@ impl Floors {
 
     /// memcpy bandwidth (GB/s) at `size`, in cache, if measured.
     pub fn memcpy_at(&self, size: usize) -> Option<Stats> {
-        self.memcpy
-            .iter()
-            .find(|(s, _, _)| *s == size)
-            .map(|(_, st, _)| *st)
+        at_size(&self.memcpy, size)
     }
 
     /// memcpy bandwidth (GB/s) at `size`, out of cache, if measured.
     pub fn memcpy_cold_at(&self, size: usize) -> Option<Stats> {
-        self.memcpy_cold
-            .iter()
-            .find(|(s, _, _)| *s == size)
-            .map(|(_, st, _)| *st)
+        at_size(&self.memcpy_cold, size)
     }
 
     /// The floors as a table (metric, median [min .. max], unit, per rep).
