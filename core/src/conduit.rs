@@ -93,7 +93,10 @@ pub trait Conduit: Send + Sync + 'static {
     /// Length of `peer`'s segment (exchanged at setup).
     fn segment_len(&self, peer: Rank) -> u64;
 
-    /// `peer`'s segment as mapped in this process, when it is node-local.
+    /// `peer`'s segment as mapped in this process, when it is node-local:
+    /// all of it, so its rank is `peer` and its length
+    /// [`segment_len`](Conduit::segment_len)`(peer)` (RMA checks ranges
+    /// against it on the mapped path).
     fn mapped_segment(&self, peer: Rank) -> Option<Segment>;
 
     /// Largest Medium payload to `peer` with `nargs` arguments. At least 512,

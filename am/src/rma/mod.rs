@@ -146,8 +146,12 @@ impl Endpoint {
         } else if c.rma_native(at.rank) {
             RmaPath::Native
         } else if let Some(seg) = c.mapped_segment(at.rank) {
-            // The mapped segment is the peer's whole segment: its check is
-            // the same as `check_range`'s below, with the same error.
+            // The mapped segment is the peer's whole segment (the trait's
+            // contract): its check is `check_range`'s below, same error.
+            debug_assert_eq!(
+                (seg.rank(), seg.len() as u64),
+                (at.rank, c.segment_len(at.rank))
+            );
             let p = seg.ptr_at(at.offset, len)?;
             return Ok(if len == 0 {
                 Target::Nothing

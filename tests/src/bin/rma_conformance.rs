@@ -263,8 +263,9 @@ fn local_completion(client: &Client, win: u64) -> rgex::Result<()> {
     // native path must have copied or sent it by then).
     let mut src = vec![0u8; 1 << 20];
     for (k, len) in [8usize, 4096, 65536, 1 << 20].into_iter().enumerate() {
-        let seq = 600 + k as u32;
         for nbi in [false, true] {
+            // A pattern per form, so each pass must write its own.
+            let seq = 600 + 2 * k as u32 + u32::from(nbi);
             fill_pattern(&mut src[..len], me, seq);
             let ev = if nbi {
                 client.put_nbi(dst, &src[..len], Flags::empty())?;
