@@ -131,12 +131,22 @@ pub fn memcpy_bandwidth(size: usize, target: Duration, reps: usize) -> (Stats, u
     let mut dst = vec![0u8; size];
     // Fault the destination in before any timing.
     copy_run(&mut dst, &src, 1);
-    let never: Result<_, std::convert::Infallible> =
-        calibrate(target, 1, 1 << 40, |n| Ok(copy_run(&mut dst, &src, n)));
+    copy_bandwidth(size, target, reps, |n| copy_run(&mut dst, &src, n))
+}
+
+/// GB/s of `size`-byte copies, `run(n)` timing `n` of them: calibrated to
+/// about `target` per repetition; the statistics and the copies per
+/// repetition.
+fn copy_bandwidth(
+    size: usize,
+    target: Duration,
+    reps: usize,
+    mut run: impl FnMut(u64) -> Duration,
+) -> (Stats, u64) {
+    let never: Result<_, std::convert::Infallible> = calibrate(target, 1, 1 << 40, |n| Ok(run(n)));
     let Ok(copies) = never;
     let gbs = |t: Duration| (size as f64 * copies as f64) / t.as_nanos().max(1) as f64;
-    let never: Result<_, std::convert::Infallible> =
-        stats::repeat(reps, || Ok(gbs(copy_run(&mut dst, &src, copies))));
+    let never: Result<_, std::convert::Infallible> = stats::repeat(reps, || Ok(gbs(run(copies))));
     let Ok(s) = never;
     (s, copies)
 }
@@ -207,18 +217,14 @@ pub fn memcpy_cold_bandwidth(
         arenas.1.fill(1);
     }
     let (src, dst) = (&arenas.0, &mut arenas.1);
-    let never: Result<_, std::convert::Infallible> =
-        calibrate(target, 1, 1 << 40, |n| Ok(cold_copy_run(dst, src, size, n)));
-    let Ok(copies) = never;
-    let gbs = |t: Duration| (size as f64 * copies as f64) / t.as_nanos().max(1) as f64;
-    let never: Result<_, std::convert::Infallible> =
-        stats::repeat(reps, || Ok(gbs(cold_copy_run(dst, src, size, copies))));
-    let Ok(s) = never;
-    (s, copies)
+    copy_bandwidth(size, target, reps, |n| cold_copy_run(dst, src, size, n))
 }
 
-/// The figure measured at `size` in a list of (size, figure, copies).
-fn at_size(v: &[(usize, Stats, u64)], size: usize) -> Option<Stats> {
+/// One memcpy figure: the size, GB/s, and copies per repetition.
+pub type MemcpyPoint = (usize, Stats, u64);
+
+/// The figure measured at `size` in a list of memcpy points.
+fn at_size(v: &[MemcpyPoint], size: usize) -> Option<Stats> {
     v.iter().find(|(s, _, _)| *s == size).map(|(_, st, _)| *st)
 }
 
@@ -234,9 +240,9 @@ pub struct Floors {
     pub cache_rtt: Result<(Stats, u64), String>,
     /// memcpy bandwidth in GB/s per size, with copies per repetition
     /// (source and destination in cache: the same two buffers each time).
-    pub memcpy: Vec<(usize, Stats, u64)>,
+    pub memcpy: Vec<MemcpyPoint>,
     /// The same out of cache ([`memcpy_cold_bandwidth`]).
-    pub memcpy_cold: Vec<(usize, Stats, u64)>,
+    pub memcpy_cold: Vec<MemcpyPoint>,
 }
 
 impl Floors {
@@ -278,6 +284,11 @@ impl Floors {
         self.cache_rtt.as_ref().ok().map(|(s, _)| s.median)
     }
 
+    /// Both memcpy lists, each with what its rows add to "memcpy SIZE".
+    fn memcpy_lists(&self) -> [(&[MemcpyPoint], &'static str); 2] {
+        [(&self.memcpy, ""), (&self.memcpy_cold, ", out of cache")]
+    }
+
     /// memcpy bandwidth (GB/s) at `size`, in cache, if measured.
     pub fn memcpy_at(&self, size: usize) -> Option<Stats> {
         at_size(&self.memcpy, size)
@@ -307,21 +318,15 @@ impl Floors {
                 String::new(),
             ]),
         };
-        for (size, st, copies) in &self.memcpy {
-            t.row([
-                format!("memcpy {}", size_str(*size as u64)),
-                spread(st),
-                "GB/s".into(),
-                format!("{copies} copies"),
-            ]);
-        }
-        for (size, st, copies) in &self.memcpy_cold {
-            t.row([
-                format!("memcpy {}, out of cache", size_str(*size as u64)),
-                spread(st),
-                "GB/s".into(),
-                format!("{copies} copies"),
-            ]);
+        for (list, how) in self.memcpy_lists() {
+            for (size, st, copies) in list {
+                t.row([
+                    format!("memcpy {}{how}", size_str(*size as u64)),
+                    spread(st),
+                    "GB/s".into(),
+                    format!("{copies} copies"),
+                ]);
+            }
         }
         t
     }
@@ -339,17 +344,11 @@ impl Floors {
                 *it,
             ));
         }
-        for (size, st, copies) in &self.memcpy {
-            v.push(job.record("floor: memcpy", Some(*size as u64), st, "GB/s", *copies));
-        }
-        for (size, st, copies) in &self.memcpy_cold {
-            v.push(job.record(
-                "floor: memcpy out of cache",
-                Some(*size as u64),
-                st,
-                "GB/s",
-                *copies,
-            ));
+        for (list, how) in self.memcpy_lists() {
+            let name = format!("floor: memcpy{}", how.replace(',', ""));
+            for (size, st, copies) in list {
+                v.push(job.record(&name, Some(*size as u64), st, "GB/s", *copies));
+            }
         }
         v
     }

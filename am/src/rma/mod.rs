@@ -25,7 +25,7 @@ pub use nbi::NbiCategory;
 
 use crate::Endpoint;
 use rgex_core::segment::check_range;
-use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result};
+use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result, Segment};
 use std::sync::Arc;
 
 /// A fresh counter for one non-blocking operation.
@@ -114,23 +114,32 @@ pub struct PutEvents {
 impl Endpoint {
     /// How RMA to `peer` is carried out.
     pub fn rma_path(&self, peer: Rank) -> RmaPath {
+        self.route(peer).0
+    }
+
+    /// The path to `peer`, with its mapped segment on the mapped path:
+    /// the one decision [`rma_path`](Self::rma_path) reports and
+    /// [`target`](Self::target) acts on (one lookup of the segment).
+    #[inline(always)]
+    fn route(&self, peer: Rank) -> (RmaPath, Option<Segment>) {
+        let c = self.conduit();
         if self.rma_reference_only() {
-            RmaPath::Reference
-        } else if self.conduit().rma_native(peer) {
-            RmaPath::Native
-        } else if self.conduit().mapped_segment(peer).is_some() {
-            RmaPath::Mapped
+            (RmaPath::Reference, None)
+        } else if c.rma_native(peer) {
+            (RmaPath::Native, None)
+        } else if let Some(seg) = c.mapped_segment(peer) {
+            (RmaPath::Mapped, Some(seg))
         } else {
-            RmaPath::Reference
+            (RmaPath::Reference, None)
         }
     }
 
     /// Where an operation on `len` bytes at `at` goes, the rank and the
-    /// range checked: one call for the mapped segment (which checks the
-    /// range itself) where [`rma_path`](Self::rma_path) then a second
-    /// lookup took two (and a third for the segment's length), each a
-    /// dynamic call returning through memory (a third of a small NBI put's
-    /// time).
+    /// range checked. On the mapped path the segment from [`route`](Self::route)
+    /// checks the range itself, so the operation makes one dynamic call
+    /// for its route and none for the segment's length (each such call
+    /// returns through memory: three had been a third of a small NBI
+    /// put's time).
     #[inline(always)]
     fn target(&self, at: GlobalAddr, len: usize) -> Result<Target> {
         let size = self.size();
@@ -141,11 +150,8 @@ impl Endpoint {
             });
         }
         let c = self.conduit();
-        let path = if self.rma_reference_only() {
-            RmaPath::Reference
-        } else if c.rma_native(at.rank) {
-            RmaPath::Native
-        } else if let Some(seg) = c.mapped_segment(at.rank) {
+        let (path, mapped) = self.route(at.rank);
+        if let Some(seg) = mapped {
             // The mapped segment is the peer's whole segment (the trait's
             // contract): its check is `check_range`'s below, same error.
             debug_assert_eq!(
@@ -158,9 +164,7 @@ impl Endpoint {
             } else {
                 Target::Mapped(p)
             });
-        } else {
-            RmaPath::Reference
-        };
+        }
         check_range(at.rank, c.segment_len(at.rank), at.offset, len as u64)?;
         Ok(match (len, path) {
             (0, _) => Target::Nothing,
