@@ -34,6 +34,10 @@ struct Entry {
     live_counts: Vec<u64>,
     peer_strides: Vec<i64>,
     local_strides: Vec<i64>,
+    /// What metadata of more than [`SMALL`] dimensions is compared with in
+    /// one pass: the live counts, then the peer and the local strides of
+    /// the same dimensions (see [`simd::key_matches`]).
+    key: Vec<u64>,
     rel: Rel,
     /// The folded element size.
     folded: usize,
@@ -48,6 +52,7 @@ impl Entry {
         live_counts: Vec::new(),
         peer_strides: Vec::new(),
         local_strides: Vec::new(),
+        key: Vec::new(),
         rel: Rel {
             peer_lo: 0,
             peer_hi: 0,
@@ -92,22 +97,20 @@ impl Entry {
     fn is(&self, elem: usize, counts: &[u64], peer_strides: &[i64], local_strides: &[i64]) -> bool {
         self.used
             && self.elem == elem
-            && self.same_counts(counts)
+            && counts.len() == self.ndims
             && if counts.len() <= SMALL {
-                // A few dimensions: all strides, branch-free.
-                same(&self.peer_strides, peer_strides) && same(&self.local_strides, local_strides)
+                // A few dimensions: all counts and strides, branch-free.
+                self.same_counts(counts)
+                    && same(&self.peer_strides, peer_strides)
+                    && same(&self.local_strides, local_strides)
             } else {
-                // Many (mostly null, typically): the strides up to the last
-                // live dimension, one vector pass a side (the same arrays
-                // reused); else the live ones only (a null dimension's
-                // strides may change: they move nothing).
-                let n = self.live_counts.len();
-                let prefix = |mine: &[i64], theirs: &[i64]| {
-                    theirs.get(..n).is_some_and(|t| same(&mine[..n], t))
-                };
-                (prefix(&self.peer_strides, peer_strides)
-                    && prefix(&self.local_strides, local_strides))
-                    || self.live_match(peer_strides, local_strides)
+                // Many (mostly null, typically): the counts, and the
+                // strides up to the last live dimension, in one vector
+                // pass (the same arrays reused); else the live dimensions'
+                // strides only (a null dimension's strides may change:
+                // they move nothing).
+                simd::key_matches(&self.key, counts, peer_strides, local_strides)
+                    || (self.same_counts(counts) && self.live_match(peer_strides, local_strides))
             }
     }
 }
@@ -207,6 +210,11 @@ pub(crate) fn put(
         e.peer_strides.extend_from_slice(peer_strides);
         e.local_strides.clear();
         e.local_strides.extend_from_slice(local_strides);
+        e.key.clear();
+        e.key.extend_from_slice(&counts[..live_end]);
+        for s in [peer_strides, local_strides] {
+            e.key.extend(s[..live_end].iter().map(|&x| x as u64));
+        }
         e.rel = rel;
         e.folded = folded;
         e.dims = dims.iter().copied().collect();

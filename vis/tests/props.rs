@@ -500,12 +500,12 @@ fn cached_plans_follow_changed_metadata() {
 #[test]
 fn cached_high_dimensional_plans_follow_changed_metadata() {
     // Above four dimensions the cache compares the counts, and the strides
-    // up to the last live dimension, in one pass (vectorized from 16
-    // dimensions, with AVX2 where the CPU has it), falling back to the
-    // live dimensions alone: a null dimension's stride (inside or past
-    // that prefix) may change and still hit; a live stride or a count
-    // changing (anywhere, the last one too) must not.
-    for dims in [8usize, 16, 31, 32, 33] {
+    // up to the last live dimension, in one pass (with AVX2 where the CPU
+    // has it), falling back to the live dimensions alone: a null
+    // dimension's stride (inside or past that prefix) may change and still
+    // hit; a live stride or a count changing (anywhere, the last one too)
+    // must not.
+    for dims in [8usize, 16, 31, 32, 33, 64, 100] {
         let mut counts = vec![1u64; dims];
         for c in counts.iter_mut().take(5).step_by(2) {
             *c = 2;
