@@ -460,8 +460,10 @@ impl Vis {
         // does not move with it); every mechanism reads the source only
         // until then.
         let (lc, rc) = unsafe {
-            match self.try_direct(peer, &meta, local, src.len()) {
-                Some(r) => r.map(|()| (Event::done(), Event::done()))?,
+            match self.direct_target(peer) {
+                Some(seg) => self
+                    .direct(peer, seg, &meta, local, src.len())
+                    .map(|()| (Event::done(), Event::done()))?,
                 None => {
                     let shape = self.shape(peer, &meta, src.len())?;
                     if self.mechanism_for(peer, &shape) == Mechanism::Rma {
@@ -624,31 +626,40 @@ impl Vis {
         }
     }
 
-    /// The direct path, when `peer` is node-local (segment mapped) and the
-    /// mechanism is `Auto` or `Direct`: validate and copy straight from
-    /// the metadata (no shape is built), `Some` of the outcome; `None` for
-    /// the other mechanisms.
+    /// `peer`'s mapped segment (base, length) when the direct path serves
+    /// it: `peer` is node-local (segment mapped) and the mechanism is
+    /// `Auto` or `Direct`; `None` sends the transfer down the general path.
+    #[inline(always)]
+    fn direct_target(&self, peer: Rank) -> Option<(*mut u8, u64)> {
+        if !matches!(self.mechanism, Mechanism::Auto | Mechanism::Direct) {
+            return None;
+        }
+        self.mapped.get(peer)
+    }
+
+    /// The direct path into `peer`'s mapped segment `(base, seg_len)`
+    /// from [`direct_target`](Self::direct_target): validate and copy
+    /// straight from the metadata (no shape is built). Callers return its
+    /// `Result` as it is where they can, so that it is written once, in
+    /// their caller's slot (an `Option` around it made every transfer copy
+    /// the whole `Result` on the way out).
     ///
     /// # Safety
     /// The local pointer must be valid for `local_len` bytes (readable for
     /// a put, writable for a get) for the call.
     #[inline(always)]
-    unsafe fn try_direct(
+    unsafe fn direct(
         &self,
         peer: Rank,
+        (base, seg_len): (*mut u8, u64),
         meta: &Meta<'_>,
         local: Local,
         local_len: usize,
-    ) -> Option<Result<()>> {
-        if !matches!(self.mechanism, Mechanism::Auto | Mechanism::Direct) {
-            return None;
-        }
-        // Not node-local (or not a rank): the general path decides.
-        let (base, seg_len) = self.mapped.get(peer)?;
+    ) -> Result<()> {
         // SAFETY: forwarded caller contract (the local side); the segment
         // is mapped for `seg_len` bytes; `direct::transfer` validates both
         // sides before copying.
-        Some(unsafe { direct::transfer(meta, peer, base, seg_len, local, local_len, self.share()) })
+        unsafe { direct::transfer(meta, peer, base, seg_len, local, local_len, self.share()) }
     }
 
     /// An implicit-handle transfer.
@@ -667,8 +678,8 @@ impl Vis {
     ) -> Result<()> {
         // SAFETY: forwarded caller contract.
         unsafe {
-            if let Some(r) = self.try_direct(peer, meta, local, local_len) {
-                return r;
+            if let Some(seg) = self.direct_target(peer) {
+                return self.direct(peer, seg, meta, local, local_len);
             }
             self.transfer(peer, meta, local, local_len, Track::Nbi(cat), flags)
                 .map(drop)
@@ -690,8 +701,10 @@ impl Vis {
     ) -> Result<Event> {
         // SAFETY: forwarded caller contract.
         unsafe {
-            if let Some(r) = self.try_direct(peer, meta, local, local_len) {
-                return r.map(|()| Event::done());
+            if let Some(seg) = self.direct_target(peer) {
+                return self
+                    .direct(peer, seg, meta, local, local_len)
+                    .map(|()| Event::done());
             }
             self.transfer(peer, meta, local, local_len, Track::Event, flags)
         }
