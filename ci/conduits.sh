@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The conduit matrix: the multi-process conformance suite (AM, NP, RMA, LC,
 # IMMEDIATE, NBI, teams, collectives, atomics, VIS, jobs started by mpirun
-# through PMIx, the examples, faults) on every conduit
+# through PMIx, jobs spanning two emulated nodes, the examples, faults) on
+# every conduit
 # and provider this machine can run: ofi on loopback only, and scc on its
 # emulated non-coherent memory with the stale-read checker on. Called by ci/test.sh;
 # run alone with `bash ci/conduits.sh [ROW...]` (rows: see `rows` below).
@@ -21,7 +22,9 @@ rows=(
     "ofi-shm-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=shm RGEX_SHM_BYPASS=1"
     "scc|RGEX_CONDUIT=scc RGEX_SCC_CHECK=1"
 )
-suites=(--test am --test rma --test coll --test atomics --test vis --test pmix)
+# mixed: jobs spanning two emulated nodes (runs on the rows with the
+# bypass on, where node-local and remote peers meet in one job).
+suites=(--test am --test rma --test coll --test atomics --test vis --test pmix --test mixed)
 # faults runs after the others: it kills ranks (see stale_shm below).
 
 # libfabric's shm provider names its shared-memory file "pid:domain:ep";

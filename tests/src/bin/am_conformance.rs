@@ -326,8 +326,11 @@ fn main() -> rgex::Result<()> {
 }
 
 /// The max Medium and max Long to every rank for 0..=16 arguments: at
-/// least 512, non-increasing in the argument count, the same on every
-/// rank. Returns them, so that a later call can check they did not change.
+/// least 512, non-increasing in the argument count, and symmetric: what
+/// rank a may send to rank b, b may send to a (so a reply can carry what
+/// its request did), whatever sits between them (a job spanning nodes has
+/// other limits to node-local peers than to remote ones). Returns them,
+/// so that a later call can check they did not change.
 fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
     let n = client.size();
     let mut mine = Vec::new();
@@ -348,10 +351,17 @@ fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
         }
     }
     let all = client.conduit().bootstrap().allgather(&mine)?;
-    assert!(
-        all.iter().all(|v| *v == mine),
-        "max Medium or max Long differs between ranks"
-    );
+    // Each rank's row: 17 argument counts of (Medium, Long) per peer.
+    let per_peer = 17 * 16;
+    let to = |a: usize, b: usize| &all[a][b * per_peer..(b + 1) * per_peer];
+    for a in 0..n as usize {
+        for b in 0..n as usize {
+            assert!(
+                to(a, b) == to(b, a),
+                "max Medium / max Long are not symmetric: rank {a} to rank {b} differs from rank {b} to rank {a}"
+            );
+        }
+    }
     ok(
         client,
         "max Medium / max Long: >= 512, symmetric, non-increasing in the argument count",
@@ -672,13 +682,24 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
         from_left(st).len() >= committed.len()
     });
     client.barrier()?;
-    // Exactly its committed messages (every rank sends the same sequence;
-    // granted sizes may differ only where the limits do, and they are
-    // symmetric), each once, whatever the arrival order.
+    // Exactly the left neighbour's committed messages, each once, whatever
+    // the arrival order. Every rank sends the same sequence, but the sizes
+    // granted depend on the limits to its right neighbour, which in a job
+    // spanning nodes are not those from the left: each rank publishes its
+    // own.
     committed.sort_unstable();
+    let sent: Vec<u8> = committed
+        .iter()
+        .flat_map(|&g| (g as u64).to_le_bytes())
+        .collect();
+    let all = client.conduit().bootstrap().allgather(&sent)?;
+    let left_sent: Vec<usize> = all[left.0 as usize]
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
+        .collect();
     assert_eq!(
         from_left(st),
-        committed,
+        left_sent,
         "{}: negotiated-payload messages from {left}",
         client.rank()
     );

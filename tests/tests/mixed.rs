@@ -1,0 +1,88 @@
+//! Jobs spanning two emulated nodes on ofi with the shared-memory bypass
+//! on: the setup of a real cluster, where node-local peers are reached
+//! through smp (mapped segments, smp's Medium limits, direct VIS copies)
+//! and the others through the network, in one job. Ranks 0-1 and 2-3 name
+//! different hosts (`RGEX_HOST`, set per rank by a shell around the
+//! program), so each rank has one node-local peer and two remote ones.
+//!
+//! Every conformance program must pass here as it does on one node: the
+//! limits, mechanisms and atomic implementations it meets are per peer.
+
+mod common;
+use common::{conduit, job, run_ok, skip_unless};
+use rgex::launch::Job;
+
+const AM: &str = env!("CARGO_BIN_EXE_am_conformance");
+const RMA: &str = env!("CARGO_BIN_EXE_rma_conformance");
+const AD: &str = env!("CARGO_BIN_EXE_atomics_conformance");
+const COLL: &str = env!("CARGO_BIN_EXE_coll_conformance");
+const VIS: &str = env!("CARGO_BIN_EXE_vis_conformance");
+
+const WHY: &str = "only ofi with its shared-memory bypass on mixes node-local peers (smp) with remote ones (network) in one job";
+
+/// True where the mixed setup exists: ofi with the bypass on (the default).
+fn mixes() -> bool {
+    conduit() == "ofi" && std::env::var("RGEX_SHM_BYPASS").as_deref() != Ok("0")
+}
+
+/// Four ranks of `exe` on two emulated nodes of two ranks each.
+fn two_nodes(exe: &str, args: &[&str]) -> Job {
+    let mut script = format!("RGEX_HOST=node$((RGEX_RANK / 2)) exec '{exe}'");
+    for a in args {
+        script.push_str(&format!(" '{a}'"));
+    }
+    job(4, "/bin/sh", &["-c", &script])
+}
+
+#[test]
+fn active_messages_two_nodes() {
+    if skip_unless(mixes(), WHY) {
+        return;
+    }
+    // Per-peer limits (64 KiB Mediums to the node-local peer, the
+    // network's to the others) must be symmetric, and every negotiated
+    // payload granted under them must arrive as sent.
+    let out = run_ok(&two_nodes(AM, &[]), 7);
+    assert!(out.contains("symmetric"), "{out}");
+}
+
+#[test]
+fn rma_two_nodes() {
+    if skip_unless(mixes(), WHY) {
+        return;
+    }
+    run_ok(&two_nodes(RMA, &[]), 10);
+}
+
+#[test]
+fn atomics_two_nodes() {
+    if skip_unless(mixes(), WHY) {
+        return;
+    }
+    let out = run_ok(&two_nodes(AD, &["4", "2000"]), 7);
+    // The world team spans both nodes, so no process maps every member's
+    // segment: CPU atomics in shared memory cannot serve it.
+    let line = out
+        .lines()
+        .find(|l| l.contains("atomic implementation per type"))
+        .unwrap_or_else(|| panic!("no implementation line in:\n{out}"));
+    assert!(!line.contains("Shared"), "{line}");
+}
+
+#[test]
+fn collectives_two_nodes() {
+    if skip_unless(mixes(), WHY) {
+        return;
+    }
+    run_ok(&two_nodes(COLL, &[]), 10);
+}
+
+#[test]
+fn vis_two_nodes() {
+    if skip_unless(mixes(), WHY) {
+        return;
+    }
+    // Direct copies to the node-local peer, the network to the others.
+    let out = run_ok(&two_nodes(VIS, &[]), 8);
+    assert!(out.contains("to 2 node-local peers"), "{out}");
+}
