@@ -35,6 +35,29 @@ fn four_ranks() {
     run_ok(&job(4, AM, &[]), CHECKS);
 }
 
+/// Ranks whose limit settings differ (rank 1 asks for 2 KiB Mediums, the
+/// others for 4 KiB, set per rank by a shell around the program): rank 0's
+/// settings rule on every rank, so the limits stay symmetric (the program
+/// checks every pair both ways).
+#[test]
+fn unequal_limit_settings_three_ranks() {
+    let vars = [
+        "RGEX_SMP_MAX_MEDIUM",
+        "RGEX_OFI_MAX_MEDIUM",
+        "RGEX_SCC_MAX_MEDIUM",
+    ];
+    let rank1: Vec<String> = vars.iter().map(|v| format!("{v}=2K")).collect();
+    let wrapped = format!(
+        "if [ \"$RGEX_RANK\" = 1 ]; then export {}; fi; exec '{AM}'",
+        rank1.join(" ")
+    );
+    let mut j = job(3, "/bin/sh", &["-c", &wrapped]);
+    for v in vars {
+        j = j.env(v, "4K");
+    }
+    run_ok(&j, CHECKS);
+}
+
 #[test]
 fn eight_ranks_oversubscribed() {
     run_ok(&job(8, AM, &[]), CHECKS);

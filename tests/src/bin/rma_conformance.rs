@@ -67,6 +67,7 @@ fn main() -> rgex::Result<()> {
     local_completion(&client, win)?;
     nbi_region(&client, win)?;
     events(&client, win)?;
+    tests_do_not_poll(&client, win)?;
     bad_input(&client)?;
     immediate(&client, win)?;
     client.barrier()?;
@@ -329,6 +330,126 @@ fn nbi_region(client: &Client, win: u64) -> rgex::Result<()> {
     ok(
         client,
         "NBI: 10,000 puts in one access region, one wait, all visible",
+    );
+    Ok(())
+}
+
+/// `test` and `nbi_test` do not poll, on every path: an AM that has had
+/// time to arrive (a nap long enough for any conduit here) is not handled
+/// while its receiver only tests pending events and the categories, and
+/// the next poll handles it. Ranks take turns: even ranks test while odd
+/// ones send (to the rank before them), then the other way round.
+fn tests_do_not_poll(client: &Client, win: u64) -> rgex::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    let (me, n) = (client.rank().0, client.size());
+    if n == 1 {
+        ok(
+            client,
+            "test and nbi_test do not poll: skipped, one rank (an AM to self may run at once)",
+        );
+        return Ok(());
+    }
+    let knocks = Arc::new(AtomicU64::new(0));
+    let k = knocks.clone();
+    let knock = client
+        .endpoint()
+        .handlers()
+        .register("knock", move |_, _| {
+            k.fetch_add(1, Ordering::Relaxed);
+        })?;
+    // A VIS put through the AM pipeline stays pending until its reply is
+    // polled for, whatever the path: an event to test on every conduit.
+    let vis = rgex::Vis::builder()
+        .mechanism(rgex::VisMechanism::Am)
+        .build(client.endpoint())?;
+    let peer = Rank((me + 1) % n);
+    let base = u64::from(me) * win;
+    let mut checked = 0;
+    for turn in 0..2 {
+        let testing = me % 2 == turn;
+        // A sender's target: the rank before it, which tests this turn.
+        let target = (!testing && me > 0).then(|| Rank(me - 1));
+        // A knock that arrives while its receiver still polls (in the
+        // barrier, or sending) proves nothing: try again, a few times.
+        for _attempt in 0..5 {
+            // Every rank has the handler (and is done sending) first.
+            client.barrier()?;
+            if let Some(t) = target {
+                std::thread::sleep(Duration::from_millis(10));
+                client.request_short(t, knock, &[], Flags::empty())?;
+            }
+            let mut fair = true;
+            if testing {
+                let before = knocks.load(Ordering::Relaxed);
+                let mut got = vec![0u8; 64];
+                // SAFETY: `got` is not touched until the event is waited on.
+                let ev = unsafe {
+                    client.get_nb_raw(
+                        got.as_mut_ptr(),
+                        got.len(),
+                        GlobalAddr::new(peer, base),
+                        Flags::empty(),
+                    )?
+                };
+                client.put_nbi(
+                    GlobalAddr::new(peer, base + 4096),
+                    &[5u8; 64],
+                    Flags::empty(),
+                )?;
+                let indexed = rgex::Indexed {
+                    peer: &[base + 8192],
+                    peer_len: 64,
+                    local: &[0],
+                    local_len: 64,
+                };
+                let vput = vis.put_nb(peer, indexed, &[6u8; 64], Flags::empty())?;
+                // The injections above may poll: count from here.
+                let from = knocks.load(Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(60));
+                for _ in 0..1000 {
+                    let _ = ev.test() | vput.rc.test();
+                    let _ = client.nbi_test(NbiCategory::Put);
+                    let _ = client.nbi_test(NbiCategory::Get);
+                }
+                assert_eq!(
+                    knocks.load(Ordering::Relaxed),
+                    from,
+                    "{}: an AM was handled while this rank only tested events and the categories (test and nbi_test must not poll)",
+                    client.rank()
+                );
+                fair = from == before;
+                if me + 1 < n {
+                    // The knock from the next rank: the next poll runs it.
+                    let deadline = Instant::now() + Duration::from_secs(30);
+                    while knocks.load(Ordering::Relaxed) == before {
+                        assert!(
+                            Instant::now() < deadline,
+                            "{}: the knock from the next rank never arrived",
+                            client.rank()
+                        );
+                        client.poll()?;
+                    }
+                    checked += u32::from(fair);
+                }
+                ev.wait();
+                vput.rc.wait();
+                client.nbi_wait(NbiCategory::Put);
+            }
+            // Whether every tester saw its knock arrive unpolled.
+            let all_fair = client
+                .world_team()
+                .allreduce(&[u64::from(fair)], rgex::ReduceOp::Min)?;
+            if all_fair == [1] {
+                break;
+            }
+        }
+    }
+    client.barrier()?;
+    ok(
+        client,
+        &format!("test and nbi_test do not poll: an AM that has arrived waits for the next poll ({checked} turns checked on this rank)"),
     );
     Ok(())
 }
