@@ -23,6 +23,7 @@ const FROMREP_REQ: HandlerId = HandlerId(CLIENT_MIN + 5);
 const FROMREP_REP: HandlerId = HandlerId(CLIENT_MIN + 6);
 const INHANDLER_REQ: HandlerId = HandlerId(CLIENT_MIN + 7);
 const IMM_SINK: HandlerId = HandlerId(CLIENT_MIN + 8);
+const BADLONG_REQ: HandlerId = HandlerId(CLIENT_MIN + 9);
 /// Registered by index (`register_at`), away from the sequential ones.
 const FIXED: HandlerId = HandlerId(200);
 /// What a FIXED request carries, xored with its sender's rank.
@@ -260,6 +261,33 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
             s.problem(format!("imm.sink: message {} damaged", msg.arg(0)));
         }
         s.imm_next.store(want + 1, Ordering::Release);
+    })?;
+    let s = st.clone();
+    t.register("badlong.req", move |tok, _msg| {
+        // Long replies outside the requester's segment, fixed and
+        // negotiated: each refused (and not counted as the reply).
+        let f = Flags::empty();
+        let seg = tok.endpoint().conduit().segment_len(tok.src());
+        for at in [seg - 4, u64::MAX - 3] {
+            let tries = [
+                ("reply_long", tok.reply_long(ECHO_REP, &[], &[0; 8], at, f)),
+                (
+                    "prepare_reply_long",
+                    tok.prepare_reply_long(None, 8, 8, 0, at, f).map(drop),
+                ),
+            ];
+            for (what, r) in tries {
+                match r {
+                    Err(e) => s
+                        .handler_errors
+                        .lock()
+                        .unwrap()
+                        .push(format!("badlong.req {what} at {at:#x}: {e}")),
+                    Ok(()) => s.problem(format!("badlong.req: {what} at {at:#x} was accepted")),
+                }
+            }
+        }
+        tok.reply_short(ECHO_REP, &[], f).expect("reply");
     })?;
     let s = st.clone();
     let id = t.register_at(FIXED.0, "fixed.index", move |tok, msg| {
@@ -748,8 +776,21 @@ fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
     expect_err(
         client.request_long(dest, ECHO_REQ, &[], &[0; 20], u64::MAX - 5, f),
         "Long with an overflowing offset",
-        &["outside its segment"],
+        &["outside its segment", &format!("rank {}", dest.0)],
     );
+    for at in [seg - 4, u64::MAX - 3] {
+        expect_err(
+            client
+                .prepare_request_long(dest, None, 8, 8, 0, at, f)
+                .map(drop),
+            "negotiated-payload Long outside the segment",
+            &[
+                &format!("rank {}", dest.0),
+                &format!("{at:#x}"),
+                &format!("{seg:#x}"),
+            ],
+        );
+    }
     expect_err(
         client.request_short(Rank(n), ECHO_REQ, &[], f),
         "rank out of range",
@@ -765,14 +806,16 @@ fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
     client.request_short(dest, TWICE_REQ, &[], f)?;
     client.request_short(dest, FROMREP_REQ, &[], f)?;
     client.request_short(dest, INHANDLER_REQ, &[], f)?;
+    client.request_short(dest, BADLONG_REQ, &[], f)?;
     wait_until(client, "replies to the bad-reply probes", || {
-        st.replies.load(Ordering::Acquire) >= before + 3
+        st.replies.load(Ordering::Acquire) >= before + 4
     });
     client.barrier()?;
-    // Exactly one reply for each probe: the second reply was refused.
+    // Exactly one reply for each probe: the second reply was refused, and
+    // so were the Long replies outside the segment.
     assert_eq!(
         st.replies.load(Ordering::Acquire),
-        before + 3,
+        before + 4,
         "a refused reply was delivered"
     );
     let errs = st.handler_errors.lock().unwrap().clone();
@@ -787,7 +830,25 @@ fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
         "{errs:?}"
     );
     assert!(has("poll was called inside an AM handler"), "{errs:?}");
-    ok(client, "bad input: unknown handler, oversize Medium, Long outside the segment, bad rank, 17 args, reply twice, reply from a reply handler, request and poll inside a handler");
+    // This rank ran the probe of the rank before it, whose segment its
+    // Long replies aimed outside of: each error names that rank and its
+    // segment's length.
+    let left = (me + n - 1) % n;
+    let left_seg = client.conduit().segment_len(Rank(left));
+    for at in [left_seg - 4, u64::MAX - 3] {
+        for what in ["reply_long", "prepare_reply_long"] {
+            let tag = format!("badlong.req {what} at {at:#x}: ");
+            let e = errs
+                .iter()
+                .find(|e| e.starts_with(&tag))
+                .unwrap_or_else(|| panic!("no error for {tag}: {errs:?}"));
+            assert!(
+                e.contains(&format!("rank {left}")) && e.contains(&format!("{left_seg:#x}")),
+                "{e}"
+            );
+        }
+    }
+    ok(client, "bad input: unknown handler, oversize Medium, Long requests and replies (fixed and negotiated) outside the segment, bad rank, 17 args, reply twice, reply from a reply handler, request and poll inside a handler");
     Ok(())
 }
 

@@ -672,11 +672,91 @@ fn bad_input(client: &Client) -> rgex::Result<()> {
         .get_nb(vec![0; 16], GlobalAddr::new(peer, seg), f)
         .unwrap_err();
     assert!(matches!(e, Error::OutOfSegment { .. }), "{e}");
+    // Every form checks the range (each of these asks for 8 bytes), with
+    // the same error: past the end and with an offset that overflows.
+    let forms = every_form_of_8_bytes(client);
+    for at in [seg - 4, u64::MAX - 3] {
+        for (name, op) in &forms {
+            let e = op(GlobalAddr::new(peer, at))
+                .err()
+                .unwrap_or_else(|| panic!("{name} of 8 bytes at {at:#x} on {peer} was accepted"));
+            let text = e.to_string();
+            assert!(
+                matches!(e, Error::OutOfSegment { .. })
+                    && text.contains(&format!("rank {}", peer.0))
+                    && text.contains(&format!("{at:#x}"))
+                    && text.contains(&format!("{seg:#x}")),
+                "{name} at {at:#x}: {text}"
+            );
+        }
+    }
+    client.nbi_wait(NbiCategory::Put);
+    client.nbi_wait(NbiCategory::Get);
     // Zero bytes at the very end is inside the segment.
     client.put(GlobalAddr::new(peer, seg), &[], f)?;
     client.barrier()?;
-    ok(client, &format!("bad ranges: past the end, overflowing offset, bad rank: errors name rank, offset and segment size (segment lengths by rank: {own:?}, each rank's own as every rank sees it)"));
+    ok(client, &format!("bad ranges: past the end and overflowing offsets refused by all {} forms of put and get, bad rank: errors name rank, offset and segment size (segment lengths by rank: {own:?}, each rank's own as every rank sees it)", forms.len()));
     Ok(())
+}
+
+/// A name and a call for every form of put and get, each moving 8 bytes
+/// to or from the address it is given (and dropping whatever it returns).
+#[allow(clippy::type_complexity)]
+fn every_form_of_8_bytes(
+    client: &Client,
+) -> Vec<(
+    &'static str,
+    Box<dyn Fn(GlobalAddr) -> rgex::Result<()> + '_>,
+)> {
+    let f = Flags::empty();
+    // Only ever written by a get that was refused (nothing moves then);
+    // leaked, so that a get that wrongly went through has somewhere to land.
+    let sink: &'static mut [u8] = Box::leak(vec![0u8; 8].into_boxed_slice());
+    let sink = sink.as_mut_ptr() as usize;
+    let src = [0u8; 8];
+    vec![
+        ("put", Box::new(move |a| client.put(a, &src, f))),
+        ("put_val", Box::new(move |a| client.put_val(a, 7, f))),
+        (
+            "put_nb",
+            Box::new(move |a| client.put_nb(a, &src, f).map(drop)),
+        ),
+        ("put_nbi", Box::new(move |a| client.put_nbi(a, &src, f))),
+        (
+            "put_nb_defer",
+            Box::new(move |a| client.put_nb_defer(a, vec![0; 8], f).map(drop)),
+        ),
+        (
+            "put_nb_raw (Now)",
+            // SAFETY: `src` outlives the call, and a refused put reads nothing.
+            Box::new(move |a| {
+                unsafe { client.put_nb_raw(a, src.as_ptr(), 8, Lc::Now, f) }.map(drop)
+            }),
+        ),
+        (
+            "put_nb_raw (Defer)",
+            // SAFETY: as above.
+            Box::new(move |a| {
+                unsafe { client.put_nb_raw(a, src.as_ptr(), 8, Lc::Defer, f) }.map(drop)
+            }),
+        ),
+        ("get", Box::new(move |a| client.get(&mut [0; 8], a, f))),
+        ("get_val", Box::new(move |a| client.get_val(a, f).map(drop))),
+        (
+            "get_nb",
+            Box::new(move |a| client.get_nb(vec![0; 8], a, f).map(drop)),
+        ),
+        (
+            "get_nb_raw",
+            // SAFETY: the leaked sink lives for the program.
+            Box::new(move |a| unsafe { client.get_nb_raw(sink as *mut u8, 8, a, f) }.map(drop)),
+        ),
+        (
+            "get_nbi",
+            // SAFETY: as above.
+            Box::new(move |a| unsafe { client.get_nbi(sink as *mut u8, 8, a, f) }),
+        ),
+    ]
 }
 
 /// IMMEDIATE: on the mapped path nothing can block, so it always goes; on
