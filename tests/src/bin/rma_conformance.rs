@@ -728,15 +728,18 @@ fn every_form_of_8_bytes(
         ),
         (
             "put_nb_raw (Now)",
-            // SAFETY: `src` outlives the call, and a refused put reads nothing.
             Box::new(move |a| {
+                // SAFETY: `src` (in the closure) outlives the call, which
+                // is all Now asks; a refused put reads nothing.
                 unsafe { client.put_nb_raw(a, src.as_ptr(), 8, Lc::Now, f) }.map(drop)
             }),
         ),
         (
             "put_nb_raw (Defer)",
-            // SAFETY: as above.
             Box::new(move |a| {
+                // SAFETY: a refused put reads nothing; one wrongly accepted
+                // reads `src` in the closure, which lives until the caller's
+                // NBI syncs have been made.
                 unsafe { client.put_nb_raw(a, src.as_ptr(), 8, Lc::Defer, f) }.map(drop)
             }),
         ),
