@@ -808,13 +808,37 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         dst.iter().all(|&b| b == 5),
         "a refused get wrote the local buffer"
     );
+    // Every message names what was broken and the limit: the rank and its
+    // segment's length, the local buffer's length, both totals, the
+    // overflow, the arrays' lengths, the job's size.
     for (what, e) in &errors {
         let msg = e.to_string();
-        assert!(!msg.is_empty(), "{what}: empty message");
-        if what.contains("segment") {
+        let want: Vec<String> = if what.contains("segment") {
+            vec![format!("rank {}", peer.0), format!("{seg:#x}")]
+        } else if what.contains("local buffer") {
+            vec![format!("local buffer of {} bytes", src.len())]
+        } else if what.contains("totals") {
+            vec!["fragments total".into(), "must be equal".into()]
+        } else if what.contains("overflow") && !what.contains("side") {
+            vec!["overflows 64 bits".into()]
+        } else if what.contains("side") {
+            // count x stride past 64 bits on one side: that side's range.
+            vec![if what.contains("peer") {
+                format!("rank {}", peer.0)
+            } else {
+                "local".into()
+            }]
+        } else if what.contains("dims mismatch") {
+            vec!["2 counts but 1 peer strides and 2 local strides".into()]
+        } else if *what == "bad rank" {
+            vec![format!("rank {}", n + 3), format!("{n} ranks")]
+        } else {
+            panic!("{what}: no expectation for this case ({msg})")
+        };
+        for w in &want {
             assert!(
-                msg.contains(&format!("{peer}")) || msg.contains("rank"),
-                "{what}: message does not name the rank: {msg}"
+                msg.contains(w.as_str()),
+                "{what}: {msg:?} does not say {w:?}"
             );
         }
     }
