@@ -207,18 +207,22 @@ fn barriers(client: &Client, st: &State) -> rgex::Result<()> {
     Ok(())
 }
 
-fn broadcasts(t: &TeamHandle, sizes: &[usize]) -> rgex::Result<()> {
+/// Broadcasts from every root of every size in `sizes`, their bytes
+/// seeded by `round` (so that data of an earlier round arriving late
+/// would show).
+fn broadcasts(t: &TeamHandle, sizes: &[usize], round: u32) -> rgex::Result<()> {
     for root in 0..t.size() {
         for &len in sizes {
+            let seed = (len as u32).wrapping_mul(31) ^ round;
             let mut data = vec![0u8; len];
-            fill_pattern(&mut data, root, len as u32);
+            fill_pattern(&mut data, root, seed);
             let mine = if t.my_rank() == root { &data[..] } else { &[] };
             let got = t.broadcast(root, mine)?;
             assert_eq!(got.len(), len, "broadcast from {root}: length");
             assert_eq!(
-                pattern_mismatch(&got, root, len as u32),
+                pattern_mismatch(&got, root, seed),
                 None,
-                "broadcast of {len} bytes from {root}: bytes differ"
+                "broadcast of {len} bytes from {root} (round {round}): bytes differ"
             );
         }
     }
@@ -260,29 +264,32 @@ fn reductions_of<T: FromI64>(t: &TeamHandle, ops: &[ReduceOp], signed: bool) -> 
     let n = t.size();
     let me = t.my_rank();
     for &op in ops {
-        let mine: Vec<T> = (0..LEN)
-            .map(|j| T::from_i64(value(me, j, op, signed)))
-            .collect();
-        let mut want: Vec<T> = (0..LEN)
-            .map(|j| T::from_i64(value(0, j, op, signed)))
-            .collect();
-        for r in 1..n {
-            let x: Vec<T> = (0..LEN)
-                .map(|j| T::from_i64(value(r, j, op, signed)))
-                .collect();
-            T::combine(op, &mut want, &x)?;
-        }
+        // Rank r's data in call k (each call its own, so that data of an
+        // earlier call arriving late would show), and their reduction.
+        let data = |r: u32, k: usize| -> Vec<T> {
+            (0..LEN)
+                .map(|j| T::from_i64(value(r, j + k * LEN, op, signed)))
+                .collect()
+        };
+        let want = |k: usize| -> rgex::Result<Vec<T>> {
+            let mut acc = data(0, k);
+            for r in 1..n {
+                T::combine(op, &mut acc, &data(r, k))?;
+            }
+            Ok(acc)
+        };
         let mut roots = vec![0, n - 1, n / 2];
         roots.dedup();
-        for root in roots {
-            let got = t.reduce(root, &mine, op)?;
+        for (k, &root) in roots.iter().enumerate() {
+            let got = t.reduce(root, &data(me, k), op)?;
             if me == root {
-                assert_eq!(got.as_deref(), Some(&want[..]), "reduce {op:?} to {root}");
+                assert_eq!(got, Some(want(k)?), "reduce {op:?} to {root}");
             } else {
                 assert_eq!(got, None, "reduce {op:?}: a result off the root");
             }
         }
-        assert_eq!(t.allreduce(&mine, op)?, want, "allreduce {op:?}");
+        let k = roots.len();
+        assert_eq!(t.allreduce(&data(me, k), op)?, want(k)?, "allreduce {op:?}");
     }
     Ok(())
 }
@@ -414,13 +421,13 @@ fn on_split_teams(client: &Client, teams: &[TeamHandle]) -> rgex::Result<()> {
         }
         rgex::Event::wait_all(&mut events);
         for t in teams {
-            broadcasts(t, &[0, 1000])?;
+            broadcasts(t, &[0, 1000], round as u32)?;
         }
     }
     for t in teams {
         reductions(t)?;
         user_ops(t)?;
-        broadcasts(t, &[200_000])?;
+        broadcasts(t, &[200_000], 0)?;
     }
     client.world_team().barrier()?;
     ok(client, "collectives on the split teams, interleaved");
@@ -444,7 +451,7 @@ fn main() -> rgex::Result<()> {
     let (parity, pair) = splits(&client)?;
     barriers(&client, &st)?;
 
-    broadcasts(w, &[0, 1, 1000, 200_000])?;
+    broadcasts(w, &[0, 1, 1000, 200_000], 0)?;
     ok(
         &client,
         "broadcast from every root: 0, 1, 1000, 200000 bytes",
