@@ -43,6 +43,10 @@ struct State {
     handler_errors: Mutex<Vec<String>>,
     /// FIXED requests received.
     fixed: AtomicU64,
+    /// The echo request this rank has in flight (category, arguments,
+    /// payload bytes): its reply must match it (a request or reply that
+    /// lost its arguments or payload would otherwise still verify).
+    echo_sent: Mutex<Option<(Category, usize, usize)>>,
 }
 
 impl State {
@@ -167,6 +171,14 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
             msg.args(),
             msg.payload(),
         );
+        let got = (msg.category(), msg.args().len(), msg.payload().len());
+        if let Some(sent) = *s.echo_sent.lock().unwrap() {
+            if got != sent {
+                s.problem(format!(
+                    "echo.rep: {got:?} (category, arguments, bytes) came back for {sent:?} sent"
+                ));
+            }
+        }
         if msg.category() == Category::Long
             && msg.long_offset() != a.get(tok.endpoint()).reply(tok.src().0)
         {
@@ -533,6 +545,7 @@ fn every_category(client: &Client, st: &State, areas: &LongAreas) -> rgex::Resul
                     let args = arg_pattern(me, s, nargs);
                     let mut payload = vec![0u8; len];
                     fill_pattern(&mut payload, me, s);
+                    *st.echo_sent.lock().unwrap() = Some((c, nargs, len));
                     match c {
                         Category::Short => {
                             client.request_short(dest, ECHO_REQ, &args, Flags::empty())?
@@ -561,8 +574,9 @@ fn every_category(client: &Client, st: &State, areas: &LongAreas) -> rgex::Resul
             }
         }
     }
+    *st.echo_sent.lock().unwrap() = None;
     client.barrier()?;
-    ok(client, "Short/Medium/Long x request/reply x 0..16 args, sizes 0, 1, max, random (Long to 4 MiB), all ranks at once");
+    ok(client, "Short/Medium/Long x request/reply x 0..16 args, sizes 0, 1, max, random (Long to 4 MiB), all ranks at once, each reply the size of its request");
     Ok(())
 }
 
@@ -605,11 +619,20 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     committed.push(g);
 
     // Cancel, drop, a too-long commit and a commit to an unknown handler
-    // all leave no trace at the receiver.
-    client
-        .prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?
-        .cancel();
-    drop(client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?);
+    // all leave no trace at the receiver, and give back what they held:
+    // many more of them than any conduit's send window or queue depth
+    // (ofi's RGEX_OFI_WINDOW, smp's ring), then the messages below must
+    // still go through.
+    for i in 0..500 {
+        let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
+        if i % 2 == 0 {
+            sd.cancel();
+        } else {
+            drop(sd);
+        }
+        let sd = client.prepare_request_long(dest, None, 1, 64, 2, 1 << 20, Flags::empty())?;
+        sd.cancel();
+    }
     let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
     let g = sd.len();
     let e = sd.commit(NP_SINK, &[9, 0], g + 1).unwrap_err();
