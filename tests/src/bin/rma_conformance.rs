@@ -47,6 +47,7 @@ fn main() -> rgex::Result<()> {
     }
 
     every_form(&client, win)?;
+    at_the_target(&client, win)?;
     // Again with a thread polling, which helps with large mapped copies
     // (only those are shared: over another path this would repeat the
     // same transfers for nothing).
@@ -144,6 +145,146 @@ fn every_form(client: &Client, win: u64) -> rgex::Result<()> {
     }
     client.barrier()?;
     ok(client, &format!("put/get 1 B .. {} KiB, unaligned, blocking/NB/NB-defer/NBI/raw/value forms, every rank to every rank", max >> 10));
+    Ok(())
+}
+
+/// Sizes and forms checked where the data lands: put forms by the target
+/// reading its own segment, get forms against bytes the target wrote into
+/// its own segment itself (`every_form` checks puts with gets and gets
+/// with puts, which a bug common to both could pass).
+const AT_TARGET_SIZES: [usize; 6] = [1, 7, 63, 4097, 65_549, 262_147];
+const PUT_FORMS: [&str; 6] = [
+    "put",
+    "put_nb",
+    "put_nb_defer",
+    "put_nbi",
+    "put_nb_raw (Defer)",
+    "put_nb_raw (Now)",
+];
+const GET_FORMS: [&str; 4] = ["get", "get_nb", "get_nbi", "get_nb_raw"];
+
+/// Where form `form`'s transfer of size number `i` sits in a window, and
+/// its pattern's seed for the pair (initiator, target).
+fn at_target_slot(form: usize, i: usize, from: u32, to: u32) -> (u64, u32) {
+    let per_form: usize = AT_TARGET_SIZES.iter().map(|s| s + 64).sum();
+    let off = form * per_form + AT_TARGET_SIZES[..i].iter().map(|s| s + 64).sum::<usize>() + 5;
+    let seed = (form as u32 * 16 + i as u32) ^ (to << 20) ^ (from << 12) ^ 0x5a5a_0000;
+    (off as u64, seed)
+}
+
+fn at_the_target(client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let f = Flags::empty();
+    let (end, _) = at_target_slot(PUT_FORMS.len().max(GET_FORMS.len()), 0, 0, 0);
+    assert!(
+        end <= win,
+        "the target-side check needs {end} bytes of a {win}-byte window"
+    );
+    // Puts: every rank to every rank, each form and size in a slot of its
+    // own in the initiator's window of the target's segment.
+    for k in 0..n {
+        let to = (me + k) % n;
+        for form in 0..PUT_FORMS.len() {
+            for (i, &len) in AT_TARGET_SIZES.iter().enumerate() {
+                let (off, seed) = at_target_slot(form, i, me, to);
+                let at = GlobalAddr::new(Rank(to), u64::from(me) * win + off);
+                let mut src = vec![0u8; len];
+                fill_pattern(&mut src, me, seed);
+                match form {
+                    0 => client.put(at, &src, f)?,
+                    1 => client.put_nb(at, &src, f)?.wait(),
+                    2 => {
+                        let p = client.put_nb_defer(at, src, f)?;
+                        drop(p.lc.wait());
+                        p.rc.wait();
+                    }
+                    3 => client.put_nbi(at, &src, f)?,
+                    4 => {
+                        // SAFETY: `src` outlives both waits.
+                        let ev = unsafe { client.put_nb_raw(at, src.as_ptr(), len, Lc::Defer, f)? };
+                        ev.lc.wait();
+                        ev.rc.wait();
+                    }
+                    _ => {
+                        // SAFETY: `src` outlives the call (Now).
+                        let ev = unsafe { client.put_nb_raw(at, src.as_ptr(), len, Lc::Now, f)? };
+                        ev.rc.wait();
+                    }
+                }
+            }
+        }
+    }
+    client.nbi_wait(NbiCategory::Put);
+    // Every put is complete at its target before anyone reads.
+    client.barrier()?;
+    for from in 0..n {
+        for (form, name) in PUT_FORMS.iter().enumerate() {
+            for (i, &len) in AT_TARGET_SIZES.iter().enumerate() {
+                let (off, seed) = at_target_slot(form, i, from, me);
+                let mut got = vec![0u8; len];
+                client
+                    .segment()
+                    .read(u64::from(from) * win + off, &mut got)?;
+                assert_eq!(
+                    pattern_mismatch(&got, from, seed),
+                    None,
+                    "{}: {name} of {len} bytes from rank {from}, read in this rank's segment",
+                    client.rank()
+                );
+            }
+        }
+    }
+    // Gets: the target writes each reader's slots itself first.
+    for from in 0..n {
+        for form in 0..GET_FORMS.len() {
+            for (i, &len) in AT_TARGET_SIZES.iter().enumerate() {
+                let (off, seed) = at_target_slot(form, i, from, me);
+                let mut data = vec![0u8; len];
+                fill_pattern(&mut data, me, seed);
+                client.segment().write(u64::from(from) * win + off, &data)?;
+            }
+        }
+    }
+    client.barrier()?;
+    for k in 0..n {
+        let to = (me + k) % n;
+        for (form, name) in GET_FORMS.iter().enumerate() {
+            for (i, &len) in AT_TARGET_SIZES.iter().enumerate() {
+                let (off, seed) = at_target_slot(form, i, me, to);
+                let at = GlobalAddr::new(Rank(to), u64::from(me) * win + off);
+                let mut got = vec![0u8; len];
+                match form {
+                    0 => client.get(&mut got, at, f)?,
+                    1 => got = client.get_nb(got, at, f)?.wait(),
+                    2 => {
+                        // SAFETY: `got` is not touched until the sync below.
+                        unsafe { client.get_nbi(got.as_mut_ptr(), len, at, f)? };
+                        client.nbi_wait(NbiCategory::Get);
+                    }
+                    _ => {
+                        // SAFETY: `got` is not touched until the event fires.
+                        let ev = unsafe { client.get_nb_raw(got.as_mut_ptr(), len, at, f)? };
+                        ev.wait();
+                    }
+                }
+                assert_eq!(
+                    pattern_mismatch(&got, to, seed),
+                    None,
+                    "{}: {name} of {len} bytes from rank {to}, written there by rank {to} itself",
+                    client.rank()
+                );
+            }
+        }
+    }
+    client.barrier()?;
+    ok(
+        client,
+        &format!(
+            "data checked where it lands: {} put forms read back by the target from its own segment, {} get forms of what the target wrote itself, 1 B .. 256 KiB, every rank to every rank",
+            PUT_FORMS.len(),
+            GET_FORMS.len()
+        ),
+    );
     Ok(())
 }
 
