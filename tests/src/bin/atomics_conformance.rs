@@ -558,7 +558,14 @@ fn bad_input(client: &Client) -> Res {
     let e = ad
         .op_nbi(GlobalAddr::new(peer, 3), AtomicOp::Fadd, 1, 0, f)
         .unwrap_err();
-    assert!(matches!(e, Error::Misaligned { .. }), "{e}");
+    let t = e.to_string();
+    assert!(
+        matches!(e, Error::Misaligned { .. })
+            && t.contains(&format!("rank {}", peer.0))
+            && t.contains("0x3")
+            && t.contains("8-byte"),
+        "{t}"
+    );
 
     // Float domains with bit ops: refused at creation on every rank, and
     // the collective still completes (nobody hangs).
@@ -581,7 +588,12 @@ fn bad_input(client: &Client) -> Res {
     );
     let e =
         AtomicDomain::<f32>::new(client.endpoint(), client.world_team(), OpSet::EMPTY).unwrap_err();
-    assert!(matches!(e, Error::EmptyOpSet { .. }), "{e}");
+    assert!(
+        matches!(e, Error::EmptyOpSet { .. })
+            && e.to_string().contains("F32")
+            && e.to_string().contains("empty"),
+        "{e}"
+    );
 
     // Members asking for different op sets: every member is told.
     let mine = if me == 0 {
@@ -592,7 +604,15 @@ fn bad_input(client: &Client) -> Res {
     let r = AtomicDomain::<u32>::new(client.endpoint(), client.world_team(), mine);
     if n > 1 {
         let e = r.unwrap_err();
-        assert!(matches!(e, Error::Mismatch { .. }), "{e}");
+        let t = e.to_string();
+        let own = if me == 0 { "Fadd" } else { "Get" };
+        assert!(
+            matches!(e, Error::Mismatch { .. })
+                && t.contains(&format!("rank {me}"))
+                && t.contains("U32")
+                && t.contains(own),
+            "{t}"
+        );
     } else {
         r?;
     }
@@ -632,7 +652,13 @@ fn sub_team(client: &Client) -> Res {
         let e = ad
             .get(GlobalAddr::new(other, 0), AtomicFlags::empty())
             .unwrap_err();
-        assert!(matches!(e, Error::NotInTeam { .. }), "{e}");
+        let t = e.to_string();
+        assert!(
+            matches!(e, Error::NotInTeam { .. })
+                && t.contains(&format!("{other} is not a member"))
+                && t.contains(&format!("team of {} ranks", half.size())),
+            "{t}"
+        );
     }
     client.barrier()?;
     ok(
