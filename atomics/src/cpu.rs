@@ -156,4 +156,69 @@ mod tests {
             );
         }
     }
+
+    /// A word of "segment" shared by two threads, and plain data next to
+    /// it that only the flags' ordering protects.
+    struct Mailbox {
+        flag: AtomicU64,
+        data: std::cell::UnsafeCell<u64>,
+    }
+    // SAFETY: `data` is written by the producer before its RELEASE op and
+    // read by the consumer after its ACQUIRE op has seen that op's value:
+    // the ordering under test is what makes the sharing sound.
+    unsafe impl Sync for Mailbox {}
+
+    /// The producer publishes plain data with `op` (RELEASE) on the flag;
+    /// the consumer polls the flag with GET (ACQUIRE) and then reads the
+    /// data. Under Miri, which reports a race on the plain data unless the
+    /// fences order it (ci/test.sh runs this module there), dropping either
+    /// fence from `apply` fails this test; natively it shows the ops work
+    /// across threads. Bounded: the consumer gives up after a million
+    /// polls.
+    fn message_passing(ty: AtomicType, op: AtomicOp, a: u64) {
+        let m = Mailbox {
+            flag: AtomicU64::new(0),
+            data: std::cell::UnsafeCell::new(0),
+        };
+        let flag = m.flag.as_ptr().cast::<u8>();
+        let flag = flag as usize;
+        // Whole-struct borrows (closures would capture the cell alone).
+        let m = &m;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // SAFETY: only this thread touches `data` before the
+                // release below.
+                unsafe { *m.data.get() = 42 };
+                // SAFETY: the flag is an aligned AtomicU64, live for the
+                // scope, and only accessed atomically.
+                unsafe { apply(flag as *mut u8, ty, op, a, 0, false, true) };
+            });
+            s.spawn(|| {
+                let mut polls = 0u32;
+                // SAFETY: as above.
+                while unsafe { apply(flag as *mut u8, ty, AtomicOp::Get, 0, 0, true, false) } == 0 {
+                    polls += 1;
+                    assert!(
+                        polls < 1_000_000,
+                        "the producer's {op:?} never became visible"
+                    );
+                    std::thread::yield_now();
+                }
+                // SAFETY: the acquire above saw the producer's release, so
+                // its write of `data` happens before this read.
+                assert_eq!(unsafe { *m.data.get() }, 42, "after {op:?}");
+            });
+        });
+    }
+
+    #[test]
+    fn release_acquire_order_plain_data() {
+        // A store, and read-modify-writes (native, and a float add's
+        // compare-exchange loop) as the releasing op.
+        use AtomicType::{F64, U64};
+        message_passing(U64, AtomicOp::Set, 1);
+        message_passing(U64, AtomicOp::Fadd, 1);
+        message_passing(U64, AtomicOp::Swap, 7);
+        message_passing(F64, AtomicOp::Fadd, 1.5f64.to_bits());
+    }
 }
