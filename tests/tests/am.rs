@@ -23,6 +23,11 @@ fn one_rank_without_launcher() {
     println!("{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success());
     assert!(text.contains("ok: all active-message checks passed"));
+    // Alone, without a launcher, it still runs on the conduit asked for.
+    assert!(
+        text.contains(&format!("ok: conduit {}", conduit())),
+        "{text}"
+    );
 }
 
 #[test]

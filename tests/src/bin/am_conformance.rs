@@ -160,8 +160,12 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
     let s = st.clone();
     let a = areas;
     t.register("echo.rep", move |tok, msg| {
-        if tok.is_request() {
-            s.problem("echo.rep: token says request".into());
+        if tok.is_request() || tok.handler() != ECHO_REP {
+            s.problem(format!(
+                "echo.rep: token says request={} handler={:?}",
+                tok.is_request(),
+                tok.handler()
+            ));
         }
         verify(
             &s,
