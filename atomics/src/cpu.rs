@@ -173,17 +173,15 @@ mod tests {
     /// data. Under Miri, which reports a race on the plain data unless the
     /// fences order it (ci/test.sh runs this module there), dropping either
     /// fence from `apply` fails this test; natively it shows the ops work
-    /// across threads. Bounded: the consumer gives up after a million
-    /// polls.
+    /// across threads. Bounded: the consumer gives up after a minute.
     fn message_passing(ty: AtomicType, op: AtomicOp, a: u64) {
         let m = Mailbox {
             flag: AtomicU64::new(0),
             data: std::cell::UnsafeCell::new(0),
         };
-        let flag = m.flag.as_ptr().cast::<u8>();
-        let flag = flag as usize;
         // Whole-struct borrows (closures would capture the cell alone).
         let m = &m;
+        let flag = || m.flag.as_ptr().cast::<u8>();
         std::thread::scope(|s| {
             s.spawn(|| {
                 // SAFETY: only this thread touches `data` before the
@@ -191,15 +189,14 @@ mod tests {
                 unsafe { *m.data.get() = 42 };
                 // SAFETY: the flag is an aligned AtomicU64, live for the
                 // scope, and only accessed atomically.
-                unsafe { apply(flag as *mut u8, ty, op, a, 0, false, true) };
+                unsafe { apply(flag(), ty, op, a, 0, false, true) };
             });
             s.spawn(|| {
-                let mut polls = 0u32;
+                let start = std::time::Instant::now();
                 // SAFETY: as above.
-                while unsafe { apply(flag as *mut u8, ty, AtomicOp::Get, 0, 0, true, false) } == 0 {
-                    polls += 1;
+                while unsafe { apply(flag(), ty, AtomicOp::Get, 0, 0, true, false) } == 0 {
                     assert!(
-                        polls < 1_000_000,
+                        start.elapsed() < std::time::Duration::from_secs(60),
                         "the producer's {op:?} never became visible"
                     );
                     std::thread::yield_now();

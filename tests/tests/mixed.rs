@@ -43,7 +43,26 @@ fn active_messages_two_nodes() {
     // network's to the others) must be symmetric, and every negotiated
     // payload granted under them must arrive as sent.
     let out = run_ok(&two_nodes(AM, &[]), 7);
-    assert!(out.contains("symmetric"), "{out}");
+    // Rank 0's limits: its own node's (ranks 0 and 1) differ from the
+    // network's (ranks 2 and 3), so the job really spans two nodes.
+    let by_peer = listed(&out, "max Medium with no arguments, by peer: ");
+    assert!(
+        by_peer[0] == by_peer[1] && by_peer[2] == by_peer[3] && by_peer[1] != by_peer[2],
+        "{by_peer:?}"
+    );
+}
+
+/// The list rank 0 printed after `tag` (up to the closing bracket).
+fn listed<'a>(out: &'a str, tag: &str) -> Vec<&'a str> {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("[0]") && l.contains(tag))
+        .unwrap_or_else(|| panic!("no {tag:?} in:\n{out}"));
+    let list = &line[line.find(tag).expect("found") + tag.len()..];
+    let list = list.trim_start_matches('[');
+    list[..list.find(']').expect("a closing bracket")]
+        .split(", ")
+        .collect()
 }
 
 #[test]
@@ -51,7 +70,16 @@ fn rma_two_nodes() {
     if skip_unless(mixes(), WHY) {
         return;
     }
-    run_ok(&two_nodes(RMA, &[]), 10);
+    let out = run_ok(&two_nodes(RMA, &[]), 10);
+    // Mapped to its own node's ranks, another path to the others.
+    let paths = listed(&out, "(by peer: ");
+    assert!(
+        paths[0] == "Mapped"
+            && paths[1] == "Mapped"
+            && paths[2] != "Mapped"
+            && paths[3] != "Mapped",
+        "{paths:?}"
+    );
 }
 
 #[test]

@@ -30,14 +30,14 @@ struct Entry {
     elem: usize,
     /// Dimensions of the metadata.
     ndims: usize,
-    /// The counts up to the last one that is not 1 (the rest are all 1).
-    live_counts: Vec<u64>,
+    /// The counts up to the last one that is not 1 (the rest are all 1),
+    /// then the peer strides of those dimensions, then the local ones
+    /// (see [`simd::key_matches`]): `3 * live` words.
+    key: Vec<u64>,
+    /// Every dimension's strides, compared in full for metadata of at
+    /// most [`SMALL`] dimensions.
     peer_strides: Vec<i64>,
     local_strides: Vec<i64>,
-    /// What metadata of more than [`SMALL`] dimensions is compared with in
-    /// one pass: the live counts, then the peer and the local strides of
-    /// the same dimensions (see [`simd::key_matches`]).
-    key: Vec<u64>,
     rel: Rel,
     /// The folded element size.
     folded: usize,
@@ -49,10 +49,9 @@ impl Entry {
         used: false,
         elem: 0,
         ndims: 0,
-        live_counts: Vec::new(),
+        key: Vec::new(),
         peer_strides: Vec::new(),
         local_strides: Vec::new(),
-        key: Vec::new(),
         rel: Rel {
             peer_lo: 0,
             peer_hi: 0,
@@ -64,19 +63,22 @@ impl Entry {
         dims: Dims::new(),
     };
 
+    /// Dimensions up to the last live one.
+    #[inline(always)]
+    fn live(&self) -> usize {
+        self.key.len() / 3
+    }
+
     /// True if the strides of the live dimensions match (the slow half of
     /// [`is`](Self::is), for arrays whose null dimensions' strides changed).
     #[cold]
     #[inline(never)]
     fn live_match(&self, peer_strides: &[i64], local_strides: &[i64]) -> bool {
-        self.live_counts
-            .iter()
-            .enumerate()
-            .filter(|&(_, &c)| c != 1)
-            .all(|(i, _)| {
-                peer_strides.get(i) == Some(&self.peer_strides[i])
-                    && local_strides.get(i) == Some(&self.local_strides[i])
-            })
+        let n = self.live();
+        (0..n).filter(|&i| self.key[i] != 1).all(|i| {
+            peer_strides[i] as u64 == self.key[n + i]
+                && local_strides[i] as u64 == self.key[2 * n + i]
+        })
     }
 
     /// True if `counts` are this entry's. Past the last live dimension
@@ -84,15 +86,15 @@ impl Entry {
     /// 1 rather than against a stored copy (half the loads).
     #[inline(always)]
     fn same_counts(&self, counts: &[u64]) -> bool {
-        let n = self.live_counts.len();
+        let n = self.live();
         // `ndims >= n`, so the split is in bounds once the lengths match.
         counts.len() == self.ndims
-            && same(&self.live_counts, &counts[..n])
+            && same(&self.key[..n], &counts[..n])
             && simd::all_ones(&counts[n..])
     }
 
-    /// The caller checked `peer_strides` and `local_strides` are as long
-    /// as `counts` (a mismatch is a miss anyway).
+    /// The caller checked that `peer_strides` and `local_strides` are as
+    /// long as `counts` (`check_dims`; `simd::key_matches` asserts it).
     #[inline]
     fn is(&self, elem: usize, counts: &[u64], peer_strides: &[i64], local_strides: &[i64]) -> bool {
         self.used
@@ -106,11 +108,11 @@ impl Entry {
             } else {
                 // Many (mostly null, typically): the counts, and the
                 // strides up to the last live dimension, in one vector
-                // pass (the same arrays reused); else the live dimensions'
-                // strides only (a null dimension's strides may change:
-                // they move nothing).
-                simd::key_matches(&self.key, counts, peer_strides, local_strides)
-                    || (self.same_counts(counts) && self.live_match(peer_strides, local_strides))
+                // pass (the same arrays reused); if only the strides
+                // differ, the live dimensions' alone (a null dimension's
+                // strides may change: they move nothing).
+                let m = simd::key_matches(&self.key, counts, peer_strides, local_strides);
+                m.counts && (m.strides || self.live_match(peer_strides, local_strides))
             }
     }
 }
@@ -204,17 +206,15 @@ pub(crate) fn put(
         e.elem = elem;
         e.ndims = counts.len();
         let live_end = counts.iter().rposition(|&c| c != 1).map_or(0, |i| i + 1);
-        e.live_counts.clear();
-        e.live_counts.extend_from_slice(&counts[..live_end]);
-        e.peer_strides.clear();
-        e.peer_strides.extend_from_slice(peer_strides);
-        e.local_strides.clear();
-        e.local_strides.extend_from_slice(local_strides);
         e.key.clear();
         e.key.extend_from_slice(&counts[..live_end]);
         for s in [peer_strides, local_strides] {
             e.key.extend(s[..live_end].iter().map(|&x| x as u64));
         }
+        e.peer_strides.clear();
+        e.peer_strides.extend_from_slice(peer_strides);
+        e.local_strides.clear();
+        e.local_strides.extend_from_slice(local_strides);
         e.rel = rel;
         e.folded = folded;
         e.dims = dims.iter().copied().collect();

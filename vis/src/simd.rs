@@ -94,12 +94,22 @@ pub(crate) fn all_ones(v: &[u64]) -> bool {
     v.iter().fold(0, |acc, &c| acc | (c ^ 1)) == 0
 }
 
-/// True if the key of a many-dimensional cache entry matches metadata:
-/// `key` holds the counts of the live dimensions (the first `n`), then
-/// the peer strides of those, then the local strides; the metadata's
-/// `counts` must begin with the first part and be all 1 after it, and its
-/// strides begin with the other two. One pass with no early exit, and
-/// one call into AVX2 where the CPU has it (rather than one per part).
+/// How the key of a many-dimensional cache entry compares with metadata
+/// (see [`key_matches`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KeyMatch {
+    /// The counts are the key's live counts, then all 1.
+    pub(crate) counts: bool,
+    /// Both sides' strides of the live dimensions are the key's.
+    pub(crate) strides: bool,
+}
+
+/// Compare the key of a many-dimensional cache entry with metadata:
+/// `key` holds the counts of the live dimensions (the first `n`), then the
+/// peer strides of those, then the local strides; the metadata's `counts`
+/// must begin with the first part and be all 1 after it, and its strides
+/// begin with the other two. One pass with no early exit, and one call
+/// into AVX2 where the CPU has it (rather than one per part).
 ///
 /// ```text
 /// key    = [c0 .. cn) [p0 .. pn) [l0 .. ln)
@@ -110,7 +120,7 @@ pub(crate) fn all_ones(v: &[u64]) -> bool {
 /// If `key` is not three times `n` words, or `n` exceeds the length of
 /// `counts` or of a stride slice.
 #[inline(always)]
-pub(crate) fn key_matches(key: &[u64], counts: &[u64], peer: &[i64], local: &[i64]) -> bool {
+pub(crate) fn key_matches(key: &[u64], counts: &[u64], peer: &[i64], local: &[i64]) -> KeyMatch {
     let n = key.len() / 3;
     assert!(key.len() == 3 * n && n <= counts.len() && n <= peer.len() && n <= local.len());
     #[cfg(target_arch = "x86_64")]
@@ -134,17 +144,17 @@ pub(crate) fn key_matches(key: &[u64], counts: &[u64], peer: &[i64], local: &[i6
 
 /// [`key_matches`] without vectors (`key` is `3 * n` words, and `n` is
 /// at most the other lengths).
-fn key_matches_plain(key: &[u64], counts: &[u64], peer: &[i64], local: &[i64]) -> bool {
+fn key_matches_plain(key: &[u64], counts: &[u64], peer: &[i64], local: &[i64]) -> KeyMatch {
     let n = key.len() / 3;
     let same = |k: &[u64], s: &[i64]| k.iter().zip(s).all(|(&k, &s)| k == s as u64);
-    key[..n] == counts[..n]
-        && same(&key[n..2 * n], peer)
-        && same(&key[2 * n..], local)
-        && all_ones(&counts[n..])
+    KeyMatch {
+        counts: key[..n] == counts[..n] && all_ones(&counts[n..]),
+        strides: same(&key[n..2 * n], peer) && same(&key[2 * n..], local),
+    }
 }
 
-/// [`key_matches`] in AVX2: every part ORs its differences into one
-/// accumulator, tested once at the end.
+/// [`key_matches`] in AVX2: the counts' differences ORed into one
+/// accumulator and the strides' into another, each tested once at the end.
 ///
 /// # Safety
 /// The CPU must support AVX2; `key` must be readable for `3 * n` words,
@@ -158,27 +168,30 @@ unsafe fn key_matches_avx2(
     len: usize,
     peer: *const u64,
     local: *const u64,
-) -> bool {
+) -> KeyMatch {
     use std::arch::x86_64::*;
     // SAFETY: all four ranges are the caller's, as documented.
-    let acc = unsafe {
-        _mm256_or_si256(
+    let (c, s) = unsafe {
+        (
             _mm256_or_si256(
                 diff_avx2::<false>(key, counts, n),
-                diff_avx2::<false>(key.add(n), peer, n),
+                diff_avx2::<true>(counts.add(n), counts, len - n),
             ),
             _mm256_or_si256(
+                diff_avx2::<false>(key.add(n), peer, n),
                 diff_avx2::<false>(key.add(2 * n), local, n),
-                diff_avx2::<true>(counts.add(n), counts, len - n),
             ),
         )
     };
-    _mm256_testz_si256(acc, acc) == 1
+    KeyMatch {
+        counts: _mm256_testz_si256(c, c) == 1,
+        strides: _mm256_testz_si256(s, s) == 1,
+    }
 }
 
 /// The OR of `a[k] ^ b[k]` over `k < n` (of `a[k] ^ 1` with `ONES`, `b`
 /// unread), folded into one vector: zero if and only if the words match.
-/// Sixteen words a step as four independent loads, then four a step; the
+/// Sixteen words a step in four independent vectors, then four a step; the
 /// last four words close the tail, overlapping what came before, so there
 /// is no scalar remainder (the compiler's own vectorization of a plain
 /// loop spent as long on its remainder, at 31 words, as on the vector
@@ -289,21 +302,37 @@ mod tests {
                 let mut key = counts[..n].to_vec();
                 key.extend(peer[..n].iter().map(|&x| x as u64));
                 key.extend(local[..n].iter().map(|&x| x as u64));
-                let check = |c: &[u64], p: &[i64], l: &[i64], want: bool, what: &str| {
-                    assert_eq!(key_matches(&key, c, p, l), want, "{what}: len {len}, n {n}");
-                    assert_eq!(key_matches_plain(&key, c, p, l), want, "{what} (plain)");
-                };
-                check(&counts, &peer, &local, true, "unchanged");
+                let check =
+                    |c: &[u64], p: &[i64], l: &[i64], counts: bool, strides: bool, what: &str| {
+                        let want = KeyMatch { counts, strides };
+                        assert_eq!(key_matches(&key, c, p, l), want, "{what}: len {len}, n {n}");
+                        assert_eq!(key_matches_plain(&key, c, p, l), want, "{what} (plain)");
+                    };
+                check(&counts, &peer, &local, true, true, "unchanged");
                 for k in 0..len {
                     let c = counts[k];
                     counts[k] = c ^ 0x10;
-                    check(&counts, &peer, &local, false, "a count changed");
+                    check(&counts, &peer, &local, false, true, "a count changed");
                     counts[k] = c;
                     peer[k] += 8;
-                    check(&counts, &peer, &local, k >= n, "a peer stride changed");
+                    check(
+                        &counts,
+                        &peer,
+                        &local,
+                        true,
+                        k >= n,
+                        "a peer stride changed",
+                    );
                     peer[k] -= 8;
                     local[k] -= 8;
-                    check(&counts, &peer, &local, k >= n, "a local stride changed");
+                    check(
+                        &counts,
+                        &peer,
+                        &local,
+                        true,
+                        k >= n,
+                        "a local stride changed",
+                    );
                     local[k] += 8;
                 }
             }

@@ -395,8 +395,8 @@ fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
         }
     }
     let all = client.conduit().bootstrap().allgather(&mine)?;
-    // Each rank's row: 17 argument counts of (Medium, Long) per peer.
-    let per_peer = 17 * 16;
+    // Each rank's row: per peer, (Medium, Long) for every argument count.
+    let per_peer = mine.len() / n as usize;
     let to = |a: usize, b: usize| &all[a][b * per_peer..(b + 1) * per_peer];
     for a in 0..n as usize {
         for b in 0..n as usize {
@@ -406,9 +406,10 @@ fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
             );
         }
     }
+    let by_peer: Vec<usize> = (0..n).map(|p| client.max_medium(Rank(p), 0)).collect();
     ok(
         client,
-        "max Medium / max Long: >= 512, symmetric, non-increasing in the argument count",
+        &format!("max Medium / max Long: >= 512, symmetric, non-increasing in the argument count (max Medium with no arguments, by peer: {by_peer:?})"),
     );
     Ok(mine)
 }

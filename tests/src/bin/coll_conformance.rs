@@ -247,7 +247,9 @@ const LEN: usize = 5;
 
 fn value(r: u32, j: usize, op: ReduceOp, signed: bool) -> i64 {
     match op {
-        ReduceOp::Sum | ReduceOp::Prod => i64::from((r + j as u32) % 3 + 1),
+        // Small (exact in every type, products included), and not
+        // periodic in `j`: every call of a run gets data of its own.
+        ReduceOp::Sum | ReduceOp::Prod => i64::from(mix(r, j as u32, 5) % 3 + 1),
         ReduceOp::Min | ReduceOp::Max => {
             let v = i64::from(mix(r, j as u32, 7) % 200);
             if signed {
@@ -427,7 +429,9 @@ fn on_split_teams(client: &Client, teams: &[TeamHandle]) -> rgex::Result<()> {
     for t in teams {
         reductions(t)?;
         user_ops(t)?;
-        broadcasts(t, &[200_000], 0)?;
+        // A round number no other call uses (the world's broadcasts in
+        // main use 0).
+        broadcasts(t, &[200_000], 1000)?;
     }
     client.world_team().barrier()?;
     ok(client, "collectives on the split teams, interleaved");
