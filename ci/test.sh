@@ -18,6 +18,15 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
+section "the declared minimum Rust version (workspace rust-version) still builds"
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+if rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then
+    CARGO_TARGET_DIR=target/msrv cargo "+$msrv" check --workspace --all-targets --quiet
+    echo "rust $msrv: the workspace and its tests build"
+else
+    echo "MSRV check skipped: could not install rust $msrv (no network?)"
+fi
+
 section "unit, doc and multi-process tests"
 mkdir -p target
 cargo test --workspace 2>&1 | tee target/test.log
