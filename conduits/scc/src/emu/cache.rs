@@ -33,7 +33,7 @@ impl Geometry {
     /// A cache of `bytes` bytes and `ways` ways: `bytes` must be a non-zero
     /// multiple of `32 * ways` (tests use tiny caches to force evictions).
     pub fn new(bytes: usize, ways: usize) -> Result<Geometry> {
-        if ways == 0 || bytes == 0 || bytes % (LINE * ways) != 0 {
+        if ways == 0 || bytes == 0 || !bytes.is_multiple_of(LINE * ways) {
             return Err(Error::Config(format!(
                 "scc cache geometry: {bytes} bytes with {ways} ways is not a non-zero multiple of {LINE} * ways"
             )));

@@ -307,7 +307,7 @@ impl Layout {
                 self.cores
             )));
         }
-        if self.shared_bytes % PAGE as u64 != 0 {
+        if !self.shared_bytes.is_multiple_of(PAGE as u64) {
             return Err(Error::Config(format!(
                 "scc layout: shared memory of {} bytes is not a multiple of the {PAGE}-byte page",
                 self.shared_bytes
@@ -491,7 +491,7 @@ impl RegionMap {
 }
 
 // Lines never straddle pages, so one memory type per line holds.
-const _: () = assert!(PAGE % LINE == 0);
+const _: () = assert!(PAGE.is_multiple_of(LINE));
 
 #[cfg(test)]
 mod tests {
