@@ -83,14 +83,13 @@ impl Entry {
 
     /// True if `counts` are this entry's. Past the last live dimension
     /// every count is 1, so the caller's counts there are checked against
-    /// 1 rather than against a stored copy (half the loads).
+    /// 1 rather than against a stored copy (half the loads). The caller
+    /// checked `counts.len() == ndims` (`ndims >= live`, so the split is
+    /// in bounds).
     #[inline(always)]
     fn same_counts(&self, counts: &[u64]) -> bool {
         let n = self.live();
-        // `ndims >= n`, so the split is in bounds once the lengths match.
-        counts.len() == self.ndims
-            && same(&self.key[..n], &counts[..n])
-            && simd::all_ones(&counts[n..])
+        same(&self.key[..n], &counts[..n]) && simd::all_ones(&counts[n..])
     }
 
     /// The caller checked that `peer_strides` and `local_strides` are as
