@@ -28,16 +28,17 @@ pub(crate) const MIN_DIMS: usize = 2;
 struct Entry {
     used: bool,
     elem: usize,
+    /// The first `cw` counts, then the peer strides of the first `w`
+    /// dimensions, then the local ones: all of them for metadata of at
+    /// most [`SMALL`] dimensions, else as [`simd::key_widths`] says
+    /// (see [`simd::key_matches`]).
+    key: Vec<u64>,
+    /// Counts in the key, and strides per side.
+    widths: (usize, usize),
     /// Dimensions of the metadata.
     ndims: usize,
-    /// The counts up to the last one that is not 1 (the rest are all 1),
-    /// then the peer strides of those dimensions, then the local ones
-    /// (see [`simd::key_matches`]): `3 * live` words.
-    key: Vec<u64>,
-    /// Every dimension's strides, compared in full for metadata of at
-    /// most [`SMALL`] dimensions.
-    peer_strides: Vec<i64>,
-    local_strides: Vec<i64>,
+    /// Dimensions up to the last whose count is not 1.
+    live: usize,
     rel: Rel,
     /// The folded element size.
     folded: usize,
@@ -48,10 +49,10 @@ impl Entry {
     const EMPTY: Entry = Entry {
         used: false,
         elem: 0,
-        ndims: 0,
         key: Vec::new(),
-        peer_strides: Vec::new(),
-        local_strides: Vec::new(),
+        widths: (0, 0),
+        ndims: 0,
+        live: 0,
         rel: Rel {
             peer_lo: 0,
             peer_hi: 0,
@@ -63,10 +64,21 @@ impl Entry {
         dims: Dims::new(),
     };
 
-    /// Dimensions up to the last live one.
-    #[inline(always)]
-    fn live(&self) -> usize {
-        self.key.len() / 3
+    /// Keep this metadata's key (see [`key`](Self::key)) and shape.
+    fn set_key(&mut self, counts: &[u64], peer_strides: &[i64], local_strides: &[i64]) {
+        let n = counts.len();
+        let live = counts.iter().rposition(|&c| c != 1).map_or(0, |i| i + 1);
+        let (cw, w) = if n <= SMALL {
+            (n, n)
+        } else {
+            simd::key_widths(n, live)
+        };
+        (self.ndims, self.live, self.widths) = (n, live, (cw, w));
+        self.key.clear();
+        self.key.extend_from_slice(&counts[..cw]);
+        for s in [peer_strides, local_strides] {
+            self.key.extend(s[..w].iter().map(|&x| x as u64));
+        }
     }
 
     /// True if the strides of the live dimensions match (the slow half of
@@ -74,26 +86,15 @@ impl Entry {
     #[cold]
     #[inline(never)]
     fn live_match(&self, peer_strides: &[i64], local_strides: &[i64]) -> bool {
-        let n = self.live();
-        (0..n).filter(|&i| self.key[i] != 1).all(|i| {
-            peer_strides[i] as u64 == self.key[n + i]
-                && local_strides[i] as u64 == self.key[2 * n + i]
+        let (cw, w) = self.widths;
+        (0..self.live).filter(|&i| self.key[i] != 1).all(|i| {
+            peer_strides[i] as u64 == self.key[cw + i]
+                && local_strides[i] as u64 == self.key[cw + w + i]
         })
     }
 
-    /// True if `counts` are this entry's. Past the last live dimension
-    /// every count is 1, so the caller's counts there are checked against
-    /// 1 rather than against a stored copy (half the loads). The caller
-    /// checked `counts.len() == ndims` (`ndims >= live`, so the split is
-    /// in bounds).
-    #[inline(always)]
-    fn same_counts(&self, counts: &[u64]) -> bool {
-        let n = self.live();
-        same(&self.key[..n], &counts[..n]) && simd::all_ones(&counts[n..])
-    }
-
-    /// The caller checked that `peer_strides` and `local_strides` are as
-    /// long as `counts` (`check_dims`; `simd::key_matches` asserts it).
+    /// True if this entry is for this metadata (strides of other lengths
+    /// than the counts are never).
     #[inline]
     fn is(&self, elem: usize, counts: &[u64], peer_strides: &[i64], local_strides: &[i64]) -> bool {
         self.used
@@ -101,39 +102,56 @@ impl Entry {
             && counts.len() == self.ndims
             && if counts.len() <= SMALL {
                 // A few dimensions: all counts and strides, branch-free.
-                self.same_counts(counts)
-                    && same(&self.peer_strides, peer_strides)
-                    && same(&self.local_strides, local_strides)
+                same_small(&self.key, counts, peer_strides, local_strides)
             } else {
                 // Many (mostly null, typically): the counts, and the
-                // strides up to the last live dimension, in one vector
-                // pass (the same arrays reused); if only the strides
-                // differ, the live dimensions' alone (a null dimension's
-                // strides may change: they move nothing).
-                let m = simd::key_matches(&self.key, counts, peer_strides, local_strides);
+                // strides up to the last live dimension (at least four),
+                // in one vector pass (the same arrays reused); if only
+                // the strides differ, the live dimensions' alone (a null
+                // dimension's strides may change: they move nothing).
+                let n = counts.len();
+                if peer_strides.len() != n || local_strides.len() != n {
+                    return false;
+                }
+                // SAFETY: `widths` are `key_widths(ndims, live)` and the
+                // key holds `cw + 2 * w` words (`set_key`); the counts
+                // are `ndims > SMALL` words, and the strides as many.
+                let m = unsafe {
+                    simd::key_matches(
+                        self.key.as_ptr(),
+                        self.widths,
+                        counts.as_ptr(),
+                        n,
+                        peer_strides.as_ptr(),
+                        local_strides.as_ptr(),
+                    )
+                };
                 m.counts && (m.strides || self.live_match(peer_strides, local_strides))
             }
     }
 }
 
+/// True if `key` is `counts`, then `peer`, then `local` (all of one
+/// length `n`; `key` of `3 * n` words): one branch-free pass (XOR, OR, no
+/// early exit), which for a few words is cheaper than three `memcmp` calls.
+#[inline(always)]
+fn same_small(key: &[u64], counts: &[u64], peer: &[i64], local: &[i64]) -> bool {
+    let n = counts.len();
+    if key.len() != 3 * n || peer.len() != n || local.len() != n {
+        return false;
+    }
+    let (kc, rest) = key.split_at(n);
+    let (kp, kl) = rest.split_at(n);
+    let mut x = 0;
+    for i in 0..n {
+        x |= (kc[i] ^ counts[i]) | (kp[i] ^ peer[i] as u64) | (kl[i] ^ local[i] as u64);
+    }
+    x == 0
+}
+
 /// Metadata of at most this many dimensions is compared in full, with
 /// branch-free inline loops.
 const SMALL: usize = 4;
-
-/// Slice equality as one branch-free pass (XOR, OR, no early exit): for
-/// the few dozen words of metadata this is cheaper than a `memcmp` call,
-/// and the compiler vectorizes it.
-#[inline(always)]
-fn same<T>(a: &[T], b: &[T]) -> bool
-where
-    T: Copy + Eq + Default + std::ops::BitXor<Output = T> + std::ops::BitOr<Output = T>,
-{
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .fold(T::default(), |acc, (&x, &y)| acc | (x ^ y))
-            == T::default()
-}
 
 struct Cache {
     entries: [Entry; ENTRIES],
@@ -203,17 +221,7 @@ pub(crate) fn put(
         let e = &mut c.entries[i];
         e.used = true;
         e.elem = elem;
-        e.ndims = counts.len();
-        let live_end = counts.iter().rposition(|&c| c != 1).map_or(0, |i| i + 1);
-        e.key.clear();
-        e.key.extend_from_slice(&counts[..live_end]);
-        for s in [peer_strides, local_strides] {
-            e.key.extend(s[..live_end].iter().map(|&x| x as u64));
-        }
-        e.peer_strides.clear();
-        e.peer_strides.extend_from_slice(peer_strides);
-        e.local_strides.clear();
-        e.local_strides.extend_from_slice(local_strides);
+        e.set_key(counts, peer_strides, local_strides);
         e.rel = rel;
         e.folded = folded;
         e.dims = dims.iter().copied().collect();

@@ -85,71 +85,94 @@ unsafe fn any_contiguous_avx2(a: &[u64], b: &[u64], step: u64) -> bool {
     any_contiguous_plain(a, b, step)
 }
 
-/// True if every word of `v` is 1 (the counts of null dimensions). Plain
-/// code: the long tails of many-dimensional metadata are checked inside
-/// [`key_matches`], in AVX2.
-#[inline(always)]
-pub(crate) fn all_ones(v: &[u64]) -> bool {
-    // Branch-free (no early exit), so it vectorizes.
-    v.iter().fold(0, |acc, &c| acc | (c ^ 1)) == 0
-}
-
-/// How the key of a many-dimensional cache entry compares with metadata
-/// (see [`key_matches`]).
+/// How a many-dimensional cache entry compares with metadata (see
+/// [`key_matches`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct KeyMatch {
-    /// The counts are the key's live counts, then all 1.
+    /// The counts are the entry's.
     pub(crate) counts: bool,
-    /// Both sides' strides of the live dimensions are the key's.
+    /// Both sides' strides of the first `w` dimensions (see
+    /// [`key_widths`]) are the entry's.
     pub(crate) strides: bool,
 }
 
-/// Compare the key of a many-dimensional cache entry with metadata:
-/// `key` holds the counts of the live dimensions (the first `n`), then the
-/// peer strides of those, then the local strides; the metadata's `counts`
-/// must begin with the first part and be all 1 after it, and its strides
-/// begin with the other two. One pass with no early exit, and one call
-/// into AVX2 where the CPU has it (rather than one per part).
-///
-/// ```text
-/// key    = [c0 .. cn) [p0 .. pn) [l0 .. ln)
-/// counts = [c0 .. cn) 1 1 1 .. 1
-/// ```
-///
-/// # Panics
-/// If `key` is not three times `n` words, or `n` exceeds the length of
-/// `counts` or of a stride slice.
+/// The parts of a many-dimensional cache entry's key, for metadata of
+/// `len > 4` dimensions of which the first `live` reach the last count
+/// that is not 1: `(cw, w)`, the counts kept and the strides kept per
+/// side. `w` is `live`, at least four, so that every part is compared in
+/// whole vectors (a stride compared there that only a null dimension has
+/// may differ without the metadata differing; the caller then checks the
+/// live ones alone). The counts after `cw` are all 1 and are compared
+/// with 1, not with a stored copy (half the loads), unless fewer than four
+/// of them would be left: then `cw = len`.
 #[inline(always)]
-pub(crate) fn key_matches(key: &[u64], counts: &[u64], peer: &[i64], local: &[i64]) -> KeyMatch {
-    let n = key.len() / 3;
-    assert!(key.len() == 3 * n && n <= counts.len() && n <= peer.len() && n <= local.len());
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2; every slice holds the words read
-        // (asserted above); an i64 has the size, alignment and validity of
-        // a u64.
-        return unsafe {
-            key_matches_avx2(
-                key.as_ptr(),
-                n,
-                counts.as_ptr(),
-                counts.len(),
-                peer.as_ptr().cast(),
-                local.as_ptr().cast(),
-            )
-        };
-    }
-    key_matches_plain(key, counts, peer, local)
+pub(crate) fn key_widths(len: usize, live: usize) -> (usize, usize) {
+    let w = live.max(4);
+    let cw = if len - w < 4 { len } else { w };
+    (cw, w)
 }
 
-/// [`key_matches`] without vectors (`key` is `3 * n` words, and `n` is
-/// at most the other lengths).
-fn key_matches_plain(key: &[u64], counts: &[u64], peer: &[i64], local: &[i64]) -> KeyMatch {
-    let n = key.len() / 3;
+/// Compare a many-dimensional cache entry's `key` with metadata: the key
+/// holds the first `cw` counts, then the peer strides of the first `w`
+/// dimensions, then the local ones ([`key_widths`]); the metadata's
+/// `len` counts after `cw` must be 1. One pass with no early exit, and
+/// one call into AVX2 where the CPU has it (rather than one per part).
+///
+/// ```text
+/// key    = [c0 .. c_cw) [p0 .. p_w) [l0 .. l_w)
+/// counts = [c0 .. c_cw) 1 1 .. 1 (to len)
+/// peer   = [p0 .. p_w) ..      local = [l0 .. l_w) ..
+/// ```
+///
+/// An `unsafe fn` whose contract the cache entry keeps by construction,
+/// rather than a safe one that asserts it: on the 32-d flood the
+/// assertion's seven comparisons were a third of this call's cost.
+///
+/// # Safety
+/// `(cw, w) == key_widths(len, _)` for `len > 4` (so `cw, w >= 4`, and
+/// `len == cw` or `len >= cw + 4`); `key` must be readable for
+/// `cw + 2 * w` words, `counts` for `len`, `peer` and `local` for `w`.
+#[inline(always)]
+pub(crate) unsafe fn key_matches(
+    key: *const u64,
+    (cw, w): (usize, usize),
+    counts: *const u64,
+    len: usize,
+    peer: *const i64,
+    local: *const i64,
+) -> KeyMatch {
+    debug_assert!(cw >= 4 && w >= 4 && (len == cw || len >= cw + 4));
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2; the ranges are the caller's; an
+        // i64 has the size, alignment and validity of a u64.
+        return unsafe { key_matches_avx2(key, cw, w, counts, len, [peer.cast(), local.cast()]) };
+    }
+    // SAFETY: the caller's ranges, as slices.
+    unsafe {
+        key_matches_plain(
+            std::slice::from_raw_parts(key, cw + 2 * w),
+            cw,
+            std::slice::from_raw_parts(counts, len),
+            std::slice::from_raw_parts(peer, w),
+            std::slice::from_raw_parts(local, w),
+        )
+    }
+}
+
+/// [`key_matches`] without vectors (lengths as asserted there).
+fn key_matches_plain(
+    key: &[u64],
+    cw: usize,
+    counts: &[u64],
+    peer: &[i64],
+    local: &[i64],
+) -> KeyMatch {
+    let w = (key.len() - cw) / 2;
     let same = |k: &[u64], s: &[i64]| k.iter().zip(s).all(|(&k, &s)| k == s as u64);
     KeyMatch {
-        counts: key[..n] == counts[..n] && all_ones(&counts[n..]),
-        strides: same(&key[n..2 * n], peer) && same(&key[2 * n..], local),
+        counts: key[..cw] == counts[..cw] && counts[cw..].iter().all(|&c| c == 1),
+        strides: same(&key[cw..cw + w], peer) && same(&key[cw + w..], local),
     }
 }
 
@@ -157,29 +180,31 @@ fn key_matches_plain(key: &[u64], counts: &[u64], peer: &[i64], local: &[i64]) -
 /// accumulator and the strides' into another, each tested once at the end.
 ///
 /// # Safety
-/// The CPU must support AVX2; `key` must be readable for `3 * n` words,
-/// `counts` for `len >= n`, `peer` and `local` for `n`.
+/// The CPU must support AVX2; `key` must be readable for `cw + 2 * w`
+/// words, `counts` for `len`, both stride pointers for `w`, with
+/// `cw >= 4`, `w >= 4`, and `len == cw` or `len >= cw + 4`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn key_matches_avx2(
     key: *const u64,
-    n: usize,
+    cw: usize,
+    w: usize,
     counts: *const u64,
     len: usize,
-    peer: *const u64,
-    local: *const u64,
+    [peer, local]: [*const u64; 2],
 ) -> KeyMatch {
     use std::arch::x86_64::*;
-    // SAFETY: all four ranges are the caller's, as documented.
+    // SAFETY: all ranges are the caller's, as documented.
     let (c, s) = unsafe {
+        let mut c = diff_avx2::<false>(key, counts, cw);
+        if len > cw {
+            c = _mm256_or_si256(c, diff_avx2::<true>(counts.add(cw), counts, len - cw));
+        }
         (
+            c,
             _mm256_or_si256(
-                diff_avx2::<false>(key, counts, n),
-                diff_avx2::<true>(counts.add(n), counts, len - n),
-            ),
-            _mm256_or_si256(
-                diff_avx2::<false>(key.add(n), peer, n),
-                diff_avx2::<false>(key.add(2 * n), local, n),
+                diff_avx2::<false>(key.add(cw), peer, w),
+                diff_avx2::<false>(key.add(cw + w), local, w),
             ),
         )
     };
@@ -191,21 +216,17 @@ unsafe fn key_matches_avx2(
 
 /// The OR of `a[k] ^ b[k]` over `k < n` (of `a[k] ^ 1` with `ONES`, `b`
 /// unread), folded into one vector: zero if and only if the words match.
-/// Sixteen words a step in four independent vectors, then four a step; the
-/// last four words close the tail, overlapping what came before, so there
-/// is no scalar remainder (the compiler's own vectorization of a plain
-/// loop spent as long on its remainder, at 31 words, as on the vector
-/// part).
-///
-/// Under callgrind, a 64-byte put with the benchmark's 32-d metadata (3
-/// live dimensions, 29 null) took 61 instructions more than with 3-d
-/// metadata when the null counts were a separate call looping in steps
-/// of sixteen; with one call and this loop it takes 27 more (at 256 B,
-/// 5 live dimensions: 72 then, 34 now).
+/// Sixteen words a step in four independent vectors, then four a step;
+/// the last four words close the tail, overlapping what came before, so
+/// there is no scalar remainder (the compiler's own vectorization of a
+/// plain loop spent as long on its remainder, at 31 words, as on the
+/// vector part). `n >= 4` always ([`key_widths`] sees to it): a shorter
+/// comparison needs masked loads and a horizontal fold, which cost more
+/// than a whole 32-dimension comparison.
 ///
 /// # Safety
 /// The CPU must support AVX2; `a` (and `b`, without `ONES`) must be
-/// readable for `n` words.
+/// readable for `n >= 4` words.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -215,14 +236,7 @@ unsafe fn diff_avx2<const ONES: bool>(
     n: usize,
 ) -> std::arch::x86_64::__m256i {
     use std::arch::x86_64::*;
-    if n < 4 {
-        let mut x = 0;
-        for k in 0..n {
-            // SAFETY: k < n, within both ranges.
-            x |= unsafe { a.add(k).read() ^ if ONES { 1 } else { b.add(k).read() } };
-        }
-        return _mm256_set1_epi64x(x as i64);
-    }
+    debug_assert!(n >= 4);
     let ones = _mm256_set1_epi64x(1);
     // SAFETY: every `at` passed is at most `n - 4`, so four words from it
     // are within both ranges; unaligned loads are allowed.
@@ -236,6 +250,10 @@ unsafe fn diff_avx2<const ONES: bool>(
         _mm256_xor_si256(x, y)
     };
     let mut acc = at4(n - 4);
+    if n == 4 {
+        // The usual width of a key part: no loop to set up.
+        return acc;
+    }
     let mut at = 0;
     while at + 16 <= n {
         acc = _mm256_or_si256(
@@ -258,30 +276,14 @@ unsafe fn diff_avx2<const ONES: bool>(
 mod tests {
     use super::*;
 
-    #[test]
-    fn all_ones_finds_any_other_word() {
-        for n in [0usize, 1, 3, 4, 5, 15, 16, 17, 20, 29, 31, 32, 33, 47, 64] {
-            let mut v = vec![1u64; n];
-            assert!(all_ones(&v), "n = {n}");
-            for k in 0..n {
-                for x in [0, 2, u64::MAX, 1 << 63 | 1] {
-                    v[k] = x;
-                    assert!(!all_ones(&v), "n = {n}, v[{k}] = {x}");
-                }
-                v[k] = 1;
-            }
-        }
-    }
-
-    /// Every word the key covers is compared (a change anywhere in the
-    /// live counts, their strides or the null counts is a miss), and the
-    /// null dimensions' strides are not; the vector and the plain code
-    /// agree.
+    /// Every word the entry covers is compared (a change in any count, or
+    /// in a stride of the first `w` dimensions, is a miss), and no stride
+    /// past them is; the vector and the plain code agree.
     #[test]
     fn key_matches_compares_exactly_the_key() {
         // Fewer shapes under Miri (it checks every load of the AVX2 code
         // when run with `-Ctarget-feature=+avx2`: see ci/test.sh).
-        let (lens, ns): (&[usize], &[usize]) = if cfg!(miri) {
+        let (lens, lives): (&[usize], &[usize]) = if cfg!(miri) {
             (&[5, 20, 33], &[0, 3, 4, 5, 17])
         } else {
             (
@@ -290,23 +292,37 @@ mod tests {
             )
         };
         for &len in lens {
-            for n in ns.iter().copied().chain([len]) {
-                if n > len {
+            for live in lives.iter().copied().chain([len]) {
+                if live > len {
                     continue;
                 }
+                let (cw, w) = key_widths(len, live);
                 let mut counts: Vec<u64> = (0..len as u64)
-                    .map(|i| if (i as usize) < n { i * 7 + 3 } else { 1 })
+                    .map(|i| if (i as usize) < live { i * 7 + 3 } else { 1 })
                     .collect();
                 let mut peer: Vec<i64> = (0..len as i64).map(|i| i * 40 - 17).collect();
                 let mut local: Vec<i64> = (0..len as i64).map(|i| -i * 24 + 5).collect();
-                let mut key = counts[..n].to_vec();
-                key.extend(peer[..n].iter().map(|&x| x as u64));
-                key.extend(local[..n].iter().map(|&x| x as u64));
+                let mut key = counts[..cw].to_vec();
+                key.extend(peer[..w].iter().map(|&x| x as u64));
+                key.extend(local[..w].iter().map(|&x| x as u64));
                 let check =
                     |c: &[u64], p: &[i64], l: &[i64], counts: bool, strides: bool, what: &str| {
                         let want = KeyMatch { counts, strides };
-                        assert_eq!(key_matches(&key, c, p, l), want, "{what}: len {len}, n {n}");
-                        assert_eq!(key_matches_plain(&key, c, p, l), want, "{what} (plain)");
+                        // SAFETY: `(cw, w)` are `key_widths(len, live)`, and
+                        // each slice is as long as the call reads.
+                        let got = unsafe {
+                            key_matches(
+                                key.as_ptr(),
+                                (cw, w),
+                                c.as_ptr(),
+                                len,
+                                p.as_ptr(),
+                                l.as_ptr(),
+                            )
+                        };
+                        assert_eq!(got, want, "{what}: len {len}, live {live}");
+                        let plain = key_matches_plain(&key, cw, c, p, l);
+                        assert_eq!(plain, want, "{what} (plain)");
                     };
                 check(&counts, &peer, &local, true, true, "unchanged");
                 for k in 0..len {
@@ -315,24 +331,11 @@ mod tests {
                     check(&counts, &peer, &local, false, true, "a count changed");
                     counts[k] = c;
                     peer[k] += 8;
-                    check(
-                        &counts,
-                        &peer,
-                        &local,
-                        true,
-                        k >= n,
-                        "a peer stride changed",
-                    );
+                    let s = k >= w;
+                    check(&counts, &peer, &local, true, s, "a peer stride changed");
                     peer[k] -= 8;
                     local[k] -= 8;
-                    check(
-                        &counts,
-                        &peer,
-                        &local,
-                        true,
-                        k >= n,
-                        "a local stride changed",
-                    );
+                    check(&counts, &peer, &local, true, s, "a local stride changed");
                     local[k] += 8;
                 }
             }

@@ -505,7 +505,7 @@ fn cached_high_dimensional_plans_follow_changed_metadata() {
     // dimension's stride (inside or past that prefix) may change and still
     // hit; a live stride or a count changing (anywhere, the last one too)
     // must not.
-    for dims in [8usize, 16, 31, 32, 33, 64, 100] {
+    for dims in [8usize, 9, 10, 11, 12, 16, 31, 32, 33, 64, 100] {
         let mut counts = vec![1u64; dims];
         for c in counts.iter_mut().take(5).step_by(2) {
             *c = 2;
