@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The benchmark job, from a fresh Debian machine as root: install the peer
 # tool (best-effort), build, and run every bench through the launcher:
-# testam, testsmall, rma_mt and testfaddperf on two ranks, testimm (with
-# RGEX_SMP_QUEUE_DEPTH=4) on eight; then testam, testsmall and testfaddperf
-# over the ofi conduit (providers tcp;ofi_rxm and sockets, loopback), each
-# against the provider's own floor (fi_pingpong), skipped if this build has
-# no ofi conduit. Arguments go to every bench: --quick (a smoke run, < 20 s
+# testam, testsmall, rma_mt, testfaddperf and testvisperf on two ranks,
+# testimm (with RGEX_SMP_QUEUE_DEPTH=4) on eight; then testam, testsmall
+# and testfaddperf over the ofi conduit (providers tcp;ofi_rxm and
+# sockets, loopback), and testvisperf over tcp, each against the
+# provider's own floor (fi_pingpong), skipped if this build has no ofi
+# conduit; last the scc epochs in modelled cycles. Arguments go to every bench: --quick (a smoke run, < 20 s
 # each), --reps N, --json PATH (testam's records; the other benches write
 # <bench>.json in the same directory).
 # Benches report; they never fail on timing. This script fails only if the

@@ -321,6 +321,9 @@ fn run() -> Res<bool> {
         ));
     }
     println!("\nFADD, rank 0 -> rank 1 word:\n{t}");
+    println!(
+        "published (Aries, GASNet-EX 2018.3.0, offload vs AM reference): latency 2.8-2.9 vs 4.9 us (1.7x), throughput 742-745 vs 424-429 kop/s (1.75x)"
+    );
     if fabric.is_some() {
         print!("{}", offload_summary(&points));
     }

@@ -77,6 +77,16 @@ const UCX_SIZES: [usize; 3] = [8, 64 << 10, 4 << 20];
 /// back-to-back puts, then one sync). A flood shorter than this syncs once.
 const WINDOW: usize = 50_000;
 
+/// Heap buffers a DEFER flood from the heap keeps in flight (each owned by
+/// its put until local completion hands it back), within [`DEFER_BYTES`]
+/// and at least two: enough to hide a network's local completion, few
+/// enough to stay in cache (50,000 scattered 8-byte buffers cost the flood
+/// two thirds of its rate in cache misses on the source alone).
+const DEFER_BUFFERS: usize = 64;
+
+/// See [`DEFER_BUFFERS`].
+const DEFER_BYTES: usize = 64 << 20;
+
 /// How a flood operation is issued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -183,9 +193,17 @@ struct Results {
     lat: Vec<(usize, Point, Point)>,
     /// Per size, per [`Local::ALL`] x [`Mode::ALL`]: flood GB/s.
     flood: Vec<(usize, [[Point; 5]; 2])>,
+    /// Per [`UCX_SIZES`] size: put ping-pong one-way latency (ns) and
+    /// round trips per repetition.
+    pingpong: Vec<(usize, Stats, u64)>,
 }
 
 impl Results {
+    /// The put ping-pong's one-way latency at `size`.
+    fn pingpong_at(&self, size: usize) -> Option<&Stats> {
+        self.pingpong.iter().find(|p| p.0 == size).map(|p| &p.1)
+    }
+
     fn flood_at(&self, size: usize, local: Local, mode: Mode) -> Option<Point> {
         let si = Local::ALL.iter().position(|&s| s == local)?;
         let mi = Mode::ALL.iter().position(|&m| m == mode)?;
@@ -330,8 +348,13 @@ impl Bench<'_> {
         let f = Flags::empty();
         let seg_ptr = self.client.segment().as_ptr().cast_const();
         let mut evs: Vec<Event> = Vec::with_capacity((2 * n).min(2 * WINDOW as u64) as usize);
-        let mut owned =
-            (local == Local::Heap && mode == Mode::Defer).then(|| self.heap[..size].to_vec());
+        // DEFER from the heap: buffers handed to `put_nb_defer` and back
+        // at local completion, as many in flight as the window allows
+        // (within DEFER_BYTES), copied before the clock starts.
+        let mut owned = (local == Local::Heap && mode == Mode::Defer).then(|| {
+            let k = (DEFER_BYTES / size.max(1)).clamp(2, DEFER_BUFFERS);
+            vec![self.heap[..size].to_vec(); k]
+        });
         // Wait for the window's events once it holds `per` operations'.
         let window = |evs: &mut Vec<Event>, per: usize| {
             if evs.len() >= per * WINDOW {
@@ -359,14 +382,24 @@ impl Bench<'_> {
                 }
             }
             (Local::Heap, Mode::Defer) => {
-                let mut b = owned.take().expect("a heap buffer for DEFER");
+                // A buffer is reused only once its local completion has
+                // handed it back: the oldest in flight is waited for when
+                // none is free.
+                let mut free = owned.take().expect("heap buffers for DEFER");
+                let mut flight: std::collections::VecDeque<rgex::LocalCompletion<Vec<u8>>> =
+                    std::collections::VecDeque::with_capacity(free.len());
                 for _ in 0..n {
+                    let b = match free.pop() {
+                        Some(b) => b,
+                        None => flight.pop_front().expect("a buffer in flight").wait(),
+                    };
                     let p = ep.put_nb_defer(dst, b, f)?;
-                    b = p.lc.wait();
+                    flight.push_back(p.lc);
                     evs.push(p.rc);
                     window(&mut evs, 1);
                 }
-                owned = Some(b);
+                free.extend(flight.into_iter().map(|lc| lc.wait()));
+                owned = Some(free);
             }
             (Local::Segment, Mode::Defer) => {
                 for _ in 0..n {
@@ -518,6 +551,12 @@ fn run() -> Res<()> {
     });
 
     let client = rgex::init()?;
+    // Both ranks: the put ping-pong (UCX's ucp_put_lat, done the same way),
+    // before anything else is written to the segments.
+    if first {
+        progress("put ping-pong (the peer sees the data, puts back)");
+    }
+    let pingpong = pingpong(&client, opts.quick, reps)?;
     let Some((floors, ucx, fabric, load)) = before else {
         // Rank 1 (and any other): wait in the barrier while rank 0 measures.
         client.barrier()?;
@@ -589,6 +628,7 @@ fn run() -> Res<()> {
         path,
         lat,
         flood,
+        pingpong,
     };
     print!("{}", table(&r));
     opts.write(
@@ -597,6 +637,102 @@ fn run() -> Res<()> {
     )?;
     client.barrier()?;
     Ok(())
+}
+
+/// Round trips per repetition of the put ping-pong at `size`: about
+/// 0.05-0.2 s on the smp conduit; the peer follows the same schedule.
+fn pingpong_rounds(size: usize, quick: bool) -> u64 {
+    let n = match size {
+        s if s <= 4096 => 100_000,
+        s if s <= 1 << 20 => 20_000,
+        _ => 200,
+    };
+    if quick {
+        (n / 20).max(10)
+    } else {
+        n
+    }
+}
+
+/// How long a ping-pong waits for its peer's put before it gives up.
+const PINGPONG_PATIENCE: Duration = Duration::from_secs(60);
+
+/// The put ping-pong, on ranks 0 and 1 (others return at once): at each
+/// of [`UCX_SIZES`], rank 0 puts `size` bytes (NBI) into rank 1's segment
+/// at offset 0, their last 8 bytes the round's number; rank 1 polls that
+/// word until it holds the number, then puts the same way back, and rank
+/// 0 polls its own word likewise. One-way latency = half a round trip,
+/// as `ucx_perftest ucp_put_lat` reports it. Round numbers grow over the
+/// whole run, so a word never shows a later round's number early. Rank
+/// 0 gets the figures; rank 1 an empty list.
+fn pingpong(client: &Client, quick: bool, reps: usize) -> Res<Vec<(usize, Stats, u64)>> {
+    let me = client.rank().0;
+    let max = *UCX_SIZES.iter().max().expect("sizes");
+    let seg = client.segment();
+    if me > 1 || client.size() < 2 {
+        return Ok(Vec::new());
+    }
+    if seg.len() < max {
+        return Err(format!(
+            "the segment ({} B) is smaller than the largest ping-pong ({max} B)",
+            seg.len()
+        )
+        .into());
+    }
+    seg.write(0, &vec![0u8; max])?;
+    client.barrier()?;
+    let peer = Rank(1 - me);
+    let mut buf = vec![0u8; max];
+    let mut round = 0u64;
+    let mut out = Vec::new();
+    for &size in &UCX_SIZES {
+        let flag = size - 8;
+        // SAFETY: `flag` is 8-aligned (sizes are multiples of 8, the
+        // segment is page-aligned) and within the segment (checked above),
+        // which stays mapped while `client` lives. The word is written
+        // only by the peer's puts and read here only as a whole aligned
+        // word (a single load on every target rgex runs on).
+        let word = unsafe { std::sync::atomic::AtomicU64::from_ptr(seg.as_ptr().add(flag).cast()) };
+        let wait = |n: u64| -> Res<()> {
+            let start = Instant::now();
+            // Acquire: the payload before the word is read after it.
+            while word.load(std::sync::atomic::Ordering::Acquire) != n {
+                client.poll()?;
+                if start.elapsed() > PINGPONG_PATIENCE {
+                    return Err(format!(
+                        "put ping-pong: round {n} from {peer} did not arrive in {PINGPONG_PATIENCE:?}"
+                    )
+                    .into());
+                }
+            }
+            Ok(())
+        };
+        let rounds = pingpong_rounds(size, quick);
+        let mut samples = Vec::with_capacity(reps.max(1));
+        for _ in 0..reps.max(1) {
+            let t = Instant::now();
+            for _ in 0..rounds {
+                round += 1;
+                if me == 1 {
+                    wait(round)?;
+                }
+                buf[flag..size].copy_from_slice(&round.to_le_bytes());
+                client.put_nbi(GlobalAddr::new(peer, 0), &buf[..size], Flags::empty())?;
+                if me == 0 {
+                    wait(round)?;
+                }
+            }
+            client.nbi_wait(NbiCategory::Put);
+            samples.push(t.elapsed().as_nanos() as f64 / (2 * rounds) as f64);
+        }
+        out.push((
+            size,
+            Stats::from_samples(&samples).expect("timings are never NaN"),
+            rounds,
+        ));
+    }
+    client.barrier()?;
+    Ok(if me == 0 { out } else { Vec::new() })
 }
 
 /// `a / b` as `0.87x`, or `-`.
@@ -665,9 +801,14 @@ fn table(r: &Results) -> String {
     }
     s.push_str(&t.to_string());
     if let (Some((p, _)), Some(f)) = (r.lat_at(8), rtt) {
+        let why = if r.path == "Mapped" {
+            " (a mapped put is a local store, no round trip)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             s,
-            "8-byte put latency {} ns vs cache-line round trip {} ns: {:.2}x (a mapped put is a local store, no round trip)",
+            "8-byte put latency {} ns vs cache-line round trip {} ns: {:.2}x{why}",
             num(p.s.median),
             num(f),
             p.s.median / f
@@ -676,6 +817,7 @@ fn table(r: &Results) -> String {
     if let Some(f) = &r.fabric {
         s.push_str(&provider_latency(r, f));
     }
+    s.push_str(&pingpong_table(r, rtt));
 
     for local in Local::ALL {
         let _ = writeln!(
@@ -701,6 +843,28 @@ fn table(r: &Results) -> String {
             t.row(row);
         }
         s.push_str(&t.to_string());
+    }
+    // Deferred local completion against completion at return, heap
+    // source (GASNet-EX's non-bulk vs bulk put), beside the published gain.
+    let gains: Vec<(usize, f64)> = r
+        .flood
+        .iter()
+        .filter_map(|&(size, _)| {
+            let now = r.flood_at(size, Local::Heap, Mode::Now)?.s.median;
+            let defer = r.flood_at(size, Local::Heap, Mode::Defer)?.s.median;
+            (now > 0.0).then(|| (size, 100.0 * (defer / now - 1.0)))
+        })
+        .collect();
+    if let Some(&(best_at, best)) = gains.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+        let mut v: Vec<f64> = gains.iter().map(|g| g.1).collect();
+        v.sort_by(f64::total_cmp);
+        let _ = writeln!(
+            s,
+            "\nput NB+DEFER over NB+NOW, heap source: {:+.1}% median over sizes, {:+.1}% at best ({}); published (Aries): up to +32% with a real local-completion event",
+            v[v.len() / 2],
+            best,
+            size_str(best_at as u64)
+        );
     }
     // The large puts against memcpy in cache and out of cache (what a put
     // of fresh data, or to a cold destination, meets).
@@ -749,7 +913,7 @@ fn table(r: &Results) -> String {
                 let size = size_str(u.size as u64);
                 match &u.lat {
                     Ok((st, _)) => {
-                        let p = r.lat_at(u.size).map(|(p, _)| p.s.median);
+                        let p = r.pingpong_at(u.size).map(|s| s.median);
                         t.row([
                             "ucp_put_lat (one-way)".to_owned(),
                             size.clone(),
@@ -757,7 +921,7 @@ fn table(r: &Results) -> String {
                             p.map_or("-".into(), num),
                             "ns".into(),
                             p.map_or("-".into(), |p| format!("{:.2}", p / st.median)),
-                            "blocking put".into(),
+                            "put ping-pong, half a round trip".into(),
                         ]);
                     }
                     Err(e) => {
@@ -791,7 +955,7 @@ fn table(r: &Results) -> String {
             s.push_str(&t.to_string());
             let _ = writeln!(
                 s,
-                "ucp_put_lat is half a put ping-pong (the peer sees the data, puts back); rgex's is one blocking put (remote completion is local on the mapped path)."
+                "ucp_put_lat and rgex's figure are both half a put ping-pong (the peer polls for the data's last word, then puts back)."
             );
         }
     }
@@ -856,6 +1020,42 @@ fn provider_latency(r: &Results, f: &ProviderFloor) -> String {
     s
 }
 
+/// The put ping-pong: one-way latency (half a round trip) against the
+/// cache-line round trip and, over ofi, the provider's one-way latency at
+/// the same size (`fi_pingpong`, a send/receive ping-pong).
+fn pingpong_table(r: &Results, rtt: Option<f64>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nPut ping-pong, one-way latency (half a round trip: rank 0 puts, rank 1 polls the last word and puts back; NBI puts, ns)"
+    );
+    let mut t = Table::new([
+        "size",
+        "one-way ns median [min .. max]",
+        "x cache-line RTT",
+        "provider one-way",
+        "x provider",
+        "round trips/rep",
+    ]);
+    for (size, st, rounds) in &r.pingpong {
+        let prov = r
+            .fabric
+            .as_ref()
+            .and_then(|f| f.at(*size as u64))
+            .map(|f| f.one_way.median);
+        t.row([
+            size_str(*size as u64),
+            spread(st),
+            ratio(st.median, rtt),
+            prov.map_or("-".into(), num),
+            ratio(st.median, prov),
+            rounds.to_string(),
+        ]);
+    }
+    s.push_str(&t.to_string());
+    s
+}
+
 /// Over the ofi conduit: flood bandwidth against the provider's.
 fn provider_bandwidth(r: &Results) -> String {
     let mut s = String::new();
@@ -897,6 +1097,15 @@ fn provider_bandwidth(r: &Results) -> String {
 fn records(r: &Results) -> Vec<Record> {
     let j = &r.job;
     let mut v = r.floors.records(j);
+    for (size, st, rounds) in &r.pingpong {
+        v.push(j.record(
+            "put ping-pong one-way (half a round trip)",
+            Some(*size as u64),
+            st,
+            "ns",
+            *rounds,
+        ));
+    }
     if let Some(f) = &r.fabric {
         v.extend(f.records(j));
     }
