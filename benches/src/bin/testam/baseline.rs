@@ -9,12 +9,16 @@ use rgex_benches::stats::Stats;
 use rgex_benches::ucx::{find_perftest, Perftest};
 use std::time::Duration;
 
-/// memcpy sizes: in cache, and well beyond the last-level cache.
-pub const MEMCPY_SIZES: [usize; 2] = [32 << 10, 64 << 20];
+/// memcpy sizes: every Medium payload size up to 64 KiB (the largest
+/// max Medium of the conduits: what a fixed-payload send copies), and
+/// one well beyond the last-level cache.
+pub fn memcpy_sizes() -> Vec<usize> {
+    (0..=16).map(|k| 1usize << k).chain([64 << 20]).collect()
+}
 
 /// Measure the floors (the benches' shared measurement).
 pub fn floors(target: Duration, reps: usize) -> Floors {
-    Floors::measure(&MEMCPY_SIZES, target, reps)
+    Floors::measure(&memcpy_sizes(), target, reps)
 }
 
 /// The UCX peer's AM latency, as round trips.

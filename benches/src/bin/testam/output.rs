@@ -208,11 +208,19 @@ pub fn table(run: &Run) -> String {
         "NP-rgex vs FP".into(),
         "NP-client vs FP".into(),
         "FP x cache RTT".into(),
+        "memcpy ns".into(),
         "trips/rep".into(),
     ]);
     let mut t = Table::new(header);
     for row in &am.medium {
         let [fp, npr, npc] = &row.points;
+        // One in-cache memcpy of the payload: the floor of the copy a
+        // fixed-payload send makes (twice per round trip).
+        let copy = run
+            .floors
+            .memcpy_at(row.size)
+            .filter(|m| m.median > 0.0)
+            .map_or_else(|| "-".into(), |m| num(row.size as f64 / m.median));
         t.row([
             row.size.to_string(),
             spread(&fp.ns),
@@ -221,6 +229,7 @@ pub fn table(run: &Run) -> String {
             speedup(&row.paired[0]),
             speedup(&row.paired[1]),
             run.x_floor(fp.ns.median),
+            copy,
             fp.iters.to_string(),
         ]);
     }
