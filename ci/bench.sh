@@ -6,9 +6,10 @@
 # and testfaddperf over the ofi conduit (providers tcp;ofi_rxm and
 # sockets, loopback), and testvisperf over tcp, each against the
 # provider's own floor (fi_pingpong), skipped if this build has no ofi
-# conduit; last the scc epochs in modelled cycles. Arguments go to every bench: --quick (a smoke run, < 20 s
-# each), --reps N, --json PATH (testam's records; the other benches write
-# <bench>.json in the same directory).
+# conduit; last the scc epochs in modelled cycles. Arguments go to every
+# bench: --quick (a smoke run, < 20 s each), --reps N, --json PATH
+# (testam's records; the other benches write <bench>.json in the same
+# directory).
 # Benches report; they never fail on timing. This script fails only if the
 # build fails or the benchmark breaks.
 set -euo pipefail

@@ -5,9 +5,10 @@
 //! itself. Applications repeat the same shapes (a halo exchange sends the
 //! same few faces every step; a flood reuses one), so the last few results
 //! are kept per thread, keyed by the metadata's *contents* (element size,
-//! counts, and both strides of every dimension whose count is not 1: a
-//! null dimension's strides change nothing, so they are not compared;
-//! everything else is, so a reused array whose values changed is a miss),
+//! counts, and both strides of every dimension whose count is not 1; a
+//! null dimension's strides change nothing, so a change there alone is
+//! still a hit, though it may take a second, slower look; everything else
+//! is compared, so a reused array whose values changed is a miss),
 //! independent of the two offsets: what is kept is the
 //! folded loop nest and each side's extent relative to its offset
 //! ([`Rel`]), from which validation for any offsets and buffer lengths is
@@ -64,21 +65,24 @@ impl Entry {
         dims: Dims::new(),
     };
 
-    /// Keep this metadata's key (see [`key`](Self::key)) and shape.
+    /// Keep this metadata's key (see [`key`](Self::key)) and the widths
+    /// that describe it (the key first, so that no failure between the
+    /// two leaves widths describing a shorter key).
     fn set_key(&mut self, counts: &[u64], peer_strides: &[i64], local_strides: &[i64]) {
         let n = counts.len();
+        assert!(peer_strides.len() == n && local_strides.len() == n);
         let live = counts.iter().rposition(|&c| c != 1).map_or(0, |i| i + 1);
         let (cw, w) = if n <= SMALL {
             (n, n)
         } else {
             simd::key_widths(n, live)
         };
-        (self.ndims, self.live, self.widths) = (n, live, (cw, w));
         self.key.clear();
         self.key.extend_from_slice(&counts[..cw]);
         for s in [peer_strides, local_strides] {
             self.key.extend(s[..w].iter().map(|&x| x as u64));
         }
+        (self.ndims, self.live, self.widths) = (n, live, (cw, w));
     }
 
     /// True if the strides of the live dimensions match (the slow half of
@@ -219,11 +223,13 @@ pub(crate) fn put(
         let i = c.next;
         c.next = (i + 1) % ENTRIES;
         let e = &mut c.entries[i];
-        e.used = true;
+        // Unused while it is rewritten; in use only once whole.
+        e.used = false;
         e.elem = elem;
         e.set_key(counts, peer_strides, local_strides);
         e.rel = rel;
         e.folded = folded;
         e.dims = dims.iter().copied().collect();
+        e.used = true;
     });
 }

@@ -500,7 +500,7 @@ fn cached_plans_follow_changed_metadata() {
 #[test]
 fn cached_high_dimensional_plans_follow_changed_metadata() {
     // Above four dimensions the cache compares the counts, and the strides
-    // up to the last live dimension, in one pass (with AVX2 where the CPU
+    // up to the last live dimension (at least four), in one pass (with AVX2 where the CPU
     // has it), falling back to the live dimensions alone: a null
     // dimension's stride (inside or past that prefix) may change and still
     // hit; a live stride or a count changing (anywhere, the last one too)

@@ -6,7 +6,9 @@
 //! Rank 0 first measures the floor (cache-line round trip between CPUs 0
 //! and 1, memcpy bandwidth at every size) and, if installed, UCX's
 //! `ucp_put_lat` and `ucp_put_bw` over shared memory, while rank 1 waits
-//! in the bootstrap. Then, over rgex, rank 0 measures against rank 1
+//! in the bootstrap. Then, over rgex, both ranks run a put ping-pong
+//! (rank 0 puts, rank 1 polls the data's last word and puts back: what
+//! `ucp_put_lat` times); then rank 0 measures against rank 1
 //! (which sits in `barrier()` meanwhile): blocking put and get latency,
 //! put flood bandwidth for NB with local completion NOW, NB with DEFER,
 //! and NBI, and get flood bandwidth for NB and NBI, each with the local
@@ -78,14 +80,17 @@ const UCX_SIZES: [usize; 3] = [8, 64 << 10, 4 << 20];
 const WINDOW: usize = 50_000;
 
 /// Heap buffers a DEFER flood from the heap keeps in flight (each owned by
-/// its put until local completion hands it back), within [`DEFER_BYTES`]
-/// and at least two: enough to hide a network's local completion, few
-/// enough to stay in cache (50,000 scattered 8-byte buffers cost the flood
-/// two thirds of its rate in cache misses on the source alone).
+/// its put until local completion hands it back, reused oldest first),
+/// at most this many and [`DEFER_BYTES`] together, and at least two:
+/// enough to hide a network's local completion, few enough that the
+/// sources stay in cache where NB+NOW's one buffer does (50,000 scattered
+/// 8-byte buffers cost the flood two thirds of its rate in cache misses
+/// on the source alone). From 2 MiB, where two buffers exceed that, both
+/// variants copy from beyond the L2 cache anyway.
 const DEFER_BUFFERS: usize = 64;
 
 /// See [`DEFER_BUFFERS`].
-const DEFER_BYTES: usize = 64 << 20;
+const DEFER_BYTES: usize = 256 << 10;
 
 /// How a flood operation is issued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -349,8 +354,8 @@ impl Bench<'_> {
         let seg_ptr = self.client.segment().as_ptr().cast_const();
         let mut evs: Vec<Event> = Vec::with_capacity((2 * n).min(2 * WINDOW as u64) as usize);
         // DEFER from the heap: buffers handed to `put_nb_defer` and back
-        // at local completion, as many in flight as the window allows
-        // (within DEFER_BYTES), copied before the clock starts.
+        // at local completion (see DEFER_BUFFERS), copied before the clock
+        // starts.
         let mut owned = (local == Local::Heap && mode == Mode::Defer).then(|| {
             let k = (DEFER_BYTES / size.max(1)).clamp(2, DEFER_BUFFERS);
             vec![self.heap[..size].to_vec(); k]
@@ -669,7 +674,7 @@ fn pingpong(client: &Client, quick: bool, reps: usize) -> Res<Vec<(usize, Stats,
     let me = client.rank().0;
     let max = *UCX_SIZES.iter().max().expect("sizes");
     let seg = client.segment();
-    if me > 1 || client.size() < 2 {
+    if client.size() < 2 {
         return Ok(Vec::new());
     }
     if seg.len() < max {
@@ -681,6 +686,11 @@ fn pingpong(client: &Client, quick: bool, reps: usize) -> Res<Vec<(usize, Stats,
     }
     seg.write(0, &vec![0u8; max])?;
     client.barrier()?;
+    if me > 1 {
+        // Not in the ping-pong: only in its two barriers.
+        client.barrier()?;
+        return Ok(Vec::new());
+    }
     let peer = Rank(1 - me);
     let mut buf = vec![0u8; max];
     let mut round = 0u64;
@@ -690,13 +700,17 @@ fn pingpong(client: &Client, quick: bool, reps: usize) -> Res<Vec<(usize, Stats,
         // SAFETY: `flag` is 8-aligned (sizes are multiples of 8, the
         // segment is page-aligned) and within the segment (checked above),
         // which stays mapped while `client` lives. The word is written
-        // only by the peer's puts and read here only as a whole aligned
-        // word (a single load on every target rgex runs on).
+        // only by the peer's puts: a memcpy by another process (smp) or by
+        // the network provider (ofi), outside what Rust's memory model can
+        // see, as with any memory shared with a device or process. An
+        // aligned 8-byte load is one access on every target rgex runs on,
+        // so it sees the old value or the new one, never a mix.
         let word = unsafe { std::sync::atomic::AtomicU64::from_ptr(seg.as_ptr().add(flag).cast()) };
         let wait = |n: u64| -> Res<()> {
             let start = Instant::now();
-            // Acquire: the payload before the word is read after it.
-            while word.load(std::sync::atomic::Ordering::Acquire) != n {
+            // Relaxed: only the word itself is read (the payload is not
+            // checked here; the floods check theirs).
+            while word.load(std::sync::atomic::Ordering::Relaxed) != n {
                 client.poll()?;
                 if start.elapsed() > PINGPONG_PATIENCE {
                     return Err(format!(

@@ -152,8 +152,8 @@ const VARIANTS: [&str; 9] = [
 /// one of its own metadata's dimensionality (3-d for the rest).
 fn naive_for(variant: &str) -> &'static str {
     match variant {
-        "Strided 8-d" => VARIANTS[6],
-        "Strided 32-d" | "Strided 32-d, compiled" => VARIANTS[7],
+        "Strided 8-d" | "naive walker, 8-d" => VARIANTS[6],
+        "Strided 32-d" | "Strided 32-d, compiled" | "naive walker, 32-d" => VARIANTS[7],
         _ => VARIANTS[5],
     }
 }
@@ -469,7 +469,7 @@ fn strided<'a>(elem: usize, c: &'a [u64], s: &'a [i64]) -> Strided<'a> {
 const SPLIT: u32 = rgex_benches::stats::PAIR_SPLIT;
 
 /// The intra-node set: 8-byte elements, every metadata form (and 32-d
-/// compiled once). The seven variants of one size run interleaved (a drifting machine biases none of
+/// compiled once). The nine variants of one size run interleaved (a drifting machine biases none of
 /// them: the dimensionality comparison is a few %), [`SPLIT`] times the
 /// configured repetitions of a third of the target each.
 fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
