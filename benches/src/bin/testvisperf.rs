@@ -415,20 +415,10 @@ unsafe fn source(client: &Client, len: usize, seed: u32) -> Res<&[u8]> {
 
 /// The naive walker: nested loops over the metadata as given (every
 /// dimension, none folded or removed; the first innermost), one put per
-/// element, as GASNet-1's reference walked it.
+/// element, as GASNet-1's reference walked it; `base` is the byte the
+/// loops start at (0 for a whole transfer; each loop calls the next
+/// with its own position).
 fn naive(
-    client: &Client,
-    peer: Rank,
-    src: &[u8],
-    elem: usize,
-    c: &[u64],
-    s: &[i64],
-) -> rgex::Result<()> {
-    naive_at(client, peer, src, elem, c, s, 0)
-}
-
-/// [`naive`] over the inner loops `c`, `s`, starting at byte `base`.
-fn naive_at(
     client: &Client,
     peer: Rank,
     src: &[u8],
@@ -448,7 +438,7 @@ fn naive_at(
             let at = GlobalAddr::new(peer, o as u64);
             client.put_nbi(at, &src[o..o + elem], Flags::empty())?;
         } else {
-            naive_at(client, peer, src, elem, inner, inner_s, o)?;
+            naive(client, peer, src, elem, inner, inner_s, o)?;
         }
     }
     Ok(())
@@ -514,7 +504,7 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
         }
         for (c, s) in [(c3, s3), (c8, s8), (c32, s32)] {
             verify_by(client, src, ELEM, PITCH, || {
-                naive(client, peer, src, ELEM, c, s)?;
+                naive(client, peer, src, ELEM, c, s, 0)?;
                 client.nbi_wait(NbiCategory::Put);
                 Ok(())
             })?;
@@ -530,9 +520,9 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
                 Box::new(move || vis.put_nbi(peer, compiled, src, f)),
                 // GASNet-1 style: nested loops over each metadata, one
                 // put per element.
-                Box::new(move || naive(client, peer, src, ELEM, c3, s3)),
-                Box::new(move || naive(client, peer, src, ELEM, c8, s8)),
-                Box::new(move || naive(client, peer, src, ELEM, c32, s32)),
+                Box::new(move || naive(client, peer, src, ELEM, c3, s3, 0)),
+                Box::new(move || naive(client, peer, src, ELEM, c8, s8, 0)),
+                Box::new(move || naive(client, peer, src, ELEM, c32, s32, 0)),
                 Box::new(move || client.put_nbi(at, &src[..size], f)),
             ];
             flood_interleaved(client, size, target, reps, &mut ops)?
@@ -570,7 +560,7 @@ fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
             let (src, c, s) = (&src, &c, &s);
             let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 3] = [
                 Box::new(move || vis.put_nbi(peer, st, src, f)),
-                Box::new(move || naive(client, peer, src, ELEM64, c, s)),
+                Box::new(move || naive(client, peer, src, ELEM64, c, s, 0)),
                 Box::new(move || client.put_nbi(at, &src[..size], f)),
             ];
             flood_interleaved(client, size, target, reps, &mut ops)?
@@ -1039,11 +1029,11 @@ fn run() -> Res<bool> {
     Ok(true)
 }
 
-/// The table of one set, with ratios to the naive walker `naive` names
+/// The table of one set, with ratios to the naive walker `walker` names
 /// for each variant, to its contiguous put and to the memcpy floor.
 fn table(
     set: &[&Point],
-    naive: impl Fn(&str) -> &'static str,
+    walker: impl Fn(&str) -> &'static str,
     contig: &str,
     floors: &Floors,
 ) -> Table {
@@ -1062,7 +1052,7 @@ fn table(
             size_str(p.size as u64),
             p.variant.to_string(),
             spread(&p.bw),
-            at(naive(p.variant)).map_or_else(String::new, |x| num(p.bw.median / x)),
+            at(walker(p.variant)).map_or_else(String::new, |x| num(p.bw.median / x)),
             at(contig).map_or_else(String::new, |x| num(p.bw.median / x)),
             mc.map_or_else(String::new, |x| num(p.bw.median / x)),
         ]);
