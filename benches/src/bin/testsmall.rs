@@ -662,7 +662,7 @@ fn pingpong_rounds(size: usize, quick: bool) -> u64 {
 /// How long a ping-pong waits for its peer's put before it gives up.
 const PINGPONG_PATIENCE: Duration = Duration::from_secs(60);
 
-/// The put ping-pong, on ranks 0 and 1 (others return at once): at each
+/// The put ping-pong, on ranks 0 and 1 (others only join its barriers): at each
 /// of [`UCX_SIZES`], rank 0 puts `size` bytes (NBI) into rank 1's segment
 /// at offset 0, their last 8 bytes the round's number; rank 1 polls that
 /// word until it holds the number, then puts the same way back, and rank

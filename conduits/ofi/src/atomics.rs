@@ -182,14 +182,13 @@ impl OfiConduit {
                 resource: "RMA operation slots",
             });
         };
-        let Some(slot) = st.pools[POOL_RMA].pop() else {
+        let Some(slot) = st.claim_slot(POOL_RMA) else {
             st.free_ops.push(id);
             return Err(Error::WouldBlock {
                 peer: req.target,
                 resource: "atomic operand buffers",
             });
         };
-        st.slot_pending[slot as usize] = 1;
         let buf = net.send_buf(slot as usize);
         let size = req.ty.size();
         let (a, b) = match call {

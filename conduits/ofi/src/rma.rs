@@ -53,24 +53,20 @@ impl OfiConduit {
             // A small put from the segment is bounced too, if a buffer is
             // free (see the module docs); if none is, it goes zero-copy.
             if put && small {
-                if let Some(s) = st.pools[POOL_RMA].pop() {
-                    st.slot_pending[s as usize] = 1;
+                if let Some(s) = st.claim_slot(POOL_RMA) {
                     return Ok(Local::Bounce(s));
                 }
             }
             return Ok(Local::Registered(net.desc(&net.seg_mr) as usize));
         }
         if small {
-            return match st.pools[POOL_RMA].pop() {
-                Some(s) => {
-                    st.slot_pending[s as usize] = 1;
-                    Ok(Local::Bounce(s))
-                }
-                None => Err(Error::WouldBlock {
+            return st
+                .claim_slot(POOL_RMA)
+                .map(Local::Bounce)
+                .ok_or(Error::WouldBlock {
                     peer,
                     resource: "RMA bounce buffers",
-                }),
-            };
+                });
         }
         if net.prov.mr_local() {
             let mr = Arc::new(self.register(st, p, len)?);

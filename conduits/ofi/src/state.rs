@@ -402,6 +402,15 @@ impl State {
         self.free_ops.push(id as u32);
     }
 
+    /// A free send buffer of `pool`, in use once (see
+    /// [`release_slot`](Self::release_slot)), or `None` if all are taken.
+    #[inline]
+    pub fn claim_slot(&mut self, pool: usize) -> Option<u32> {
+        let slot = self.pools[pool].pop()?;
+        self.slot_pending[slot as usize] = 1;
+        Some(slot)
+    }
+
     /// One use of send buffer `slot` ended; back to its pool after the last.
     #[inline]
     pub fn release_slot(&mut self, net: &Net, slot: usize) {
@@ -448,10 +457,9 @@ impl State {
             if !self.peers[peer].want_credit || self.peers[peer].dead.is_some() {
                 continue;
             }
-            let Some(slot) = self.pools[POOL_REP].pop() else {
+            let Some(slot) = self.claim_slot(POOL_REP) else {
                 return;
             };
-            self.slot_pending[slot as usize] = 1;
             let h = Header {
                 kind: wire::CREDIT,
                 handler: 0,
