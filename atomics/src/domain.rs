@@ -693,8 +693,8 @@ impl<T: AtomicValue> AtomicDomain<T> {
     ) -> Result<AtomicEvent<T>> {
         Ok(match self.start(at, op, a, b, flags, Sink::Event)? {
             Ok(bits) => AtomicEvent::ready(bits),
-            Err((done, value)) if done.is_done() => {
-                // Relaxed: `is_done` was an Acquire load pairing with the
+            Err((done, value)) if done.peek_done() => {
+                // Relaxed: `peek_done` was an Acquire load pairing with the
                 // Release in `done()` that followed the store.
                 AtomicEvent::ready(value.load(Ordering::Relaxed))
             }

@@ -1,7 +1,7 @@
 //! Events: the handles of non-blocking operations.
 
 use crate::Backoff;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// The completion counter behind one event (or an NBI group): operations
@@ -16,9 +16,26 @@ use std::sync::{Arc, OnceLock};
 /// c.done();
 /// assert!(c.is_done());
 /// ```
+///
+/// # Demand
+///
+/// Some conduits learn that a put has landed only by asking the target
+/// (a read after the writes, over software providers), which costs the
+/// target CPU time on the critical path of whatever it does next. They
+/// ask only when someone wants to know: a counter remembers that
+/// [`is_done`](Self::is_done) found it unfinished (a wait or a test:
+/// [`wanted`](Self::wanted)), and a counter made with
+/// [`urgent`](Self::urgent) (a blocking call's) wants its answer from the
+/// start. Bookkeeping that is not a wait looks with
+/// [`peek_done`](Self::peek_done), which asks for nothing.
 #[derive(Debug, Default)]
 pub struct Completion {
     outstanding: AtomicU64,
+    /// `is_done` found operations outstanding since a conduit last took
+    /// this (see [`take_wanted`](Self::take_wanted)).
+    wanted: AtomicBool,
+    /// Made for a caller that waits at once.
+    urgent: bool,
     /// Why an operation counted here failed (the first failure), if one did.
     failure: OnceLock<String>,
 }
@@ -28,8 +45,62 @@ impl Completion {
     pub fn new(n: u64) -> Arc<Self> {
         Arc::new(Completion {
             outstanding: AtomicU64::new(n),
+            wanted: AtomicBool::new(false),
+            urgent: false,
             failure: OnceLock::new(),
         })
+    }
+
+    /// A counter with `n` operations outstanding whose caller waits for
+    /// them at once (a blocking call): conduits complete its operations
+    /// by the fastest route for one operation rather than the cheapest
+    /// for many.
+    ///
+    /// ```
+    /// use rgex_core::event::Completion;
+    /// assert!(Completion::urgent(0).is_urgent());
+    /// assert!(!Completion::new(0).is_urgent());
+    /// ```
+    pub fn urgent(n: u64) -> Arc<Self> {
+        Arc::new(Completion {
+            outstanding: AtomicU64::new(n),
+            wanted: AtomicBool::new(true),
+            urgent: true,
+            failure: OnceLock::new(),
+        })
+    }
+
+    /// True for a counter made by [`urgent`](Self::urgent).
+    #[inline]
+    pub fn is_urgent(&self) -> bool {
+        self.urgent
+    }
+
+    /// True if [`is_done`](Self::is_done) found operations outstanding
+    /// since the last [`take_wanted`](Self::take_wanted) (or the counter
+    /// is [`urgent`](Self::urgent) and it was not taken yet).
+    #[inline]
+    pub fn wanted(&self) -> bool {
+        // Relaxed: a hint. A conduit that reads it stale asks for the
+        // answer one progress call later, and the waiter keeps calling
+        // `is_done` (setting it again) until the answer comes.
+        self.wanted.load(Ordering::Relaxed)
+    }
+
+    /// Take the demand: true if it was [`wanted`](Self::wanted), which it
+    /// no longer is. A conduit calls this when it asks for the answer.
+    ///
+    /// ```
+    /// use rgex_core::event::Completion;
+    /// let c = Completion::new(1);
+    /// assert!(!c.wanted() && !c.peek_done());
+    /// assert!(!c.is_done());             // a look that found it unfinished
+    /// assert!(c.take_wanted() && !c.wanted());
+    /// ```
+    #[inline]
+    pub fn take_wanted(&self) -> bool {
+        // Relaxed: as for `wanted`.
+        self.wanted.swap(false, Ordering::Relaxed)
     }
 
     /// Count `n` more operations.
@@ -70,10 +141,26 @@ impl Completion {
         self.failure.get().map(String::as_str)
     }
 
-    /// True if nothing is outstanding.
+    /// True if nothing is outstanding; if something is, the counter is
+    /// now [`wanted`](Self::wanted) (whoever looks is waiting or testing).
     #[inline]
     pub fn is_done(&self) -> bool {
-        // Acquire: pairs with `done`, so the waiter sees the effects.
+        let done = self.peek_done();
+        // Relaxed: a hint (see `wanted`); written only when it changes,
+        // so a waiter spinning here does not keep taking the line from
+        // the thread that completes the operations.
+        if !done && !self.wanted.load(Ordering::Relaxed) {
+            self.wanted.store(true, Ordering::Relaxed);
+        }
+        done
+    }
+
+    /// True if nothing is outstanding, without marking the counter
+    /// [`wanted`](Self::wanted): for bookkeeping that is not a wait
+    /// (deciding whether an operation finished during injection).
+    #[inline]
+    pub fn peek_done(&self) -> bool {
+        // Acquire: pairs with `done`, so the caller sees the effects.
         self.outstanding.load(Ordering::Acquire) == 0
     }
 

@@ -70,7 +70,7 @@ fn rma_two_nodes() {
     if skip_unless(mixes(), WHY) {
         return;
     }
-    let out = run_ok(&two_nodes(RMA, &[]), 10);
+    let out = run_ok(&two_nodes(RMA, &[]), 11);
     // Mapped to its own node's ranks, another path to the others.
     let paths = listed(&out, "(by peer: ");
     assert!(

@@ -136,7 +136,7 @@ fn rma_on_two_ranks() {
     if skipped() {
         return;
     }
-    run_ok(2, RMA, &[], 9);
+    run_ok(2, RMA, &[], 10);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use common::{job, run_ok};
 
 const RMA: &str = env!("CARGO_BIN_EXE_rma_conformance");
 const THREADS: &str = env!("CARGO_BIN_EXE_threads");
-const CHECKS: usize = 10;
+const CHECKS: usize = 11;
 
 #[test]
 fn mapped_one_rank() {

@@ -619,7 +619,7 @@ impl Vis {
 
     fn event(&self, c: Arc<Completion>) -> Event {
         // A failed transfer keeps its counter so `wait_checked` sees why.
-        if c.is_done() && c.failure().is_none() {
+        if c.peek_done() && c.failure().is_none() {
             Event::done()
         } else {
             Event::pending(c, self.ep.clone())

@@ -1,5 +1,6 @@
 //! Settings of the ofi conduit.
 
+use crate::PutCompletion;
 use rgex_core::config::env_size;
 use rgex_core::{Error, Result};
 
@@ -14,6 +15,7 @@ use rgex_core::{Error, Result};
 /// | `RGEX_OFI_WINDOW` | 8 | messages a sender may have unconsumed at a receiver, per direction (requests and replies each) |
 /// | `RGEX_OFI_SEND_BUFFERS` | 64 | registered send buffers for requests (replies get half as many of their own) |
 /// | `RGEX_OFI_TIMEOUT` | 300 | seconds without any sign of life from a peer we wait on before it is declared dead (0: never) |
+/// | `RGEX_OFI_PUT_COMPLETION` | `auto` | how puts learn they landed: `delivery` (`FI_DELIVERY_COMPLETE` on each write), `readback` (a read after the writes, when someone waits), `auto` (readback for tcp, sockets, shm, udp; see [`PutCompletion`]) |
 ///
 /// The sizes (max Medium, window) are taken from rank 0 so every rank
 /// agrees. Loopback only in tests: set `FI_TCP_IFACE=lo` /
@@ -39,6 +41,9 @@ pub struct OfiConfig {
     pub send_buffers: usize,
     /// Dead-peer timeout in seconds (0: never).
     pub timeout_secs: u64,
+    /// `RGEX_OFI_PUT_COMPLETION`; `None`: the provider's default
+    /// ([`PutCompletion::default_for`]).
+    pub put_completion: Option<PutCompletion>,
 }
 
 impl Default for OfiConfig {
@@ -51,6 +56,7 @@ impl Default for OfiConfig {
             window: 8,
             send_buffers: 64,
             timeout_secs: 300,
+            put_completion: None,
         }
     }
 }
@@ -81,6 +87,16 @@ impl OfiConfig {
                 Error::Config(format!("RGEX_OFI_TIMEOUT={t:?} is not a number of seconds"))
             })?,
         };
+        let put_completion = match var("RGEX_OFI_PUT_COMPLETION").as_deref() {
+            None | Some("auto") => None,
+            Some("delivery") => Some(PutCompletion::Delivery),
+            Some("readback") => Some(PutCompletion::ReadBack),
+            Some(other) => {
+                return Err(Error::Config(format!(
+                    "RGEX_OFI_PUT_COMPLETION={other:?}: use delivery, readback or auto"
+                )));
+            }
+        };
         let c = OfiConfig {
             provider: var("RGEX_OFI_PROVIDER"),
             domain: var("RGEX_OFI_DOMAIN"),
@@ -89,6 +105,7 @@ impl OfiConfig {
             window: env_size("RGEX_OFI_WINDOW", d.window)?,
             send_buffers: env_size("RGEX_OFI_SEND_BUFFERS", d.send_buffers)?,
             timeout_secs,
+            put_completion,
         };
         c.check()?;
         Ok(c)

@@ -5,7 +5,7 @@ use crate::fabric::{
     AddressVector, CompletionQueue, Domain, Endpoint, Fabric, FiError, Hints, Info, MemoryRegion,
     Remote,
 };
-use crate::OfiConfig;
+use crate::{OfiConfig, PutCompletion};
 use libfabric_sys as sys;
 use rgex_core::{Bootstrap, Error, Result, Segment};
 use std::cell::UnsafeCell;
@@ -42,8 +42,11 @@ pub struct Provider {
     pub mr_mode: u64,
     /// Transmit ordering offered.
     pub tx_order: u64,
-    /// Puts and Long writes request `FI_DELIVERY_COMPLETE`.
+    /// Puts and Long writes may request `FI_DELIVERY_COMPLETE`.
     pub delivery_complete: bool,
+    /// How non-blocking puts learn they landed (always
+    /// [`ReadBack`](PutCompletion::ReadBack) without delivery-complete).
+    pub put_completion: PutCompletion,
     /// Largest transfer in one operation.
     pub max_msg: usize,
     /// Thread safety the provider itself gives.
@@ -266,6 +269,12 @@ impl Net {
             mr_mode: info.mr_mode(),
             tx_order: info.tx_msg_order(),
             delivery_complete: info.tx_op_flags() & sys::FI_DELIVERY_COMPLETE != 0,
+            put_completion: if info.tx_op_flags() & sys::FI_DELIVERY_COMPLETE == 0 {
+                PutCompletion::ReadBack
+            } else {
+                cfg.put_completion
+                    .unwrap_or_else(|| PutCompletion::default_for(&info.provider()))
+            },
             max_msg: info.max_msg_size().max(4096),
             threading: info.threading(),
             data_progress: info.data_progress(),

@@ -14,14 +14,18 @@
 //!   registered for the operation and closed at its completion;
 //! - larger, without `FI_MR_LOCAL`: passed as is (null descriptor).
 //!
-//! Remote completion of a put: with `FI_DELIVERY_COMPLETE` granted, the
+//! Remote completion of a put: with `FI_DELIVERY_COMPLETE` asked, the
 //! write's completion means the bytes are visible in the target's
 //! segment. Without it the write's completion only means the transfer
-//! left this rank (`FI_TRANSMIT_COMPLETE`), so a 1-byte read of the last
-//! byte written follows it, and remote completion is that read's
-//! completion (a read issued after the write completed returns after the
-//! write is placed at the target). Local completion is the write's
-//! completion in both cases.
+//! left this rank (`FI_TRANSMIT_COMPLETE`), and the put waits for a
+//! 1-byte read back, issued after the write completed, which returns
+//! after the write is placed at the target; one read serves every put to
+//! that peer waiting then, and it is asked only when someone waits
+//! ([`readback`](crate::readback)). Which of the two a put uses:
+//! [`PutCompletion`] (delivery-complete on NIC providers, read back on
+//! software ones, delivery-complete for a blocking put whenever the
+//! provider has it). Local completion is the write's completion in both
+//! cases.
 //!
 //! Transfers larger than the provider's `max_msg_size` are split; the
 //! first piece is posted directly (FI_EAGAIN there is
@@ -30,7 +34,7 @@
 
 use crate::net::POOL_RMA;
 use crate::state::{Op, Post, State};
-use crate::OfiConduit;
+use crate::{OfiConduit, PutCompletion};
 use rgex_core::{Completion, Error, Rank, Result};
 use std::sync::Arc;
 
@@ -110,7 +114,11 @@ impl OfiConduit {
             }
             Local::OnTheFly(m) => (src as usize, m.desc() as usize, None, Some(m.clone())),
         };
-        let flags = if net.prov.delivery_complete {
+        // Delivery-complete where chosen, and for blocking puts (one
+        // answer beats write-then-read); else the read back (`readback`).
+        let delivery = net.prov.delivery_complete
+            && (net.prov.put_completion == PutCompletion::Delivery || rc.is_urgent());
+        let flags = if delivery {
             libfabric_sys::FI_DELIVERY_COMPLETE
         } else {
             0
@@ -136,7 +144,7 @@ impl OfiConduit {
                 lc: (bounce.is_none()).then(|| lc.clone()),
                 bounce: if i + 1 == pieces { bounce } else { None },
                 mr: mr.clone(),
-                flush_at: (!net.prov.delivery_complete).then_some(offset + (at + n - 1) as u64),
+                flush_at: (!delivery).then_some(offset + (at + n - 1) as u64),
             };
             if i == 0 {
                 st.issue_first(net, id, bounce, peer, &post)?;

@@ -8,6 +8,7 @@
 
 use crate::fabric::{CqRead, FiError, MemoryRegion};
 use crate::net::{Net, POOL_REP};
+use crate::readback::{self, Waiting};
 use crate::wire::{self, Header};
 use libfabric_sys as sys;
 use rgex_core::{Completion, Direction, Error, Rank};
@@ -60,12 +61,15 @@ pub(crate) enum Op {
         lc: Option<Arc<Completion>>,
         bounce: Option<u32>,
         mr: Option<Arc<MemoryRegion>>,
-        /// Without FI_DELIVERY_COMPLETE: the last byte's offset, read back
-        /// after the write completes to know it landed.
+        /// Written without FI_DELIVERY_COMPLETE: the last byte's offset;
+        /// the put then waits for a read back ([`readback`]).
         flush_at: Option<u64>,
     },
-    /// The 1-byte read confirming a put landed.
-    Flush { peer: u32, rc: Arc<Completion> },
+    /// The 1-byte read confirming that a batch of puts landed.
+    Flush {
+        peer: u32,
+        counters: Vec<(Arc<Completion>, u64)>,
+    },
     /// One get (or one piece of a large one).
     Get {
         peer: u32,
@@ -132,6 +136,8 @@ pub(crate) struct Peer {
     pub last_heard: Instant,
     /// Since when a send to it has waited for credits.
     pub stalled_since: Option<Instant>,
+    /// Puts whose writes completed, waiting for a read back.
+    pub waiting: Waiting,
 }
 
 /// A received message waiting for its handler.
@@ -158,6 +164,8 @@ pub(crate) struct State {
     pub next_key: u64,
     /// Errors already printed, per peer (once each).
     pub reported_dead: Vec<bool>,
+    /// Peers whose `waiting` is not empty (progress looks only at these).
+    reading_back: Vec<u32>,
     timeout: Option<Duration>,
     me: Rank,
 }
@@ -206,12 +214,14 @@ impl State {
                     dead: None,
                     last_heard: now,
                     stalled_since: None,
+                    waiting: Waiting::default(),
                 })
                 .collect(),
             backlog: VecDeque::new(),
             ready: Default::default(),
             next_key: 1 << 20,
             reported_dead: vec![false; g.size],
+            reading_back: Vec::new(),
             timeout: (timeout_secs > 0).then(|| Duration::from_secs(timeout_secs)),
             me,
         }
@@ -379,9 +389,11 @@ impl State {
     }
 
     /// True when nothing we posted is outstanding: no backlog, every send
-    /// buffer back in its pool, every dynamic operation slot free.
+    /// buffer back in its pool, every dynamic operation slot free, no put
+    /// waiting for a read back.
     pub fn quiet(&self, net: &Net) -> bool {
         self.backlog.is_empty()
+            && self.reading_back.is_empty()
             && self
                 .pools
                 .iter()
@@ -522,8 +534,57 @@ impl State {
         if !self.backlog.is_empty() {
             n += self.flush_backlog(net);
         }
+        if !self.reading_back.is_empty() {
+            n += self.read_back(net);
+        }
         self.send_credits(net);
         n
+    }
+
+    /// A put's write to `peer`, counted on `rc` and ending at byte `at`,
+    /// completed without delivery-complete: it waits for a read back
+    /// (at the next progress call if `now`).
+    fn wait_read_back(&mut self, peer: u32, rc: Arc<Completion>, at: u64, now: bool) {
+        let w = &mut self.peers[peer as usize].waiting;
+        if w.is_empty() {
+            self.reading_back.push(peer);
+        }
+        w.push(rc, at, now);
+    }
+
+    /// Post the read back of every batch that is due (see [`readback`]);
+    /// how many were posted. A batch whose read finds no free operation
+    /// slot waits for the next call.
+    fn read_back(&mut self, net: &Net) -> usize {
+        let now = Instant::now();
+        let mut posted = 0;
+        let mut i = 0;
+        while i < self.reading_back.len() {
+            let peer = self.reading_back[i];
+            if !self.peers[peer as usize].waiting.due(now) {
+                i += 1;
+                continue;
+            }
+            let Some(id) = self.take_op() else { break };
+            let (counters, at) = self.peers[peer as usize].waiting.take();
+            self.reading_back.swap_remove(i);
+            self.ops[id as usize] = Op::Flush { peer, counters };
+            let dst = net.scratch() as usize;
+            let desc = net.desc(&net.send_mr) as usize;
+            self.post(
+                net,
+                Post::Read {
+                    op: id,
+                    peer,
+                    dst,
+                    len: 1,
+                    desc,
+                    offset: at,
+                },
+            );
+            posted += 1;
+        }
+        posted
     }
 
     fn error_completion(&mut self, net: &Net, err: crate::fabric::CqError) {
@@ -565,10 +626,16 @@ impl State {
         self.finish(net, id, true);
     }
 
-    /// Declare `peer` dead with reason `why` (printed once).
+    /// Declare `peer` dead with reason `why` (printed once); puts to it
+    /// waiting for a read back fail.
     pub fn mark_dead(&mut self, peer: usize, why: &str) {
         if self.peers[peer].dead.is_none() {
             self.peers[peer].dead = Some(why.into());
+        }
+        if !self.peers[peer].waiting.is_empty() {
+            let (counters, _) = self.peers[peer].waiting.take();
+            self.reading_back.retain(|&p| p as usize != peer);
+            readback::settle(counters, Some(&self.unreachable(peer)));
         }
         if !std::mem::replace(&mut self.reported_dead[peer], true) {
             eprintln!(
@@ -720,34 +787,23 @@ impl State {
                 if let Some(lc) = lc {
                     lc.done();
                 }
+                self.free_op(id);
                 match flush_at {
+                    Some(_) if !failed && self.peers[peer as usize].dead.is_some() => {
+                        rc.fail(self.unreachable(peer as usize));
+                    }
                     Some(at) if !failed => {
-                        // Read the last byte back: the read completes after
-                        // the write has landed.
-                        self.ops[id] = Op::Flush { peer, rc };
-                        let dst = net.scratch() as usize;
-                        let desc = net.desc(&net.send_mr) as usize;
-                        self.post(
-                            net,
-                            Post::Read {
-                                op: id as u32,
-                                peer,
-                                dst,
-                                len: 1,
-                                desc,
-                                offset: at,
-                            },
-                        );
+                        // Landed once a read issued after this completion
+                        // returns; a blocking put's read goes at once.
+                        let now = rc.is_urgent();
+                        self.wait_read_back(peer, rc, at, now);
                     }
-                    _ => {
-                        settle(&rc);
-                        self.free_op(id);
-                    }
+                    _ => settle(&rc),
                 }
             }
-            Op::Flush { peer, rc } => {
+            Op::Flush { peer, counters } => {
                 touch(&mut self.peers, peer);
-                settle(&rc);
+                readback::settle(counters, failure.as_deref());
                 self.free_op(id);
             }
             Op::Get {
@@ -814,6 +870,11 @@ impl State {
             | Op::Atomic { peer, .. } => *peer as usize,
             Op::Recv | Op::Idle => return format!("a receive at {} failed", self.me),
         };
+        self.unreachable(peer)
+    }
+
+    /// Why an operation to `peer` failed: its recorded cause.
+    fn unreachable(&self, peer: usize) -> String {
         let why = self.peers[peer]
             .dead
             .clone()

@@ -9,7 +9,9 @@
 //! puts in one access region; the put/get sizes again with a second
 //! thread polling (which helps copy large mapped transfers, see
 //! `Endpoint::share_copy`); events (test, wait, wait_all, wait_some,
-//! invalid); IMMEDIATE leaving nothing behind; bad ranges.
+//! invalid); IMMEDIATE leaving nothing behind; bad ranges; puts nobody
+//! waits for (a ping-pong of NBI puts, whose data must reach a target that
+//! only polls, and whose counter must finish with nobody testing it).
 
 use rgex::{Client, Error, Event, Flags, GlobalAddr, Lc, NbiCategory, Rank, RmaPath};
 use rgex_tests::{fill_pattern, ok, pattern_mismatch, stalled, wait_until, with_poller};
@@ -73,6 +75,7 @@ fn main() -> rgex::Result<()> {
     nbi_region(&client, win)?;
     events(&client, win)?;
     tests_do_not_poll(&client, win)?;
+    unwatched_puts(&client, win)?;
     bad_input(&client)?;
     immediate(&client, win)?;
     client.barrier()?;
@@ -960,5 +963,99 @@ fn immediate(client: &Client, win: u64) -> rgex::Result<()> {
     }
     client.barrier()?;
     ok(client, "IMMEDIATE put: would-block with nothing written against a rank that does not poll (reference path); never blocks on the mapped path");
+    Ok(())
+}
+
+/// Puts nobody waits for. Conduits that learn of a put's arrival only
+/// when asked (ofi's read back over software providers) must still move
+/// the data at once, and finish the counter eventually with nobody
+/// testing it. A ping-pong of NBI puts between ranks 0 and 1 (each round's
+/// 64 bytes checked at the target, which only polls), then each watches
+/// its put counter with `peek_done` (which asks for nothing) while
+/// polling, for at most a minute.
+fn unwatched_puts(client: &Client, win: u64) -> rgex::Result<()> {
+    use std::time::{Duration, Instant};
+    const ROUNDS: u64 = 200;
+    let patience = Duration::from_secs(60);
+    let (me, n) = (client.rank().0, client.size());
+    client.barrier()?;
+    if me < 2 && n >= 2 {
+        let peer = Rank(1 - me);
+        let seg = client.segment();
+        // A rank's puts land in its own window of the peer's segment
+        // (the round mod 251 in 56 bytes, then the round as a tag).
+        let (mine, theirs) = (u64::from(me) * win, u64::from(peer.0) * win);
+        let put = |round: u64| {
+            let mut buf = [(round % 251) as u8; 64];
+            buf[56..].copy_from_slice(&round.to_le_bytes());
+            client.put_nbi(GlobalAddr::new(peer, mine), &buf, Flags::empty())
+        };
+        let arrived = |round: u64| -> rgex::Result<()> {
+            let start = Instant::now();
+            loop {
+                let mut got = [0u8; 64];
+                seg.read(theirs, &mut got)?;
+                let tag = u64::from_le_bytes(got[56..].try_into().expect("8 bytes"));
+                // Only the tag: the order in which a put's bytes become
+                // visible is not promised (the data is checked at the end).
+                if tag == round {
+                    return Ok(());
+                }
+                client.poll()?;
+                assert!(
+                    start.elapsed() < patience,
+                    "{}: round {round}'s NBI put from {peer} did not arrive in {patience:?} (the word holds {tag})",
+                    client.rank()
+                );
+            }
+        };
+        for round in 1..=ROUNDS {
+            if me == 0 {
+                put(round)?;
+                arrived(round)?;
+            } else {
+                arrived(round)?;
+                put(round)?;
+            }
+        }
+        // Nobody has tested this thread's put counter: it must finish
+        // while the rank only polls.
+        let counter = client.endpoint().nbi_counter(NbiCategory::Put);
+        let start = Instant::now();
+        while !counter.peek_done() {
+            client.poll()?;
+            assert!(
+                start.elapsed() < patience,
+                "{}: NBI puts to {peer} that nobody tested did not complete in {patience:?} while this rank polled ({} outstanding)",
+                client.rank(),
+                counter.outstanding()
+            );
+        }
+        client.nbi_wait(NbiCategory::Put);
+    }
+    client.barrier()?;
+    if me < 2 && n >= 2 {
+        // Every put has completed (both waited, then the barrier): the
+        // last round is whole.
+        let mut got = [0u8; 64];
+        client.segment().read(u64::from(1 - me) * win, &mut got)?;
+        let mut want = [(ROUNDS % 251) as u8; 64];
+        want[56..].copy_from_slice(&ROUNDS.to_le_bytes());
+        assert_eq!(
+            got,
+            want,
+            "{}: the last round's put from rank {} is not whole",
+            client.rank(),
+            1 - me
+        );
+    }
+    ok(
+        client,
+        &if n >= 2 {
+            format!("unwatched NBI puts: a {ROUNDS}-round ping-pong landed at targets that only poll, and its counter finished untested")
+        } else {
+            "unwatched NBI puts: skipped, one rank".to_string()
+        },
+    );
     Ok(())
 }
