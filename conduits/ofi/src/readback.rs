@@ -25,11 +25,11 @@ use std::time::{Duration, Instant};
 /// A batch is read back once its oldest write completed this long ago,
 /// wanted or not (so counters nobody looks at still finish, and the
 /// conduit goes quiet at exit).
-pub(crate) const MAX_AGE: Duration = Duration::from_millis(1);
+pub const MAX_AGE: Duration = Duration::from_millis(1);
 
 /// A batch is read back once it holds this many distinct counters (each
 /// non-blocking put has its own; implicit ones share their category's).
-pub(crate) const MAX_WAITING: usize = 64;
+pub const MAX_WAITING: usize = 64;
 
 /// How a put learns that its bytes landed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
