@@ -19,23 +19,24 @@ use std::sync::{Arc, OnceLock};
 ///
 /// # Demand
 ///
-/// Some conduits learn that a put has landed only by asking the target
-/// (a read after the writes, over software providers), which costs the
-/// target CPU time on the critical path of whatever it does next. They
-/// ask only when someone wants to know: a counter remembers that
-/// [`is_done`](Self::is_done) found it unfinished (a wait or a test:
-/// [`wanted`](Self::wanted)), and a counter made with
-/// [`urgent`](Self::urgent) (a blocking call's) wants its answer from the
-/// start. Bookkeeping that is not a wait looks with
-/// [`peek_done`](Self::peek_done), which asks for nothing.
+/// Proving that a put landed can cost the target CPU time on the
+/// critical path of whatever it does next (over software providers its
+/// progress call answers each write). For a counter of many operations
+/// whose completion is asked for together ([`batched`](Self::batched):
+/// the implicit-handle categories and access regions), a conduit may
+/// instead prove a whole batch at once, when someone wants to know: a
+/// counter remembers that [`is_done`](Self::is_done) found it unfinished
+/// (a wait or a test: [`wanted`](Self::wanted)). Bookkeeping that is not
+/// a wait looks with [`peek_done`](Self::peek_done), which asks for
+/// nothing.
 #[derive(Debug, Default)]
 pub struct Completion {
     outstanding: AtomicU64,
     /// `is_done` found operations outstanding since a conduit last took
     /// this (see [`take_wanted`](Self::take_wanted)).
     wanted: AtomicBool,
-    /// Made for a caller that waits at once.
-    urgent: bool,
+    /// Counts many operations whose completion is asked for together.
+    batched: bool,
     /// Why an operation counted here failed (the first failure), if one did.
     failure: OnceLock<String>,
 }
@@ -46,39 +47,40 @@ impl Completion {
         Arc::new(Completion {
             outstanding: AtomicU64::new(n),
             wanted: AtomicBool::new(false),
-            urgent: false,
+            batched: false,
             failure: OnceLock::new(),
         })
     }
 
-    /// A counter with `n` operations outstanding whose caller waits for
-    /// them at once (a blocking call): conduits complete its operations
-    /// by the fastest route for one operation rather than the cheapest
-    /// for many.
+    /// A counter for many operations whose completion is asked for
+    /// together (an implicit-handle category, an access region):
+    /// conduits may prove its operations landed a batch at a time, when
+    /// someone asks, rather than one by one as each lands (see the type's
+    /// docs). A counter of one operation, which its caller may wait for
+    /// at once, is made by [`new`](Self::new).
     ///
     /// ```
     /// use rgex_core::event::Completion;
-    /// assert!(Completion::urgent(0).is_urgent());
-    /// assert!(!Completion::new(0).is_urgent());
+    /// assert!(Completion::batched(0).is_batched());
+    /// assert!(!Completion::new(0).is_batched());
     /// ```
-    pub fn urgent(n: u64) -> Arc<Self> {
+    pub fn batched(n: u64) -> Arc<Self> {
         Arc::new(Completion {
             outstanding: AtomicU64::new(n),
-            wanted: AtomicBool::new(true),
-            urgent: true,
+            wanted: AtomicBool::new(false),
+            batched: true,
             failure: OnceLock::new(),
         })
     }
 
-    /// True for a counter made by [`urgent`](Self::urgent).
+    /// True for a counter made by [`batched`](Self::batched).
     #[inline]
-    pub fn is_urgent(&self) -> bool {
-        self.urgent
+    pub fn is_batched(&self) -> bool {
+        self.batched
     }
 
     /// True if [`is_done`](Self::is_done) found operations outstanding
-    /// since the last [`take_wanted`](Self::take_wanted) (or the counter
-    /// is [`urgent`](Self::urgent) and it was not taken yet).
+    /// since the last [`take_wanted`](Self::take_wanted).
     #[inline]
     pub fn wanted(&self) -> bool {
         // Relaxed: a hint. A conduit that reads it stale asks for the

@@ -33,11 +33,6 @@ fn fresh() -> Arc<Completion> {
     Completion::new(0)
 }
 
-/// A fresh counter for one blocking operation (see [`Completion::urgent`]).
-fn fresh_urgent() -> Arc<Completion> {
-    Completion::urgent(0)
-}
-
 /// How RMA to a peer is carried out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RmaPath {
@@ -325,26 +320,14 @@ impl Endpoint {
     /// # Ok(()) }
     /// ```
     pub fn put(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
-        // SAFETY: `src` is borrowed for the call; LC is reached before return.
-        let started = unsafe {
-            self.start_put(
-                dst,
-                src.as_ptr(),
-                src.len(),
-                fresh_urgent,
-                LcCount::Now,
-                flags,
-            )?
-        };
-        self.event(started.rc).wait_checked()
+        self.put_nb(dst, src, flags)?.wait_checked()
     }
 
     /// Blocking get: returns when `dst` holds the bytes at `src`.
     pub fn get(&self, dst: &mut [u8], src: GlobalAddr, flags: Flags) -> Result<()> {
         // SAFETY: `dst` is borrowed for this whole call, which waits for
         // completion before returning.
-        let done =
-            unsafe { self.start_get(dst.as_mut_ptr(), dst.len(), src, fresh_urgent, flags)? };
+        let done = unsafe { self.start_get(dst.as_mut_ptr(), dst.len(), src, fresh, flags)? };
         self.event(done).wait_checked()
     }
 

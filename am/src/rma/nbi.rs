@@ -35,7 +35,7 @@ struct ThreadNbi {
 
 thread_local! {
     static NBI: RefCell<ThreadNbi> = RefCell::new(ThreadNbi {
-        by_category: std::array::from_fn(|_| Completion::new(0)),
+        by_category: std::array::from_fn(|_| Completion::batched(0)),
         region: None,
     });
 }
@@ -63,7 +63,7 @@ pub(crate) fn begin_region() -> bool {
         if n.region.is_some() {
             return false;
         }
-        n.region = Some(Completion::new(0));
+        n.region = Some(Completion::batched(0));
         true
     })
 }

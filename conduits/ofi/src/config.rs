@@ -15,7 +15,7 @@ use rgex_core::{Error, Result};
 /// | `RGEX_OFI_WINDOW` | 8 | messages a sender may have unconsumed at a receiver, per direction (requests and replies each) |
 /// | `RGEX_OFI_SEND_BUFFERS` | 64 | registered send buffers for requests (replies get half as many of their own) |
 /// | `RGEX_OFI_TIMEOUT` | 300 | seconds without any sign of life from a peer we wait on before it is declared dead (0: never) |
-/// | `RGEX_OFI_PUT_COMPLETION` | `auto` | how puts learn they landed: `delivery` (`FI_DELIVERY_COMPLETE` on each write), `readback` (a read after the writes, when someone waits), `auto` (readback for tcp, sockets, shm, udp; see [`PutCompletion`]) |
+/// | `RGEX_OFI_PUT_COMPLETION` | `auto` | how puts learn they landed: `delivery` (`FI_DELIVERY_COMPLETE` on each write), `readback` (NBI puts: a read after the writes, when someone waits), `auto` (readback for tcp, sockets, shm, udp; see [`PutCompletion`]) |
 ///
 /// The sizes (max Medium, window) are taken from rank 0 so every rank
 /// agrees. Loopback only in tests: set `FI_TCP_IFACE=lo` /

@@ -22,10 +22,12 @@
 //! after the write is placed at the target; one read serves every put to
 //! that peer waiting then, and it is asked only when someone waits
 //! ([`readback`](crate::readback)). Which of the two a put uses:
-//! [`PutCompletion`] (delivery-complete on NIC providers, read back on
-//! software ones, delivery-complete for a blocking put whenever the
-//! provider has it). Local completion is the write's completion in both
-//! cases.
+//! [`PutCompletion`]: delivery-complete on NIC providers; on software
+//! ones, read back for implicit-handle puts (a batched counter, whose
+//! completion is asked for together) and delivery-complete for the rest
+//! (blocking, or with an event of their own, which may be waited for at
+//! once). Without delivery-complete, always read back. Local completion
+//! is the write's completion in both cases.
 //!
 //! Transfers larger than the provider's `max_msg_size` are split; the
 //! first piece is posted directly (FI_EAGAIN there is
@@ -114,10 +116,11 @@ impl OfiConduit {
             }
             Local::OnTheFly(m) => (src as usize, m.desc() as usize, None, Some(m.clone())),
         };
-        // Delivery-complete where chosen, and for blocking puts (one
-        // answer beats write-then-read); else the read back (`readback`).
+        // Delivery-complete where chosen, and for a put with a counter of
+        // its own (its caller may wait at once: one answer beats
+        // write-then-read); else the read back (`readback`).
         let delivery = net.prov.delivery_complete
-            && (net.prov.put_completion == PutCompletion::Delivery || rc.is_urgent());
+            && (net.prov.put_completion == PutCompletion::Delivery || !rc.is_batched());
         let flags = if delivery {
             libfabric_sys::FI_DELIVERY_COMPLETE
         } else {

@@ -794,8 +794,9 @@ impl State {
                     }
                     Some(at) if !failed => {
                         // Landed once a read issued after this completion
-                        // returns; a blocking put's read goes at once.
-                        let now = rc.is_urgent();
+                        // returns; a put with a counter of its own (a
+                        // provider without delivery-complete) reads at once.
+                        let now = !rc.is_batched();
                         self.wait_read_back(peer, rc, at, now);
                     }
                     _ => settle(&rc),
