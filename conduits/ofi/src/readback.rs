@@ -19,10 +19,10 @@
 //! one read at its `nbi_wait`, not one per put.
 //!
 //! Only puts counted on a [batched](Completion::batched) counter (the
-//! implicit-handle ones) wait this way by default: a put with an event
-//! of its own is often waited for at once, and then write-then-read
-//! costs more than one delivery-complete answer (tcp 9.2 against 6.9 us,
-//! shm 2.1 against 1.5 us).
+//! implicit-handle ones) of at most [`MAX_BYTES`] wait this way by
+//! default: a put with an event of its own is often waited for at once,
+//! and then write-then-read costs more than one delivery-complete answer
+//! (tcp 9.2 against 6.9 us, shm 2.1 against 1.5 us).
 
 use rgex_core::Completion;
 use std::sync::Arc;
@@ -37,15 +37,24 @@ pub const MAX_AGE: Duration = Duration::from_millis(1);
 /// non-blocking put has its own; implicit ones share their category's).
 pub const MAX_WAITING: usize = 64;
 
+/// Puts larger than this ask for delivery-complete even when batched: one
+/// answer is a small part of a large write's cost, and over tcp;ofi_rxm
+/// on loopback, NBI floods of 64-128 KiB puts ran erratically without it
+/// (2-5 GB/s against a steady 3.4), while up to 48 KiB they ran 1.3-2.1x
+/// faster (8 KiB 2.2 against 1.7 GB/s, 16 KiB 3.0 against 1.4, 48 KiB 6.0
+/// against 3.1).
+pub const MAX_BYTES: usize = 32 << 10;
+
 /// How a put learns that its bytes landed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PutCompletion {
     /// Each write asks for `FI_DELIVERY_COMPLETE` (the provider's answer
     /// costs the target nothing: a NIC answers).
     Delivery,
-    /// Implicit-handle puts (batched counters) complete on transmit and
-    /// wait for a read back, asked when someone waits (see the module
-    /// docs); other puts still ask for delivery when the provider has it.
+    /// Implicit-handle puts (batched counters) of at most [`MAX_BYTES`]
+    /// complete on transmit and wait for a read back, asked when someone
+    /// waits (see the module docs); other puts still ask for delivery
+    /// when the provider has it.
     ReadBack,
 }
 

@@ -21,10 +21,11 @@
 //! 1-byte read back, issued after the write completed, which returns
 //! after the write is placed at the target; one read serves every put to
 //! that peer waiting then, and it is asked only when someone waits
-//! ([`readback`](crate::readback)). Which of the two a put uses:
+//! ([`readback`]). Which of the two a put uses:
 //! [`PutCompletion`]: delivery-complete on NIC providers; on software
 //! ones, read back for implicit-handle puts (a batched counter, whose
-//! completion is asked for together) and delivery-complete for the rest
+//! completion is asked for together) of up to
+//! [`MAX_BYTES`](readback::MAX_BYTES) and delivery-complete for the rest
 //! (blocking, or with an event of their own, which may be waited for at
 //! once). Without delivery-complete, always read back. Local completion
 //! is the write's completion in both cases.
@@ -36,7 +37,7 @@
 
 use crate::net::POOL_RMA;
 use crate::state::{Op, Post, State};
-use crate::{OfiConduit, PutCompletion};
+use crate::{readback, OfiConduit, PutCompletion};
 use rgex_core::{Completion, Error, Rank, Result};
 use std::sync::Arc;
 
@@ -118,9 +119,11 @@ impl OfiConduit {
         };
         // Delivery-complete where chosen, and for a put with a counter of
         // its own (its caller may wait at once: one answer beats
-        // write-then-read); else the read back (`readback`).
+        // write-then-read) or a large one; else the read back (`readback`).
         let delivery = net.prov.delivery_complete
-            && (net.prov.put_completion == PutCompletion::Delivery || !rc.is_batched());
+            && (net.prov.put_completion == PutCompletion::Delivery
+                || !rc.is_batched()
+                || len > readback::MAX_BYTES);
         let flags = if delivery {
             libfabric_sys::FI_DELIVERY_COMPLETE
         } else {
