@@ -853,11 +853,36 @@ pub fn ratio(x: f64, floor: Option<f64>) -> String {
     }
 }
 
-/// A latency against [`LATENCY_TARGET`] times `floor`: `met` or `MISSED`.
+/// A latency against [`LATENCY_TARGET`] times `floor`: `met` or
+/// `MISSED`; or [`NO_FLOOR`] when `x` is under [`SUSPECT_BELOW`] times
+/// it (the raw tool then measured something slower than a floor).
+///
+/// ```
+/// use rgex_benches::fabric::{verdict, NO_FLOOR};
+/// assert_eq!(verdict(110.0, 100.0), "met");
+/// assert_eq!(verdict(120.0, 100.0), "MISSED");
+/// assert_eq!(verdict(30.0, 100.0), NO_FLOOR);
+/// ```
 pub fn verdict(x: f64, floor: f64) -> &'static str {
-    if x <= LATENCY_TARGET * floor {
+    if x < SUSPECT_BELOW * floor {
+        NO_FLOOR
+    } else if x <= LATENCY_TARGET * floor {
         "met"
     } else {
         "MISSED"
     }
 }
+
+/// Below this fraction of the provider's own figure, that figure is no
+/// floor: rgex runs over the same provider, so it cannot be twice as
+/// fast as the provider's raw latency. It happens with `sockets`, whose
+/// fi_pingpong runs with automatic progress (a provider thread moves
+/// every message, and fi_pingpong has no option to progress manually, as
+/// rgex does): 140 us round trips against rgex's 14 us.
+pub const SUSPECT_BELOW: f64 = 0.5;
+
+/// What [`verdict`] says when the floor is suspect.
+pub const NO_FLOOR: &str = "no floor";
+
+/// The explanation printed under a table with a [`NO_FLOOR`] verdict.
+pub const NO_FLOOR_NOTE: &str = "no floor: rgex ran in under half the provider tool's time over the same provider, so the tool measured something slower than the provider itself (sockets: fi_pingpong runs with the provider's automatic progress thread, and has no option for the manual progress rgex asks for); no target verdict";

@@ -995,14 +995,25 @@ fn provider_latency(r: &Results, f: &ProviderFloor) -> String {
         "get / RTT",
         "target",
     ]);
+    let mut no_floor = false;
     for (size, p, g) in &r.lat {
         let Some(fl) = r.fabric_at(*size) else {
             continue;
         };
         let ow = fl.one_way.median;
         let rt = fl.round_trip().median;
-        let ok =
-            fabric::verdict(p.s.median, rt) == "met" && fabric::verdict(g.s.median, rt) == "met";
+        let verdicts = [
+            fabric::verdict(p.s.median, rt),
+            fabric::verdict(g.s.median, rt),
+        ];
+        let verdict = if verdicts.contains(&fabric::NO_FLOOR) {
+            no_floor = true;
+            fabric::NO_FLOOR
+        } else if verdicts == ["met"; 2] {
+            "met"
+        } else {
+            "MISSED"
+        };
         t.row([
             size_str(*size as u64),
             num(p.s.median),
@@ -1011,10 +1022,13 @@ fn provider_latency(r: &Results, f: &ProviderFloor) -> String {
             fabric::ratio(p.s.median, Some(ow)),
             fabric::ratio(p.s.median, Some(rt)),
             fabric::ratio(g.s.median, Some(rt)),
-            if ok { "met" } else { "MISSED" }.into(),
+            verdict.into(),
         ]);
     }
     s.push_str(&t.to_string());
+    if no_floor {
+        let _ = writeln!(s, "({})", fabric::NO_FLOOR_NOTE);
+    }
     if r.lat.len() > f.points.len() {
         let _ = writeln!(
             s,

@@ -172,13 +172,16 @@ pub fn table(run: &Run) -> String {
         match run.provider_rtt() {
             Some(p) => {
                 let x = am.short_rtt.ns.median;
+                let v = fabric::verdict(x, p);
                 let _ = writeln!(
                     s,
-                    "rgex AM Short round trip / provider round trip ({}) = {:.2} (target <= {LATENCY_TARGET}: {})",
+                    "rgex AM Short round trip / provider round trip ({}) = {:.2} (target <= {LATENCY_TARGET}: {v})",
                     f.provider,
                     x / p,
-                    fabric::verdict(x, p)
                 );
+                if v == fabric::NO_FLOOR {
+                    let _ = writeln!(s, "({})", fabric::NO_FLOOR_NOTE);
+                }
             }
             None => {
                 let _ = writeln!(
