@@ -2,7 +2,7 @@
 //! the smp transport for node-local peers.
 
 use crate::net::{self, Geometry, Net, Provider, POOL_REP, POOL_REQ};
-use crate::state::{dir_index, Op, Post, Ready, Staging, State};
+use crate::state::{dir_index, Op, Post, Ready, ReadyCount, Staging, State};
 use crate::ticker::Ticker;
 use crate::wire::{self, Header};
 use crate::OfiConfig;
@@ -40,6 +40,8 @@ pub struct OfiConduit {
     /// One delivery at a time per direction, so messages from one sender
     /// reach the handlers in arrival order.
     deliver_lock: [Mutex<()>; 2],
+    /// The state's count of messages waiting, per direction (lock-free).
+    ready_count: Arc<ReadyCount>,
     /// Per peer: reached through smp (shared memory) rather than the network.
     local: Vec<bool>,
     /// Every peer is local (offloaded atomics would only slow things down).
@@ -117,6 +119,7 @@ impl OfiConduit {
             .map(|p| cfg.shm_bypass && smp.is_local(Rank(p as u32)))
             .collect();
         let all_local = local.iter().all(|&l| l);
+        let ready_count = state.ready_count.clone();
         let state = Arc::new(Mutex::new(state));
         let net = Arc::new(net);
         let ticker = Ticker::start(state.clone(), net.clone()).map_err(|source| Error::Os {
@@ -129,6 +132,7 @@ impl OfiConduit {
             state,
             net,
             deliver_lock: [Mutex::new(()), Mutex::new(())],
+            ready_count,
             local,
             all_local,
             rank,
@@ -153,6 +157,9 @@ impl OfiConduit {
 
     /// Deliver up to a batch of ready messages of direction `dir`.
     fn deliver(&self, dir: usize, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
+        if !self.ready_count.any(dir) {
+            return 0;
+        }
         let Some(_one) = self.deliver_lock[dir].try_lock() else {
             return 0;
         };
@@ -164,6 +171,7 @@ impl OfiConduit {
             for (slot, r) in batch.iter_mut().zip(q.drain(..k)) {
                 *slot = r;
             }
+            st.ready_count.set(dir, st.ready[dir].len());
             k
         };
         if k == 0 {

@@ -39,11 +39,11 @@
 //!   without a copy.
 //! - **Flow control.** A receiver posts, per sender, a window of
 //!   `RGEX_OFI_WINDOW` buffers for requests, as many for replies, and
-//!   three for credit messages. A sender spends a credit per message and
+//!   five for credit messages. A sender spends a credit per message and
 //!   learns what the receiver consumed from cumulative counts in every
 //!   header it receives back, or from a credit-only message the receiver
-//!   sends once a window's worth is unreported (at most two such messages
-//!   can be unread at a receiver, so three buffers suffice). Out of
+//!   sends once half a window's worth is unreported (at most four such
+//!   messages can be unread at a receiver, so five buffers suffice). Out of
 //!   credits or send buffers, `try_prepare` returns
 //!   [`Error::WouldBlock`](rgex_core::Error::WouldBlock). Replies have
 //!   their own credits and send buffers, so a request handler can always

@@ -83,10 +83,21 @@ pub(crate) struct Geometry {
     pub slot: usize,
     /// Send buffers per pool.
     pub pools: [usize; 3],
-    /// Receive buffers posted (per sender: two windows and three credit
-    /// messages).
+    /// Receive buffers posted (per sender: two windows and
+    /// [`CREDIT_SLOTS`] credit messages).
     pub n_recv: usize,
 }
+
+/// Receive buffers per sender for credit-only messages. A receiver owes
+/// one once [`Geometry::credit_every`] (half a window, rounded up) of the
+/// sender's messages are consumed and unreported. Those messages need no
+/// credits of their own because few can be unread at once: a sender that
+/// has read reports up to `p` can have sent at most `p + 2 x window`
+/// messages (both directions), each unread credit message reports at
+/// least `credit_every` more than the one before it, and the first at
+/// least `credit_every` more than `p`; so at most `2 x window /
+/// credit_every <= 4` are unread, and five buffers leave one spare.
+pub(crate) const CREDIT_SLOTS: usize = 5;
 
 impl Geometry {
     pub fn new(size: usize, cfg: &OfiConfig) -> Self {
@@ -98,8 +109,17 @@ impl Geometry {
             max_medium: cfg.max_medium,
             slot,
             pools: [cfg.send_buffers, rep, 32],
-            n_recv: size * (2 * cfg.window + 3),
+            n_recv: size * (2 * cfg.window + CREDIT_SLOTS),
         }
+    }
+
+    /// Consumed, unreported messages after which a receiver sends a
+    /// credit message: half a window, rounded up, so that a sender
+    /// flooding one direction gets credits back while it still has half
+    /// a window to send (at a whole window it stopped and waited for
+    /// each report: an AM flood over shm ran no faster than a ping-pong).
+    pub fn credit_every(&self) -> usize {
+        self.window.div_ceil(2)
     }
 
     pub fn n_send(&self) -> usize {

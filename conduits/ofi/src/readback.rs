@@ -15,7 +15,7 @@
 //! against 0.75 us). The read back is asked only when someone wants to
 //! know ([`Completion::wanted`]: a wait or a test that found the counter
 //! unfinished), when a batch grows to [`MAX_WAITING`] counters, or when
-//! its oldest write completed [`MAX_AGE`] ago, so a flood of puts costs
+//! its oldest write completed [`MAX_AGE`] ticks ago, so a flood of puts costs
 //! one read at its `nbi_wait`, not one per put.
 //!
 //! Only puts counted on a [batched](Completion::batched) counter (the
@@ -26,12 +26,12 @@
 
 use rgex_core::Completion;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-/// A batch is read back once its oldest write completed this long ago,
-/// wanted or not (so counters nobody looks at still finish, and the
-/// conduit goes quiet at exit).
-pub const MAX_AGE: Duration = Duration::from_millis(1);
+/// A batch is read back once its oldest write completed this many ticks
+/// of the conduit's clock ago ([`TICK`](crate::ticker::TICK) each: 1 to
+/// 2 ms), wanted or not, so counters nobody looks at still finish and the
+/// conduit goes quiet at exit.
+pub const MAX_AGE: u64 = 2;
 
 /// A batch is read back once it holds this many distinct counters (each
 /// non-blocking put has its own; implicit ones share their category's).
@@ -85,8 +85,8 @@ pub(crate) struct Waiting {
     counters: Vec<(Arc<Completion>, u64)>,
     /// The last byte of the newest write: what the read fetches.
     at: u64,
-    /// When the oldest joined.
-    since: Option<Instant>,
+    /// When the oldest joined (the conduit's [ticks](crate::ticker::Ticks)).
+    since: Option<u64>,
     /// Read back at the next progress call, whatever the counters say.
     now: bool,
 }
@@ -99,25 +99,26 @@ impl Waiting {
     }
 
     /// A write counted on `rc`, ending at byte `at` of the peer's segment,
-    /// completed. `now`: read back at the next progress call.
-    pub fn push(&mut self, rc: Arc<Completion>, at: u64, now: bool) {
+    /// completed at tick `tick`. `now`: read back at the next progress call.
+    pub fn push(&mut self, rc: Arc<Completion>, at: u64, now: bool, tick: u64) {
         match self.counters.last_mut() {
             Some((c, n)) if Arc::ptr_eq(c, &rc) => *n += 1,
             _ => self.counters.push((rc, 1)),
         }
         if self.since.is_none() {
-            self.since = Some(Instant::now());
+            self.since = Some(tick);
         }
         self.at = at;
         self.now |= now;
     }
 
-    /// True if the batch should be read back now (see the module docs).
-    pub fn due(&self, now: Instant) -> bool {
+    /// True if the batch should be read back at tick `tick` (see the
+    /// module docs).
+    pub fn due(&self, tick: u64) -> bool {
         self.now
             || self.counters.len() >= MAX_WAITING
             || self.counters.iter().any(|(c, _)| c.wanted())
-            || self.since.is_some_and(|t| now.duration_since(t) >= MAX_AGE)
+            || self.since.is_some_and(|t| tick.wrapping_sub(t) >= MAX_AGE)
     }
 
     /// Hand over the batch for a read of byte `at` (returned), taking
@@ -154,10 +155,10 @@ mod tests {
         let mut w = Waiting::default();
         let a = Completion::new(3);
         let b = Completion::new(1);
-        w.push(a.clone(), 10, false);
-        w.push(a.clone(), 20, false);
-        w.push(b.clone(), 30, false);
-        w.push(a.clone(), 40, false);
+        w.push(a.clone(), 10, false, 0);
+        w.push(a.clone(), 20, false, 0);
+        w.push(b.clone(), 30, false, 0);
+        w.push(a.clone(), 40, false, 0);
         assert_eq!(w.counters.len(), 3);
         let (c, at) = w.take();
         assert_eq!(at, 40);
@@ -168,29 +169,29 @@ mod tests {
 
     #[test]
     fn due_when_wanted_full_old_or_asked() {
-        let t0 = Instant::now();
+        let t0 = 7;
         let mut w = Waiting::default();
         let a = Completion::new(1);
-        w.push(a.clone(), 0, false);
-        assert!(!w.due(t0), "fresh and nobody looked");
+        w.push(a.clone(), 0, false, t0);
+        assert!(!w.due(t0 + 1), "fresh and nobody looked");
         assert!(!a.is_done()); // a waiter looked
         assert!(w.due(t0));
         let (c, _) = w.take();
         assert!(!a.wanted(), "taking the batch takes the demand");
         settle(c, None);
 
-        w.push(Completion::new(1), 0, false);
-        assert!(w.due(Instant::now() + MAX_AGE), "old enough");
+        w.push(Completion::new(1), 0, false, t0);
+        assert!(w.due(t0 + MAX_AGE), "old enough");
         settle(w.take().0, None);
 
-        w.push(Completion::new(1), 0, true);
-        assert!(w.due(Instant::now()), "asked for at once");
+        w.push(Completion::new(1), 0, true, t0);
+        assert!(w.due(t0), "asked for at once");
         settle(w.take().0, None);
 
         for _ in 0..MAX_WAITING {
-            w.push(Completion::new(1), 0, false);
+            w.push(Completion::new(1), 0, false, t0);
         }
-        assert!(w.due(Instant::now()), "full");
+        assert!(w.due(t0), "full");
         settle(w.take().0, None);
     }
 
@@ -198,8 +199,8 @@ mod tests {
     fn failures_reach_every_write() {
         let a = Completion::new(2);
         let mut w = Waiting::default();
-        w.push(a.clone(), 0, false);
-        w.push(a.clone(), 0, false);
+        w.push(a.clone(), 0, false, 0);
+        w.push(a.clone(), 0, false, 0);
         settle(w.take().0, Some("rank 1 is gone"));
         assert!(a.peek_done());
         assert_eq!(a.failure(), Some("rank 1 is gone"));

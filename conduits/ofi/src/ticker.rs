@@ -24,11 +24,35 @@ use std::time::Duration;
 /// about a millisecond, not forever.
 pub const TICK: Duration = Duration::from_millis(1);
 
+/// A clock that advances once a tick: reading it is one load, where a
+/// clock read (`Instant::now`) on every progress call cost more than the
+/// rest of an idle one. What waits for a tick or two (a read back's age,
+/// see [`readback`](crate::readback)) reads this.
+#[derive(Default)]
+pub struct Ticks(AtomicU64);
+
+impl Ticks {
+    /// Ticks so far.
+    #[inline]
+    pub fn now(&self) -> u64 {
+        // Relaxed: a coarse clock; a stale value is an older time.
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn advance(&self) {
+        // Relaxed: as for `now`; only the ticker writes it.
+        self.0
+            .store(self.0.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+}
+
 /// What the ticker and the conduit share.
 pub(crate) struct Shared {
-    /// Bumped by every client-driven progress call (Relaxed: a hint; a
-    /// stale read only makes the ticker progress once more or once less).
-    pub polls: AtomicU64,
+    /// Set by every client-driven progress call, cleared by the ticker
+    /// (Relaxed: a hint; a stale read only makes the ticker progress
+    /// once more or once less). A store, not a count: a locked increment
+    /// on every poll cost more than the flag's purpose is worth.
+    pub polled: AtomicBool,
     /// Set at drop; the ticker exits at its next wake-up (Relaxed, with
     /// the join giving the happens-before the drop needs).
     stop: AtomicBool,
@@ -44,25 +68,25 @@ impl Ticker {
     /// Start ticking over `state` and `net`.
     pub fn start(state: Arc<Mutex<State>>, net: Arc<Net>) -> std::io::Result<Ticker> {
         let shared = Arc::new(Shared {
-            polls: AtomicU64::new(0),
+            polled: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         });
         let s = shared.clone();
+        let ticks = state.lock().ticks.clone();
         let handle = std::thread::Builder::new()
             .name("rgex-ofi-progress".into())
             .spawn(move || {
-                let mut seen = u64::MAX;
                 while !s.stop.load(Ordering::Relaxed) {
                     std::thread::park_timeout(TICK);
-                    let now = s.polls.load(Ordering::Relaxed);
-                    if now == seen {
+                    ticks.advance();
+                    // Relaxed: see `Shared::polled`.
+                    if !s.polled.swap(false, Ordering::Relaxed) {
                         // Nobody polled for a whole tick: progress once,
                         // unless a client thread holds the lock right now.
                         if let Some(mut st) = state.try_lock() {
                             st.progress(&net);
                         }
                     }
-                    seen = now;
                 }
             })?;
         Ok(Ticker {
@@ -74,7 +98,11 @@ impl Ticker {
     /// Note a client-driven progress call.
     #[inline]
     pub fn polled(&self) {
-        self.shared.polls.fetch_add(1, Ordering::Relaxed);
+        // Read first: a poller spinning here stores only when the ticker
+        // has cleared the flag, not on every poll.
+        if !self.shared.polled.load(Ordering::Relaxed) {
+            self.shared.polled.store(true, Ordering::Relaxed);
+        }
     }
 }
 
