@@ -2,10 +2,11 @@
 # The benchmark job, from a fresh Debian machine as root: install the peer
 # tool (best-effort), build, and run every bench through the launcher:
 # testam, testsmall, rma_mt, testfaddperf and testvisperf on two ranks,
-# testimm (with RGEX_SMP_QUEUE_DEPTH=4) on eight; then testam, testsmall
-# and testfaddperf over the ofi conduit (providers tcp;ofi_rxm and
-# sockets, loopback), and testvisperf over tcp, each against the
-# provider's own floor (fi_pingpong), skipped if this build has no ofi
+# testimm (with RGEX_SMP_QUEUE_DEPTH=4) on eight; then testam and
+# testsmall over the ofi conduit (providers tcp;ofi_rxm, sockets and shm,
+# loopback), testfaddperf over tcp and sockets, and testvisperf over tcp
+# and shm, each against the provider's own floor (fi_pingpong), skipped
+# if this build has no ofi
 # conduit; last the scc epochs in modelled cycles. Arguments go to every
 # bench: --quick (a smoke run, < 20 s each), --reps N, --json PATH
 # (testam's records; the other benches write <bench>.json in the same
@@ -81,8 +82,9 @@ run_bench rma_mt 2 env
 run_bench testfaddperf 2 env
 run_bench testvisperf 2 env
 
-# The ofi conduit over loopback, per provider: testam, testsmall and
-# testfaddperf (and testvisperf over tcp) on two ranks, node-local traffic through the network
+# The ofi conduit over loopback, per provider: testam and testsmall, plus
+# testfaddperf (tcp, sockets) and testvisperf (tcp, shm), on two ranks,
+# node-local traffic through the network
 # (RGEX_SHM_BYPASS=0). Each bench measures the raw provider in the same run
 # (fi_pingpong, see benches/src/fabric.rs) and reports its figures against
 # it. Network rule: libfabric uses the loopback interface only. The sockets
@@ -92,14 +94,18 @@ run_bench testvisperf 2 env
 # floor alike. Records go to $dir/ofi-<provider>/ (';' becomes '_'). A build
 # without the ofi conduit (rgex::init: "this build offers ...") skips the
 # section; any other failure fails the script.
-ofi_providers=("tcp;ofi_rxm" "sockets")
+ofi_providers=("tcp;ofi_rxm" "sockets" "shm")
 ofi_dirs=()
-# testvisperf runs over tcp only: its inter-node set (64-byte elements) and
-# its remote case (the AM pipeline, NP vs FP) across a real network stack;
-# its shared-copy set needs a mapped peer and says it is skipped.
+# testvisperf runs over tcp and shm: its inter-node set (64-byte
+# elements) and its remote case (the AM pipeline, NP vs FP) across a real
+# network stack and across a provider whose messages cost a fifth as
+# much (where a copy saved weighs more); its shared-copy set needs a
+# mapped peer and says it is skipped. testfaddperf skips shm, whose
+# atomics the conduit declines (its AM reference is measured on tcp).
 ofi_benches_for() {
     case $1 in
     "tcp;ofi_rxm") echo testam testsmall testfaddperf testvisperf ;;
+    shm) echo testam testsmall testvisperf ;;
     *) echo testam testsmall testfaddperf ;;
     esac
 }
