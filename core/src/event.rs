@@ -25,15 +25,16 @@ use std::sync::{Arc, OnceLock};
 /// whose completion is asked for together ([`batched`](Self::batched):
 /// the implicit-handle categories and access regions), a conduit may
 /// instead prove a whole batch at once, when someone wants to know: a
-/// counter remembers that [`is_done`](Self::is_done) found it unfinished
-/// (a wait or a test: [`wanted`](Self::wanted)). Bookkeeping that is not
-/// a wait looks with [`peek_done`](Self::peek_done), which asks for
-/// nothing.
+/// batched counter remembers that [`is_done`](Self::is_done) found it
+/// unfinished (a wait or a test: [`wanted`](Self::wanted)); other
+/// counters track no demand, since nothing consults it. Bookkeeping that
+/// is not a wait looks with [`peek_done`](Self::peek_done), which asks
+/// for nothing.
 #[derive(Debug, Default)]
 pub struct Completion {
     outstanding: AtomicU64,
     /// `is_done` found operations outstanding since a conduit last took
-    /// this (see [`take_wanted`](Self::take_wanted)).
+    /// this (see [`take_wanted`](Self::take_wanted)); batched counters only.
     wanted: AtomicBool,
     /// Counts many operations whose completion is asked for together.
     batched: bool,
@@ -80,7 +81,8 @@ impl Completion {
     }
 
     /// True if [`is_done`](Self::is_done) found operations outstanding
-    /// since the last [`take_wanted`](Self::take_wanted).
+    /// since the last [`take_wanted`](Self::take_wanted) (only ever for a
+    /// [`batched`](Self::batched) counter).
     #[inline]
     pub fn wanted(&self) -> bool {
         // Relaxed: a hint. A conduit that reads it stale asks for the
@@ -94,10 +96,12 @@ impl Completion {
     ///
     /// ```
     /// use rgex_core::event::Completion;
-    /// let c = Completion::new(1);
+    /// let c = Completion::batched(1);
     /// assert!(!c.wanted() && !c.peek_done());
     /// assert!(!c.is_done());             // a look that found it unfinished
     /// assert!(c.take_wanted() && !c.wanted());
+    /// let one = Completion::new(1);     // a counter of its own: no demand kept
+    /// assert!(!one.is_done() && !one.wanted());
     /// ```
     #[inline]
     pub fn take_wanted(&self) -> bool {
@@ -143,15 +147,16 @@ impl Completion {
         self.failure.get().map(String::as_str)
     }
 
-    /// True if nothing is outstanding; if something is, the counter is
-    /// now [`wanted`](Self::wanted) (whoever looks is waiting or testing).
+    /// True if nothing is outstanding; if something is, a
+    /// [`batched`](Self::batched) counter is now [`wanted`](Self::wanted)
+    /// (whoever looks is waiting or testing).
     #[inline]
     pub fn is_done(&self) -> bool {
         let done = self.peek_done();
         // Relaxed: a hint (see `wanted`); written only when it changes,
         // so a waiter spinning here does not keep taking the line from
         // the thread that completes the operations.
-        if !done && !self.wanted.load(Ordering::Relaxed) {
+        if !done && self.batched && !self.wanted.load(Ordering::Relaxed) {
             self.wanted.store(true, Ordering::Relaxed);
         }
         done

@@ -171,7 +171,7 @@ mod tests {
     fn due_when_wanted_full_old_or_asked() {
         let t0 = 7;
         let mut w = Waiting::default();
-        let a = Completion::new(1);
+        let a = Completion::batched(1);
         w.push(a.clone(), 0, false, t0);
         assert!(!w.due(t0 + 1), "fresh and nobody looked");
         assert!(!a.is_done()); // a waiter looked
