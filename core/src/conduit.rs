@@ -72,6 +72,48 @@ pub unsafe fn publish<C: Conduit + ?Sized>(
     }
 }
 
+/// The reference fixed-payload send, [`Conduit::try_send`]'s default:
+/// [`try_prepare`](Conduit::try_prepare) for exactly `payload.len()`
+/// bytes, copy, [`publish`]. A conduit that overrides `try_send` for some
+/// messages sends the others with this, so the generic path is written
+/// once.
+///
+/// ```no_run
+/// # use rgex_core::{Conduit, Prepare, Result};
+/// # fn demo(c: &dyn Conduit, spec: &Prepare) -> Result<()> {
+/// // A Medium of 3 bytes to handler 9, with one argument.
+/// rgex_core::conduit::send_via_prepare(c, spec, 9, &[42], b"abc")
+/// # }
+/// ```
+#[inline(always)]
+pub fn send_via_prepare<C: Conduit + ?Sized>(
+    c: &C,
+    spec: &Prepare,
+    handler: u8,
+    args: &[u32],
+    payload: &[u8],
+) -> Result<()> {
+    spec.check_payload(payload.len())?;
+    let mut refused = None;
+    let Some(claim) = c.try_prepare(spec, &mut refused) else {
+        return Err(Claim::refusal(refused, c.name()));
+    };
+    if !payload.is_empty() {
+        // SAFETY: the conduit granted `most >= len` (checked above) writable
+        // bytes at `claim.buf`, reserved for this message, which cannot
+        // overlap the caller's `payload` slice.
+        unsafe {
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
+        };
+    }
+    let mapped = c.mapped_queue(spec.peer);
+    let slot = SendSlot::new(spec, claim);
+    // SAFETY: the claim was just made by this conduit and is published
+    // once, here; `mapped` is this conduit's answer for the peer.
+    unsafe { publish(c, mapped, c.rank(), slot, handler, args, payload.len()) };
+    Ok(())
+}
+
 /// A network transport. One value per process; shared by all threads.
 pub trait Conduit: Send + Sync + 'static {
     /// Short name, as `RGEX_CONDUIT` spells it ("smp", "ofi", ...).
@@ -157,37 +199,14 @@ pub trait Conduit: Send + Sync + 'static {
     ///
     /// Returns [`Error::WouldBlock`](crate::Error::WouldBlock), with nothing
     /// claimed or sent, when a resource is not free.
+    ///
+    /// A conduit may override it where one step can do the work of the
+    /// three (the ofi conduit claims and sends a network Medium under one
+    /// lock), and hand the rest to [`send_via_prepare`], which is this
+    /// default.
     #[inline]
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
-        spec.check_payload(payload.len())?;
-        let mut refused = None;
-        let Some(claim) = self.try_prepare(spec, &mut refused) else {
-            return Err(Claim::refusal(refused, self.name()));
-        };
-        if !payload.is_empty() {
-            // SAFETY: the conduit granted `most >= len` (checked above) writable
-            // bytes at `claim.buf`, reserved for this message, which cannot
-            // overlap the caller's `payload` slice.
-            unsafe {
-                std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
-            };
-        }
-        let mapped = self.mapped_queue(spec.peer);
-        let slot = SendSlot::new(spec, claim);
-        // SAFETY: the claim was just made by this conduit and is published
-        // once, here; `mapped` is this conduit's answer for the peer.
-        unsafe {
-            publish(
-                self,
-                mapped,
-                self.rank(),
-                slot,
-                handler,
-                args,
-                payload.len(),
-            )
-        };
-        Ok(())
+        send_via_prepare(self, spec, handler, args, payload)
     }
 
     /// Deliver up to a batch of incoming messages to `sink`, in arrival order

@@ -6,7 +6,7 @@ use crate::state::{dir_index, Op, Post, Ready, ReadyCount, Staging, State};
 use crate::ticker::Ticker;
 use crate::wire::{self, Header};
 use crate::OfiConfig;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use rgex_core::bootstrap::JobEnv;
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::wire::Kind;
@@ -20,6 +20,34 @@ use std::sync::Arc;
 /// Messages delivered per direction per poll call at most, so one busy
 /// sender cannot keep a poller from returning.
 const POLL_BATCH: usize = 32;
+
+/// Messages of one direction taken off the ready queue for delivery,
+/// holding that direction's delivery lock until they are consumed (so
+/// messages from one sender reach the handlers in arrival order).
+struct Batch<'a> {
+    ready: [Ready; POLL_BATCH],
+    len: usize,
+    _one: MutexGuard<'a, ()>,
+}
+
+impl<'a> Batch<'a> {
+    /// Up to [`POLL_BATCH`] messages of direction `dir` from the locked
+    /// state, under the delivery lock `one`.
+    fn take(st: &mut State, dir: usize, one: MutexGuard<'a, ()>) -> Self {
+        let mut ready = [Ready { buf: 0, len: 0 }; POLL_BATCH];
+        let q = &mut st.ready[dir];
+        let len = q.len().min(POLL_BATCH);
+        for (slot, r) in ready.iter_mut().zip(q.drain(..len)) {
+            *slot = r;
+        }
+        st.ready_count.set(dir, st.ready[dir].len());
+        Batch {
+            ready,
+            len,
+            _one: one,
+        }
+    }
+}
 
 /// Ranks over a libfabric provider, node-local ranks over shared memory.
 ///
@@ -155,31 +183,35 @@ impl OfiConduit {
         self.local.get(peer.index()).copied().unwrap_or(false)
     }
 
-    /// Deliver up to a batch of ready messages of direction `dir`.
-    fn deliver(&self, dir: usize, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
-        if !self.ready_count.any(dir) {
-            return 0;
-        }
-        let Some(_one) = self.deliver_lock[dir].try_lock() else {
-            return 0;
-        };
-        let mut batch = [Ready { buf: 0, len: 0 }; POLL_BATCH];
-        let k = {
-            let mut st = self.state.lock();
-            let q = &mut st.ready[dir];
-            let k = q.len().min(POLL_BATCH);
-            for (slot, r) in batch.iter_mut().zip(q.drain(..k)) {
-                *slot = r;
+    /// Deliver a batch of direction `dir`: `taken` if the caller took one
+    /// (with the progress call, under one lock), else up to a batch of the
+    /// messages ready now.
+    fn deliver(
+        &self,
+        dir: usize,
+        taken: Option<Batch<'_>>,
+        sink: &mut dyn FnMut(&Delivery<'_>),
+    ) -> usize {
+        let batch = match taken {
+            Some(b) => b,
+            None => {
+                if !self.ready_count.any(dir) {
+                    return 0;
+                }
+                let Some(one) = self.deliver_lock[dir].try_lock() else {
+                    return 0;
+                };
+                let mut st = self.state.lock();
+                Batch::take(&mut st, dir, one)
             }
-            st.ready_count.set(dir, st.ready[dir].len());
-            k
         };
+        let k = batch.len;
         if k == 0 {
             return 0;
         }
         let mut srcs = [0u32; POLL_BATCH];
         let seg = self.smp.segment();
-        for (i, r) in batch[..k].iter().enumerate() {
+        for (i, r) in batch.ready[..k].iter().enumerate() {
             let mut args = [0u32; rgex_core::MAX_ARGS];
             // SAFETY: receive buffer `r.buf` holds `r.len` bytes written by
             // the provider; it is not reposted until we report it consumed
@@ -226,20 +258,37 @@ impl OfiConduit {
             });
         }
         let mut st = self.state.lock();
-        for (r, &src) in batch[..k].iter().zip(&srcs) {
+        for (r, &src) in batch.ready[..k].iter().zip(&srcs) {
             st.consumed(&self.net, r.buf as usize, src as usize, dir);
         }
+        // The batch (and its delivery lock) ends here, after its buffers
+        // are reposted.
         k
     }
 
-    /// Reap completions (without waiting for the lock if another thread
-    /// is at it).
-    pub(crate) fn progress(&self) -> usize {
+    /// Reap completions and, under the same lock, take a batch of each
+    /// direction `set` allows whose messages are ready and whose delivery
+    /// lock is free (one lock for both steps, where taking the batch
+    /// separately costs a second; see [`Batch`]). Returns what progress
+    /// did and the batches; if another thread holds the state, nothing.
+    fn progress_taking(&self, set: PollSet) -> (usize, [Option<Batch<'_>>; 2]) {
         self.ticker.polled();
-        match self.state.try_lock() {
-            Some(mut st) => st.progress(&self.net),
-            None => 0,
-        }
+        let Some(mut st) = self.state.try_lock() else {
+            return (0, [None, None]);
+        };
+        let n = st.progress(&self.net);
+        let mut take = |dir: usize| {
+            if st.ready[dir].is_empty() {
+                return None;
+            }
+            // A try: never waits while the state is held (deliver takes
+            // the two in the other order).
+            let one = self.deliver_lock[dir].try_lock()?;
+            Some(Batch::take(&mut st, dir, one))
+        };
+        let replies = take(1);
+        let requests = if set == PollSet::All { take(0) } else { None };
+        (n, [requests, replies])
     }
 }
 
@@ -309,6 +358,36 @@ impl Conduit for OfiConduit {
         }
     }
 
+    /// A Short or Medium to a network peer is claimed, filled and sent
+    /// under one lock (the reference path, [`send_via_prepare`], takes it
+    /// once to claim and again to send); other messages take that path.
+    ///
+    /// [`send_via_prepare`]: rgex_core::conduit::send_via_prepare
+    fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
+        if self.local(spec.peer) {
+            return self.smp.try_send(spec, handler, args, payload);
+        }
+        if spec.category == Category::Long {
+            return rgex_core::conduit::send_via_prepare(self, spec, handler, args, payload);
+        }
+        spec.check_payload(payload.len())?;
+        spec.check_medium(self.net.geo.max_medium)?;
+        let mut st = self.state.lock();
+        let claim = self.claim_locked(&mut st, spec)?;
+        if !payload.is_empty() {
+            // SAFETY: the claim granted `spec.most >= payload.len()` bytes
+            // (checked above) of send buffer at `claim.buf`, ours until the
+            // send completes; the caller's slice cannot overlap it.
+            unsafe {
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
+            };
+        }
+        let slot = SendSlot::new(spec, claim);
+        let h = self.header(&slot, handler, args, payload.len());
+        st.send_am(&self.net, slot.cookie as usize, spec.peer.index(), h, args);
+        Ok(())
+    }
+
     unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
         if self.local(slot.peer) {
             // SAFETY: a node-local peer's claims are smp's (try_prepare),
@@ -318,17 +397,7 @@ impl Conduit for OfiConduit {
         let net = &self.net;
         let s = slot.cookie as usize;
         let peer = slot.peer.index();
-        let h = Header {
-            kind: Kind::new(slot.category, slot.dir),
-            handler,
-            nargs: args.len() as u8,
-            hlen: wire::header_len(slot.nargs as usize),
-            src: self.rank.0,
-            len: len as u32,
-            ack_req: 0,
-            ack_rep: 0,
-            long_offset: slot.long_offset,
-        };
+        let h = self.header(&slot, handler, args, len);
         let mut st = self.state.lock();
         if st.peers[peer].dead.is_some() {
             // The peer is gone: nothing to deliver to (its ops return errors).
@@ -419,15 +488,19 @@ impl Conduit for OfiConduit {
 
     fn poll(&self, set: PollSet, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
         let mut n = 0;
+        let mut taken = [None, None];
         if !self.all_local || self.local.is_empty() {
-            n += self.progress();
+            let (k, t) = self.progress_taking(set);
+            n += k;
+            taken = t;
         }
         if self.local.iter().any(|&l| l) {
             n += self.smp.poll(set, sink);
         }
-        n += self.deliver(1, sink);
+        let [requests, replies] = taken;
+        n += self.deliver(1, replies, sink);
         if set == PollSet::All {
-            n += self.deliver(0, sink);
+            n += self.deliver(0, requests, sink);
         }
         n
     }
@@ -488,15 +561,39 @@ impl Conduit for OfiConduit {
 }
 
 impl OfiConduit {
+    /// The wire header of a message in `slot` (credits are filled in
+    /// when it is sent).
+    #[inline]
+    fn header(&self, slot: &SendSlot, handler: u8, args: &[u32], len: usize) -> Header {
+        Header {
+            kind: Kind::new(slot.category, slot.dir),
+            handler,
+            nargs: args.len() as u8,
+            hlen: wire::header_len(slot.nargs as usize),
+            src: self.rank.0,
+            len: len as u32,
+            ack_req: 0,
+            ack_rep: 0,
+            long_offset: slot.long_offset,
+        }
+    }
+
     /// Claim a send buffer and a credit towards the remote `spec.peer` (and
     /// an RMA operation, plus staging memory if needed, for a Long): the
     /// ticket is the send buffer's index.
     fn claim_remote(&self, spec: &Prepare) -> Result<Claim> {
+        spec.check_medium(self.net.geo.max_medium)?;
+        let mut st = self.state.lock();
+        self.claim_locked(&mut st, spec)
+    }
+
+    /// [`claim_remote`](Self::claim_remote) once `spec` is checked against
+    /// the Medium limit and the state is locked.
+    #[inline]
+    fn claim_locked(&self, st: &mut State, spec: &Prepare) -> Result<Claim> {
         let net = &self.net;
-        spec.check_medium(net.geo.max_medium)?;
         let peer = spec.peer.index();
         let d = dir_index(spec.dir);
-        let mut st = self.state.lock();
         st.check_alive(spec.peer, "AM")?;
         let p = &st.peers[peer];
         if p.sent[d].wrapping_sub(p.acked[d]) as usize >= net.geo.window {
@@ -538,7 +635,7 @@ impl OfiConduit {
                 if spec.most <= room {
                     payload
                 } else {
-                    match self.stage(&mut st, spec.most) {
+                    match self.stage(st, spec.most) {
                         Ok(s) => {
                             let p = s.ptr();
                             st.staging[slot_u] = Some(s);

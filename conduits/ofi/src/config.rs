@@ -15,6 +15,7 @@ use rgex_core::{Error, Result};
 /// | `RGEX_OFI_WINDOW` | 8 | messages a sender may have unconsumed at a receiver, per direction (requests and replies each) |
 /// | `RGEX_OFI_SEND_BUFFERS` | 64 | registered send buffers for requests (replies get half as many of their own) |
 /// | `RGEX_OFI_TIMEOUT` | 300 | seconds without any sign of life from a peer we wait on before it is declared dead (0: never) |
+/// | `RGEX_OFI_INJECT` | the provider's inject size (`sockets`: 0) | largest AM message (header and payload) sent with `fi_inject` (no completion to reap; its buffer is free at once); `0`: never |
 /// | `RGEX_OFI_PUT_COMPLETION` | `auto` | how puts learn they landed: `delivery` (`FI_DELIVERY_COMPLETE` on each write), `readback` (NBI puts: a read after the writes, when someone waits), `auto` (readback for tcp, sockets, shm, udp; see [`PutCompletion`]) |
 ///
 /// The sizes (max Medium, window) are taken from rank 0 so every rank
@@ -44,6 +45,8 @@ pub struct OfiConfig {
     /// `RGEX_OFI_PUT_COMPLETION`; `None`: the provider's default
     /// ([`PutCompletion::default_for`]).
     pub put_completion: Option<PutCompletion>,
+    /// `RGEX_OFI_INJECT`; `None`: the provider's inject size.
+    pub inject: Option<usize>,
 }
 
 impl Default for OfiConfig {
@@ -57,6 +60,7 @@ impl Default for OfiConfig {
             send_buffers: 64,
             timeout_secs: 300,
             put_completion: None,
+            inject: None,
         }
     }
 }
@@ -97,6 +101,10 @@ impl OfiConfig {
                 )));
             }
         };
+        let inject = match var("RGEX_OFI_INJECT") {
+            None => None,
+            Some(_) => Some(env_size("RGEX_OFI_INJECT", 0)?),
+        };
         let c = OfiConfig {
             provider: var("RGEX_OFI_PROVIDER"),
             domain: var("RGEX_OFI_DOMAIN"),
@@ -106,6 +114,7 @@ impl OfiConfig {
             send_buffers: env_size("RGEX_OFI_SEND_BUFFERS", d.send_buffers)?,
             timeout_secs,
             put_completion,
+            inject,
         };
         c.check()?;
         Ok(c)

@@ -49,6 +49,9 @@ pub struct Provider {
     pub put_completion: PutCompletion,
     /// Largest transfer in one operation.
     pub max_msg: usize,
+    /// Largest AM message sent with `fi_inject` (0: none): the provider's
+    /// inject size, capped by `RGEX_OFI_INJECT`.
+    pub inject_size: usize,
     /// Thread safety the provider itself gives.
     pub threading: sys::fi_threading,
     /// `FI_PROGRESS_MANUAL` or `FI_PROGRESS_AUTO` for data.
@@ -296,6 +299,10 @@ impl Net {
                     .unwrap_or_else(|| PutCompletion::default_for(&info.provider()))
             },
             max_msg: info.max_msg_size().max(4096),
+            inject_size: info.inject_size().min(
+                cfg.inject
+                    .unwrap_or_else(|| default_inject(&info.provider())),
+            ),
             threading: info.threading(),
             data_progress: info.data_progress(),
         };
@@ -498,4 +505,31 @@ pub(crate) fn exchange(
         }
     }
     Ok(cards)
+}
+
+/// The largest AM message sent with `fi_inject` unless `RGEX_OFI_INJECT`
+/// says otherwise: the provider's own limit, except on `sockets`, where
+/// jobs of four ranks hung in a barrier with injected messages (the
+/// counter example, three runs of three; two and three ranks passed, and
+/// every run passed with injection off). `sockets` is the legacy
+/// provider, kept for tests; `tcp` replaces it.
+fn default_inject(provider: &str) -> usize {
+    match provider.split(';').next().unwrap_or(provider) {
+        "sockets" => 0,
+        _ => usize::MAX,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_inject;
+
+    #[test]
+    fn inject_is_off_by_default_only_on_sockets() {
+        assert_eq!(default_inject("sockets"), 0);
+        assert_eq!(default_inject("sockets;ofi_rxd"), 0);
+        assert_eq!(default_inject("shm"), usize::MAX);
+        assert_eq!(default_inject("tcp;ofi_rxm"), usize::MAX);
+        assert_eq!(default_inject("cxi"), usize::MAX);
+    }
 }

@@ -99,6 +99,9 @@ pub(crate) enum Post {
         peer: u32,
         buf: usize,
         len: usize,
+        /// Sent with `fi_inject`: no completion comes, so the operation
+        /// is finished as soon as the provider takes it.
+        inject: bool,
     },
     Write {
         op: u32,
@@ -205,6 +208,11 @@ pub(crate) struct State {
     pub reported_dead: Vec<bool>,
     /// Peers whose `waiting` is not empty (progress looks only at these).
     reading_back: Vec<u32>,
+    /// The process is ending (see `drain`): no more credit messages, which
+    /// would only tell peers that may already have left that they can send
+    /// again (over sockets, a send to a peer that left completes in error
+    /// and reads as that peer's death).
+    pub closing: bool,
     timeout: Option<Duration>,
     me: Rank,
 }
@@ -264,6 +272,7 @@ impl State {
             next_key: 1 << 20,
             reported_dead: vec![false; g.size],
             reading_back: Vec::new(),
+            closing: false,
             timeout: (timeout_secs > 0).then(|| Duration::from_secs(timeout_secs)),
             me,
         }
@@ -324,17 +333,40 @@ impl State {
                     net.ctx(op as usize),
                 )
             },
-            // SAFETY: the bytes at `buf` stay untouched until the send's
-            // completion (they are a send buffer we hold, or staging).
-            Post::Send { op, peer, buf, len } => unsafe {
-                net.ep.send(
-                    buf as *const u8,
-                    len,
-                    net.desc(&net.send_mr),
-                    net.peers[peer as usize].addr,
-                    net.ctx(op as usize),
-                )
-            },
+            Post::Send {
+                peer,
+                buf,
+                len,
+                inject: true,
+                ..
+            } => {
+                // SAFETY: `buf` is a send buffer we hold, readable for `len`
+                // bytes, and `len` is within the provider's inject size
+                // (`send_am` chose inject only then).
+                unsafe {
+                    net.ep
+                        .inject(buf as *const u8, len, net.peers[peer as usize].addr)
+                }
+            }
+            Post::Send {
+                op,
+                peer,
+                buf,
+                len,
+                inject: false,
+            } => {
+                // SAFETY: the bytes at `buf` stay untouched until the send's
+                // completion (they are a send buffer we hold, or staging).
+                unsafe {
+                    net.ep.send(
+                        buf as *const u8,
+                        len,
+                        net.desc(&net.send_mr),
+                        net.peers[peer as usize].addr,
+                        net.ctx(op as usize),
+                    )
+                }
+            }
             Post::Write {
                 op,
                 peer,
@@ -391,7 +423,7 @@ impl State {
             return;
         }
         match self.issue(net, &p) {
-            Ok(()) => {}
+            Ok(()) => self.issued(net, &p),
             Err(e) if e.is_again() => self.backlog.push_back(p),
             Err(e) => {
                 let op = match p {
@@ -405,13 +437,27 @@ impl State {
         }
     }
 
+    /// The provider took `p`: an injected send is finished now (it has
+    /// no completion to wait for); anything else when its completion is
+    /// read.
+    #[inline]
+    fn issued(&mut self, net: &Net, p: &Post) {
+        if let Post::Send {
+            op, inject: true, ..
+        } = *p
+        {
+            self.finish(net, op as usize, false);
+        }
+    }
+
     /// Retry the backlog in order; stop at the first refusal.
     fn flush_backlog(&mut self, net: &Net) -> usize {
         let mut n = 0;
         while let Some(p) = self.backlog.front() {
             match self.issue(net, p) {
                 Ok(()) => {
-                    self.backlog.pop_front();
+                    let p = self.backlog.pop_front().expect("front exists");
+                    self.issued(net, &p);
                     n += 1;
                 }
                 Err(e) if e.is_again() => break,
@@ -489,24 +535,29 @@ impl State {
         unsafe { h.write(buf, args) };
         let op = (net.geo.n_recv + slot) as u32;
         self.ops[op as usize] = Op::AmSend { peer: peer as u32 };
+        let len = h.hlen
+            + if h.category() == rgex_core::Category::Long {
+                0
+            } else {
+                h.len as usize
+            };
         self.post(
             net,
             Post::Send {
                 op,
                 peer: peer as u32,
                 buf: buf as usize,
-                len: h.hlen
-                    + if h.category() == rgex_core::Category::Long {
-                        0
-                    } else {
-                        h.len as usize
-                    },
+                len,
+                inject: len <= net.prov.inject_size,
             },
         );
     }
 
     /// Send credit messages owed, where a reply buffer is free.
     fn send_credits(&mut self, net: &Net) {
+        if self.closing {
+            return;
+        }
         for peer in 0..self.peers.len() {
             if !self.peers[peer].want_credit || self.peers[peer].dead.is_some() {
                 continue;
@@ -549,15 +600,16 @@ impl State {
     /// many things happened.
     pub fn progress(&mut self, net: &Net) -> usize {
         let mut n = 0;
-        let mut buf = [sys::fi_cq_data_entry::default(); 16];
+        const ENTRIES: usize = 16;
+        let mut buf = [std::mem::MaybeUninit::uninit(); ENTRIES];
         for _ in 0..4 {
             match net.ep.cq().read(&mut buf) {
-                Ok(CqRead::Entries(k)) => {
-                    for e in &buf[..k] {
+                Ok(CqRead::Entries(done)) => {
+                    for e in done {
                         self.complete(net, e.op_context, e.len);
                     }
-                    n += k;
-                    if k < buf.len() {
+                    n += done.len();
+                    if done.len() < ENTRIES {
                         break;
                     }
                 }
@@ -813,6 +865,7 @@ impl State {
                                 peer,
                                 buf: net.send_buf(slot as usize) as usize,
                                 len,
+                                inject: len <= net.prov.inject_size,
                             },
                         );
                     }

@@ -48,9 +48,9 @@ fn hints(provider: &str, domain: Option<&str>) -> Hints {
 
 /// Read what completed; panics on an error completion.
 fn drain(cq: &CompletionQueue, what: &str) -> usize {
-    let mut buf = [sys::fi_cq_data_entry::default(); 8];
+    let mut buf = [std::mem::MaybeUninit::uninit(); 8];
     match cq.read(&mut buf).expect("fi_cq_read") {
-        CqRead::Entries(n) => n,
+        CqRead::Entries(done) => done.len(),
         CqRead::Empty => 0,
         CqRead::Error => panic!("{what}: {:?}", cq.read_error()),
     }

@@ -4,6 +4,7 @@
 use super::domain::Domain;
 use super::error::{check, FiError};
 use libfabric_sys as sys;
+use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::Arc;
 
@@ -22,9 +23,9 @@ unsafe impl Sync for CompletionQueue {}
 
 /// What one `read` found.
 #[derive(Debug)]
-pub enum CqRead {
-    /// This many entries were written to the buffer.
-    Entries(usize),
+pub enum CqRead<'b> {
+    /// These entries were written (the start of the buffer).
+    Entries(&'b [sys::fi_cq_data_entry]),
     /// Nothing completed.
     Empty,
     /// An error completion is waiting: call [`CompletionQueue::read_error`].
@@ -65,13 +66,23 @@ impl CompletionQueue {
         }))
     }
 
-    /// `fi_cq_read` into `buf`. Also drives progress on providers with
-    /// manual progress.
-    pub fn read(&self, buf: &mut [sys::fi_cq_data_entry]) -> Result<CqRead, FiError> {
-        // SAFETY: a live CQ of FI_CQ_FORMAT_DATA and room for buf.len() entries.
+    /// `fi_cq_read` into `buf`, which need not be initialized (a poll
+    /// finds nothing most of the time, and zeroing the buffer first cost
+    /// more than the read). Also drives progress on providers with manual
+    /// progress.
+    pub fn read<'b>(
+        &self,
+        buf: &'b mut [MaybeUninit<sys::fi_cq_data_entry>],
+    ) -> Result<CqRead<'b>, FiError> {
+        // SAFETY: a live CQ of FI_CQ_FORMAT_DATA and room for buf.len()
+        // entries; the provider only writes them.
         let n = unsafe { sys::rfi_cq_read(self.ptr, buf.as_mut_ptr().cast(), buf.len()) };
         if n > 0 {
-            Ok(CqRead::Entries(n as usize))
+            let n = (n as usize).min(buf.len());
+            // SAFETY: the provider wrote the first `n` entries (at most the
+            // count it was given); a `MaybeUninit<T>` has `T`'s layout.
+            let done = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast(), n) };
+            Ok(CqRead::Entries(done))
         } else if n == -(sys::FI_EAGAIN as isize) || n == 0 {
             Ok(CqRead::Empty)
         } else if n == -(sys::FI_EAVAIL as isize) {

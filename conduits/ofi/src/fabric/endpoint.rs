@@ -152,6 +152,26 @@ impl Endpoint {
         self.posted(ret, || format!("fi_send of {len} bytes to address {dest}"))
     }
 
+    /// `fi_inject` of `len` bytes at `buf` to `dest`: the bytes are copied
+    /// (or sent) before it returns, and no completion is written.
+    ///
+    /// # Safety
+    /// `buf` must be readable for `len` bytes, at most the provider's
+    /// inject size, for the call.
+    #[inline]
+    pub unsafe fn inject(
+        &self,
+        buf: *const u8,
+        len: usize,
+        dest: sys::fi_addr_t,
+    ) -> Result<(), FiError> {
+        // SAFETY: forwarded from the caller's contract.
+        let ret = unsafe { sys::rfi_inject(self.ptr, buf.cast(), len, dest) };
+        self.posted(ret, || {
+            format!("fi_inject of {len} bytes to address {dest}")
+        })
+    }
+
     /// `fi_recv` of up to `len` bytes into `buf`, from anyone.
     ///
     /// # Safety
