@@ -165,11 +165,28 @@ impl Prepare {
 
     /// For a conduit's `try_send`, before it claims anything: refuse a
     /// payload longer than `most` (the AM layer sends `least == most ==
-    /// payload.len()`), so the copy cannot overrun the granted buffer.
+    /// payload.len()`), or any payload for a Short (whose claim has no
+    /// buffer), so the copy cannot overrun the granted buffer.
+    ///
+    /// ```
+    /// use rgex_core::{Category, Direction, Prepare, Rank};
+    /// let mut p = Prepare { peer: Rank(1), dir: Direction::Request, category: Category::Medium,
+    ///                       nargs: 0, least: 8, most: 8, long_offset: 0 };
+    /// assert!(p.check_payload(8).is_ok());
+    /// assert!(p.check_payload(9).is_err());
+    /// p.category = Category::Short;
+    /// assert!(p.check_payload(0).is_ok());
+    /// assert!(p.check_payload(8).unwrap_err().to_string().contains("Short"));
+    /// ```
     #[inline(always)]
     pub fn check_payload(&self, len: usize) -> crate::Result<()> {
-        if len > self.most {
-            Err(self.too_large(len, self.most))
+        let most = if self.category == Category::Short {
+            0
+        } else {
+            self.most
+        };
+        if len > most {
+            Err(self.too_large(len, most))
         } else {
             Ok(())
         }

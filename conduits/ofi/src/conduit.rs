@@ -488,14 +488,18 @@ impl Conduit for OfiConduit {
 
     fn poll(&self, set: PollSet, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
         let mut n = 0;
+        // Node-local messages first: their handlers run before this poll
+        // takes the network's batches (and with them the delivery locks),
+        // so a handler that polls for replies while it waits to send its
+        // own can still have the network's delivered.
+        if self.local.iter().any(|&l| l) {
+            n += self.smp.poll(set, sink);
+        }
         let mut taken = [None, None];
         if !self.all_local || self.local.is_empty() {
             let (k, t) = self.progress_taking(set);
             n += k;
             taken = t;
-        }
-        if self.local.iter().any(|&l| l) {
-            n += self.smp.poll(set, sink);
         }
         let [requests, replies] = taken;
         n += self.deliver(1, replies, sink);

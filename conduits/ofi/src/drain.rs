@@ -66,6 +66,7 @@ pub(crate) fn drain(rank: Rank, state: &Mutex<State>, net: &Net) {
         // Bounded: at exit, another thread may be stuck holding the lock.
         if let Some(mut st) = state.try_lock_for(Duration::from_millis(100)) {
             st.closing = true;
+            st.flush_injected(net);
             st.progress(net);
             if st.quiet(net) {
                 return;

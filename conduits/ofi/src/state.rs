@@ -147,6 +147,26 @@ pub(crate) struct Peer {
     pub stalled_since: Option<Instant>,
     /// Puts whose writes completed, waiting for a read back.
     pub waiting: Waiting,
+    /// Messages were injected to the peer (`fi_inject`: no completion
+    /// tells when they left) and not yet followed by a flush
+    /// ([`State::flush_injected`]).
+    pub injected: bool,
+}
+
+/// The header of a credit-only message from `me`: it reports what was
+/// consumed (`send_am` stamps the counts) and runs no handler.
+fn credit_header(me: Rank) -> Header {
+    Header {
+        kind: wire::CREDIT,
+        handler: 0,
+        nargs: 0,
+        hlen: wire::header_len(0),
+        src: me.0,
+        len: 0,
+        ack_req: 0,
+        ack_rep: 0,
+        long_offset: 0,
+    }
 }
 
 /// How many received messages wait for delivery, per direction: kept
@@ -208,10 +228,10 @@ pub(crate) struct State {
     pub reported_dead: Vec<bool>,
     /// Peers whose `waiting` is not empty (progress looks only at these).
     reading_back: Vec<u32>,
-    /// The process is ending (see `drain`): no more credit messages, which
-    /// would only tell peers that may already have left that they can send
-    /// again (over sockets, a send to a peer that left completes in error
-    /// and reads as that peer's death).
+    /// The process is ending (see `drain`): nothing is injected any more
+    /// (every send reports its completion, which drain waits for), peers
+    /// sent injected messages are flushed ([`flush_injected`](Self::flush_injected)),
+    /// and a peer found dead is not reported (it has most likely left).
     pub closing: bool,
     timeout: Option<Duration>,
     me: Rank,
@@ -263,6 +283,7 @@ impl State {
                     last_heard: now,
                     stalled_since: None,
                     waiting: Waiting::default(),
+                    injected: false,
                 })
                 .collect(),
             backlog: VecDeque::new(),
@@ -339,7 +360,7 @@ impl State {
                 len,
                 inject: true,
                 ..
-            } => {
+            } if !self.closing => {
                 // SAFETY: `buf` is a send buffer we hold, readable for `len`
                 // bytes, and `len` is within the provider's inject size
                 // (`send_am` chose inject only then).
@@ -349,11 +370,7 @@ impl State {
                 }
             }
             Post::Send {
-                op,
-                peer,
-                buf,
-                len,
-                inject: false,
+                op, peer, buf, len, ..
             } => {
                 // SAFETY: the bytes at `buf` stay untouched until the send's
                 // completion (they are a send buffer we hold, or staging).
@@ -438,15 +455,55 @@ impl State {
     }
 
     /// The provider took `p`: an injected send is finished now (it has
-    /// no completion to wait for); anything else when its completion is
-    /// read.
+    /// no completion to wait for: its buffer goes back to its pool, and
+    /// the peer is marked [`Peer::injected`] until a flush at close);
+    /// anything else when its completion is read. Nothing was heard from
+    /// the peer, so its stall clock is not touched. (While closing no
+    /// post is injected: see [`issue`](Self::issue).)
     #[inline]
     fn issued(&mut self, net: &Net, p: &Post) {
         if let Post::Send {
-            op, inject: true, ..
+            op,
+            peer,
+            inject: true,
+            ..
         } = *p
         {
-            self.finish(net, op as usize, false);
+            if self.closing {
+                return;
+            }
+            self.ops[op as usize] = Op::Idle;
+            self.peers[peer as usize].injected = true;
+            self.release_slot(net, op as usize - net.geo.n_recv);
+        }
+    }
+
+    /// At close, make sure every injected message has left: `fi_inject`
+    /// hands the buffer back at once and reports no completion, so a
+    /// message may still wait in the provider's queue (sockets keeps it
+    /// until the next progress call) when the process ends, and a peer
+    /// waiting for it (the last message of a final barrier) would wait
+    /// forever. Each peer that was sent injected messages gets one more
+    /// message, a credit report sent without injection: messages to one
+    /// peer are sent and delivered in order (`FI_ORDER_SAS`), so its
+    /// completion comes after the injected ones have gone out. Called
+    /// with [`closing`](Self::closing) set, when nothing is injected any
+    /// more, so each peer is flushed at most once: that one report more
+    /// is what the spare credit slot is for ([`CREDIT_SLOTS`]).
+    ///
+    /// [`CREDIT_SLOTS`]: crate::net::CREDIT_SLOTS
+    pub fn flush_injected(&mut self, net: &Net) {
+        debug_assert!(self.closing);
+        for peer in 0..self.peers.len() {
+            let p = &self.peers[peer];
+            if !p.injected || p.dead.is_some() {
+                continue;
+            }
+            let Some(slot) = self.claim_slot(POOL_REP) else {
+                return;
+            };
+            self.peers[peer].injected = false;
+            self.send_am(net, slot as usize, peer, credit_header(self.me), &[]);
         }
     }
 
@@ -488,6 +545,7 @@ impl State {
                 .zip(&net.geo.pools)
                 .all(|(p, &n)| p.len() == n)
             && self.free_ops.len() == crate::net::DYNAMIC_OPS
+            && self.peers.iter().all(|p| !p.injected || p.dead.is_some())
     }
 
     /// Take a dynamic operation slot.
@@ -555,9 +613,6 @@ impl State {
 
     /// Send credit messages owed, where a reply buffer is free.
     fn send_credits(&mut self, net: &Net) {
-        if self.closing {
-            return;
-        }
         for peer in 0..self.peers.len() {
             if !self.peers[peer].want_credit || self.peers[peer].dead.is_some() {
                 continue;
@@ -565,18 +620,7 @@ impl State {
             let Some(slot) = self.claim_slot(POOL_REP) else {
                 return;
             };
-            let h = Header {
-                kind: wire::CREDIT,
-                handler: 0,
-                nargs: 0,
-                hlen: wire::header_len(0),
-                src: self.me.0,
-                len: 0,
-                ack_req: 0,
-                ack_rep: 0,
-                long_offset: 0,
-            };
-            self.send_am(net, slot as usize, peer, h, &[]);
+            self.send_am(net, slot as usize, peer, credit_header(self.me), &[]);
         }
     }
 
@@ -732,7 +776,9 @@ impl State {
             self.reading_back.retain(|&p| p as usize != peer);
             readback::settle(counters, Some(&self.unreachable(peer)));
         }
-        if !std::mem::replace(&mut self.reported_dead[peer], true) {
+        // A peer that has already left is no news while this rank closes
+        // too (a credit report or a flush to it fails).
+        if !std::mem::replace(&mut self.reported_dead[peer], true) && !self.closing {
             eprintln!(
                 "rgex-ofi: {}: an operation to rank {peer} failed; rank {peer} is now considered dead and later operations to it return errors: {why}",
                 self.me
