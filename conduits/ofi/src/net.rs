@@ -299,10 +299,7 @@ impl Net {
                     .unwrap_or_else(|| PutCompletion::default_for(&info.provider()))
             },
             max_msg: info.max_msg_size().max(4096),
-            inject_size: info.inject_size().min(
-                cfg.inject
-                    .unwrap_or_else(|| default_inject(&info.provider())),
-            ),
+            inject_size: info.inject_size().min(cfg.inject.unwrap_or(usize::MAX)),
             threading: info.threading(),
             data_progress: info.data_progress(),
         };
@@ -505,31 +502,4 @@ pub(crate) fn exchange(
         }
     }
     Ok(cards)
-}
-
-/// The largest AM message sent with `fi_inject` unless `RGEX_OFI_INJECT`
-/// says otherwise: the provider's own limit, except on `sockets`, where
-/// jobs of four ranks hung in a barrier with injected messages (the
-/// counter example, three runs of three; two and three ranks passed, and
-/// every run passed with injection off). `sockets` is the legacy
-/// provider, kept for tests; `tcp` replaces it.
-fn default_inject(provider: &str) -> usize {
-    match provider.split(';').next().unwrap_or(provider) {
-        "sockets" => 0,
-        _ => usize::MAX,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::default_inject;
-
-    #[test]
-    fn inject_is_off_by_default_only_on_sockets() {
-        assert_eq!(default_inject("sockets"), 0);
-        assert_eq!(default_inject("sockets;ofi_rxd"), 0);
-        assert_eq!(default_inject("shm"), usize::MAX);
-        assert_eq!(default_inject("tcp;ofi_rxm"), usize::MAX);
-        assert_eq!(default_inject("cxi"), usize::MAX);
-    }
 }
