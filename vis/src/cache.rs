@@ -15,7 +15,7 @@
 //! O(1). Only metadata that moves bytes and whose byte count fits 64 bits
 //! is kept.
 
-use crate::plan::{Dim, Dims, Rel, Work};
+use crate::plan::{Dim, Dims, Rel};
 use crate::simd;
 use std::cell::RefCell;
 
@@ -171,16 +171,21 @@ std::thread_local! {
     };
 }
 
-/// The cached result for this metadata, if any: its loops go into `work`
-/// (empty on entry); its relative extents and folded element size.
+/// If this metadata's result is cached, call `f` with it (relative
+/// extents, folded element size, loops) and return what `f` returns; else
+/// `None`. The entry is lent, not copied: a hit on the direct path copies
+/// straight from the cached loops (copying them out first cost about a
+/// tenth of a small put). While `f` runs the cache is in use, so a
+/// lookup `f` itself makes (a handler run while a shared copy waits)
+/// just misses.
 #[inline]
-pub(crate) fn get(
+pub(crate) fn with<R>(
     elem: usize,
     counts: &[u64],
     peer_strides: &[i64],
     local_strides: &[i64],
-    work: &mut Work,
-) -> Option<(Rel, usize)> {
+    f: impl FnOnce(Rel, usize, &[Dim]) -> R,
+) -> Option<R> {
     CACHE
         .try_with(|c| {
             let mut c = c.try_borrow_mut().ok()?;
@@ -196,10 +201,7 @@ pub(crate) fn get(
                 c.entries.swap(0, i);
             }
             let e = &c.entries[0];
-            for &d in e.dims.iter() {
-                work.push(d);
-            }
-            Some((e.rel, e.folded))
+            Some(f(e.rel, e.folded, &e.dims))
         })
         .ok()
         .flatten()

@@ -16,7 +16,8 @@
 
 use crate::kernel::{copy_all, run, with_loops, Loop};
 use crate::meta::{
-    check_indexed, check_vector, for_each_run, validate_strided_into, Indexed, Meta, Run, Vector,
+    cached, check_indexed, check_vector, compile_keep, for_each_run, place_strided, Indexed, Meta,
+    Run, Vector,
 };
 use crate::plan::{Dim, StridePlan, Work};
 use crate::{shared, simd};
@@ -51,9 +52,23 @@ pub(crate) unsafe fn transfer(
 ) -> Result<()> {
     match meta {
         Meta::Strided(s) => {
+            s.check_dims()?;
+            // A cached shape is copied straight from the cache's loops.
+            let hit = cached(s, |rel, folded, dims| {
+                let (elem, pb, lb) = place_strided(rel, folded, s, peer, seg_len, local_len)?;
+                // SAFETY: the plan was validated against both sides.
+                unsafe { nest(elem, dims, pb, lb, base, local, share) };
+                Ok(())
+            });
+            if let Some(done) = hit {
+                return done;
+            }
             let mut work = Work::new();
-            let (elem, pb, lb) = validate_strided_into(s, peer, seg_len, local_len, &mut work)?;
-            // SAFETY: the plan was validated against both sides.
+            let Some((rel, folded)) = compile_keep(s, &mut work)? else {
+                return Ok(());
+            };
+            let (elem, pb, lb) = place_strided(rel, folded, s, peer, seg_len, local_len)?;
+            // SAFETY: as above.
             unsafe { nest(elem, &work, pb, lb, base, local, share) };
             Ok(())
         }

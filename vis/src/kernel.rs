@@ -65,7 +65,7 @@ unsafe fn run_any(elem: usize, src: *const u8, ss: isize, dst: *mut u8, ds: isiz
 /// # Safety
 /// Every element read and written must be inside live allocations, and
 /// no source element may overlap a destination element.
-#[inline]
+#[inline(always)]
 pub unsafe fn run(elem: usize, src: *const u8, ss: isize, dst: *mut u8, ds: isize, count: usize) {
     let e = elem as isize;
     // SAFETY: forwarded caller contract (every arm copies the same elements).

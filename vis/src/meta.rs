@@ -268,21 +268,45 @@ pub(crate) fn validate_strided_into(
     work: &mut Work,
 ) -> Result<(usize, u64, u64)> {
     s.check_dims()?;
-    let (elem, counts, ps, ls) = (s.elem_size, s.counts, s.peer_strides, s.local_strides);
-    let cacheable = counts.len() >= cache::MIN_DIMS;
-    let (rel, folded) = match cacheable.then(|| cache::get(elem, counts, ps, ls, work)) {
-        Some(Some(hit)) => hit,
-        _ => {
-            let Some((rel, folded)) = compile_into(s, work)? else {
-                return Ok((0, 0, 0));
-            };
-            if cacheable {
-                cache::put(elem, counts, ps, ls, rel, folded, work);
-            }
-            (rel, folded)
+    let hit = cached(s, |rel, folded, dims| {
+        for &d in dims {
+            work.push(d);
         }
+        (rel, folded)
+    });
+    let (rel, folded) = match hit {
+        Some(hit) => hit,
+        None => match compile_keep(s, work)? {
+            Some(found) => found,
+            None => return Ok((0, 0, 0)),
+        },
     };
     place_strided(rel, folded, s, peer, seg_len, local_len)
+}
+
+/// If the optimized form of `s` (whose arrays are checked) is in the
+/// per-thread cache, `f` of it (relative extents, folded element size,
+/// loops; see [`cache::with`]); else `None`.
+#[inline(always)]
+pub(crate) fn cached<R>(s: &Strided<'_>, f: impl FnOnce(Rel, usize, &[Dim]) -> R) -> Option<R> {
+    if s.counts.len() < cache::MIN_DIMS {
+        return None;
+    }
+    cache::with(s.elem_size, s.counts, s.peer_strides, s.local_strides, f)
+}
+
+/// [`compile_into`], and the result kept in the per-thread cache (for
+/// metadata of [`cache::MIN_DIMS`] dimensions or more).
+#[inline]
+pub(crate) fn compile_keep(s: &Strided<'_>, work: &mut Work) -> Result<Option<(Rel, usize)>> {
+    let found = compile_into(s, work)?;
+    if let Some((rel, folded)) = found {
+        if s.counts.len() >= cache::MIN_DIMS {
+            let (elem, counts, ps, ls) = (s.elem_size, s.counts, s.peer_strides, s.local_strides);
+            cache::put(elem, counts, ps, ls, rel, folded, work);
+        }
+    }
+    Ok(found)
 }
 
 /// Passes 1 to 4 over strided metadata whose arrays are checked (its

@@ -112,6 +112,98 @@ fn get_remote(client: &Client, at: GlobalAddr, len: usize) -> rgex::Result<Vec<u
     Ok(b)
 }
 
+/// The same metadata arrays reused with other contents between puts: a
+/// changed stride on either side, a changed count, at 3 and 32
+/// dimensions, each put made twice (the second a hit in the per-thread
+/// plan cache, which the direct path copies from): every put lands where
+/// its metadata says now, never where an earlier shape of the same arrays
+/// did.
+fn cached_shapes(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let at = u64::from(me) * win;
+    // 64 elements of 8 bytes at pitches of 16 to 64 bytes.
+    let span = 64 * 64;
+    assert!(win >= span as u64, "window of {win} bytes under {span}");
+    let src = pattern(span, 777 + me);
+    // Strides of a dense walk of `counts` at `pitch` bytes an element.
+    let dense = |counts: &[u64], pitch: i64| -> Vec<i64> {
+        let mut s = pitch;
+        counts
+            .iter()
+            .map(|&c| {
+                let here = s;
+                s *= c as i64;
+                here
+            })
+            .collect()
+    };
+    // What the peer's window holds after the put: each element where the
+    // metadata puts it, zero elsewhere.
+    let expect = |counts: &[u64], ps: &[i64], ls: &[i64]| -> Vec<u8> {
+        let mut out = vec![0u8; span];
+        let total: u64 = counts.iter().product();
+        for flat in 0..total {
+            let (mut rest, mut p, mut l) = (flat, 0i64, 0i64);
+            for k in 0..counts.len() {
+                let i = (rest % counts[k]) as i64;
+                rest /= counts[k];
+                p += i * ps[k];
+                l += i * ls[k];
+            }
+            let (p, l) = (p as usize, l as usize);
+            out[p..p + 8].copy_from_slice(&src[l..l + 8]);
+        }
+        out
+    };
+    for d in [3usize, 32] {
+        let mut counts = vec![1u64; d];
+        for i in 0..6 {
+            counts[i % d] *= 2;
+        }
+        let mut ps = dense(&counts, 32);
+        let mut ls = dense(&counts, 32);
+        for step in ["first", "peer stride", "count", "local stride"] {
+            match step {
+                "peer stride" => ps.copy_from_slice(&dense(&counts, 64)),
+                "count" => {
+                    // The innermost loop halves: half the elements, at the
+                    // same strides.
+                    counts[0] /= 2;
+                }
+                "local stride" => ls.copy_from_slice(&dense(&counts, 16)),
+                _ => {}
+            }
+            let want = expect(&counts, &ps, &ls);
+            for round in 0..2 {
+                set_remote(client, GlobalAddr::new(peer, at), &vec![0u8; span])?;
+                let s = Strided {
+                    elem_size: 8,
+                    counts: &counts,
+                    peer_offset: at,
+                    peer_strides: &ps,
+                    local_offset: 0,
+                    local_strides: &ls,
+                };
+                vis.put(peer, s, &src, Flags::empty())?;
+                let got = get_remote(client, GlobalAddr::new(peer, at), span)?;
+                if got != want {
+                    let first = (0..span).find(|&i| got[i] != want[i]).unwrap_or(0);
+                    panic!(
+                        "{d}-d strided put to {peer}, after a {step} change, put {round}: byte {first} of the window is {} where {} was expected (counts {counts:?}, peer strides {ps:?}, local strides {ls:?})",
+                        got[first], want[first]
+                    );
+                }
+            }
+        }
+    }
+    ok(
+        client,
+        "reused metadata arrays: each changed stride or count moves the bytes it says, cached or not",
+    );
+    Ok(())
+}
+
 /// Put or get `meta` in form `form` (0 blocking, 1 NB, 2 NBI).
 fn transfer(
     vis: &Vis,
@@ -1209,6 +1301,7 @@ fn main() -> rgex::Result<()> {
     reuse_after_lc(&vis, &client, win)?;
     reuse_after_deferred_lc(&vis, &client, win)?;
     metadata_consumed(&vis, &client, win)?;
+    cached_shapes(&vis, &client, win)?;
     bad_input(&vis, &client, win)?;
     immediate(&vis, &client, win)?;
     immediate_stalled(&vis, &client, win)?;
