@@ -3,9 +3,10 @@
 //! straight from the caller's arrays.
 //!
 //! This is the per-call fast path, so nothing is allocated for the common
-//! shapes: strided metadata is validated and optimized in one O(dims) scan
-//! (or found in the per-thread plan cache, see `cache`) into a plan kept
-//! on the stack (up to 64 loops), which the kernel walks
+//! shapes: strided metadata found in the per-thread plan cache (see
+//! `cache`) is copied straight from the cached loops; other strided
+//! metadata is validated and optimized in one O(dims) scan into a plan
+//! kept on the stack (up to 64 loops); the kernel walks either
 //! with the element-size dispatch hoisted out of the loops (0-, 1- and
 //! 2-loop plans are straight-line code); indexed metadata with the same
 //! fragment length on both sides is bounds-checked with one max per side
