@@ -216,13 +216,15 @@ unsafe fn key_matches_avx2(
 
 /// The OR of `a[k] ^ b[k]` over `k < n` (of `a[k] ^ 1` with `ONES`, `b`
 /// unread), folded into one vector: zero if and only if the words match.
-/// Sixteen words a step in four independent vectors, then four a step;
-/// the last four words close the tail, overlapping what came before, so
-/// there is no scalar remainder (the compiler's own vectorization of a
-/// plain loop spent as long on its remainder, at 31 words, as on the
-/// vector part). `n >= 4` always ([`key_widths`] sees to it): a shorter
-/// comparison needs masked loads and a horizontal fold, which cost more
-/// than a whole 32-dimension comparison.
+/// The first and the last four words (overlapping when `n < 8`), then the
+/// whole vectors between them, so there is no scalar remainder and, for
+/// the usual widths of a key part (4 to 8 words), no loop: the compiler's
+/// own vectorization of a plain loop spent as long on its remainder, at
+/// 31 words, as on the vector part, and a loop of four vectors a step
+/// cost a 5-word part (5 live dimensions) more than the whole comparison
+/// of a 4-word one. `n >= 4` always ([`key_widths`] sees to it): a
+/// shorter comparison needs masked loads and a horizontal fold, which
+/// cost more than a whole 32-dimension comparison.
 ///
 /// # Safety
 /// The CPU must support AVX2; `a` (and `b`, without `ONES`) must be
@@ -249,22 +251,12 @@ unsafe fn diff_avx2<const ONES: bool>(
         };
         _mm256_xor_si256(x, y)
     };
-    let mut acc = at4(n - 4);
     if n == 4 {
-        // The usual width of a key part: no loop to set up.
-        return acc;
+        // The usual width of a stride part: one vector.
+        return at4(0);
     }
-    let mut at = 0;
-    while at + 16 <= n {
-        acc = _mm256_or_si256(
-            acc,
-            _mm256_or_si256(
-                _mm256_or_si256(at4(at), at4(at + 4)),
-                _mm256_or_si256(at4(at + 8), at4(at + 12)),
-            ),
-        );
-        at += 16;
-    }
+    let mut acc = _mm256_or_si256(at4(0), at4(n - 4));
+    let mut at = 4;
     while at + 4 < n {
         acc = _mm256_or_si256(acc, at4(at));
         at += 4;
