@@ -880,7 +880,8 @@ fn run() -> Res<bool> {
         println!(
             "NP-based over FP-based: {avg:+.1}% average, {lo:+.1}% smallest (target: at least +5%; published: +6.2% inter-node)"
         );
-        if let Some(rtt) = floors.rtt_ns() {
+        let rtt = floors.rtt_ns().filter(|_| job.conduit == "smp");
+        if let Some(rtt) = rtt {
             // Each payload line is written by rank 0's core and read by
             // rank 1's, so both variants pay a line transfer per line;
             // what NP saves, the pack into a local buffer, does not.

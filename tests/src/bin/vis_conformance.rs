@@ -139,20 +139,11 @@ fn cached_shapes(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
             .collect()
     };
     // What the peer's window holds after the put: each element where the
-    // metadata puts it, zero elsewhere.
+    // metadata puts it (the naive reference), zero elsewhere.
     let expect = |counts: &[u64], ps: &[i64], ls: &[i64]| -> Vec<u8> {
         let mut out = vec![0u8; span];
-        let total: u64 = counts.iter().product();
-        for flat in 0..total {
-            let (mut rest, mut p, mut l) = (flat, 0i64, 0i64);
-            for k in 0..counts.len() {
-                let i = (rest % counts[k]) as i64;
-                rest /= counts[k];
-                p += i * ps[k];
-                l += i * ls[k];
-            }
-            let (p, l) = (p as usize, l as usize);
-            out[p..p + 8].copy_from_slice(&src[l..l + 8]);
+        for (p, l) in pairs(8, counts, 0, ps, 0, ls) {
+            out[p] = src[l];
         }
         out
     };
