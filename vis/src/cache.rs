@@ -176,8 +176,8 @@ std::thread_local! {
 /// `None`. The entry is lent, not copied: a hit on the direct path copies
 /// straight from the cached loops (copying them out first cost about a
 /// tenth of a small put). While `f` runs the cache is in use, so a
-/// lookup `f` itself makes (a handler run while a shared copy waits)
-/// just misses.
+/// lookup made from inside `f` (none is today: a shared copy's owner only
+/// spins while it waits) would just miss.
 #[inline]
 pub(crate) fn with<R>(
     elem: usize,

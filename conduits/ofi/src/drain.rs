@@ -58,24 +58,27 @@ pub(crate) fn unregister(state: &Arc<Mutex<State>>) {
 }
 
 /// Progress until nothing we posted is outstanding, at most
-/// [`DRAIN_LIMIT`] (a tenth of it once a peer is known dead: operations
-/// to it may never complete). Warns when giving up.
+/// [`DRAIN_LIMIT`] (a tenth of it if a peer was known dead before closing:
+/// operations to it may never complete). Warns when giving up.
 pub(crate) fn drain(rank: Rank, state: &Mutex<State>, net: &Net) {
     let start = Instant::now();
+    // Whether a peer was dead before closing began. Peers found dead while
+    // closing (a credit report or a flush to a rank that has already left)
+    // do not shorten the wait: the sends to ranks still running, which may
+    // be slow to progress (oversubscribed), must still be seen out.
+    let mut dead_before: Option<bool> = None;
     loop {
         // Bounded: at exit, another thread may be stuck holding the lock.
         if let Some(mut st) = state.try_lock_for(Duration::from_millis(100)) {
+            let dead =
+                *dead_before.get_or_insert_with(|| st.peers.iter().any(|p| p.dead.is_some()));
             st.closing = true;
             st.flush_injected(net);
             st.progress(net);
             if st.quiet(net) {
                 return;
             }
-            let limit = if st.peers.iter().any(|p| p.dead.is_some()) {
-                DRAIN_LIMIT / 10
-            } else {
-                DRAIN_LIMIT
-            };
+            let limit = if dead { DRAIN_LIMIT / 10 } else { DRAIN_LIMIT };
             if start.elapsed() > limit {
                 eprintln!(
                     "rgex-ofi: {rank}: closing with operations still in flight after {limit:?} (a peer stopped responding?)"

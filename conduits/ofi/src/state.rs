@@ -485,8 +485,10 @@ impl State {
     /// waiting for it (the last message of a final barrier) would wait
     /// forever. Each peer that was sent injected messages gets one more
     /// message, a credit report sent without injection: messages to one
-    /// peer are sent and delivered in order (`FI_ORDER_SAS`), so its
-    /// completion comes after the injected ones have gone out. Called
+    /// peer are delivered in order (`FI_ORDER_SAS`), so its completion
+    /// (transmit-complete, libfabric's default on a reliable endpoint, or
+    /// delivery-complete where granted: the report reached the peer)
+    /// comes after the injected ones reached it too. Called
     /// with [`closing`](Self::closing) set, when nothing is injected any
     /// more, so each peer is flushed at most once: that one report more
     /// is what the spare credit slot is for ([`CREDIT_SLOTS`]).

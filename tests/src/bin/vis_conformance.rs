@@ -113,8 +113,9 @@ fn get_remote(client: &Client, at: GlobalAddr, len: usize) -> rgex::Result<Vec<u
 }
 
 /// The same metadata arrays reused with other contents between puts: a
-/// changed stride on either side, a changed count, at 3 and 32
-/// dimensions, each put made twice (the second a hit in the per-thread
+/// changed stride on either side, a changed count (the innermost, and the
+/// outermost, which at 32 dimensions is one of the null dimensions the
+/// cache compares with 1), at 3 and 32 dimensions, each put made twice (the second a hit in the per-thread
 /// plan cache, which the direct path copies from): every put lands where
 /// its metadata says now, never where an earlier shape of the same arrays
 /// did.
@@ -154,7 +155,13 @@ fn cached_shapes(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         }
         let mut ps = dense(&counts, 32);
         let mut ls = dense(&counts, 32);
-        for step in ["first", "peer stride", "count", "local stride"] {
+        for step in [
+            "first",
+            "peer stride",
+            "count",
+            "local stride",
+            "last count",
+        ] {
             match step {
                 "peer stride" => ps.copy_from_slice(&dense(&counts, 64)),
                 "count" => {
@@ -163,6 +170,14 @@ fn cached_shapes(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
                     counts[0] /= 2;
                 }
                 "local stride" => ls.copy_from_slice(&dense(&counts, 16)),
+                "last count" => {
+                    // The outermost loop becomes (or stays) two elements 8
+                    // bytes apart: at 32 dimensions a count past those the
+                    // cache keeps, compared only with 1.
+                    counts[d - 1] = 2;
+                    ps[d - 1] = 8;
+                    ls[d - 1] = 8;
+                }
                 _ => {}
             }
             let want = expect(&counts, &ps, &ls);
