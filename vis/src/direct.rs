@@ -17,7 +17,7 @@
 
 use crate::kernel::{copy_all, run, with_loops, Loop};
 use crate::meta::{
-    cached, check_indexed, check_vector, compile_keep, for_each_run, place_strided, Indexed, Meta,
+    cached, check_indexed, check_vector, compile_place, for_each_run, place_strided, Indexed, Meta,
     Run, Vector,
 };
 use crate::plan::{Dim, StridePlan, Work};
@@ -65,11 +65,8 @@ pub(crate) unsafe fn transfer(
                 return done;
             }
             let mut work = Work::new();
-            let Some((rel, folded)) = compile_keep(s, &mut work)? else {
-                return Ok(());
-            };
-            let (elem, pb, lb) = place_strided(rel, folded, s, peer, seg_len, local_len)?;
-            // SAFETY: as above.
+            let (elem, pb, lb) = compile_place(s, peer, seg_len, local_len, &mut work)?;
+            // SAFETY: as above (`elem` 0, nothing to move, copies nothing).
             unsafe { nest(elem, &work, pb, lb, base, local, share) };
             Ok(())
         }

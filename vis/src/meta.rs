@@ -274,14 +274,10 @@ pub(crate) fn validate_strided_into(
         }
         (rel, folded)
     });
-    let (rel, folded) = match hit {
-        Some(hit) => hit,
-        None => match compile_keep(s, work)? {
-            Some(found) => found,
-            None => return Ok((0, 0, 0)),
-        },
-    };
-    place_strided(rel, folded, s, peer, seg_len, local_len)
+    match hit {
+        Some((rel, folded)) => place_strided(rel, folded, s, peer, seg_len, local_len),
+        None => compile_place(s, peer, seg_len, local_len, work),
+    }
 }
 
 /// If the optimized form of `s` (whose arrays are checked) is in the
@@ -295,18 +291,26 @@ pub(crate) fn cached<R>(s: &Strided<'_>, f: impl FnOnce(Rel, usize, &[Dim]) -> R
     cache::with(s.elem_size, s.counts, s.peer_strides, s.local_strides, f)
 }
 
-/// [`compile_into`], and the result kept in the per-thread cache (for
-/// metadata of [`cache::MIN_DIMS`] dimensions or more).
+/// The miss path of [`cached`] metadata (arrays checked): [`compile_into`]
+/// `work`, the result kept in the per-thread cache (for metadata of
+/// [`cache::MIN_DIMS`] dimensions or more), then placed and checked as
+/// [`place_strided`] does; `(0, 0, 0)` if it moves nothing.
 #[inline]
-pub(crate) fn compile_keep(s: &Strided<'_>, work: &mut Work) -> Result<Option<(Rel, usize)>> {
-    let found = compile_into(s, work)?;
-    if let Some((rel, folded)) = found {
-        if s.counts.len() >= cache::MIN_DIMS {
-            let (elem, counts, ps, ls) = (s.elem_size, s.counts, s.peer_strides, s.local_strides);
-            cache::put(elem, counts, ps, ls, rel, folded, work);
-        }
+pub(crate) fn compile_place(
+    s: &Strided<'_>,
+    peer: Rank,
+    seg_len: u64,
+    local_len: usize,
+    work: &mut Work,
+) -> Result<(usize, u64, u64)> {
+    let Some((rel, folded)) = compile_into(s, work)? else {
+        return Ok((0, 0, 0));
+    };
+    if s.counts.len() >= cache::MIN_DIMS {
+        let (elem, counts, ps, ls) = (s.elem_size, s.counts, s.peer_strides, s.local_strides);
+        cache::put(elem, counts, ps, ls, rel, folded, work);
     }
-    Ok(found)
+    place_strided(rel, folded, s, peer, seg_len, local_len)
 }
 
 /// Passes 1 to 4 over strided metadata whose arrays are checked (its
