@@ -50,10 +50,11 @@ if rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 ||
     # The CPU atomics' RELEASE/ACQUIRE fences: Miri reports a race on the
     # data they publish if either is missing.
     cargo +nightly miri test -p rgex-atomics --lib cpu::
-    # With AVX2 enabled at compile time the vector code is what runs, so
-    # Miri checks every one of its (overlapping, unaligned) loads.
-    RUSTFLAGS="-Ctarget-feature=+avx2" CARGO_TARGET_DIR=target/miri-avx2 \
-        cargo +nightly miri test -p rgex-vis --lib simd::
+    # With AVX2 (and AVX-512F for the kernels' 64-byte moves) enabled at
+    # compile time the vector code is what runs, so Miri checks every one
+    # of its (overlapping, unaligned) loads and stores.
+    RUSTFLAGS="-Ctarget-feature=+avx2,+avx512f" CARGO_TARGET_DIR=target/miri-avx2 \
+        cargo +nightly miri test -p rgex-vis --lib -- simd:: kernel::
 else
     echo "Miri skipped: could not install a nightly toolchain with the miri component (no network?)"
 fi
