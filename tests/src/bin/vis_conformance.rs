@@ -95,6 +95,24 @@ fn pairs(
         .collect()
 }
 
+/// Strided metadata of 8-byte elements starting at the local buffer's
+/// first byte: the shape most checks use.
+fn words<'a>(
+    counts: &'a [u64],
+    peer_offset: u64,
+    peer_strides: &'a [i64],
+    local_strides: &'a [i64],
+) -> Strided<'a> {
+    Strided {
+        elem_size: 8,
+        counts,
+        peer_offset,
+        peer_strides,
+        local_offset: 0,
+        local_strides,
+    }
+}
+
 fn pattern(len: usize, seed: u32) -> Vec<u8> {
     let mut v = vec![0u8; len];
     rgex_tests::fill_pattern(&mut v, seed, len as u32);
@@ -183,14 +201,7 @@ fn cached_shapes(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
             let want = expect(&counts, &ps, &ls);
             for round in 0..2 {
                 set_remote(client, GlobalAddr::new(peer, at), &vec![0u8; span])?;
-                let s = Strided {
-                    elem_size: 8,
-                    counts: &counts,
-                    peer_offset: at,
-                    peer_strides: &ps,
-                    local_offset: 0,
-                    local_strides: &ls,
-                };
+                let s = words(&counts, at, &ps, &ls);
                 vis.put(peer, s, &src, Flags::empty())?;
                 let got = get_remote(client, GlobalAddr::new(peer, at), span)?;
                 if got != want {
@@ -455,14 +466,7 @@ fn reuse_after_lc(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     let counts = [4u64, 8192];
     let mut src = pattern(4 * 8192 * 8, 77);
     let sent = src.clone();
-    let s = Strided {
-        elem_size: 8,
-        counts: &counts,
-        peer_offset: at,
-        peer_strides: &[32, 128],
-        local_offset: 0,
-        local_strides: &[8, 32],
-    };
+    let s = words(&counts, at, &[32, 128], &[8, 32]);
     set_remote(client, GlobalAddr::new(peer, at), &vec![0u8; 8192 * 128])?;
     let p = vis.put_nb(peer, s, &src, Flags::empty())?;
     p.lc.wait();
@@ -500,14 +504,7 @@ fn reuse_after_deferred_lc(vis: &Vis, client: &Client, win: u64) -> rgex::Result
     let cases: [(&str, VisMeta<'_>, usize); 2] = [
         (
             "strided, 8-byte elements",
-            VisMeta::from(Strided {
-                elem_size: 8,
-                counts: &counts,
-                peer_offset: at,
-                peer_strides: &ps,
-                local_offset: 0,
-                local_strides: &ls,
-            }),
+            VisMeta::from(words(&counts, at, &ps, &ls)),
             4 * 4096 * 8,
         ),
         (
@@ -577,14 +574,7 @@ fn metadata_consumed(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     let read_back = || -> rgex::Result<Vec<u8>> {
         let (c, ps, ls) = strided_meta();
         let mut back = vec![0u8; payload];
-        let s = Strided {
-            elem_size: 8,
-            counts: &c,
-            peer_offset: at,
-            peer_strides: &ps,
-            local_offset: 0,
-            local_strides: &ls,
-        };
+        let s = words(&c, at, &ps, &ls);
         vis.get(peer, s, &mut back, f)?;
         Ok(back)
     };
@@ -604,14 +594,7 @@ fn metadata_consumed(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         // Strided put.
         clear()?;
         let (mut c, mut ps, mut ls) = strided_meta();
-        let s = Strided {
-            elem_size: 8,
-            counts: &c,
-            peer_offset: at,
-            peer_strides: &ps,
-            local_offset: 0,
-            local_strides: &ls,
-        };
+        let s = words(&c, at, &ps, &ls);
         let pending = if form == "NB" {
             Some(vis.put_nb(peer, s, &src, f)?)
         } else {
@@ -656,14 +639,7 @@ fn metadata_consumed(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         );
         // Strided get of what is now there.
         let (mut c, mut ps, mut ls) = strided_meta();
-        let s = Strided {
-            elem_size: 8,
-            counts: &c,
-            peer_offset: at,
-            peer_strides: &ps,
-            local_offset: 0,
-            local_strides: &ls,
-        };
+        let s = words(&c, at, &ps, &ls);
         let got = if form == "NB" {
             let g = vis.get_nb(peer, s, vec![0u8; payload], f)?;
             spoil(&mut c, &mut ps, &mut ls);
@@ -959,19 +935,7 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         "a refused transfer past the segment wrote its valid elements"
     );
     // Zero-size transfers: fine, no-ops.
-    vis.put(
-        peer,
-        Strided {
-            elem_size: 8,
-            counts: &[0, 3],
-            peer_offset: seg + 100,
-            peer_strides: &[8, 8],
-            local_offset: 0,
-            local_strides: &[8, 8],
-        },
-        &src,
-        f,
-    )?;
+    vis.put(peer, words(&[0, 3], seg + 100, &[8, 8], &[8, 8]), &src, f)?;
     let empty = CompiledStrided::new(8, &[0, 3], &[8, 8], &[8, 8])?;
     vis.put(peer, empty.at(seg + 100, 0), &src, f)?;
     vis.put(
@@ -1017,14 +981,8 @@ fn immediate(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         let zero = vec![0u8; (count * 32) as usize];
         set_remote(client, GlobalAddr::new(peer, at), &zero)?;
         let src = pattern((count * 8) as usize, 300 + i as u32);
-        let s = Strided {
-            elem_size: 8,
-            counts: &[count],
-            peer_offset: at,
-            peer_strides: &[32],
-            local_offset: 0,
-            local_strides: &[8],
-        };
+        let counts = [count];
+        let s = words(&counts, at, &[32], &[8]);
         match vis.put(peer, s, &src, Flags::IMMEDIATE) {
             Ok(()) => {
                 moved += 1;
@@ -1063,14 +1021,7 @@ fn immediate_stalled(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     // One contiguous chunk of two elements: one AM message, one RMA put
     // (a transfer of several chunks is refused at once over RMA, queue or
     // no queue, which would prove nothing here).
-    let one = |i: u64| Strided {
-        elem_size: 8,
-        counts: &[2],
-        peer_offset: stalled::slot(i),
-        peer_strides: &[8],
-        local_offset: 0,
-        local_strides: &[8],
-    };
+    let one = |i: u64| words(&[2], stalled::slot(i), &[8], &[8]);
     let src = [stalled::PATTERN; 16];
     let mechanism = vis.mechanism_for(peer, &vis.shape(peer, &one(0).into(), src.len())?);
     let Some(f) = stalled::flood(
@@ -1242,14 +1193,7 @@ fn shared_cases(
         let (ps, ls) = ([8i64, (elems * 8) as i64], [8i64, 0]);
         let remote0 = pattern((elems * 32) as usize, 50);
         set_remote(client, GlobalAddr::new(peer, at), &remote0)?;
-        let s = Strided {
-            elem_size: 8,
-            counts: &counts,
-            peer_offset: at,
-            peer_strides: &ps,
-            local_offset: 0,
-            local_strides: &ls,
-        };
+        let s = words(&counts, at, &ps, &ls);
         let mut expect = vec![0u8; (elems * 8) as usize];
         for (p, l) in pairs(8, &counts, 0, &ps, 0, &ls) {
             expect[l] = remote0[p];

@@ -205,30 +205,8 @@ impl Endpoint {
         ctx: *mut c_void,
         flags: u64,
     ) -> Result<(), FiError> {
-        let mut iov = libc::iovec {
-            iov_base: buf as *mut c_void,
-            iov_len: len,
-        };
-        let mut desc = desc;
-        let mut rma = sys::fi_rma_iov {
-            addr: to.raddr,
-            len,
-            key: to.key,
-        };
-        let msg = sys::fi_msg_rma {
-            msg_iov: (&mut iov as *mut libc::iovec).cast(),
-            desc: &mut desc,
-            iov_count: 1,
-            addr: to.addr,
-            rma_iov: &mut rma,
-            rma_iov_count: 1,
-            context: ctx,
-            data: 0,
-        };
-        // SAFETY: the message describes one local and one remote range,
-        // both valid per the caller's contract; the provider copies the
-        // descriptors before returning.
-        let ret = unsafe { sys::rfi_writemsg(self.ptr, &msg, flags | sys::FI_COMPLETION) };
+        // SAFETY: forwarded from the caller's contract.
+        let ret = unsafe { self.rma(sys::rfi_writemsg, buf.cast_mut(), len, desc, to, ctx, flags) };
         self.posted(ret, || {
             format!(
                 "fi_write of {len} bytes to address {} at {:#x}",
@@ -251,34 +229,58 @@ impl Endpoint {
         ctx: *mut c_void,
         flags: u64,
     ) -> Result<(), FiError> {
-        let mut iov = libc::iovec {
-            iov_base: buf.cast(),
-            iov_len: len,
-        };
-        let mut desc = desc;
-        let mut rma = sys::fi_rma_iov {
-            addr: from.raddr,
-            len,
-            key: from.key,
-        };
-        let msg = sys::fi_msg_rma {
-            msg_iov: (&mut iov as *mut libc::iovec).cast(),
-            desc: &mut desc,
-            iov_count: 1,
-            addr: from.addr,
-            rma_iov: &mut rma,
-            rma_iov_count: 1,
-            context: ctx,
-            data: 0,
-        };
-        // SAFETY: as in write().
-        let ret = unsafe { sys::rfi_readmsg(self.ptr, &msg, flags | sys::FI_COMPLETION) };
+        // SAFETY: forwarded from the caller's contract.
+        let ret = unsafe { self.rma(sys::rfi_readmsg, buf, len, desc, from, ctx, flags) };
         self.posted(ret, || {
             format!(
                 "fi_read of {len} bytes from address {} at {:#x}",
                 from.addr, from.raddr
             )
         })
+    }
+
+    /// Post one RMA message, `fi_writemsg` or `fi_readmsg` as `post` is,
+    /// between the local range `buf .. buf + len` and the same length at
+    /// `at`, with `flags` and `FI_COMPLETION`; the provider's return value.
+    ///
+    /// # Safety
+    /// As [`write`](Self::write) or [`read`](Self::read), whichever `post` is.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn rma(
+        &self,
+        post: unsafe extern "C" fn(*mut sys::fid_ep, *const sys::fi_msg_rma, u64) -> isize,
+        buf: *mut u8,
+        len: usize,
+        desc: *mut c_void,
+        at: Remote,
+        ctx: *mut c_void,
+        flags: u64,
+    ) -> isize {
+        let mut iov = libc::iovec {
+            iov_base: buf.cast(),
+            iov_len: len,
+        };
+        let mut desc = desc;
+        let mut rma = sys::fi_rma_iov {
+            addr: at.raddr,
+            len,
+            key: at.key,
+        };
+        let msg = sys::fi_msg_rma {
+            msg_iov: (&mut iov as *mut libc::iovec).cast(),
+            desc: &mut desc,
+            iov_count: 1,
+            addr: at.addr,
+            rma_iov: &mut rma,
+            rma_iov_count: 1,
+            context: ctx,
+            data: 0,
+        };
+        // SAFETY: the message describes one local and one remote range,
+        // both valid per the caller's contract; the provider copies the
+        // descriptors (which live until this returns) before returning.
+        unsafe { post(self.ptr, &msg, flags | sys::FI_COMPLETION) }
     }
 
     /// `fi_atomic`: one element of `dt` at `operand`, combined with `op`.
