@@ -87,16 +87,6 @@ impl Drop for AddressVector {
     fn drop(&mut self) {
         // SAFETY: endpoints bound to this AV hold an Arc to it, so they are
         // closed already.
-        let ret = unsafe { sys::rfi_close(&mut (*self.ptr).fid) };
-        if ret != 0 {
-            eprintln!(
-                "rgex-ofi: {}",
-                FiError::new(
-                    i64::from(ret),
-                    "fi_close(av)",
-                    self.domain.provider().clone()
-                )
-            );
-        }
+        unsafe { super::close::close(&mut (*self.ptr).fid, "av", self.domain.provider()) }
     }
 }

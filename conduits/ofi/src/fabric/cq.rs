@@ -154,16 +154,6 @@ impl Drop for CompletionQueue {
     fn drop(&mut self) {
         // SAFETY: endpoints bound to this CQ hold an Arc to it, so they
         // are closed already.
-        let ret = unsafe { sys::rfi_close(&mut (*self.ptr).fid) };
-        if ret != 0 {
-            eprintln!(
-                "rgex-ofi: {}",
-                FiError::new(
-                    i64::from(ret),
-                    "fi_close(cq)",
-                    self.domain.provider().clone()
-                )
-            );
-        }
+        unsafe { super::close::close(&mut (*self.ptr).fid, "cq", self.domain.provider()) }
     }
 }

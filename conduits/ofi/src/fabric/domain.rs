@@ -76,12 +76,6 @@ impl Drop for Domain {
     fn drop(&mut self) {
         // SAFETY: every object opened from this domain holds an Arc to it,
         // so all are closed by now.
-        let ret = unsafe { sys::rfi_close(&mut (*self.ptr).fid) };
-        if ret != 0 {
-            eprintln!(
-                "rgex-ofi: {}",
-                FiError::new(i64::from(ret), "fi_close(domain)", self.provider().clone())
-            );
-        }
+        unsafe { super::close::close(&mut (*self.ptr).fid, "domain", self.provider()) }
     }
 }

@@ -427,16 +427,6 @@ impl Drop for Endpoint {
     fn drop(&mut self) {
         // SAFETY: a live endpoint closed once; regions bound to it hold an
         // Arc to it, so they are closed already.
-        let ret = unsafe { sys::rfi_close(&mut (*self.ptr).fid) };
-        if ret != 0 {
-            eprintln!(
-                "rgex-ofi: {}",
-                FiError::new(
-                    i64::from(ret),
-                    "fi_close(endpoint)",
-                    self.provider().clone()
-                )
-            );
-        }
+        unsafe { super::close::close(&mut (*self.ptr).fid, "endpoint", self.provider()) }
     }
 }

@@ -67,12 +67,6 @@ impl Fabric {
 impl Drop for Fabric {
     fn drop(&mut self) {
         // SAFETY: every child holds an Arc to this fabric, so all are closed.
-        let ret = unsafe { sys::rfi_close(&mut (*self.ptr).fid) };
-        if ret != 0 {
-            eprintln!(
-                "rgex-ofi: {}",
-                FiError::new(i64::from(ret), "fi_close(fabric)", self.provider.clone())
-            );
-        }
+        unsafe { super::close::close(&mut (*self.ptr).fid, "fabric", &self.provider) }
     }
 }

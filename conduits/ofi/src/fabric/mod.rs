@@ -10,6 +10,7 @@
 //! `FI_THREAD_DOMAIN` accordingly.
 
 mod av;
+mod close;
 mod cq;
 mod domain;
 mod endpoint;

@@ -149,16 +149,6 @@ impl Drop for MemoryRegion {
     fn drop(&mut self) {
         // SAFETY: a live region, closed once; operations using it finished
         // (the owner drops regions only after their completions).
-        let ret = unsafe { sys::rfi_close(&mut (*self.ptr).fid) };
-        if ret != 0 {
-            eprintln!(
-                "rgex-ofi: {}",
-                FiError::new(
-                    i64::from(ret),
-                    "fi_close(mr)",
-                    self.domain.provider().clone()
-                )
-            );
-        }
+        unsafe { super::close::close(&mut (*self.ptr).fid, "mr", self.domain.provider()) }
     }
 }
