@@ -1,0 +1,64 @@
+//! The options a [`Vis`] is made with.
+
+use crate::am::{self, AmPayload};
+use crate::mapped::MappedPeers;
+use crate::{Mechanism, Vis};
+use rgex_am::Endpoint;
+use rgex_core::Result;
+use std::sync::Arc;
+
+/// Options of a [`Vis`].
+#[derive(Clone, Debug, Default)]
+pub struct VisBuilder {
+    mechanism: Option<Mechanism>,
+    am_payload: AmPayload,
+    /// `Some(false)`: never share direct copies.
+    shared_copy: Option<bool>,
+}
+
+impl VisBuilder {
+    /// Force a mechanism (else `RGEX_VIS`, else `Auto`).
+    pub fn mechanism(mut self, m: Mechanism) -> Self {
+        self.mechanism = Some(m);
+        self
+    }
+
+    /// How the AM pipeline's requests carry their payload (default
+    /// [`AmPayload::Negotiated`]; [`AmPayload::Fixed`] is for comparison).
+    pub fn am_payload(mut self, p: AmPayload) -> Self {
+        self.am_payload = p;
+        self
+    }
+
+    /// Whether large node-local strided copies (from [`SHARE_MIN`](crate::SHARE_MIN) bytes)
+    /// are split into blocks that this rank's threads blocked in a wait or
+    /// a poll on the endpoint help copy ([`Endpoint::share`]; default on).
+    /// Off, every copy runs on the calling thread alone.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &std::sync::Arc<rgex_am::Endpoint>) -> rgex_core::Result<()> {
+    /// let alone = rgex_vis::Vis::builder().shared_copy(false).build(ep)?;
+    /// assert!(!alone.shared_copy());
+    /// # Ok(()) }
+    /// ```
+    pub fn shared_copy(mut self, on: bool) -> Self {
+        self.shared_copy = Some(on);
+        self
+    }
+
+    /// Make the VIS context (registers the handlers on first use).
+    pub fn build(self, ep: &Arc<Endpoint>) -> Result<Vis> {
+        let mechanism = match self.mechanism {
+            Some(m) => m,
+            None => Mechanism::parse(std::env::var("RGEX_VIS").unwrap_or_default().as_str())?,
+        };
+        Ok(Vis {
+            ep: ep.clone(),
+            proto: am::Proto::for_endpoint(ep)?,
+            mechanism,
+            am_payload: self.am_payload,
+            mapped: MappedPeers::of(ep),
+            shared_copy: self.shared_copy.unwrap_or(true),
+        })
+    }
+}

@@ -1,0 +1,219 @@
+//! The engine behind every transfer form: the direct path for mapped
+//! peers, and the validated general path, which dispatches to a
+//! mechanism (direct copy, RMA per chunk, AM pipeline).
+
+use crate::direct::{self, Local};
+use crate::{am, Mechanism, Meta, Shape, Vis};
+use rgex_am::rma::NbiCategory;
+use rgex_core::{Completion, Error, Event, Flags, Rank, Result};
+use std::sync::Arc;
+
+/// Where one transfer's completion is counted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Track {
+    /// A fresh event.
+    Event,
+    /// This thread's implicit category (or open access region).
+    Nbi(NbiCategory),
+}
+
+impl Vis {
+    /// The event of counter `c`: done at once if it is done already (and
+    /// did not fail), else one that polls this endpoint.
+    pub(crate) fn event(&self, c: Arc<Completion>) -> Event {
+        // A failed transfer keeps its counter so `wait_checked` sees why.
+        if c.peek_done() && c.failure().is_none() {
+            Event::done()
+        } else {
+            Event::pending(c, self.ep.clone())
+        }
+    }
+
+    /// `peer`'s mapped segment (base, length) when the direct path serves
+    /// it: `peer` is node-local (segment mapped) and the mechanism is
+    /// `Auto` or `Direct`; `None` sends the transfer down the general path.
+    #[inline(always)]
+    pub(crate) fn direct_target(&self, peer: Rank) -> Option<(*mut u8, u64)> {
+        if !matches!(self.mechanism, Mechanism::Auto | Mechanism::Direct) {
+            return None;
+        }
+        self.mapped.get(peer)
+    }
+
+    /// The direct path into `peer`'s mapped segment `(base, seg_len)`
+    /// from [`direct_target`](Self::direct_target): validate and copy
+    /// straight from the metadata (no shape is built). Callers return its
+    /// `Result` as it is where they can, so that it is written once, in
+    /// their caller's slot (an `Option` around it made every transfer copy
+    /// the whole `Result` on the way out).
+    ///
+    /// # Safety
+    /// The local pointer must be valid for `local_len` bytes (readable for
+    /// a put, writable for a get) for the call.
+    #[inline(always)]
+    pub(crate) unsafe fn direct(
+        &self,
+        peer: Rank,
+        (base, seg_len): (*mut u8, u64),
+        meta: &Meta<'_>,
+        local: Local,
+        local_len: usize,
+    ) -> Result<()> {
+        // SAFETY: forwarded caller contract (the local side); the segment
+        // is mapped for `seg_len` bytes; `direct::transfer` validates both
+        // sides before copying.
+        unsafe { direct::transfer(meta, peer, base, seg_len, local, local_len, self.share()) }
+    }
+
+    /// An implicit-handle transfer.
+    ///
+    /// # Safety
+    /// As [`start`](Self::start), for a local buffer of `local_len` bytes.
+    #[inline(never)]
+    pub(crate) unsafe fn nbi(
+        &self,
+        peer: Rank,
+        meta: &Meta<'_>,
+        local: Local,
+        local_len: usize,
+        cat: NbiCategory,
+        flags: Flags,
+    ) -> Result<()> {
+        // SAFETY: forwarded caller contract.
+        unsafe {
+            if let Some(seg) = self.direct_target(peer) {
+                return self.direct(peer, seg, meta, local, local_len);
+            }
+            self.transfer(peer, meta, local, local_len, Track::Nbi(cat), flags)
+                .map(drop)
+        }
+    }
+
+    /// A transfer completed through a fresh event.
+    ///
+    /// # Safety
+    /// As [`start`](Self::start), for a local buffer of `local_len` bytes.
+    #[inline(never)]
+    pub(crate) unsafe fn with_event(
+        &self,
+        peer: Rank,
+        meta: &Meta<'_>,
+        local: Local,
+        local_len: usize,
+        flags: Flags,
+    ) -> Result<Event> {
+        // SAFETY: forwarded caller contract.
+        unsafe {
+            if let Some(seg) = self.direct_target(peer) {
+                return self
+                    .direct(peer, seg, meta, local, local_len)
+                    .map(|()| Event::done());
+            }
+            self.transfer(peer, meta, local, local_len, Track::Event, flags)
+        }
+    }
+
+    /// Validate and carry out a transfer by any mechanism but the direct
+    /// path: compile the metadata into a [`Shape`] for
+    /// [`start`](Self::start).
+    ///
+    /// # Safety
+    /// As [`start`](Self::start), for a local buffer of `local_len` bytes.
+    pub(crate) unsafe fn transfer(
+        &self,
+        peer: Rank,
+        meta: &Meta<'_>,
+        local: Local,
+        local_len: usize,
+        track: Track,
+        flags: Flags,
+    ) -> Result<Event> {
+        let shape = self.shape(peer, meta, local_len)?;
+        // SAFETY: forwarded caller contract; the shape is validated.
+        unsafe { self.start(peer, &shape, local, track, flags) }
+    }
+
+    /// Carry out a validated transfer.
+    ///
+    /// # Safety
+    /// The local pointer must be valid at every local offset of `shape`:
+    /// a source until the call returns, a destination until the returned
+    /// event (or the NBI sync) fires.
+    pub(crate) unsafe fn start(
+        &self,
+        peer: Rank,
+        shape: &Shape,
+        local: Local,
+        track: Track,
+        flags: Flags,
+    ) -> Result<Event> {
+        if shape.bytes() == 0 {
+            return Ok(Event::done());
+        }
+        match self.mechanism_for(peer, shape) {
+            Mechanism::Direct => {
+                let seg = self.ep.conduit().mapped_segment(peer).ok_or_else(|| {
+                    Error::Config(format!(
+                        "RGEX_VIS=direct: the segment of {peer} is not mapped in this process (not node-local); use auto, rma or am"
+                    ))
+                })?;
+                if (seg.len() as u64) < self.ep.conduit().segment_len(peer) {
+                    return Err(Error::Config(format!(
+                        "VIS direct: the mapped segment of {peer} is shorter than the length it advertises"
+                    )));
+                }
+                // SAFETY: the peer range was validated against the
+                // segment's length (the mapped one's, checked above), the
+                // local one by the caller.
+                unsafe {
+                    match shape {
+                        Shape::Strided(p) => direct::strided(p, seg.as_ptr(), local, self.share()),
+                        Shape::Runs(r) => direct::runs(r, seg.as_ptr(), local),
+                    }
+                };
+                Ok(Event::done())
+            }
+            // SAFETY: forwarded caller contract.
+            Mechanism::Rma => unsafe { self.rma(peer, shape, local, track, flags) },
+            Mechanism::Am => {
+                if flags.contains(Flags::IMMEDIATE)
+                    && !am::Proto::one_message(&self.ep, peer, shape)
+                {
+                    return Err(Error::WouldBlock {
+                        peer,
+                        resource: "AM send buffers (an IMMEDIATE VIS transfer over AM is limited to one message)",
+                    });
+                }
+                let c = match track {
+                    Track::Event => Completion::new(0),
+                    Track::Nbi(cat) => self.ep.nbi_counter(cat),
+                };
+                // SAFETY: forwarded caller contract.
+                let r = unsafe {
+                    match local {
+                        Local::Src(p) => {
+                            let a = self.am_payload;
+                            self.proto.put(&self.ep, peer, shape, p, &c, flags, a)
+                        }
+                        Local::Dst(p) => {
+                            let a = self.am_payload;
+                            self.proto.get(&self.ep, peer, shape, p, &c, flags, a)
+                        }
+                    }
+                };
+                match (r, track) {
+                    (Ok(()), Track::Event) => Ok(self.event(c)),
+                    (Ok(()), Track::Nbi(_)) => Ok(Event::done()),
+                    (Err(e), Track::Event) => {
+                        // Messages already sent are waited for: a get's
+                        // buffer must not be handed back while written.
+                        self.event(c).wait();
+                        Err(e)
+                    }
+                    (Err(e), Track::Nbi(_)) => Err(e),
+                }
+            }
+            Mechanism::Auto => unreachable!("mechanism_for resolves Auto"),
+        }
+    }
+}

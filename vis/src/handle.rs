@@ -1,0 +1,65 @@
+//! What a non-blocking transfer hands back: the events of a put, the
+//! deferred local completion of a put, and a get holding its buffer.
+
+use rgex_am::rma::LocalCompletion;
+use rgex_core::Event;
+
+/// The events of a non-blocking VIS put.
+#[derive(Debug)]
+#[must_use = "the put's completion must be waited on"]
+pub struct VisPut {
+    /// Local completion: the source may be reused. The source is borrowed
+    /// for the call only, so this has fired (see
+    /// [`Vis::put_nb_defer`](crate::Vis::put_nb_defer) for a local completion after return).
+    pub lc: Event,
+    /// Remote completion: every byte is in the peer's segment.
+    pub rc: Event,
+}
+
+/// A non-blocking VIS put whose local completion may come after return
+/// ([`Vis::put_nb_defer`](crate::Vis::put_nb_defer)): the source buffer is held by `lc` until no
+/// mechanism reads it any more.
+#[derive(Debug)]
+#[must_use = "the put's completion must be waited on"]
+pub struct VisPutDeferred {
+    /// Local completion: hands the source buffer back once it may be
+    /// reused. Later than return only with the RMA mechanism over a
+    /// network (one put per chunk, all reading the buffer in flight); the
+    /// direct copy and the AM pipeline are done with the source when the
+    /// call returns.
+    pub lc: LocalCompletion<Vec<u8>>,
+    /// Remote completion: every byte is in the peer's segment.
+    pub rc: Event,
+}
+
+/// A non-blocking VIS get: holds the destination until the data is in.
+/// Dropping it waits.
+#[derive(Debug)]
+#[must_use = "the get must be waited on to get the buffer back"]
+pub struct VisGet {
+    pub(crate) buf: Option<Vec<u8>>,
+    pub(crate) event: Option<Event>,
+}
+
+impl VisGet {
+    /// True if the data has arrived. Does not poll.
+    pub fn test(&self) -> bool {
+        self.event.as_ref().is_none_or(Event::test)
+    }
+
+    /// Poll until the data has arrived; hand the buffer back.
+    pub fn wait(mut self) -> Vec<u8> {
+        if let Some(e) = self.event.take() {
+            e.wait();
+        }
+        self.buf.take().expect("buffer present until wait")
+    }
+}
+
+impl Drop for VisGet {
+    fn drop(&mut self) {
+        if let Some(e) = self.event.take() {
+            e.wait();
+        }
+    }
+}

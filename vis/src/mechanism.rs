@@ -1,0 +1,37 @@
+//! Which mechanism carries a transfer, and when `Auto` prefers RMA.
+
+use rgex_core::{Error, Result};
+
+/// How a transfer is carried out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mechanism {
+    /// Per operation: direct for mapped peers, else RMA per chunk when
+    /// chunks are at least [`RMA_MIN_CHUNK`] bytes on average, else AM.
+    Auto,
+    /// Copies straight between the local buffer and the peer's mapped
+    /// segment, one loop nest (node-local peers only).
+    Direct,
+    /// One RMA operation per contiguous chunk, all in flight at once.
+    Rma,
+    /// Packed into negotiated-payload Medium AMs, unpacked by a handler.
+    Am,
+}
+
+impl Mechanism {
+    /// Parse `auto|direct|rma|am`.
+    pub fn parse(s: &str) -> Result<Mechanism> {
+        match s {
+            "" | "auto" => Ok(Mechanism::Auto),
+            "direct" => Ok(Mechanism::Direct),
+            "rma" => Ok(Mechanism::Rma),
+            "am" => Ok(Mechanism::Am),
+            other => Err(Error::Config(format!(
+                "RGEX_VIS={other:?}: expected \"auto\", \"direct\", \"rma\" or \"am\""
+            ))),
+        }
+    }
+}
+
+/// Average chunk size from which `Auto` prefers RMA to the AM pipeline for
+/// a peer whose segment is not mapped.
+pub const RMA_MIN_CHUNK: u64 = 2048;
