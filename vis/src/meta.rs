@@ -238,8 +238,16 @@ pub(crate) fn validate_strided(
     seg_len: u64,
     local_len: usize,
 ) -> Result<StridePlan> {
+    s.check_dims()?;
+    // A cached shape's plan is built straight from the cache's loops.
+    let hit = cached(s, |rel, folded, dims| {
+        place_strided(rel, folded, s, peer, seg_len, local_len).map(|p| plan_of(p, dims))
+    });
+    if let Some(plan) = hit {
+        return plan;
+    }
     let mut work = Work::new();
-    let placed = validate_strided_into(s, peer, seg_len, local_len, &mut work)?;
+    let placed = compile_place(s, peer, seg_len, local_len, &mut work)?;
     Ok(plan_of(placed, &work))
 }
 
@@ -257,43 +265,27 @@ fn plan_of((elem, peer_base, local_base): (usize, u64, u64), dims: &[Dim]) -> St
     }
 }
 
-/// As [`validate_strided`], the plan's loops going into `work` (empty on
-/// entry): its element size (0: nothing to move), peer and local bases.
-#[inline(always)]
-pub(crate) fn validate_strided_into(
-    s: &Strided<'_>,
-    peer: Rank,
-    seg_len: u64,
-    local_len: usize,
-    work: &mut Work,
-) -> Result<(usize, u64, u64)> {
-    s.check_dims()?;
-    let hit = cached(s, |rel, folded, dims| {
-        for &d in dims {
-            work.push(d);
-        }
-        (rel, folded)
-    });
-    match hit {
-        Some((rel, folded)) => place_strided(rel, folded, s, peer, seg_len, local_len),
-        None => compile_place(s, peer, seg_len, local_len, work),
-    }
-}
-
 /// If the optimized form of `s` (whose arrays are checked) is in the
 /// per-thread cache, `f` of it (relative extents, folded element size,
 /// loops; see [`cache::with`]); else `None`.
 #[inline(always)]
 pub(crate) fn cached<R>(s: &Strided<'_>, f: impl FnOnce(Rel, usize, &[Dim]) -> R) -> Option<R> {
-    if s.counts.len() < cache::MIN_DIMS {
+    if !cacheable(s) {
         return None;
     }
     cache::with(s.elem_size, s.counts, s.peer_strides, s.local_strides, f)
 }
 
+/// True if the plan cache keeps the optimized form of `s`: metadata of
+/// [`cache::MIN_DIMS`] dimensions or more.
+#[inline(always)]
+fn cacheable(s: &Strided<'_>) -> bool {
+    s.counts.len() >= cache::MIN_DIMS
+}
+
 /// The miss path of [`cached`] metadata (arrays checked): [`compile_into`]
-/// `work`, the result kept in the per-thread cache (for metadata of
-/// [`cache::MIN_DIMS`] dimensions or more), then placed and checked as
+/// `work`, the result kept in the per-thread cache (if [`cacheable`]),
+/// then placed and checked as
 /// [`place_strided`] does; `(0, 0, 0)` if it moves nothing.
 #[inline]
 pub(crate) fn compile_place(
@@ -306,7 +298,7 @@ pub(crate) fn compile_place(
     let Some((rel, folded)) = compile_into(s, work)? else {
         return Ok((0, 0, 0));
     };
-    if s.counts.len() >= cache::MIN_DIMS {
+    if cacheable(s) {
         let (elem, counts, ps, ls) = (s.elem_size, s.counts, s.peer_strides, s.local_strides);
         cache::put(elem, counts, ps, ls, rel, folded, work);
     }
