@@ -64,72 +64,59 @@ impl<const N: usize> RunCopy for Fixed<N> {
     }
 }
 
-/// Elements of `N` bytes moved with AVX-512 (64-byte moves) wherever the
-/// walk goes, also through the walk's out-of-line recursion (`nest_rec`), which is
-/// compiled without it.
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-pub(super) struct Avx512<const N: usize>;
+/// A copier of `N`-byte elements whose runs are [`run_fixed`] compiled
+/// with one target feature, and that compiled function: inlined into a
+/// walk compiled with the same feature (`dispatch`'s wide walks), called
+/// from one that is not (the walk's out-of-line recursion, `nest_rec`), so
+/// the wide moves go wherever the walk goes.
+macro_rules! wide_copier {
+    ($(#[$doc:meta])* $copier:ident, $run:ident, $feature:literal) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "x86_64")]
+        #[derive(Clone, Copy)]
+        pub(super) struct $copier<const N: usize>;
 
-#[cfg(target_arch = "x86_64")]
-impl<const N: usize> RunCopy for Avx512<N> {
-    #[inline(always)]
-    unsafe fn copy(self, src: *const u8, ss: isize, dst: *mut u8, ds: isize, count: usize) {
-        // SAFETY: an `Avx512` copier is made only after the CPU was found
-        // to have AVX-512F (`wide`); forwarded caller contract.
-        unsafe { run_avx512::<N>(src, ss, dst, ds, count) }
-    }
+        #[cfg(target_arch = "x86_64")]
+        impl<const N: usize> RunCopy for $copier<N> {
+            #[inline(always)]
+            unsafe fn copy(self, src: *const u8, ss: isize, dst: *mut u8, ds: isize, count: usize) {
+                // SAFETY: this copier is made only after the CPU was found
+                // to have the feature (`wide`); forwarded caller contract.
+                unsafe { $run::<N>(src, ss, dst, ds, count) }
+            }
+        }
+
+        /// [`run_fixed`] compiled with the feature.
+        ///
+        /// # Safety
+        /// As [`run_fixed`], and the CPU must have the feature.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feature)]
+        unsafe fn $run<const N: usize>(
+            src: *const u8,
+            ss: isize,
+            dst: *mut u8,
+            ds: isize,
+            count: usize,
+        ) {
+            // SAFETY: forwarded caller contract.
+            unsafe { run_fixed::<N>(src, ss, dst, ds, count) }
+        }
+    };
 }
 
-/// As [`Avx512`] with AVX (32-byte moves).
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-pub(super) struct Avx<const N: usize>;
-
-#[cfg(target_arch = "x86_64")]
-impl<const N: usize> RunCopy for Avx<N> {
-    #[inline(always)]
-    unsafe fn copy(self, src: *const u8, ss: isize, dst: *mut u8, ds: isize, count: usize) {
-        // SAFETY: an `Avx` copier is made only after the CPU was found to
-        // have AVX (`wide`); forwarded caller contract.
-        unsafe { run_avx::<N>(src, ss, dst, ds, count) }
-    }
-}
-
-/// [`run_fixed`] compiled with AVX-512F: inlined into a walk compiled with
-/// it, called from one that is not.
-///
-/// # Safety
-/// As [`run_fixed`], and the CPU must have AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn run_avx512<const N: usize>(
-    src: *const u8,
-    ss: isize,
-    dst: *mut u8,
-    ds: isize,
-    count: usize,
-) {
-    // SAFETY: forwarded caller contract.
-    unsafe { run_fixed::<N>(src, ss, dst, ds, count) }
-}
-
-/// [`run_fixed`] compiled with AVX.
-///
-/// # Safety
-/// As [`run_fixed`], and the CPU must have AVX.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-unsafe fn run_avx<const N: usize>(
-    src: *const u8,
-    ss: isize,
-    dst: *mut u8,
-    ds: isize,
-    count: usize,
-) {
-    // SAFETY: forwarded caller contract.
-    unsafe { run_fixed::<N>(src, ss, dst, ds, count) }
-}
+wide_copier!(
+    /// Elements of `N` bytes moved with AVX-512F (one 64-byte move each).
+    Avx512,
+    run_avx512,
+    "avx512f"
+);
+wide_copier!(
+    /// Elements of `N` bytes moved with AVX (32-byte moves).
+    Avx,
+    run_avx,
+    "avx"
+);
 
 /// Elements of any size (`memcpy` each).
 #[derive(Clone, Copy)]
