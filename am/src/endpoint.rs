@@ -4,7 +4,8 @@ use crate::context::{in_handler, HandlerScope};
 use crate::extension::Extensions;
 use crate::refusal::{self, Refusals};
 use crate::rma::reference::Reference;
-use crate::{reserved, HandlerId, HandlerTable, Message, Prepared, Token};
+use crate::handler::Target;
+use crate::{HandlerTable, Message, Prepared, ProtocolId, Token};
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::share::Board;
 use rgex_core::{
@@ -51,7 +52,11 @@ pub struct Endpoint {
     handlers: HandlerTable,
     polite: bool,
     dropped: AtomicU64,
-    /// Dropped AMs the next `poll` reports.
+    /// Malformed protocol messages received (see [`Endpoint::malformed`]).
+    malformed: AtomicU64,
+    /// The refusal's handler, for [`Endpoint::drop_unhandled`].
+    refused: ProtocolId,
+    /// Dropped AMs and malformed messages the next `poll` reports.
     refusals: Refusals,
     me: Weak<Endpoint>,
     background: OnceLock<Background>,
@@ -73,9 +78,14 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
+/// How many malformed protocol messages an endpoint prints on stderr
+/// (all are counted, and each is returned by a poll while fewer than 64
+/// reports wait).
+pub const MALFORMED_PRINTED: u64 = 16;
+
 /// Describe a request for the injection path.
 #[inline]
-fn spec(peer: Rank, dir: Direction, category: Category, long_offset: u64) -> Prepare {
+pub(crate) fn spec(peer: Rank, dir: Direction, category: Category, long_offset: u64) -> Prepare {
     Prepare {
         peer,
         dir,
@@ -95,7 +105,7 @@ impl Endpoint {
     pub fn new(conduit: Arc<dyn Conduit>, polite: bool) -> Result<Arc<Self>> {
         let handlers = HandlerTable::new();
         let rma_reference = Reference::install(&handlers)?;
-        Refusals::install(&handlers)?;
+        let refused = Refusals::install(&handlers)?;
         let rma_reference_only = match std::env::var("RGEX_RMA").ok().as_deref() {
             None | Some("") | Some("auto") => false,
             Some("reference") => true,
@@ -116,6 +126,8 @@ impl Endpoint {
             handlers,
             polite,
             dropped: AtomicU64::new(0),
+            malformed: AtomicU64::new(0),
+            refused,
             refusals: Refusals::default(),
             me: me.clone(),
             background: OnceLock::new(),
@@ -200,6 +212,44 @@ impl Endpoint {
     /// [`poll`](Endpoint::poll)).
     pub fn dropped_messages(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Protocol messages from peers that this rank ignored as malformed
+    /// (see [`malformed`](Endpoint::malformed)).
+    pub fn malformed_messages(&self) -> u64 {
+        self.malformed.load(Ordering::Relaxed)
+    }
+
+    /// Report a protocol message from `from` to handler `index` that this
+    /// rank will not act on, saying `why`: counted
+    /// ([`malformed_messages`](Endpoint::malformed_messages)), printed on
+    /// stderr (the first [`MALFORMED_PRINTED`] of the endpoint), and
+    /// returned as [`Error::Malformed`] by a later
+    /// [`poll`](Endpoint::poll). rgex's protocol handlers call it instead
+    /// of acting on what a peer sent wrong; never a panic.
+    #[cold]
+    #[inline(never)]
+    pub fn malformed(&self, from: Rank, index: u8, why: &str) {
+        // Relaxed: a statistic and a print limit; nothing is published
+        // through it.
+        let n = self.malformed.fetch_add(1, Ordering::Relaxed);
+        let e = Error::Malformed {
+            from,
+            to: self.rank(),
+            handler: self.handlers.name(index),
+            index,
+            why: why.to_owned(),
+        };
+        if n < MALFORMED_PRINTED {
+            eprintln!("rgex: {}: {e}", self.rank());
+            if n + 1 == MALFORMED_PRINTED {
+                eprintln!(
+                    "rgex: {}: further malformed messages are counted, not printed (Endpoint::malformed_messages)",
+                    self.rank()
+                );
+            }
+        }
+        self.refusals.record(e);
     }
 
     /// Run handlers for messages that have arrived (and blocks of shared
@@ -341,8 +391,7 @@ impl Endpoint {
                 let token = Token::new(self, d.src, d.handler, d.dir);
                 let _scope = HandlerScope::enter();
                 let args = [u32::from(d.handler), refusal::category_code(d.category)];
-                if let Err(why) =
-                    token.reply_short(HandlerId(reserved::REFUSED), &args, Flags::empty())
+                if let Err(why) = token.reply_short(self.refused, &args, Flags::empty())
                 {
                     eprintln!(
                         "rgex: {}: could not tell {} of it: {why}",
@@ -356,7 +405,7 @@ impl Endpoint {
     }
 
     #[inline(always)]
-    fn check_not_in_handler(&self) -> Result<()> {
+    pub(crate) fn check_not_in_handler(&self) -> Result<()> {
         if in_handler() {
             Err(Error::InHandler {
                 what: "an AM request",
@@ -371,14 +420,14 @@ impl Endpoint {
     pub fn request_short(
         &self,
         peer: Rank,
-        h: HandlerId,
+        h: impl Target,
         args: &[u32],
         flags: Flags,
     ) -> Result<()> {
         self.check_not_in_handler()?;
         self.send_fixed(
             spec(peer, Direction::Request, Category::Short, 0),
-            h.0,
+            h,
             args,
             &[],
             flags,
@@ -391,7 +440,7 @@ impl Endpoint {
     pub fn request_medium(
         &self,
         peer: Rank,
-        h: HandlerId,
+        h: impl Target,
         args: &[u32],
         payload: &[u8],
         flags: Flags,
@@ -399,7 +448,7 @@ impl Endpoint {
         self.check_not_in_handler()?;
         self.send_fixed(
             spec(peer, Direction::Request, Category::Medium, 0),
-            h.0,
+            h,
             args,
             payload,
             flags,
@@ -411,7 +460,7 @@ impl Endpoint {
     pub fn request_long(
         &self,
         peer: Rank,
-        h: HandlerId,
+        h: impl Target,
         args: &[u32],
         payload: &[u8],
         dest_offset: u64,
@@ -420,7 +469,7 @@ impl Endpoint {
         self.check_not_in_handler()?;
         self.send_fixed(
             spec(peer, Direction::Request, Category::Long, dest_offset),
-            h.0,
+            h,
             args,
             payload,
             flags,

@@ -1,7 +1,7 @@
 //! The handler table: which function runs for which handler index.
 
 use crate::{Message, Token};
-use rgex_core::{Error, Result};
+use rgex_core::{Category, Direction, Error, Result};
 use std::sync::OnceLock;
 
 /// Handler indices below this are reserved for rgex's own protocols
@@ -21,6 +21,166 @@ impl HandlerId {
     /// The raw index.
     pub fn index(self) -> u8 {
         self.0
+    }
+}
+
+/// A handler index reserved to one of rgex's own protocols, as
+/// [`HandlerTable::register_protocol`] returned it: the only kind of id
+/// that may name an index below [`CLIENT_MIN`] in a send. Clients cannot
+/// make one (a client's [`HandlerId`] below `CLIENT_MIN` is refused by
+/// every send call with [`Error::ReservedHandler`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProtocolId(u8);
+
+impl ProtocolId {
+    /// The raw index.
+    pub fn index(self) -> u8 {
+        self.0
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::HandlerId {}
+    impl Sealed for super::ProtocolId {}
+}
+
+/// What a send may name as its target handler: a client's [`HandlerId`]
+/// (indices `CLIENT_MIN..=255`) or a protocol's [`ProtocolId`]. Sealed.
+pub trait Target: sealed::Sealed + Copy {
+    /// The raw index.
+    fn raw(self) -> u8;
+    /// True for [`ProtocolId`]: the index may be reserved.
+    const PROTOCOL: bool;
+}
+
+impl Target for HandlerId {
+    #[inline(always)]
+    fn raw(self) -> u8 {
+        self.0
+    }
+    const PROTOCOL: bool = false;
+}
+
+impl Target for ProtocolId {
+    #[inline(always)]
+    fn raw(self) -> u8 {
+        self.0
+    }
+    const PROTOCOL: bool = true;
+}
+
+/// The messages a protocol handler takes: one direction, a set of
+/// categories, a range of argument counts. Anything else a peer sends to
+/// the handler is reported as malformed and not run.
+///
+/// ```
+/// use rgex_am::Accepts;
+/// use rgex_core::Category;
+/// // A get's answer: data (Medium) or a refusal (Short), 3 arguments.
+/// let a = Accepts::reply(Category::Medium, 3).or(Category::Short);
+/// assert!(a.allows(rgex_core::Direction::Reply, Category::Short, 3));
+/// assert!(!a.allows(rgex_core::Direction::Request, Category::Short, 3));
+/// assert!(!a.allows(rgex_core::Direction::Reply, Category::Long, 3));
+/// assert!(!a.allows(rgex_core::Direction::Reply, Category::Medium, 2));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Accepts {
+    dir: Direction,
+    /// Bit `category_bit(c)` set for each accepted category.
+    categories: u8,
+    min_args: u8,
+    max_args: u8,
+}
+
+const fn category_bit(c: Category) -> u8 {
+    match c {
+        Category::Short => 1,
+        Category::Medium => 2,
+        Category::Long => 4,
+    }
+}
+
+impl Accepts {
+    /// Requests of `category` with exactly `nargs` arguments.
+    pub const fn request(category: Category, nargs: u8) -> Self {
+        Accepts {
+            dir: Direction::Request,
+            categories: category_bit(category),
+            min_args: nargs,
+            max_args: nargs,
+        }
+    }
+
+    /// Replies of `category` with exactly `nargs` arguments.
+    pub const fn reply(category: Category, nargs: u8) -> Self {
+        Accepts {
+            dir: Direction::Reply,
+            ..Self::request(category, nargs)
+        }
+    }
+
+    /// Also accept `category`.
+    pub const fn or(self, category: Category) -> Self {
+        Accepts {
+            categories: self.categories | category_bit(category),
+            ..self
+        }
+    }
+
+    /// Accept between `min` and `max` arguments (inclusive).
+    pub const fn args(self, min: u8, max: u8) -> Self {
+        Accepts {
+            min_args: min,
+            max_args: max,
+            ..self
+        }
+    }
+
+    /// True if a message of this shape is accepted.
+    pub fn allows(&self, dir: Direction, category: Category, nargs: usize) -> bool {
+        dir == self.dir
+            && self.categories & category_bit(category) != 0
+            && (self.min_args as usize..=self.max_args as usize).contains(&nargs)
+    }
+
+    /// `Ok` if the message is accepted, else what is wrong with it.
+    #[inline]
+    fn check(&self, tok: &Token<'_>, msg: &Message<'_>) -> std::result::Result<(), String> {
+        let dir = if tok.is_request() {
+            Direction::Request
+        } else {
+            Direction::Reply
+        };
+        if self.allows(dir, msg.category(), msg.args().len()) {
+            return Ok(());
+        }
+        Err(self.describe_mismatch(dir, msg.category(), msg.args().len()))
+    }
+
+    #[cold]
+    fn describe_mismatch(&self, dir: Direction, category: Category, nargs: usize) -> String {
+        let name = |d| match d {
+            Direction::Request => "request",
+            Direction::Reply => "reply",
+        };
+        let cats: Vec<&str> = [Category::Short, Category::Medium, Category::Long]
+            .into_iter()
+            .filter(|&c| self.categories & category_bit(c) != 0)
+            .map(Category::name)
+            .collect();
+        let args = if self.min_args == self.max_args {
+            format!("{}", self.min_args)
+        } else {
+            format!("{}..={}", self.min_args, self.max_args)
+        };
+        format!(
+            "a {} {} with {nargs} arguments, where the protocol takes a {} {} with {args}",
+            category.name(),
+            name(dir),
+            cats.join(" or "),
+            name(self.dir),
+        )
     }
 }
 
@@ -135,9 +295,34 @@ impl HandlerTable {
         self.set(index, name, Box::new(f))
     }
 
-    /// Register one of rgex's own handlers at a reserved index. For rgex's
-    /// layers (barrier, RMA and atomics references, VIS), not for clients.
-    pub fn register_reserved<F>(&self, index: u8, name: &str, f: F) -> Result<HandlerId>
+    /// Register one of rgex's own protocol handlers at a reserved index
+    /// (below [`CLIENT_MIN`]): for rgex's layers (barrier, RMA and atomics
+    /// references, VIS), not for clients.
+    ///
+    /// Messages that do not match `accepts` (direction, category,
+    /// argument count) never reach `f`: the receiving endpoint reports
+    /// them as malformed, naming the sender (see
+    /// [`Endpoint::malformed_messages`](crate::Endpoint::malformed_messages)).
+    /// The returned [`ProtocolId`] is the only way to send to the index:
+    /// the client send calls refuse reserved indices.
+    ///
+    /// ```
+    /// use rgex_am::{Accepts, HandlerTable};
+    /// use rgex_core::Category;
+    /// let t = HandlerTable::new();
+    /// let ack = t
+    ///     .register_protocol(40, "demo.ack", Accepts::reply(Category::Short, 2), |_t, _m| {})
+    ///     .unwrap();
+    /// assert_eq!(ack.index(), 40);
+    /// assert!(t.register_protocol(64, "client range", Accepts::reply(Category::Short, 0), |_t, _m| {}).is_err());
+    /// ```
+    pub fn register_protocol<F>(
+        &self,
+        index: u8,
+        name: &str,
+        accepts: Accepts,
+        f: F,
+    ) -> Result<ProtocolId>
     where
         F: Fn(&Token<'_>, &Message<'_>) + Send + Sync + 'static,
     {
@@ -147,7 +332,12 @@ impl HandlerTable {
                 why: format!("not in rgex's reserved range 0..{CLIENT_MIN}"),
             });
         }
-        self.set(index, name, Box::new(f))
+        let checked = move |tok: &Token<'_>, msg: &Message<'_>| match accepts.check(tok, msg) {
+            Ok(()) => f(tok, msg),
+            Err(why) => tok.endpoint().malformed(tok.src(), index, &why),
+        };
+        self.set(index, name, Box::new(checked))?;
+        Ok(ProtocolId(index))
     }
 
     fn set(&self, index: u8, name: &str, f: Box<HandlerFn>) -> Result<HandlerId> {

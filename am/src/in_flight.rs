@@ -11,24 +11,31 @@
 //! the 32-bit generation wraps: 2^32 reuses of that slot later). Each
 //! protocol has its own table and its own handlers, so ids of different
 //! tables never meet.
+//!
+//! An operation also remembers the peer it was sent to, and only a
+//! message from that peer finishes it: a peer that sends a well-formed
+//! reply with an id it was never given (a bug, or memory gone bad) finds
+//! nothing, and the handler reports it as malformed instead of
+//! completing someone else's operation with its data.
 
 use parking_lot::Mutex;
-use rgex_core::Completion;
+use rgex_core::{Completion, Rank};
 use std::sync::Arc;
 
 /// A table of operations in flight, each with data of type `T`.
 ///
 /// ```
 /// use rgex_am::InFlight;
-/// use rgex_core::Completion;
+/// use rgex_core::{Completion, Rank};
 /// let t: InFlight<&str> = InFlight::default();
 /// let done = Completion::new(0);
-/// let id = t.start(&done, "dest");     // counted on `done`, id for the args
+/// let id = t.start(Rank(3), &done, "dest"); // counted on `done`, id for the args
 /// assert!(!done.is_done());
-/// let (c, data) = t.finish(&id).unwrap();
+/// assert!(t.finish(&id, Rank(2)).is_none()); // only rank 3 may answer it
+/// let (c, data) = t.finish(&id, Rank(3)).unwrap();
 /// assert_eq!(data, "dest");
 /// c.done();
-/// assert!(done.is_done() && t.finish(&id).is_none());
+/// assert!(done.is_done() && t.finish(&id, Rank(3)).is_none());
 /// ```
 pub struct InFlight<T> {
     slab: Mutex<Slab<T>>,
@@ -37,6 +44,8 @@ pub struct InFlight<T> {
 struct Slot<T> {
     /// Bumped each time the slot is freed: the second word of its ids.
     generation: u32,
+    /// The peer the operation was sent to: the only one that may finish it.
+    peer: Rank,
     op: Option<(Arc<Completion>, T)>,
 }
 
@@ -68,9 +77,9 @@ impl<T> std::fmt::Debug for InFlight<T> {
 }
 
 impl<T> InFlight<T> {
-    /// Count one operation on `done`, remember `data`, and return the id
-    /// as the two argument words to send.
-    pub fn start(&self, done: &Arc<Completion>, data: T) -> [u32; 2] {
+    /// Count one operation to `peer` on `done`, remember `data`, and
+    /// return the id as the two argument words to send.
+    pub fn start(&self, peer: Rank, done: &Arc<Completion>, data: T) -> [u32; 2] {
         done.add(1);
         let op = Some((done.clone(), data));
         let mut s = self.slab.lock();
@@ -81,6 +90,7 @@ impl<T> InFlight<T> {
                     .expect("more than 2^32 operations in flight on one endpoint");
                 s.slots.push(Slot {
                     generation: 0,
+                    peer,
                     op: None,
                 });
                 i
@@ -88,18 +98,25 @@ impl<T> InFlight<T> {
         };
         let slot = &mut s.slots[index as usize];
         slot.op = op;
+        slot.peer = peer;
         [index, slot.generation]
     }
 
-    /// Remove the operation whose id starts `args`; the caller finishes
-    /// its work, then calls `done()` on the returned counter. `None` for
-    /// an id that names no operation in flight (too few words, an index
-    /// past the table, a finished operation, or a slot since reused).
-    pub fn finish(&self, args: &[u32]) -> Option<(Arc<Completion>, T)> {
+    /// Remove the operation whose id starts `args`, answered by `from`;
+    /// the caller finishes its work, then calls `done()` on the returned
+    /// counter. `None` for an id that names no operation in flight to
+    /// `from` (too few words, an index past the table, a finished
+    /// operation, a slot since reused, or an operation sent to another
+    /// peer, which stays in flight).
+    pub fn finish(&self, args: &[u32], from: Rank) -> Option<(Arc<Completion>, T)> {
+        self.take(args, Some(from))
+    }
+
+    fn take(&self, args: &[u32], from: Option<Rank>) -> Option<(Arc<Completion>, T)> {
         let (&index, &generation) = (args.first()?, args.get(1)?);
         let mut s = self.slab.lock();
         let slot = s.slots.get_mut(index as usize)?;
-        if slot.generation != generation {
+        if slot.generation != generation || from.is_some_and(|f| f != slot.peer) {
             return None;
         }
         let op = slot.op.take()?;
@@ -110,7 +127,7 @@ impl<T> InFlight<T> {
 
     /// Undo [`start`](Self::start) for an operation that was never sent.
     pub fn abandon(&self, id: &[u32; 2]) {
-        if let Some((done, _)) = self.finish(id) {
+        if let Some((done, _)) = self.take(id, None) {
             done.done();
         }
     }
@@ -124,19 +141,19 @@ mod tests {
     fn ids_are_unique_while_in_flight_and_slots_are_reused() {
         let t: InFlight<usize> = InFlight::default();
         let done = Completion::new(0);
-        let ids: Vec<_> = (0..100).map(|i| t.start(&done, i)).collect();
+        let ids: Vec<_> = (0..100).map(|i| t.start(Rank(1), &done, i)).collect();
         let mut sorted = ids.clone();
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), 100);
         for (i, id) in ids.iter().enumerate().rev() {
-            let (c, v) = t.finish(id).expect("in flight");
+            let (c, v) = t.finish(id, Rank(1)).expect("in flight");
             assert_eq!(v, i);
             c.done();
         }
         assert!(done.is_done());
         // Freed slots are reused, under a new generation.
-        let again = t.start(&done, 7);
+        let again = t.start(Rank(1), &done, 7);
         assert!(ids.iter().any(|id| id[0] == again[0]));
         assert!(!ids.contains(&again));
         assert_eq!(format!("{t:?}"), "InFlight { ops: 1 }");
@@ -146,20 +163,27 @@ mod tests {
     fn stale_duplicated_and_bogus_ids_find_nothing() {
         let t: InFlight<&str> = InFlight::default();
         let done = Completion::new(0);
-        let first = t.start(&done, "first");
-        t.finish(&first).unwrap().0.done();
+        let first = t.start(Rank(1), &done, "first");
+        t.finish(&first, Rank(1)).unwrap().0.done();
         // The slot is reused; the first id is stale.
-        let second = t.start(&done, "second");
+        let second = t.start(Rank(2), &done, "second");
         assert_eq!(first[0], second[0]);
-        assert!(t.finish(&first).is_none(), "a stale id took a reused slot");
+        assert!(
+            t.finish(&first, Rank(2)).is_none(),
+            "a stale id took a reused slot"
+        );
+        // The right id from the wrong peer finds nothing, and leaves the
+        // operation in flight for the right one.
+        assert!(t.finish(&second, Rank(1)).is_none());
+        assert!(!done.is_done());
         // A duplicated reply finds nothing the second time.
-        let (c, v) = t.finish(&second).unwrap();
+        let (c, v) = t.finish(&second, Rank(2)).unwrap();
         assert_eq!(v, "second");
         c.done();
-        assert!(t.finish(&second).is_none());
+        assert!(t.finish(&second, Rank(2)).is_none());
         // An index past the table, and too few words.
-        assert!(t.finish(&[1000, 0]).is_none());
-        assert!(t.finish(&[0]).is_none());
+        assert!(t.finish(&[1000, 0], Rank(2)).is_none());
+        assert!(t.finish(&[0], Rank(2)).is_none());
         // Abandoning a finished operation does not count it twice.
         t.abandon(&second);
         assert!(done.is_done());

@@ -4,7 +4,8 @@
 //! negotiated payload hands the claimed buffer to the client in between.
 
 use crate::context::in_handler;
-use crate::Endpoint;
+use crate::handler::Target;
+use crate::{Endpoint, CLIENT_MIN};
 use rgex_core::segment::check_range;
 use rgex_core::{
     Backoff, Category, Claim, Direction, Error, Flags, PollSet, Prepare, Result, MAX_ARGS,
@@ -203,10 +204,10 @@ impl Endpoint {
 
     /// Fixed payload: claim, copy `payload` into the granted buffer, commit.
     #[inline]
-    pub(crate) fn send_fixed(
+    pub(crate) fn send_fixed<H: Target>(
         &self,
         mut spec: Prepare,
-        handler: u8,
+        h: H,
         args: &[u32],
         payload: &[u8],
         flags: Flags,
@@ -215,24 +216,54 @@ impl Endpoint {
         spec.least = payload.len();
         spec.most = payload.len();
         self.validate(&mut spec, true)?;
-        self.check_handler(handler)?;
+        let handler = self.check_target(h)?;
+        self.inject_fixed(&spec, handler, args, payload, flags)
+    }
+
+    /// The injection under [`send_fixed`](Self::send_fixed), after every
+    /// check: try, and retry while blocked unless IMMEDIATE.
+    #[inline]
+    pub(crate) fn inject_fixed(
+        &self,
+        spec: &Prepare,
+        handler: u8,
+        args: &[u32],
+        payload: &[u8],
+        flags: Flags,
+    ) -> Result<()> {
         let c = self.conduit();
-        match c.try_send(&spec, handler, args, payload) {
+        match c.try_send(spec, handler, args, payload) {
             Err(e) if e.is_would_block() && !flags.contains(Flags::IMMEDIATE) => {
-                let set = self.claim_poll_set(&spec);
-                self.retry_while_blocked(set, || c.try_send(&spec, handler, args, payload))
+                let set = self.claim_poll_set(spec);
+                self.retry_while_blocked(set, || c.try_send(spec, handler, args, payload))
             }
             other => other,
         }
     }
 
-    /// The sender-side check that `handler` names something (tables are
-    /// symmetric across ranks, so an unknown index here is unknown there).
+    /// The sender-side checks of a send's target: a client's
+    /// [`HandlerId`](crate::HandlerId) may not name a reserved index, and
+    /// the index must name something (tables are symmetric across ranks,
+    /// so an unknown index here is unknown there). Returns the raw index.
     #[inline(always)]
-    pub(crate) fn check_handler(&self, handler: u8) -> Result<()> {
-        match self.handlers().get(handler) {
-            Some(_) => Ok(()),
-            None => Err(self.unknown_handler(handler)),
+    pub(crate) fn check_target<H: Target>(&self, h: H) -> Result<u8> {
+        let index = h.raw();
+        if !H::PROTOCOL && index < CLIENT_MIN {
+            return Err(self.reserved_handler(index));
+        }
+        match self.handlers().get(index) {
+            Some(_) => Ok(index),
+            None => Err(self.unknown_handler(index)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn reserved_handler(&self, index: u8) -> Error {
+        Error::ReservedHandler {
+            rank: self.rank(),
+            index,
+            client_min: CLIENT_MIN,
         }
     }
 

@@ -21,6 +21,8 @@ mod client;
 pub mod context;
 mod endpoint;
 mod extension;
+#[cfg(feature = "fault-injection")]
+mod forge;
 mod handler;
 mod in_flight;
 mod inject;
@@ -33,7 +35,8 @@ mod token;
 
 pub use client::Client;
 pub use endpoint::Endpoint;
-pub use handler::{Entry, HandlerFn, HandlerId, HandlerTable, CLIENT_MIN};
+pub use endpoint::MALFORMED_PRINTED;
+pub use handler::{Accepts, Entry, HandlerFn, HandlerId, HandlerTable, ProtocolId, Target, CLIENT_MIN};
 pub use in_flight::InFlight;
 pub use message::Message;
 pub use prepared::Prepared;

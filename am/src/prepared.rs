@@ -2,7 +2,8 @@
 //! place, then committed (or cancelled).
 
 use crate::token::ReplyState;
-use crate::{Endpoint, HandlerId};
+use crate::handler::Target;
+use crate::Endpoint;
 use rgex_core::{Error, Flags, Prepare, Result, SendSlot};
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
@@ -128,12 +129,12 @@ impl<'a> Prepared<'a> {
     /// (at most the `nargs` given at prepare). On error nothing is sent and
     /// the resources are released.
     #[inline(always)]
-    pub fn commit(self, h: HandlerId, args: &[u32], len: usize) -> Result<()> {
+    pub fn commit(self, h: impl Target, args: &[u32], len: usize) -> Result<()> {
         let (ep, slot, client, reply) = self.into_parts();
-        if len > slot.granted || args.len() > slot.nargs as usize || ep.check_handler(h.0).is_err()
-        {
-            return Err(refuse_commit(ep, slot, reply, h, args.len(), len));
-        }
+        let handler = match ep.check_target(h) {
+            Ok(i) if len <= slot.granted && args.len() <= slot.nargs as usize => i,
+            checked => return Err(refuse_commit(ep, slot, reply, checked, args.len(), len)),
+        };
         if let Some(b) = client {
             if len > 0 {
                 // SAFETY: the conduit reserved `granted >= len` bytes at
@@ -148,7 +149,7 @@ impl<'a> Prepared<'a> {
         // `Drop` sees it again; `mapped` is the conduit's answer for the
         // peer, cached by the endpoint.
         unsafe {
-            rgex_core::conduit::publish(ep.conduit(), mapped, ep.rank(), slot, h.0, args, len)
+            rgex_core::conduit::publish(ep.conduit(), mapped, ep.rank(), slot, handler, args, len)
         };
         if let Some(r) = reply {
             r.set(ReplyState::Done);
@@ -171,11 +172,13 @@ fn refuse_commit(
     ep: &Endpoint,
     slot: SendSlot,
     reply: Option<&Cell<ReplyState>>,
-    h: HandlerId,
+    checked: Result<u8>,
     nargs: usize,
     len: usize,
 ) -> Error {
-    let e = if len > slot.granted {
+    let e = if let Err(e) = checked {
+        e
+    } else if len > slot.granted {
         Error::BadLength {
             what: "commit: length exceeds the granted size",
             len,
@@ -188,13 +191,7 @@ fn refuse_commit(
             limit: slot.nargs as usize,
         }
     } else {
-        match ep.check_handler(h.0) {
-            Err(e) => e,
-            Ok(()) => Error::Failed(format!(
-                "commit to handler {} refused without a reason",
-                h.0
-            )),
-        }
+        Error::Failed("commit refused without a reason".into())
     };
     release(ep, slot, reply);
     e

@@ -11,7 +11,7 @@
 //!
 //! [`REFUSED`]: crate::reserved::REFUSED
 
-use crate::{reserved, HandlerTable};
+use crate::{reserved, Accepts, HandlerTable, ProtocolId};
 use rgex_core::{Category, Direction, Error, Rank, Result};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,22 +63,39 @@ impl Refusals {
 
     /// Register the handler for a receiver's refusal (a Short reply whose
     /// arguments are the handler index and [`category_code`]).
-    pub(crate) fn install(table: &HandlerTable) -> Result<()> {
-        table.register_reserved(reserved::REFUSED, "rgex.refused", |tok, msg| {
-            let ep = tok.endpoint();
-            let (index, category) = match msg.args() {
-                &[i, c] => (i as u8, category_of(c)),
-                _ => (u8::MAX, None),
-            };
-            ep.refusals().record(dropped(
-                category,
-                Direction::Request,
-                ep.rank(),
-                tok.src(),
-                index,
-            ));
-        })?;
-        Ok(())
+    ///
+    /// A refusal is believed only if it could answer a request of ours:
+    /// its category code is one, and its index names a handler this rank
+    /// has (a sender checks its own table before sending). Anything else
+    /// is a malformed message, reported as such, never an
+    /// [`Error::Dropped`].
+    pub(crate) fn install(table: &HandlerTable) -> Result<ProtocolId> {
+        table.register_protocol(
+            reserved::REFUSED,
+            "rgex.refused",
+            Accepts::reply(Category::Short, 2),
+            |tok, msg| {
+                let ep = tok.endpoint();
+                let (index, code) = (msg.arg(0), msg.arg(1));
+                let category = category_of(code);
+                let Some(index) = u8::try_from(index)
+                    .ok()
+                    .filter(|&i| category.is_some() && ep.handlers().get(i).is_some())
+                else {
+                    let why = format!(
+                        "a refusal of handler index {index}, category code {code}: this rank sends to no such handler"
+                    );
+                    return ep.malformed(tok.src(), reserved::REFUSED, &why);
+                };
+                ep.refusals().record(dropped(
+                    category,
+                    Direction::Request,
+                    ep.rank(),
+                    tok.src(),
+                    index,
+                ));
+            },
+        )
     }
 }
 

@@ -1,6 +1,7 @@
 //! Tokens: what a handler knows about the message it runs for, and its one
 //! way to answer.
 
+use crate::handler::Target;
 use crate::{Endpoint, HandlerId, Prepared};
 use rgex_core::{Category, Direction, Error, Flags, Prepare, Rank, Result};
 use std::cell::Cell;
@@ -109,7 +110,7 @@ impl<'a> Token<'a> {
     fn reply_fixed(
         &self,
         category: Category,
-        h: HandlerId,
+        h: impl Target,
         args: &[u32],
         payload: &[u8],
         off: u64,
@@ -121,21 +122,41 @@ impl<'a> Token<'a> {
             long_offset: off,
             ..self.reply_spec()
         };
-        self.ep.send_fixed(spec, h.0, args, payload, flags)?;
+        self.ep.send_fixed(spec, h, args, payload, flags)?;
+        self.state.set(ReplyState::Done);
+        Ok(())
+    }
+
+    /// A reply sent by `send` (fault injection: see `forge.rs`), with the
+    /// token's one-reply rule kept.
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn forge_reply_with(
+        &self,
+        category: Category,
+        off: u64,
+        send: impl FnOnce(&Endpoint, Prepare) -> Result<()>,
+    ) -> Result<()> {
+        self.may_reply()?;
+        let spec = Prepare {
+            category,
+            long_offset: off,
+            ..self.reply_spec()
+        };
+        send(self.ep, spec)?;
         self.state.set(ReplyState::Done);
         Ok(())
     }
 
     /// Reply with a Short.
     #[inline]
-    pub fn reply_short(&self, h: HandlerId, args: &[u32], flags: Flags) -> Result<()> {
+    pub fn reply_short(&self, h: impl Target, args: &[u32], flags: Flags) -> Result<()> {
         self.reply_fixed(Category::Short, h, args, &[], 0, flags)
     }
 
     /// Reply with a Medium (payload copied into rgex's buffer).
     pub fn reply_medium(
         &self,
-        h: HandlerId,
+        h: impl Target,
         args: &[u32],
         payload: &[u8],
         flags: Flags,
@@ -146,7 +167,7 @@ impl<'a> Token<'a> {
     /// Reply with a Long landing at `dest_offset` in the requester's segment.
     pub fn reply_long(
         &self,
-        h: HandlerId,
+        h: impl Target,
         args: &[u32],
         payload: &[u8],
         dest_offset: u64,

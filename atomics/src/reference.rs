@@ -14,9 +14,9 @@
 //! can send before every member has them).
 
 use crate::{cpu, reserved, Error, Result};
-use rgex_am::{Endpoint, HandlerId, InFlight};
+use rgex_am::{Accepts, Endpoint, InFlight, ProtocolId};
 use rgex_core::conduit::{AtomicOp, AtomicType};
-use rgex_core::{Completion, Flags, GlobalAddr};
+use rgex_core::{Category, Completion, Flags, GlobalAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -27,10 +27,14 @@ const ST_BAD_CODE: u32 = 3;
 
 /// Reference-path state of one endpoint: ops in flight, each with the
 /// cell its fetched value goes to (if it fetches).
-#[derive(Default)]
 pub(crate) struct Reference {
-    ops: InFlight<Option<Arc<AtomicU64>>>,
+    ops: Arc<Ops>,
+    /// The op handler's id, to send to.
+    op: ProtocolId,
 }
+
+/// Ops in flight, each with the cell its fetched value goes to.
+type Ops = InFlight<Option<Arc<AtomicU64>>>;
 
 fn split(v: u64) -> [u32; 2] {
     [v as u32, (v >> 32) as u32]
@@ -58,9 +62,9 @@ impl Reference {
     /// This endpoint's state, registering the handlers the first time.
     pub(crate) fn for_endpoint(ep: &Arc<Endpoint>) -> Result<Arc<Self>> {
         ep.extension(|ep| {
-            let me = Arc::new(Reference::default());
-            install(ep, &me)?;
-            Ok(me)
+            let ops = Arc::default();
+            let op = install(ep, &ops)?;
+            Ok(Arc::new(Reference { ops, op }))
         })
     }
 
@@ -77,13 +81,13 @@ impl Reference {
         value: Option<Arc<AtomicU64>>,
         flags: Flags,
     ) -> Result<()> {
-        let [i0, i1] = self.ops.start(done, value);
+        let [i0, i1] = self.ops.start(at.rank, done, value);
         let [o0, o1] = split(at.offset);
         let [a0, a1] = split(a);
         let [b0, b1] = split(b);
         let r = ep.request_short(
             at.rank,
-            HandlerId(reserved::AD_OP),
+            self.op,
             &[i0, i1, code, o0, o1, a0, a1, b0, b1],
             flags,
         );
@@ -95,75 +99,87 @@ impl Reference {
     }
 }
 
-fn install(ep: &Arc<Endpoint>, me: &Arc<Reference>) -> Result<()> {
+/// Register the two handlers; returns the op's id, to send to. Each
+/// takes only its own shape of message, and a reply finishes only an op
+/// sent to the rank that answers.
+fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<ProtocolId> {
     let table = ep.handlers();
-    table.register_reserved(reserved::AD_OP, "rgex.atomics.op", |tok, msg| {
-        let a = msg.args();
-        if a.len() < 9 {
-            return;
-        }
-        let off = join(a[3], a[4]);
-        let seg = tok.endpoint().segment();
-        let (status, old) = match decode(a[2]) {
-            None => (ST_BAD_CODE, 0),
-            Some((ty, op, acq, rel)) => match seg.ptr_at(off, ty.size()) {
-                Err(_) => (ST_OUT_OF_SEGMENT, 0),
-                Ok(p) if (p as usize) & (ty.size() - 1) != 0 => (ST_MISALIGNED, 0),
-                Ok(p) => {
-                    // SAFETY: `p` is inside this rank's segment (checked),
-                    // aligned to the type's size (checked), and the segment
-                    // stays mapped for the job; words of a domain are
-                    // accessed only atomically (the domain's contract).
-                    let old = unsafe {
-                        cpu::apply(p, ty, op, join(a[5], a[6]), join(a[7], a[8]), acq, rel)
-                    };
-                    (ST_OK, old)
-                }
-            },
-        };
-        let [v0, v1] = split(old);
-        if let Err(e) = tok.reply_short(
-            HandlerId(reserved::AD_REPLY),
-            &[a[0], a[1], status, v0, v1],
-            Flags::empty(),
-        ) {
-            eprintln!(
-                "rgex: {}: atomic op from {} at offset {off:#x} could not reply: {e}",
-                tok.endpoint().rank(),
-                tok.src()
-            );
-        }
-    })?;
-    let s = me.clone();
-    table.register_reserved(reserved::AD_REPLY, "rgex.atomics.reply", move |tok, msg| {
-        let a = msg.args();
-        if a.len() < 5 {
-            return;
-        }
-        let Some((done, value)) = s.ops.finish(a) else {
-            return;
-        };
-        if a[2] != ST_OK {
-            // The initiator checked range and alignment against the same
-            // segment length, so the ranks disagree about the segment.
-            eprintln!(
-                "rgex: {}: atomic op at {} failed at the target (status {}: {})",
-                tok.endpoint().rank(),
-                tok.src(),
-                a[2],
-                match a[2] {
-                    ST_OUT_OF_SEGMENT => "outside the segment",
-                    ST_MISALIGNED => "misaligned",
-                    _ => "bad op code",
-                }
-            );
-        }
-        if let Some(v) = &value {
-            // Relaxed: `done()` below is a Release and the waiter's
-            // `is_done` an Acquire, which order this store before its read.
-            v.store(join(a[3], a[4]), Ordering::Relaxed);
-        }
-        done.done();
-    })?;
-    Ok(())
+    let s = ops.clone();
+    let reply = table.register_protocol(
+        reserved::AD_REPLY,
+        "rgex.atomics.reply",
+        Accepts::reply(Category::Short, 5),
+        move |tok, msg| {
+            let a = msg.args();
+            let Some((done, value)) = s.finish(a, tok.src()) else {
+                let why = format!(
+                    "its id {:#x}:{:#x} names no atomic op in flight to {}",
+                    a[0],
+                    a[1],
+                    tok.src()
+                );
+                return tok.endpoint().malformed(tok.src(), reserved::AD_REPLY, &why);
+            };
+            if a[2] != ST_OK {
+                // The initiator checked range and alignment against the
+                // same segment length, so the ranks disagree about the
+                // segment (or the target's rgex is another version).
+                return done.fail(format!(
+                    "atomic op at {} failed at the target (status {}: {})",
+                    tok.src(),
+                    a[2],
+                    match a[2] {
+                        ST_OUT_OF_SEGMENT => "outside the segment",
+                        ST_MISALIGNED => "misaligned",
+                        ST_BAD_CODE => "bad op code",
+                        _ => "unknown status",
+                    }
+                ));
+            }
+            if let Some(v) = &value {
+                // Relaxed: `done()` below is a Release and the waiter's
+                // `is_done` an Acquire, which order this store before its
+                // read.
+                v.store(join(a[3], a[4]), Ordering::Relaxed);
+            }
+            done.done();
+        },
+    )?;
+    let op = table.register_protocol(
+        reserved::AD_OP,
+        "rgex.atomics.op",
+        Accepts::request(Category::Short, 9),
+        move |tok, msg| {
+            let a = msg.args();
+            let off = join(a[3], a[4]);
+            let seg = tok.endpoint().segment();
+            let (status, old) = match decode(a[2]) {
+                None => (ST_BAD_CODE, 0),
+                Some((ty, op, acq, rel)) => match seg.ptr_at(off, ty.size()) {
+                    Err(_) => (ST_OUT_OF_SEGMENT, 0),
+                    Ok(p) if (p as usize) & (ty.size() - 1) != 0 => (ST_MISALIGNED, 0),
+                    Ok(p) => {
+                        // SAFETY: `p` is inside this rank's segment
+                        // (checked), aligned to the type's size (checked),
+                        // and the segment stays mapped for the job; words
+                        // of a domain are accessed only atomically (the
+                        // domain's contract).
+                        let old = unsafe {
+                            cpu::apply(p, ty, op, join(a[5], a[6]), join(a[7], a[8]), acq, rel)
+                        };
+                        (ST_OK, old)
+                    }
+                },
+            };
+            let [v0, v1] = split(old);
+            if let Err(e) = tok.reply_short(reply, &[a[0], a[1], status, v0, v1], Flags::empty()) {
+                eprintln!(
+                    "rgex: {}: atomic op from {} at offset {off:#x} could not reply: {e}",
+                    tok.endpoint().rank(),
+                    tok.src()
+                );
+            }
+        },
+    )?;
+    Ok(op)
 }

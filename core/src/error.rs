@@ -120,6 +120,34 @@ pub enum Error {
         /// The handler index.
         index: u8,
     },
+    /// A client send named a handler index reserved for rgex's own
+    /// protocols (below `CLIENT_MIN`). Nothing was sent.
+    #[error("{rank} may not send to handler index {index}: indices 0..{client_min} are reserved for rgex's protocols; clients use {client_min}..=255")]
+    ReservedHandler {
+        /// The sending rank.
+        rank: Rank,
+        /// The index named.
+        index: u8,
+        /// The lowest client index.
+        client_min: u8,
+    },
+    /// A peer sent a protocol message this rank could not accept (wrong
+    /// direction, category or argument count, or an id naming nothing in
+    /// flight to that peer). It was not acted on. Returned by the next
+    /// poll of the receiving rank.
+    #[error("malformed protocol message from {from} to {to} for handler {handler:?} (index {index}): {why}; it was ignored")]
+    Malformed {
+        /// The sender.
+        from: Rank,
+        /// The receiver, which ignored it.
+        to: Rank,
+        /// The protocol handler's name.
+        handler: String,
+        /// Its index.
+        index: u8,
+        /// What was wrong.
+        why: String,
+    },
     /// A handler index that cannot be registered.
     #[error("handler index {index} cannot be registered: {why}")]
     BadHandlerIndex {

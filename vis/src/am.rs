@@ -26,8 +26,8 @@
 use crate::kernel::{copy_range, dense_loops, with_loops, Loop};
 use crate::meta::Shape;
 use crate::plan::StridePlan;
-use rgex_am::{Endpoint, HandlerId, InFlight, Message, Token};
-use rgex_core::{Completion, Flags, Rank, Result, Segment};
+use rgex_am::{Accepts, Endpoint, InFlight, Message, ProtocolId, Token};
+use rgex_core::{Category, Completion, Flags, Rank, Result, Segment};
 use std::sync::Arc;
 
 /// Reserved handler indices of the VIS AM protocol.
@@ -91,7 +91,7 @@ impl<'e> Sender<'e> {
     fn send(
         &mut self,
         proto: &Proto,
-        h: HandlerId,
+        h: ProtocolId,
         format: u32,
         least: usize,
         most: usize,
@@ -103,7 +103,7 @@ impl<'e> Sender<'e> {
             AmPayload::Negotiated => {
                 let mut sd = ep.prepare_request_medium(peer, None, least, most, NARGS, flags)?;
                 let (len, get) = pack(sd.buf());
-                let id @ [a, b] = proto.ops.start(done, get);
+                let id @ [a, b] = proto.ops.start(peer, done, get);
                 sd.commit(h, &[a, b, format], len)
                     .inspect_err(|_| proto.ops.abandon(&id))
             }
@@ -112,7 +112,7 @@ impl<'e> Sender<'e> {
                     self.scratch.resize(most, 0);
                 }
                 let (len, get) = pack(&mut self.scratch[..most]);
-                let id @ [a, b] = proto.ops.start(done, get);
+                let id @ [a, b] = proto.ops.start(peer, done, get);
                 ep.request_medium(peer, h, &[a, b, format], &self.scratch[..len], flags)
                     .inspect_err(|_| proto.ops.abandon(&id))
             }
@@ -175,18 +175,23 @@ unsafe impl Send for GetDest {}
 
 /// The VIS AM protocol state of one endpoint: operations in flight, with
 /// where a get's reply goes.
-#[derive(Default)]
 pub(crate) struct Proto {
-    ops: InFlight<Option<GetDest>>,
+    ops: Arc<Ops>,
+    /// The put and get requests' handlers, to send to.
+    put: ProtocolId,
+    get: ProtocolId,
 }
+
+/// Messages in flight, each with where a get's answer goes.
+type Ops = InFlight<Option<GetDest>>;
 
 impl Proto {
     /// This endpoint's state, registering the handlers the first time.
     pub(crate) fn for_endpoint(ep: &Arc<Endpoint>) -> Result<Arc<Self>> {
         ep.extension(|ep| {
-            let me = Arc::new(Proto::default());
-            install(ep, &me)?;
-            Ok(me)
+            let ops = Arc::default();
+            let (put, get) = install(ep, &ops)?;
+            Ok(Arc::new(Proto { ops, put, get }))
         })
     }
 
@@ -219,7 +224,7 @@ impl Proto {
         payload: AmPayload,
     ) -> Result<()> {
         let max = ep.max_medium(peer, NARGS);
-        let h = HandlerId(index::PUT);
+        let h = self.put;
         let mut tx = Sender::new(ep, peer, payload, flags);
         if let (Shape::Strided(p), true) = (shape, strided_format(ep, peer, shape)) {
             let hdr = strided_hdr(p.dims.len());
@@ -302,7 +307,7 @@ impl Proto {
         payload: AmPayload,
     ) -> Result<()> {
         let max = ep.max_medium(peer, NARGS);
-        let h = HandlerId(index::GET);
+        let h = self.get;
         let mut tx = Sender::new(ep, peer, payload, flags);
         if let (Shape::Strided(p), true) = (shape, strided_format(ep, peer, shape)) {
             let hdr = strided_hdr(p.dims.len());
@@ -499,7 +504,12 @@ fn parse_strided(b: &[u8]) -> Option<StridedHdr<'_>> {
 fn strided_in_segment(seg: &Segment, h: &StridedHdr<'_>) -> bool {
     let in_seg = || {
         let total = h.dims().try_fold(1u64, |a, d| a.checked_mul(d.0))?;
-        if h.start.checked_add(h.n)? > total || h.dims().any(|d| d.0 == 0) {
+        // Every element's byte offset in the dense data, and every stride
+        // as the kernels' signed one, must be representable.
+        total.checked_mul(h.elem as u64)?;
+        if h.start.checked_add(h.n)? > total
+            || h.dims().any(|d| d.0 == 0 || d.1 > isize::MAX as u64)
+        {
             return None;
         }
         let mut hi = h.base;
@@ -512,100 +522,154 @@ fn strided_in_segment(seg: &Segment, h: &StridedHdr<'_>) -> bool {
     in_seg().is_some()
 }
 
-fn install(ep: &Arc<Endpoint>, me: &Arc<Proto>) -> Result<()> {
+/// Report a reply whose id names nothing this rank sent to its sender.
+fn unknown_id(tok: &Token<'_>, index: u8, args: &[u32]) {
+    let why = format!(
+        "its id {:#x}:{:#x} names no VIS transfer in flight to {}",
+        args[0],
+        args[1],
+        tok.src()
+    );
+    tok.endpoint().malformed(tok.src(), index, &why);
+}
+
+/// Register the four handlers; returns the ids of the two requests. Each
+/// takes only its own shape of message, and a reply finishes only a
+/// message sent to the rank that answers.
+fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<(ProtocolId, ProtocolId)> {
     let t = ep.handlers();
-    t.register_reserved(index::PUT, "rgex.vis.put", |tok, msg| {
-        let status = if unpack_put(tok, msg).is_some() {
-            ST_OK
-        } else {
-            eprintln!(
-                "rgex: {}: VIS put from {} refused: malformed or outside the segment (checked at the initiator, so the segments disagree)",
-                tok.endpoint().rank(),
-                tok.src()
-            );
-            ST_BAD
-        };
-        let a = msg.args();
-        let _ = tok.reply_short(HandlerId(index::ACK), &[a[0], a[1], status], Flags::empty());
-    })?;
-    let s = me.clone();
-    t.register_reserved(index::ACK, "rgex.vis.ack", move |_tok, msg| {
-        if let Some((done, _)) = s.ops.finish(msg.args()) {
-            done.done();
-        }
-    })?;
-    t.register_reserved(index::GET, "rgex.vis.get", |tok, msg| {
-        let a = msg.args();
-        if answer_get(tok, msg).is_none() {
-            eprintln!(
-                "rgex: {}: VIS get from {} refused: malformed or outside the segment",
-                tok.endpoint().rank(),
-                tok.src()
-            );
-            let _ = tok.reply_short(
-                HandlerId(index::GET_REPLY),
-                &[a[0], a[1], ST_BAD],
-                Flags::empty(),
-            );
-        }
-    })?;
-    let s = me.clone();
-    t.register_reserved(index::GET_REPLY, "rgex.vis.get.reply", move |tok, msg| {
-        let Some((done, get)) = s.ops.finish(msg.args()) else {
-            return;
-        };
-        let data = msg.payload();
-        if let (Some(g), ST_OK) = (&get, msg.arg(2)) {
-            match &g.dest {
-                Dest::Runs(pieces) => {
-                    let want: u64 = pieces.iter().map(|x| x.1).sum();
-                    if want == data.len() as u64 {
-                        let mut at = 0;
-                        for &(lo, n) in pieces {
-                            // SAFETY: `base + lo .. + n` is in the
-                            // initiator's buffer (validated, kept alive
-                            // until `done` drops); `data` is the message.
-                            unsafe {
-                                std::ptr::copy_nonoverlapping(
-                                    data[at..].as_ptr(),
-                                    g.base.add(lo as usize),
-                                    n as usize,
-                                )
-                            };
-                            at += n as usize;
-                        }
-                    }
-                }
-                Dest::Strided { plan, start, n } => {
-                    if *n * plan.elem as u64 == data.len() as u64 {
-                        let loops = local_dense(plan, false);
-                        // SAFETY: elements start..start+n of the plan's
-                        // local side are in the initiator's buffer (as
-                        // above); the source is the message, addressed
-                        // from `start` by shifting its base back.
-                        with_loops(plan.dims.len(), loops, |loops| unsafe {
-                            copy_range(
-                                plan.elem,
-                                loops,
-                                data.as_ptr().wrapping_sub(*start as usize * plan.elem),
-                                g.base.add(plan.local_base as usize),
-                                *start,
-                                *n,
-                            )
-                        });
-                    }
+    let s = ops.clone();
+    let ack = t.register_protocol(
+        index::ACK,
+        "rgex.vis.ack",
+        Accepts::reply(Category::Short, 3),
+        move |tok, msg| {
+            let Some((done, _)) = s.finish(msg.args(), tok.src()) else {
+                return unknown_id(tok, index::ACK, msg.args());
+            };
+            match msg.arg(2) {
+                ST_OK => done.done(),
+                status => done.fail(format!(
+                    "VIS put to {} was refused there (status {status}): malformed or outside its segment, though checked here, so the ranks disagree on its size",
+                    tok.src()
+                )),
+            }
+        },
+    )?;
+    let put = t.register_protocol(
+        index::PUT,
+        "rgex.vis.put",
+        Accepts::request(Category::Medium, NARGS as u8),
+        move |tok, msg| {
+            let status = if unpack_put(tok, msg).is_some() {
+                ST_OK
+            } else {
+                eprintln!(
+                    "rgex: {}: VIS put from {} refused: malformed or outside the segment (checked at the initiator, so the segments disagree)",
+                    tok.endpoint().rank(),
+                    tok.src()
+                );
+                ST_BAD
+            };
+            let a = msg.args();
+            let _ = tok.reply_short(ack, &[a[0], a[1], status], Flags::empty());
+        },
+    )?;
+    let s = ops.clone();
+    let get_reply = t.register_protocol(
+        index::GET_REPLY,
+        "rgex.vis.get.reply",
+        Accepts::reply(Category::Medium, NARGS as u8).or(Category::Short),
+        move |tok, msg| {
+            let Some((done, get)) = s.finish(msg.args(), tok.src()) else {
+                return unknown_id(tok, index::GET_REPLY, msg.args());
+            };
+            if msg.arg(2) != ST_OK {
+                return done.fail(format!(
+                    "VIS get from {} was refused there (status {}): malformed or outside its segment, though checked here, so the ranks disagree on its size",
+                    tok.src(),
+                    msg.arg(2)
+                ));
+            }
+            match get.map(|g| unpack_get(&g, msg.payload())) {
+                Some(true) => done.done(),
+                _ => {
+                    let why = format!(
+                        "a VIS get reply of {} bytes, not the size asked for",
+                        msg.payload().len()
+                    );
+                    tok.endpoint().malformed(tok.src(), index::GET_REPLY, &why);
+                    done.fail(format!("VIS get from {}: {why}", tok.src()));
                 }
             }
-        } else {
-            eprintln!(
-                "rgex: {}: VIS get reply from {} was refused",
-                tok.endpoint().rank(),
-                tok.src()
-            );
+        },
+    )?;
+    let get = t.register_protocol(
+        index::GET,
+        "rgex.vis.get",
+        Accepts::request(Category::Medium, NARGS as u8),
+        move |tok, msg| {
+            let a = msg.args();
+            if answer_get(tok, msg, get_reply).is_none() {
+                eprintln!(
+                    "rgex: {}: VIS get from {} refused: malformed or outside the segment",
+                    tok.endpoint().rank(),
+                    tok.src()
+                );
+                let _ = tok.reply_short(get_reply, &[a[0], a[1], ST_BAD], Flags::empty());
+            }
+        },
+    )?;
+    Ok((put, get))
+}
+
+/// Unpack a get's answer `data` where `g` says; false (nothing written)
+/// if its size is not the one asked for.
+fn unpack_get(g: &GetDest, data: &[u8]) -> bool {
+    match &g.dest {
+        Dest::Runs(pieces) => {
+            let want: u64 = pieces.iter().map(|x| x.1).sum();
+            if want != data.len() as u64 {
+                return false;
+            }
+            let mut at = 0;
+            for &(lo, n) in pieces {
+                // SAFETY: `base + lo .. + n` is in the initiator's buffer
+                // (validated, kept alive until `done` drops); `data` is
+                // the message, holding the sum of the pieces (checked).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        data[at..].as_ptr(),
+                        g.base.add(lo as usize),
+                        n as usize,
+                    )
+                };
+                at += n as usize;
+            }
+            true
         }
-        done.done();
-    })?;
-    Ok(())
+        Dest::Strided { plan, start, n } => {
+            if *n * plan.elem as u64 != data.len() as u64 {
+                return false;
+            }
+            let loops = local_dense(plan, false);
+            // SAFETY: elements start..start+n of the plan's local side are
+            // in the initiator's buffer (as above); the source is the
+            // message (n elements, checked), addressed from `start` by
+            // shifting its base back.
+            with_loops(plan.dims.len(), loops, |loops| unsafe {
+                copy_range(
+                    plan.elem,
+                    loops,
+                    data.as_ptr().wrapping_sub(*start as usize * plan.elem),
+                    g.base.add(plan.local_base as usize),
+                    *start,
+                    *n,
+                )
+            });
+            true
+        }
+    }
 }
 
 /// Unpack a put into this rank's segment; `None` if malformed or outside.
@@ -650,11 +714,10 @@ fn unpack_put(tok: &Token<'_>, msg: &Message<'_>) -> Option<()> {
 }
 
 /// Answer a get by packing into an NP reply buffer; `None` if malformed.
-fn answer_get(tok: &Token<'_>, msg: &Message<'_>) -> Option<()> {
+fn answer_get(tok: &Token<'_>, msg: &Message<'_>, h: ProtocolId) -> Option<()> {
     let seg = tok.endpoint().segment();
     let b = msg.payload();
     let a = msg.args();
-    let h = HandlerId(index::GET_REPLY);
     let args = [a[0], a[1], ST_OK];
     match *a.get(2)? {
         STRIDED => {

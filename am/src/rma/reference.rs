@@ -7,8 +7,8 @@
 //! finds the completion counter (and, for a get, the destination)
 //! whichever thread runs it.
 
-use crate::{reserved, Endpoint, HandlerId, HandlerTable, InFlight};
-use rgex_core::{Completion, Error, Flags, GlobalAddr, Result};
+use crate::{reserved, Accepts, Endpoint, HandlerTable, InFlight, ProtocolId, Token};
+use rgex_core::{Category, Completion, Error, Flags, GlobalAddr, Result};
 use std::sync::Arc;
 
 /// Where a get's bytes go (`None` for a put).
@@ -19,79 +19,141 @@ struct Dest(*mut u8, usize);
 // owned by the event); only the reply handler writes it, once.
 unsafe impl Send for Dest {}
 
-/// Operations in flight on the reference path.
-#[derive(Default)]
+/// Operations in flight on the reference path, and the ids to send to.
 pub(crate) struct Reference {
-    ops: InFlight<Option<Dest>>,
+    ops: Arc<InFlight<Option<Dest>>>,
+    put: ProtocolId,
+    get: ProtocolId,
 }
 
 /// Status argument of a get reply.
 const GET_OK: u32 = 0;
 const GET_OUT_OF_SEGMENT: u32 = 1;
+const GET_TOO_LONG: u32 = 2;
+
+/// Report a reply whose id names nothing this rank sent to its sender.
+fn unknown_id(tok: &Token<'_>, index: u8, args: &[u32]) {
+    let why = format!(
+        "its id {:#x}:{:#x} names no operation in flight to {}",
+        args[0],
+        args[1],
+        tok.src()
+    );
+    tok.endpoint().malformed(tok.src(), index, &why);
+}
 
 impl Reference {
-    /// Register the four handlers at rgex's reserved indices.
+    /// Register the four handlers at rgex's reserved indices. Each takes
+    /// only its own shape of message (see [`Accepts`]), and a reply only
+    /// finishes an operation sent to the rank that answers.
     pub(crate) fn install(table: &HandlerTable) -> Result<Arc<Self>> {
-        let me = Arc::new(Reference::default());
-        table.register_reserved(reserved::RMA_PUT, "rgex.rma.put", |tok, msg| {
-            // The payload has landed (Long); acknowledge.
-            let _ = tok.reply_short(
-                HandlerId(reserved::RMA_ACK),
-                &msg.args()[..2],
-                Flags::empty(),
-            );
-        })?;
-        let s = me.clone();
-        table.register_reserved(reserved::RMA_ACK, "rgex.rma.ack", move |_tok, msg| {
-            if let Some((done, _)) = s.ops.finish(msg.args()) {
-                done.done();
-            }
-        })?;
-        table.register_reserved(reserved::RMA_GET, "rgex.rma.get", |tok, msg| {
-            let a = msg.args();
-            let (off, len) = (u64::from(a[2]) | u64::from(a[3]) << 32, a[4] as usize);
-            let seg = tok.endpoint().segment();
-            let reply = HandlerId(reserved::RMA_GET_REPLY);
-            let r = match seg.ptr_at(off, len) {
-                // SAFETY: the range is inside this rank's segment (checked);
-                // it is read while the reply is assembled, as any RMA read
-                // of remotely accessible memory.
-                Ok(p) => tok.reply_medium(
-                    reply,
-                    &[a[0], a[1], GET_OK],
-                    unsafe { std::slice::from_raw_parts(p, len) },
-                    Flags::empty(),
-                ),
-                Err(_) => tok.reply_short(reply, &[a[0], a[1], GET_OUT_OF_SEGMENT], Flags::empty()),
-            };
-            if let Err(e) = r {
-                eprintln!(
-                    "rgex: {}: reference get from {} could not reply: {e}",
-                    tok.endpoint().rank(),
-                    tok.src()
-                );
-            }
-        })?;
-        let s = me.clone();
-        table.register_reserved(reserved::RMA_GET_REPLY, "rgex.rma.get.reply", move |tok, msg| {
-            let Some((done, dest)) = s.ops.finish(msg.args()) else { return };
-            let data = msg.payload();
-            match (&dest, msg.arg(2)) {
-                (Some(Dest(dst, len)), GET_OK) if *len == data.len() => {
-                    // SAFETY: `dst..dst+len` is the initiator's destination,
-                    // valid until `done` drops (see `Dest`), and distinct
-                    // from the message buffer.
-                    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), *dst, *len) };
+        let ops: Arc<InFlight<Option<Dest>>> = Arc::default();
+        let s = ops.clone();
+        let ack = table.register_protocol(
+            reserved::RMA_ACK,
+            "rgex.rma.ack",
+            Accepts::reply(Category::Short, 2),
+            move |tok, msg| match s.finish(msg.args(), tok.src()) {
+                Some((done, _)) => done.done(),
+                None => unknown_id(tok, reserved::RMA_ACK, msg.args()),
+            },
+        )?;
+        let put = table.register_protocol(
+            reserved::RMA_PUT,
+            "rgex.rma.put",
+            Accepts::request(Category::Long, 2),
+            move |tok, msg| {
+                // The payload has landed (Long); acknowledge.
+                if let Err(e) = tok.reply_short(ack, msg.args(), Flags::empty()) {
+                    eprintln!(
+                        "rgex: {}: reference put from {} could not be acknowledged: {e}",
+                        tok.endpoint().rank(),
+                        tok.src()
+                    );
                 }
-                _ => eprintln!(
-                    "rgex: {}: reference get reply from {} was refused (range checked at the initiator, so the segments disagree)",
-                    tok.endpoint().rank(),
-                    tok.src()
-                ),
-            }
-            done.done();
-        })?;
-        Ok(me)
+            },
+        )?;
+        let s = ops.clone();
+        let get_reply = table.register_protocol(
+            reserved::RMA_GET_REPLY,
+            "rgex.rma.get.reply",
+            Accepts::reply(Category::Medium, 3).or(Category::Short),
+            move |tok, msg| {
+                let Some((done, dest)) = s.finish(msg.args(), tok.src()) else {
+                    return unknown_id(tok, reserved::RMA_GET_REPLY, msg.args());
+                };
+                let data = msg.payload();
+                match (dest, msg.arg(2)) {
+                    (Some(Dest(dst, len)), GET_OK)
+                        if msg.category() == Category::Medium && len == data.len() =>
+                    {
+                        // SAFETY: `dst..dst+len` is the initiator's
+                        // destination, valid until `done` drops (see
+                        // `Dest`), and distinct from the message buffer.
+                        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, len) };
+                        done.done();
+                    }
+                    (_, GET_OUT_OF_SEGMENT) => done.fail(format!(
+                        "reference get from {} at {}: the target refused the range as outside its segment (checked here first, so the two ranks disagree on its size)",
+                        tok.src(),
+                        tok.endpoint().rank()
+                    )),
+                    (_, GET_TOO_LONG) => done.fail(format!(
+                        "reference get from {} at {}: the target could not answer in one Medium reply (the ranks disagree on its size)",
+                        tok.src(),
+                        tok.endpoint().rank()
+                    )),
+                    (dest, status) => {
+                        let why = format!(
+                            "a get reply with status {status}, {} bytes of {} expected",
+                            data.len(),
+                            dest.map_or(0, |d| d.1)
+                        );
+                        tok.endpoint().malformed(tok.src(), reserved::RMA_GET_REPLY, &why);
+                        done.fail(format!(
+                            "reference get from {}: the answer was malformed ({why})",
+                            tok.src()
+                        ));
+                    }
+                }
+            },
+        )?;
+        let get = table.register_protocol(
+            reserved::RMA_GET,
+            "rgex.rma.get",
+            Accepts::request(Category::Short, 5),
+            move |tok, msg| {
+                let a = msg.args();
+                let (off, len) = (u64::from(a[2]) | u64::from(a[3]) << 32, a[4] as usize);
+                let seg = tok.endpoint().segment();
+                let id = [a[0], a[1]];
+                let r = match seg.ptr_at(off, len) {
+                    // SAFETY: the range is inside this rank's segment
+                    // (checked); it is read while the reply is assembled,
+                    // as any RMA read of remotely accessible memory.
+                    Ok(p) if len <= tok.max_reply_medium(3) => tok.reply_medium(
+                        get_reply,
+                        &[id[0], id[1], GET_OK],
+                        unsafe { std::slice::from_raw_parts(p, len) },
+                        Flags::empty(),
+                    ),
+                    Ok(_) => tok.reply_short(get_reply, &[id[0], id[1], GET_TOO_LONG], Flags::empty()),
+                    Err(_) => tok.reply_short(
+                        get_reply,
+                        &[id[0], id[1], GET_OUT_OF_SEGMENT],
+                        Flags::empty(),
+                    ),
+                };
+                if let Err(e) = r {
+                    eprintln!(
+                        "rgex: {}: reference get from {} could not reply: {e}",
+                        tok.endpoint().rank(),
+                        tok.src()
+                    );
+                }
+            },
+        )?;
+        Ok(Arc::new(Reference { ops, put, get }))
     }
 
     /// Put `src` to `dst` as one Long request; `done` drops when acknowledged.
@@ -103,10 +165,10 @@ impl Reference {
         done: &Arc<Completion>,
         flags: Flags,
     ) -> Result<()> {
-        let id = self.ops.start(done, None);
+        let id = self.ops.start(dst.rank, done, None);
         let r = ep.request_long(
             dst.rank,
-            HandlerId(reserved::RMA_PUT),
+            self.put,
             &id,
             src,
             dst.offset,
@@ -143,10 +205,12 @@ impl Reference {
         while at < len {
             let n = chunk.min(len - at);
             // SAFETY: at + n <= len, inside the caller's destination.
-            let [a, b] = self.ops.start(done, Some(Dest(unsafe { dst.add(at) }, n)));
+            let [a, b] = self
+                .ops
+                .start(src.rank, done, Some(Dest(unsafe { dst.add(at) }, n)));
             let off = src.offset + at as u64;
             let args = [a, b, off as u32, (off >> 32) as u32, n as u32];
-            if let Err(e) = ep.request_short(src.rank, HandlerId(reserved::RMA_GET), &args, flags) {
+            if let Err(e) = ep.request_short(src.rank, self.get, &args, flags) {
                 self.ops.abandon(&[a, b]);
                 return Err(e);
             }

@@ -11,9 +11,9 @@
 //! collective) simply waits in the mailbox.
 
 use crate::context::in_handler;
-use crate::{Endpoint, HandlerId};
+use crate::{Accepts, Endpoint, ProtocolId};
 use parking_lot::Mutex;
-use rgex_core::{Backoff, Completion, Error, Flags, Rank, Result};
+use rgex_core::{Backoff, Category, Completion, Error, Flags, Rank, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -48,7 +48,7 @@ struct PendingOp {
 /// See the module documentation.
 pub(crate) struct Engine {
     ep: Arc<Endpoint>,
-    handler: HandlerId,
+    handler: ProtocolId,
     mailbox: Arc<Mailbox>,
     pending: Mutex<Vec<Arc<PendingOp>>>,
     /// `pending.len()`, readable without the lock on every poll (shared
@@ -81,7 +81,7 @@ impl Engine {
         let mb = mailbox.clone();
         let handler = ep
             .handlers()
-            .register_reserved(index, "rgex.coll", move |tok, msg| {
+            .register_protocol(index, "rgex.coll", Accepts::request(Category::Medium, NARGS as u8), move |tok, msg| {
                 let a = |i| msg.arg(i);
                 let key = (join64(a(0), a(1)), join64(a(2), a(3)), a(4));
                 let off = join64(a(5), a(6));

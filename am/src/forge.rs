@@ -1,0 +1,71 @@
+//! Fault injection (feature `fault-injection`): sends that a correct rgex
+//! never makes, so tests can check what a receiver does with them.
+//!
+//! A peer's rgex may be buggy, or another version, or its memory may be
+//! corrupted: whatever arrives, the receiving rank must report it and go
+//! on. These calls let a test be that peer. They skip every check of the
+//! target (reserved, unregistered, wrong direction, category or argument
+//! count); only the local limits that keep the sender itself sound
+//! (payload size, argument count, a Long's range) still apply.
+
+use crate::endpoint::spec;
+use crate::{Endpoint, Token};
+use rgex_core::{Category, Direction, Flags, Prepare, Rank, Result};
+
+impl Endpoint {
+    /// Send a request to any handler index, with any category and
+    /// arguments (see the [module docs](self)).
+    #[allow(clippy::too_many_arguments)]
+    pub fn forge_request(
+        &self,
+        peer: Rank,
+        index: u8,
+        category: Category,
+        args: &[u32],
+        payload: &[u8],
+        long_offset: u64,
+        flags: Flags,
+    ) -> Result<()> {
+        self.check_not_in_handler()?;
+        self.forge(
+            spec(peer, Direction::Request, category, long_offset),
+            index,
+            args,
+            payload,
+            flags,
+        )
+    }
+
+    fn forge(
+        &self,
+        mut spec: Prepare,
+        index: u8,
+        args: &[u32],
+        payload: &[u8],
+        flags: Flags,
+    ) -> Result<()> {
+        spec.nargs = args.len();
+        spec.least = payload.len();
+        spec.most = payload.len();
+        self.validate(&mut spec, true)?;
+        self.inject_fixed(&spec, index, args, payload, flags)
+    }
+}
+
+impl Token<'_> {
+    /// Reply to this request with a message to any handler index, with
+    /// any category and arguments (see the [module docs](self)). Uses up
+    /// the token's one reply, as any reply does.
+    pub fn forge_reply(
+        &self,
+        index: u8,
+        category: Category,
+        args: &[u32],
+        payload: &[u8],
+        long_offset: u64,
+    ) -> Result<()> {
+        self.forge_reply_with(category, long_offset, |ep, spec| {
+            ep.forge(spec, index, args, payload, Flags::empty())
+        })
+    }
+}
