@@ -32,8 +32,8 @@ pub use rgex_am::rma::{
 };
 pub use rgex_am::team::{self, Element, Numeric, ReduceOp, TeamHandle, NO_COLOUR};
 pub use rgex_am::{
-    context, reserved, Client, Endpoint, HandlerId, HandlerTable, Message, Prepared, Token,
-    CLIENT_MIN,
+    context, reserved, Accepts, Client, Endpoint, HandlerId, HandlerTable, Message, Prepared,
+    ProtocolId, Target, Token, CLIENT_MIN, MALFORMED_PRINTED,
 };
 /// Remote atomic domains (see [`rgex_atomics`]); its own `Error` and
 /// `Result` stay under `rgex::atomics`.
