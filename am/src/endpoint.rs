@@ -2,9 +2,9 @@
 
 use crate::context::{in_handler, HandlerScope};
 use crate::extension::Extensions;
+use crate::handler::Target;
 use crate::refusal::{self, Refusals};
 use crate::rma::reference::Reference;
-use crate::handler::Target;
 use crate::{HandlerTable, Message, Prepared, ProtocolId, Token};
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::share::Board;
@@ -78,9 +78,9 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
-/// How many malformed protocol messages an endpoint prints on stderr
-/// (all are counted, and each is returned by a poll while fewer than 64
-/// reports wait).
+/// How many malformed protocol messages, and how many dropped messages,
+/// an endpoint prints on stderr (all are counted, and each is returned by
+/// a poll while fewer than 64 reports wait).
 pub const MALFORMED_PRINTED: u64 = 16;
 
 /// Describe a request for the injection path.
@@ -240,15 +240,7 @@ impl Endpoint {
             index,
             why: why.to_owned(),
         };
-        if n < MALFORMED_PRINTED {
-            eprintln!("rgex: {}: {e}", self.rank());
-            if n + 1 == MALFORMED_PRINTED {
-                eprintln!(
-                    "rgex: {}: further malformed messages are counted, not printed (Endpoint::malformed_messages)",
-                    self.rank()
-                );
-            }
-        }
+        self.print_report(n, &e, "malformed messages", "malformed_messages");
         self.refusals.record(e);
     }
 
@@ -383,16 +375,15 @@ impl Endpoint {
     #[cold]
     #[inline(never)]
     fn drop_unhandled(&self, d: &Delivery<'_>) {
-        self.dropped.fetch_add(1, Ordering::Relaxed);
+        let n = self.dropped.fetch_add(1, Ordering::Relaxed);
         let e = refusal::dropped(Some(d.category), d.dir, d.src, self.rank(), d.handler);
-        eprintln!("rgex: {}: {e}", self.rank());
+        self.print_report(n, &e, "dropped messages", "dropped_messages");
         match d.dir {
             Direction::Request => {
                 let token = Token::new(self, d.src, d.handler, d.dir);
                 let _scope = HandlerScope::enter();
                 let args = [u32::from(d.handler), refusal::category_code(d.category)];
-                if let Err(why) = token.reply_short(self.refused, &args, Flags::empty())
-                {
+                if let Err(why) = token.reply_short(self.refused, &args, Flags::empty()) {
                     eprintln!(
                         "rgex: {}: could not tell {} of it: {why}",
                         self.rank(),
@@ -401,6 +392,22 @@ impl Endpoint {
                 }
             }
             Direction::Reply => self.refusals.record(e),
+        }
+    }
+
+    /// Print report number `n` (from 0) of a kind on stderr: the first
+    /// [`MALFORMED_PRINTED`] of each kind, then one line saying the rest
+    /// are only counted (a flood of bad messages must not become a flood
+    /// of lines).
+    fn print_report(&self, n: u64, e: &Error, kind: &str, counter: &str) {
+        if n < MALFORMED_PRINTED {
+            eprintln!("rgex: {}: {e}", self.rank());
+        }
+        if n + 1 == MALFORMED_PRINTED {
+            eprintln!(
+                "rgex: {}: further {kind} are counted, not printed (Endpoint::{counter})",
+                self.rank()
+            );
         }
     }
 

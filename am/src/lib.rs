@@ -36,7 +36,9 @@ mod token;
 pub use client::Client;
 pub use endpoint::Endpoint;
 pub use endpoint::MALFORMED_PRINTED;
-pub use handler::{Accepts, Entry, HandlerFn, HandlerId, HandlerTable, ProtocolId, Target, CLIENT_MIN};
+pub use handler::{
+    Accepts, Entry, HandlerFn, HandlerId, HandlerTable, ProtocolId, Target, CLIENT_MIN,
+};
 pub use in_flight::InFlight;
 pub use message::Message;
 pub use prepared::Prepared;

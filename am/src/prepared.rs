@@ -1,8 +1,8 @@
 //! Negotiated payload: a send whose buffer was reserved first, filled in
 //! place, then committed (or cancelled).
 
-use crate::token::ReplyState;
 use crate::handler::Target;
+use crate::token::ReplyState;
 use crate::Endpoint;
 use rgex_core::{Error, Flags, Prepare, Result, SendSlot};
 use std::cell::Cell;

@@ -118,7 +118,9 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<ProtocolId> {
                     a[1],
                     tok.src()
                 );
-                return tok.endpoint().malformed(tok.src(), reserved::AD_REPLY, &why);
+                return tok
+                    .endpoint()
+                    .malformed(tok.src(), reserved::AD_REPLY, &why);
             };
             if a[2] != ST_OK {
                 // The initiator checked range and alignment against the

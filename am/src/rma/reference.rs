@@ -137,7 +137,9 @@ impl Reference {
                         unsafe { std::slice::from_raw_parts(p, len) },
                         Flags::empty(),
                     ),
-                    Ok(_) => tok.reply_short(get_reply, &[id[0], id[1], GET_TOO_LONG], Flags::empty()),
+                    Ok(_) => {
+                        tok.reply_short(get_reply, &[id[0], id[1], GET_TOO_LONG], Flags::empty())
+                    }
                     Err(_) => tok.reply_short(
                         get_reply,
                         &[id[0], id[1], GET_OUT_OF_SEGMENT],
@@ -166,14 +168,7 @@ impl Reference {
         flags: Flags,
     ) -> Result<()> {
         let id = self.ops.start(dst.rank, done, None);
-        let r = ep.request_long(
-            dst.rank,
-            self.put,
-            &id,
-            src,
-            dst.offset,
-            flags,
-        );
+        let r = ep.request_long(dst.rank, self.put, &id, src, dst.offset, flags);
         if r.is_err() {
             self.ops.abandon(&id);
         }

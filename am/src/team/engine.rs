@@ -79,9 +79,11 @@ impl Engine {
     pub(crate) fn install(ep: &Arc<Endpoint>, index: u8) -> Result<Arc<Self>> {
         let mailbox: Arc<Mailbox> = Arc::default();
         let mb = mailbox.clone();
-        let handler = ep
-            .handlers()
-            .register_protocol(index, "rgex.coll", Accepts::request(Category::Medium, NARGS as u8), move |tok, msg| {
+        let handler = ep.handlers().register_protocol(
+            index,
+            "rgex.coll",
+            Accepts::request(Category::Medium, NARGS as u8),
+            move |tok, msg| {
                 let a = |i| msg.arg(i);
                 let key = (join64(a(0), a(1)), join64(a(2), a(3)), a(4));
                 let off = join64(a(5), a(6));
@@ -89,7 +91,7 @@ impl Engine {
                 let p = msg.payload();
                 let mut mb = mb.lock();
                 let slot = mb.entry(key).or_insert_with(|| Slot {
-                    data: vec![0; usize::try_from(total).unwrap_or(0)],
+                    data: vec![0; usize::try_from(total).unwrap_or(0).min(1 << 20)],
                     got: 0,
                 });
                 let end = off.checked_add(p.len() as u64);
@@ -107,7 +109,8 @@ impl Engine {
                         slot.data.len()
                     ),
                 }
-            })?;
+            },
+        )?;
         let engine = Arc::new(Engine {
             ep: ep.clone(),
             handler,

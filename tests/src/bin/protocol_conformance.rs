@@ -46,6 +46,9 @@ const FUZZ: u32 = 10_000;
 /// Marks and echoes received, per sender (one word each, up to 64 ranks).
 static MARKS: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
 static ECHOES: AtomicU64 = AtomicU64::new(0);
+/// Echo requests whose handler's reply to a reserved index was refused
+/// with [`Error::ReservedHandler`] (it tries that first, every time).
+static RESERVED_REPLIES_REFUSED: AtomicU64 = AtomicU64::new(0);
 
 /// rgex's errors, and the atomics' own (until they fold into one).
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -211,6 +214,14 @@ fn main() -> Res<()> {
             MARKS[tok.src().index()].fetch_add(1, Ordering::Release);
         })?;
         t.register_at(ECHO, "echo", |tok, _msg| {
+            let ack = HandlerId(rgex::reserved::RMA_ACK);
+            if let Err(Error::ReservedHandler { index, .. }) =
+                tok.reply_short(ack, &[0, 0], Flags::empty())
+            {
+                assert_eq!(index, ack.0);
+                RESERVED_REPLIES_REFUSED.fetch_add(1, Ordering::Relaxed);
+            }
+            // The refused reply sent nothing: the token may still reply.
             tok.reply_short(HandlerId(ECHOED), &[], Flags::empty())
                 .expect("echo reply");
         })?;
@@ -221,7 +232,7 @@ fn main() -> Res<()> {
     })?;
     rgex_tests::conduit_banner(&client);
     let (me, n) = (client.rank().0, client.size());
-    assert!(n >= 2 && n <= 64, "run with 2 to 64 ranks");
+    assert!((2..=64).contains(&n), "run with 2 to 64 ranks");
     assert_eq!(
         std::env::var("RGEX_RMA").as_deref(),
         Ok("reference"),
@@ -261,7 +272,10 @@ fn client_cannot_name_reserved(client: &Client) -> Res<()> {
             if rank == client.rank() && index == get.0 => {}
         other => panic!("{what} to reserved index {}: {other:?}", get.0),
     };
-    refused("request_short", client.request_short(peer, get, &[0; 5], Flags::empty()));
+    refused(
+        "request_short",
+        client.request_short(peer, get, &[0; 5], Flags::empty()),
+    );
     refused(
         "request_medium",
         client.request_medium(peer, get, &[0; 5], &[1, 2, 3], Flags::empty()),
@@ -279,7 +293,23 @@ fn client_cannot_name_reserved(client: &Client) -> Res<()> {
         other => panic!("a send to index {}: {other:?}", CLIENT_MIN - 1),
     }
     // A reply naming a reserved index, from a handler: refused there, and
-    // the token may still reply.
+    // the token may still reply (the echo handler tries one first).
+    let (echoes, refused) = (
+        ECHOES.load(Ordering::Acquire),
+        RESERVED_REPLIES_REFUSED.load(Ordering::Relaxed),
+    );
+    client.barrier()?;
+    client.request_short(peer, HandlerId(ECHO), &[], Flags::empty())?;
+    let errors = poll_until(client, "the echo", || {
+        ECHOES.load(Ordering::Acquire) > echoes
+    });
+    assert!(errors.is_empty(), "{errors:?}");
+    client.barrier()?;
+    assert_eq!(
+        RESERVED_REPLIES_REFUSED.load(Ordering::Relaxed),
+        refused + 1,
+        "a reply to a reserved index from the echo handler was not refused"
+    );
     let text = Error::ReservedHandler {
         rank: client.rank(),
         index: get.0,
@@ -292,7 +322,7 @@ fn client_cannot_name_reserved(client: &Client) -> Res<()> {
     );
     ok(
         client,
-        "client sends and commits naming a reserved index are refused at the sender",
+        "client sends, commits and replies naming a reserved index are refused at the sender",
     );
     Ok(())
 }
@@ -345,7 +375,11 @@ fn forged_get_replies(client: &Client) -> Res<()> {
     let ids: Vec<[u32; 2]> = (0..4).flat_map(|s| (0..4).map(move |g| [s, g])).collect();
     match me {
         0 => {
-            let ev = client.get_nb(vec![0u8; 256], GlobalAddr::new(Rank(1), off), Flags::empty())?;
+            let ev = client.get_nb(
+                vec![0u8; 256],
+                GlobalAddr::new(Rank(1), off),
+                Flags::empty(),
+            )?;
             for id in &ids {
                 client.forge_request(
                     Rank(0),
@@ -472,7 +506,15 @@ fn fuzz(client: &Client) -> Res<()> {
     for i in 0..FUZZ / 2 {
         let f = Forged::random(&mut rng, client.max_medium(next, 16), seg_len);
         let p = f.payload(&mut rng);
-        client.forge_request(next, f.index, f.category, &f.args, &p, f.long_offset, Flags::empty())?;
+        client.forge_request(
+            next,
+            f.index,
+            f.category,
+            &f.args,
+            &p,
+            f.long_offset,
+            Flags::empty(),
+        )?;
         client.request_short(next, HandlerId(FORGE_REPLY), &[0, i], Flags::empty())?;
         if i % 64 == 0 {
             if let Err(e) = client.poll() {
@@ -499,7 +541,10 @@ fn fuzz(client: &Client) -> Res<()> {
         }
     }
     let seen = client.malformed_messages() - before.0;
-    assert!(seen > 0, "{FUZZ} random protocol messages and none was malformed");
+    assert!(
+        seen > 0,
+        "{FUZZ} random protocol messages and none was malformed"
+    );
     println!(
         "{}: fuzz: {seen} malformed messages ignored, {} dropped; polls reported {malformed} and {dropped}",
         client.rank(),
@@ -518,16 +563,20 @@ fn still_works(client: &Client, vis: &Vis, ad: &AtomicDomain<u64>) -> Res<()> {
     let (me, n) = (client.rank().0, client.size());
     let next = Rank((me + 1) % n);
     let (data_off, word_off) = (65536u64, 8192u64);
-    let mine: Vec<u8> = (0..1000u32).map(|i| (i ^ me * 31) as u8).collect();
+    let mine: Vec<u8> = (0..1000u32).map(|i| (i ^ (me * 31)) as u8).collect();
     client.segment().write(data_off, &mine)?;
     client.segment().write_u64(word_off, 0)?;
     client.barrier()?;
-    let theirs: Vec<u8> = (0..1000u32).map(|i| (i ^ next.0 * 31) as u8).collect();
+    let theirs: Vec<u8> = (0..1000u32).map(|i| (i ^ (next.0 * 31)) as u8).collect();
     // RMA by reference.
     let mut got = vec![0u8; 1000];
     client.get(&mut got, GlobalAddr::new(next, data_off), Flags::empty())?;
     assert_eq!(got, theirs, "reference get after the fuzz");
-    client.put(GlobalAddr::new(next, data_off + 2000), &mine, Flags::empty())?;
+    client.put(
+        GlobalAddr::new(next, data_off + 2000),
+        &mine,
+        Flags::empty(),
+    )?;
     // Atomics by reference: everyone adds its rank + 1 to rank 0's word.
     ad.op(
         GlobalAddr::new(Rank(0), word_off),
@@ -540,14 +589,22 @@ fn still_works(client: &Client, vis: &Vis, ad: &AtomicDomain<u64>) -> Res<()> {
     let frags = [(data_off, 100), (data_off + 500, 100)];
     let local = [(0, 100), (100, 100)];
     let mut two = vec![0u8; 200];
-    vis.get(next, Vector { peer: &frags, local: &local }, &mut two, Flags::empty())?;
+    vis.get(
+        next,
+        Vector {
+            peer: &frags,
+            local: &local,
+        },
+        &mut two,
+        Flags::empty(),
+    )?;
     assert_eq!(&two[..100], &theirs[..100]);
     assert_eq!(&two[100..], &theirs[500..600]);
     client.barrier()?;
     let prev = (me + n - 1) % n;
     let mut back = vec![0u8; 1000];
     client.segment().read(data_off + 2000, &mut back)?;
-    let put: Vec<u8> = (0..1000u32).map(|i| (i ^ prev * 31) as u8).collect();
+    let put: Vec<u8> = (0..1000u32).map(|i| (i ^ (prev * 31)) as u8).collect();
     assert_eq!(back, put, "reference put after the fuzz");
     if me == 0 {
         let total = ad.op(
@@ -557,7 +614,11 @@ fn still_works(client: &Client, vis: &Vis, ad: &AtomicDomain<u64>) -> Res<()> {
             0,
             AtomicFlags::empty(),
         )?;
-        assert_eq!(total, u64::from(n) * u64::from(n + 1) / 2, "atomic sum after the fuzz");
+        assert_eq!(
+            total,
+            u64::from(n) * u64::from(n + 1) / 2,
+            "atomic sum after the fuzz"
+        );
     }
     let sum = client
         .world_team()
