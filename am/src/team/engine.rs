@@ -1,42 +1,72 @@
 //! The collectives engine: one per client. It owns the handler every
-//! collective message arrives on, the mailbox that buffers those messages
+//! collective message arrives on, the teams this rank knows (what a
+//! peer's message is checked against), the mailbox that buffers messages
 //! until the collective (and round) they belong to asks for them, and the
 //! list of non-blocking collectives still in flight.
 //!
-//! Every message is keyed by `(team id, sequence number, tag)`: the team's
-//! id keeps teams apart, the per-team sequence number keeps consecutive
-//! collectives apart, and the tag names the round or phase inside one
-//! collective. Each key is sent to a given rank at most once, so a message
-//! that arrives early (from a peer already in a later round or a later
-//! collective) simply waits in the mailbox.
+//! Every message is keyed by `(team id, sequence number, tag)` and its
+//! sender: the team's id keeps teams apart, the per-team sequence number
+//! keeps consecutive collectives apart, the tag names the round or phase
+//! inside one collective, and a message is taken only from the member the
+//! algorithm expects. Each key is sent to a given rank at most once, so a
+//! message that arrives early (from a peer already in a later round or a
+//! later collective) simply waits in the mailbox. A message that breaks
+//! the protocol (its form, an unknown team, a sender outside the team, a
+//! collective finished here or too far ahead, a fragment that contradicts
+//! the others) is dropped, reported with its sender and counted.
 
+use super::mailbox::Mailbox;
+use super::registry::{Registry, Verdict};
+use super::wire::{self, Fragment, Key, NARGS};
 use crate::context::in_handler;
 use crate::{Endpoint, HandlerId};
 use parking_lot::Mutex;
 use rgex_core::{Backoff, Completion, Error, Flags, Rank, Result};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// `(team id, sequence number, tag)`.
-pub(crate) type Key = (u64, u64, u32);
+/// Malformed messages reported in full; later ones are only counted.
+const REPORTED: u64 = 20;
 
-/// Arguments of a collective message: team id (2), sequence number (2),
-/// tag, fragment offset (2), total length (2).
-const NARGS: usize = 9;
-
-/// A message being assembled from its fragments.
-struct Slot {
-    data: Vec<u8>,
-    got: usize,
+/// What the handler and the collectives share.
+#[derive(Default)]
+struct State {
+    teams: Registry,
+    mailbox: Mailbox,
 }
 
-type Mailbox = Mutex<HashMap<Key, Slot>>;
+/// Malformed messages received: reported (the first [`REPORTED`]) and
+/// counted.
+struct Malformed {
+    me: Rank,
+    count: AtomicU64,
+}
+
+impl Malformed {
+    fn report(&self, from: Rank, why: &str) {
+        // Relaxed: a statistic; nothing is published through it.
+        let n = self.count.fetch_add(1, Ordering::Relaxed);
+        if n < REPORTED {
+            eprintln!(
+                "rgex: {}: dropped a malformed collective message from {from}: {why}",
+                self.me
+            );
+            if n + 1 == REPORTED {
+                eprintln!(
+                    "rgex: {}: further malformed collective messages are counted, not reported",
+                    self.me
+                );
+            }
+        }
+    }
+}
 
 /// One step of a collective's state machine. `step` never waits: it sends
 /// what it can, takes what has arrived, and says whether it has finished.
 pub(crate) trait Step {
     fn step(&mut self, c: &Engine) -> Result<bool>;
+    /// The collective: `(team id, sequence number)`.
+    fn id(&self) -> (u64, u64);
 }
 
 /// A non-blocking collective in flight.
@@ -49,7 +79,8 @@ struct PendingOp {
 pub(crate) struct Engine {
     ep: Arc<Endpoint>,
     handler: HandlerId,
-    mailbox: Arc<Mailbox>,
+    state: Arc<Mutex<State>>,
+    malformed: Arc<Malformed>,
     pending: Mutex<Vec<Arc<PendingOp>>>,
     /// `pending.len()`, readable without the lock on every poll (shared
     /// with the endpoint, which calls the background hook only when it is
@@ -60,58 +91,70 @@ pub(crate) struct Engine {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("buffered", &self.mailbox.lock().len())
+            .field("buffered", &self.state.lock().mailbox.len())
             .field("pending", &self.pending.lock().len())
+            .field("malformed", &self.malformed_count())
             .finish()
     }
 }
 
-fn split64(x: u64) -> [u32; 2] {
-    [x as u32, (x >> 32) as u32]
-}
-
-fn join64(lo: u32, hi: u32) -> u64 {
-    u64::from(lo) | (u64::from(hi) << 32)
+/// File a message from `from` that reached the collectives' handler, or
+/// say why not.
+fn receive(
+    state: &Mutex<State>,
+    from: Rank,
+    category: rgex_core::Category,
+    request: bool,
+    args: &[u32],
+    p: &[u8],
+) -> std::result::Result<(), String> {
+    let f = Fragment::parse(category, request, args, p.len())?;
+    let (team, seq, tag) = f.key;
+    let mut st = state.lock();
+    match st.teams.check(from, team, seq) {
+        Verdict::Accept => st
+            .mailbox
+            .deposit(from, &f, p)
+            .map_err(|why| format!("{why} (collective #{seq} of team {team:#x}, tag {tag:#x})")),
+        Verdict::Straggler => Ok(()),
+        Verdict::Malformed(why) => Err(why),
+    }
 }
 
 impl Engine {
     /// Register the collectives' handler at reserved `index`.
     pub(crate) fn install(ep: &Arc<Endpoint>, index: u8) -> Result<Arc<Self>> {
-        let mailbox: Arc<Mailbox> = Arc::default();
-        let mb = mailbox.clone();
+        let state: Arc<Mutex<State>> = Arc::default();
+        // The world team (id 0) from the start: peers may send for it as
+        // soon as they are up.
+        let world: Vec<Rank> = (0..ep.size()).map(Rank).collect();
+        state.lock().teams.register(0, &world);
+        let malformed = Arc::new(Malformed {
+            me: ep.rank(),
+            count: AtomicU64::new(0),
+        });
+        let (st, bad) = (state.clone(), malformed.clone());
         let handler = ep
             .handlers()
             .register_reserved(index, "rgex.coll", move |tok, msg| {
-                let a = |i| msg.arg(i);
-                let key = (join64(a(0), a(1)), join64(a(2), a(3)), a(4));
-                let off = join64(a(5), a(6));
-                let total = join64(a(7), a(8));
-                let p = msg.payload();
-                let mut mb = mb.lock();
-                let slot = mb.entry(key).or_insert_with(|| Slot {
-                    data: vec![0; usize::try_from(total).unwrap_or(0)],
-                    got: 0,
-                });
-                let end = off.checked_add(p.len() as u64);
-                match end {
-                    Some(end) if end <= slot.data.len() as u64 => {
-                        slot.data[off as usize..end as usize].copy_from_slice(p);
-                        slot.got += p.len();
-                    }
-                    _ => eprintln!(
-                        "rgex: {}: dropped a malformed collective fragment from {} \
-                         (offset {off}, {} bytes, message of {} bytes)",
-                        tok.endpoint().rank(),
-                        tok.src(),
-                        p.len(),
-                        slot.data.len()
-                    ),
+                let from = tok.src();
+                let got = receive(
+                    &st,
+                    from,
+                    msg.category(),
+                    tok.is_request(),
+                    msg.args(),
+                    msg.payload(),
+                );
+                if let Err(why) = got {
+                    bad.report(from, &why);
                 }
             })?;
         let engine = Arc::new(Engine {
             ep: ep.clone(),
             handler,
-            mailbox,
+            state,
+            malformed,
             pending: Mutex::new(Vec::new()),
             in_flight: Arc::new(AtomicUsize::new(0)),
         });
@@ -126,18 +169,79 @@ impl Engine {
         Ok(engine)
     }
 
+    /// This rank.
+    pub(crate) fn rank(&self) -> Rank {
+        self.ep.rank()
+    }
+
+    /// Malformed collective messages received so far.
+    pub(crate) fn malformed_count(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.malformed.count.load(Ordering::Relaxed)
+    }
+
+    /// Report a malformed message from `from` (one that passed the
+    /// handler's checks but not the collective's).
+    pub(crate) fn report(&self, from: Rank, why: &str) {
+        self.malformed.report(from, why);
+    }
+
+    /// Know team `id` with these members (again after a split: the
+    /// members are now known; messages already buffered from ranks that
+    /// are not members are dropped and reported).
+    pub(crate) fn register_team(&self, id: u64, members: &[Rank]) {
+        let mut st = self.state.lock();
+        st.teams.register(id, members);
+        let State { teams, mailbox } = &mut *st;
+        let gone = mailbox.purge_team(id, |r| teams.is_member(id, r));
+        drop(st);
+        for from in gone {
+            self.report(from, &format!("{from} is not a member of team {id:#x}"));
+        }
+    }
+
+    /// Forget team `id` (its handle is gone, or its split failed).
+    pub(crate) fn forget_team(&self, id: u64) {
+        let mut st = self.state.lock();
+        st.teams.unregister(id);
+        let gone = st.mailbox.purge_team(id, |_| false);
+        drop(st);
+        for from in gone {
+            self.report(from, &format!("a message for team {id:#x}, gone here"));
+        }
+    }
+
+    /// Start a collective on team `id`: its sequence number.
+    pub(crate) fn begin(&self, id: u64, what: &'static str) -> Result<u64> {
+        self.state.lock().teams.start(id, what)
+    }
+
+    /// Collective `(team, seq)` finished here (`failed`: with an error).
+    /// What it did not take goes: after a failure, what its members sent
+    /// for it; after a success, messages no honest member sends.
+    fn finish(&self, (team, seq): (u64, u64), failed: bool) {
+        let mut st = self.state.lock();
+        st.teams.finish(team, seq, failed);
+        let left = st.mailbox.purge(team, seq);
+        drop(st);
+        if !failed {
+            for (tag, from) in left {
+                self.report(
+                    from,
+                    &format!("an unexpected message (tag {tag:#x}) for collective #{seq} of team {team:#x}"),
+                );
+            }
+        }
+    }
+
     /// Send `data` to `to` under `key`, in as many Medium fragments as it
     /// takes (one empty message for no data).
     pub(crate) fn send(&self, to: Rank, key: Key, data: &[u8]) -> Result<()> {
         let frag = self.ep.max_medium(to, NARGS).max(1);
-        let [t0, t1] = split64(key.0);
-        let [s0, s1] = split64(key.1);
-        let [l0, l1] = split64(data.len() as u64);
         let mut off = 0usize;
         loop {
             let end = (off + frag).min(data.len());
-            let [o0, o1] = split64(off as u64);
-            let args = [t0, t1, s0, s1, key.2, o0, o1, l0, l1];
+            let args = wire::args(key, off as u64, data.len() as u64);
             self.ep
                 .request_medium(to, self.handler, &args, &data[off..end], Flags::empty())?;
             off = end;
@@ -147,15 +251,9 @@ impl Engine {
         }
     }
 
-    /// The message for `key`, if it has arrived whole.
-    pub(crate) fn take(&self, key: Key) -> Option<Vec<u8>> {
-        let mut mb = self.mailbox.lock();
-        let whole = mb.get(&key).is_some_and(|s| s.got == s.data.len());
-        if whole {
-            mb.remove(&key).map(|s| s.data)
-        } else {
-            None
-        }
+    /// The message for `key` from `from`, if it has arrived whole.
+    pub(crate) fn take(&self, key: Key, from: Rank) -> Option<Vec<u8>> {
+        self.state.lock().mailbox.take(key, from)
     }
 
     /// Run handlers and advance the non-blocking collectives in flight.
@@ -178,25 +276,23 @@ impl Engine {
             let Some(mut op) = p.op.try_lock() else {
                 continue;
             };
-            let finished = match op.step(self) {
-                Ok(done) => done,
-                Err(e) => {
-                    eprintln!(
-                        "rgex: {}: a non-blocking collective failed: {e}",
-                        self.ep.rank()
-                    );
-                    true
-                }
+            let outcome = match op.step(self) {
+                Ok(false) => continue,
+                Ok(true) => Ok(()),
+                Err(e) => Err(e),
             };
+            self.finish(op.id(), outcome.is_err());
             drop(op);
-            if finished {
-                let mut pending = self.pending.lock();
-                pending.retain(|q| !Arc::ptr_eq(q, &p));
-                self.in_flight.store(pending.len(), Ordering::Relaxed);
-                drop(pending);
-                p.done.done();
-                n += 1;
+            let mut pending = self.pending.lock();
+            pending.retain(|q| !Arc::ptr_eq(q, &p));
+            self.in_flight.store(pending.len(), Ordering::Relaxed);
+            drop(pending);
+            match outcome {
+                Ok(()) => p.done.done(),
+                // The waiter's `wait_checked` reports it.
+                Err(e) => p.done.fail(e.to_string()),
             }
+            n += 1;
         }
         n
     }
@@ -205,16 +301,20 @@ impl Engine {
     /// in flight) while it waits.
     pub(crate) fn run(&self, op: &mut dyn Step) -> Result<()> {
         let mut backoff = Backoff::new(self.ep.polite());
-        loop {
-            if op.step(self)? {
-                return Ok(());
+        let outcome = loop {
+            match op.step(self) {
+                Ok(false) => {}
+                Ok(true) => break Ok(()),
+                Err(e) => break Err(e),
             }
             if self.progress_all() == 0 {
                 backoff.snooze();
             } else {
                 backoff.reset();
             }
-        }
+        };
+        self.finish(op.id(), outcome.is_err());
+        outcome
     }
 
     /// Start `op` in the background; the event completes when it finishes.
@@ -222,8 +322,16 @@ impl Engine {
         self: &Arc<Self>,
         mut op: Box<dyn Step + Send>,
     ) -> Result<rgex_core::Event> {
-        if op.step(self)? {
-            return Ok(rgex_core::Event::done());
+        match op.step(self) {
+            Ok(false) => {}
+            Ok(true) => {
+                self.finish(op.id(), false);
+                return Ok(rgex_core::Event::done());
+            }
+            Err(e) => {
+                self.finish(op.id(), true);
+                return Err(e);
+            }
         }
         let done = Completion::new(1);
         let mut pending = self.pending.lock();
