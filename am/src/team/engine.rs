@@ -364,3 +364,115 @@ pub(crate) fn not_in_handler(what: &'static str) -> Result<()> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rgex_core::Category;
+
+    /// xorshift64: the fuzz is the same on every run.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// Random messages from peers, well-formed or not: the handler's
+    /// checks never panic, accept only Medium requests of 9 arguments from
+    /// a member of a known team, and nothing they accept completes a
+    /// message that its fragments did not fill.
+    #[test]
+    fn fuzz_the_handler() {
+        let state: Mutex<State> = Mutex::default();
+        {
+            let mut st = state.lock();
+            st.teams.register(0, &(0..4).map(Rank).collect::<Vec<_>>());
+            st.teams.register(9, &[Rank(1), Rank(3)]);
+            for _ in 0..3 {
+                st.teams.start(0, "barrier").unwrap();
+            }
+            st.teams.finish(0, 1, false);
+            st.teams.finish(0, 2, true);
+        }
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let payload: Vec<u8> = (0..=255).collect();
+        let (mut accepted, mut refused) = (0, 0);
+        for _ in 0..10_000 {
+            let plausible = rng.below(2) == 0;
+            let category = if plausible {
+                Category::Medium
+            } else {
+                [Category::Short, Category::Medium, Category::Long][rng.below(3) as usize]
+            };
+            let request = plausible || rng.below(4) != 0;
+            let nargs = if plausible {
+                NARGS
+            } else {
+                rng.below(17) as usize
+            };
+            let team = [0, 9, rng.next()][rng.below(3) as usize];
+            let seq = if plausible {
+                rng.below(4)
+            } else {
+                rng.next() >> rng.below(64)
+            };
+            let tag = if plausible {
+                [wire::TAG_DISSEM, wire::TAG_BCAST, wire::TAG_REDUCE + 1][rng.below(3) as usize]
+            } else {
+                rng.next() as u32
+            };
+            let total = if plausible {
+                rng.below(64)
+            } else {
+                rng.next() >> rng.below(64)
+            };
+            let off = if plausible {
+                rng.below(total + 1)
+            } else {
+                rng.next() >> rng.below(64)
+            };
+            let len = rng.below(65) as usize;
+            let mut args = wire::args((team, seq, tag), off, total).to_vec();
+            args.resize(nargs, rng.next() as u32);
+            let from = Rank(rng.below(6) as u32);
+            match receive(&state, from, category, request, &args, &payload[..len]) {
+                Ok(()) => {
+                    accepted += 1;
+                    assert!(category == Category::Medium && request && nargs == NARGS);
+                    assert!(team == 0 || (team == 9 && [1, 3].contains(&from.0)));
+                    assert!(
+                        from.0 < 4 && off + len as u64 <= total,
+                        "{args:?} from {from}"
+                    );
+                }
+                Err(why) => {
+                    refused += 1;
+                    assert!(!why.is_empty());
+                }
+            }
+        }
+        assert!(
+            accepted > 100 && refused > 100,
+            "accepted {accepted}, refused {refused}"
+        );
+        // What was kept is for the known teams' collectives in the window.
+        let mut st = state.lock();
+        assert!(st.mailbox.len() > 0);
+        for seq in 0..3 + super::super::registry::MAX_IN_FLIGHT {
+            st.mailbox.purge(0, seq);
+            st.mailbox.purge(9, seq);
+        }
+        assert_eq!(
+            st.mailbox.len(),
+            0,
+            "messages only for collectives in the window"
+        );
+    }
+}

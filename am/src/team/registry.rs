@@ -130,15 +130,16 @@ impl Registry {
 
     /// Check a message from `from` for collective `seq` of team `id`.
     pub(crate) fn check(&self, from: Rank, id: u64, seq: u64) -> Verdict {
+        let team = self.teams.get(&id);
+        if team.is_some_and(|e| e.members.binary_search(&from).is_err()) {
+            return Verdict::Malformed(format!("{from} is not a member of team {id:#x}"));
+        }
         if self.aborted.contains(&(id, seq)) {
             return Verdict::Straggler;
         }
-        let Some(e) = self.teams.get(&id) else {
+        let Some(e) = team else {
             return Verdict::Malformed(format!("team {id:#x} is not known here"));
         };
-        if e.members.binary_search(&from).is_err() {
-            return Verdict::Malformed(format!("{from} is not a member of team {id:#x}"));
-        }
         if e.finished(seq) {
             return Verdict::Malformed(format!(
                 "collective #{seq} of team {id:#x} has already finished here"
@@ -186,6 +187,7 @@ mod tests {
         assert_eq!(r.check(Rank(1), 5, 0), Verdict::Accept);
         r.finish(5, 0, true);
         assert_eq!(r.check(Rank(1), 5, 0), Verdict::Straggler);
+        malformed(r.check(Rank(2), 5, 0), "not a member");
         assert_eq!(r.check(Rank(1), 5, 2), Verdict::Accept);
         r.finish(5, 2, false);
         malformed(r.check(Rank(1), 5, 2), "already finished");
