@@ -73,6 +73,10 @@ pub(crate) trait Step {
 struct PendingOp {
     op: Mutex<Box<dyn Step + Send>>,
     done: Arc<Completion>,
+    /// The team's handle, kept until the collective finishes: dropping
+    /// the last handle forgets the team, whose messages would then be
+    /// refused.
+    _team: Arc<dyn Send + Sync>,
 }
 
 /// See the module documentation.
@@ -317,10 +321,12 @@ impl Engine {
         outcome
     }
 
-    /// Start `op` in the background; the event completes when it finishes.
+    /// Start `op` in the background, keeping `team` alive meanwhile; the
+    /// event completes when it finishes (and fails if it fails).
     pub(crate) fn start(
         self: &Arc<Self>,
         mut op: Box<dyn Step + Send>,
+        team: Arc<dyn Send + Sync>,
     ) -> Result<rgex_core::Event> {
         match op.step(self) {
             Ok(false) => {}
@@ -338,6 +344,7 @@ impl Engine {
         pending.push(Arc::new(PendingOp {
             op: Mutex::new(op),
             done: done.clone(),
+            _team: team,
         }));
         self.in_flight.store(pending.len(), Ordering::Relaxed);
         drop(pending);

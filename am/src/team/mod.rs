@@ -279,7 +279,7 @@ impl TeamHandle {
     /// ```
     pub fn barrier_nb(&self) -> Result<Event> {
         let op = Coll::new(self.ctx("barrier_nb")?, self.agree(Sig::barrier()), ());
-        self.inner.engine.start(Box::new(op))
+        self.inner.engine.start(Box::new(op), self.inner.clone())
     }
 
     /// Poll the endpoint and advance this client's non-blocking

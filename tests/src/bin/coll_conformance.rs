@@ -634,6 +634,10 @@ fn mismatches(client: &Client) -> rgex::Result<()> {
     let got = rev.allreduce(&data(len), ReduceOp::Sum);
     expect_mismatch(&rev, got, "allreduce", "element count", n - 1, "5", "6");
     still_usable(&rev, 14)?;
+    // A non-blocking barrier outlives the last handle of its team.
+    let ev = rev.barrier_nb()?;
+    drop(rev);
+    ev.wait_checked()?;
     still_usable(t, 15)?;
     ok(client, "mismatch: on a split team");
     Ok(())
