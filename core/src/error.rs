@@ -195,6 +195,34 @@ pub enum Error {
         /// What the network reported (with the provider and its error text).
         why: String,
     },
+    /// The members of a team called one collective (the same sequence
+    /// number on the team) with arguments that do not match: another
+    /// collective, root, element type, operator or element count. Every
+    /// member gets this error for that collective, naming the same two
+    /// members (team rank `first`, the lowest, and `second`, the lowest
+    /// whose arguments differ from `first`'s), and the team stays usable.
+    #[error("{collective} on {rank} (collective #{seq} of team {team:#x}): the members disagree on the {field}: team rank {first} passed {first_value}, team rank {second} passed {second_value}; every member must call a team's collectives in the same order with matching arguments")]
+    CollectiveMismatch {
+        /// The call on this rank ("allreduce", "broadcast", ...).
+        collective: &'static str,
+        /// This rank.
+        rank: Rank,
+        /// The team's id.
+        team: u64,
+        /// The collective's sequence number on the team.
+        seq: u64,
+        /// What differs: "collective", "root", "element type", "operator"
+        /// or "element count".
+        field: &'static str,
+        /// The lowest team rank.
+        first: u32,
+        /// What `first` passed.
+        first_value: String,
+        /// The lowest team rank whose arguments differ from `first`'s.
+        second: u32,
+        /// What `second` passed.
+        second_value: String,
+    },
     /// A non-blocking operation failed after it was injected (reported by
     /// the conduit at completion, with the operation, ranks and cause).
     #[error("operation failed: {0}")]

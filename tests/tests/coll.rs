@@ -9,7 +9,7 @@ use common::{job, run_ok};
 use std::process::Command;
 
 const COLL: &str = env!("CARGO_BIN_EXE_coll_conformance");
-const CHECKS: usize = 10;
+const CHECKS: usize = 18;
 
 #[test]
 fn one_rank_without_launcher() {

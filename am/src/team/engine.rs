@@ -1,55 +1,78 @@
 //! The collectives engine: one per client. It owns the handler every
-//! collective message arrives on, the mailbox that buffers those messages
+//! collective message arrives on, the teams this rank knows (what a
+//! peer's message is checked against), the mailbox that buffers messages
 //! until the collective (and round) they belong to asks for them, and the
 //! list of non-blocking collectives still in flight.
 //!
-//! Every message is keyed by `(team id, sequence number, tag)`: the team's
-//! id keeps teams apart, the per-team sequence number keeps consecutive
-//! collectives apart, and the tag names the round or phase inside one
-//! collective. Each key is sent to a given rank at most once, so a message
-//! that arrives early (from a peer already in a later round or a later
-//! collective) simply waits in the mailbox.
+//! Every message is keyed by `(team id, sequence number, tag)` and its
+//! sender: the team's id keeps teams apart, the per-team sequence number
+//! keeps consecutive collectives apart, the tag names the round or phase
+//! inside one collective, and a message is taken only from the member the
+//! algorithm expects. Each key is sent to a given rank at most once, so a
+//! message that arrives early (from a peer already in a later round or a
+//! later collective) simply waits in the mailbox. A message that breaks
+//! the protocol (its form, an unknown team, a sender outside the team, a
+//! collective finished here or too far ahead, a fragment that contradicts
+//! the others) is dropped, reported with its sender and counted.
 
+use super::mailbox::Mailbox;
+use super::registry::{Registry, Verdict};
+use super::wire::{self, Fragment, Key, NARGS};
 use crate::context::in_handler;
 use crate::{Accepts, Endpoint, ProtocolId};
 use parking_lot::Mutex;
 use rgex_core::{Backoff, Category, Completion, Error, Flags, Rank, Result};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// `(team id, sequence number, tag)`.
-pub(crate) type Key = (u64, u64, u32);
-
-/// Arguments of a collective message: team id (2), sequence number (2),
-/// tag, fragment offset (2), total length (2).
-const NARGS: usize = 9;
-
-/// A message being assembled from its fragments.
-struct Slot {
-    data: Vec<u8>,
-    got: usize,
+/// What the handler and the collectives share.
+#[derive(Default)]
+struct State {
+    teams: Registry,
+    mailbox: Mailbox,
 }
 
-type Mailbox = Mutex<HashMap<Key, Slot>>;
+/// Malformed collective messages received: counted here for the teams
+/// ([`TeamHandle::malformed_messages`](crate::TeamHandle::malformed_messages)),
+/// and reported through the endpoint like any protocol's
+/// ([`Endpoint::malformed`]).
+struct Malformed {
+    index: u8,
+    count: AtomicU64,
+}
+
+impl Malformed {
+    fn report(&self, ep: &Endpoint, from: Rank, why: &str) {
+        // Relaxed: a statistic; nothing is published through it.
+        self.count.fetch_add(1, Ordering::Relaxed);
+        ep.malformed(from, self.index, why);
+    }
+}
 
 /// One step of a collective's state machine. `step` never waits: it sends
 /// what it can, takes what has arrived, and says whether it has finished.
 pub(crate) trait Step {
     fn step(&mut self, c: &Engine) -> Result<bool>;
+    /// The collective: `(team id, sequence number)`.
+    fn id(&self) -> (u64, u64);
 }
 
 /// A non-blocking collective in flight.
 struct PendingOp {
     op: Mutex<Box<dyn Step + Send>>,
     done: Arc<Completion>,
+    /// The team's handle, kept until the collective finishes: dropping
+    /// the last handle forgets the team, whose messages would then be
+    /// refused.
+    _team: Arc<dyn Send + Sync>,
 }
 
 /// See the module documentation.
 pub(crate) struct Engine {
     ep: Arc<Endpoint>,
     handler: ProtocolId,
-    mailbox: Arc<Mailbox>,
+    state: Arc<Mutex<State>>,
+    malformed: Arc<Malformed>,
     pending: Mutex<Vec<Arc<PendingOp>>>,
     /// `pending.len()`, readable without the lock on every poll (shared
     /// with the endpoint, which calls the background hook only when it is
@@ -60,61 +83,73 @@ pub(crate) struct Engine {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("buffered", &self.mailbox.lock().len())
+            .field("buffered", &self.state.lock().mailbox.len())
             .field("pending", &self.pending.lock().len())
+            .field("malformed", &self.malformed_count())
             .finish()
     }
 }
 
-fn split64(x: u64) -> [u32; 2] {
-    [x as u32, (x >> 32) as u32]
-}
-
-fn join64(lo: u32, hi: u32) -> u64 {
-    u64::from(lo) | (u64::from(hi) << 32)
+/// File a message from `from` that reached the collectives' handler, or
+/// say why not.
+fn receive(
+    state: &Mutex<State>,
+    from: Rank,
+    category: rgex_core::Category,
+    request: bool,
+    args: &[u32],
+    p: &[u8],
+) -> std::result::Result<(), String> {
+    let f = Fragment::parse(category, request, args, p.len())?;
+    let (team, seq, tag) = f.key;
+    let mut st = state.lock();
+    match st.teams.check(from, team, seq) {
+        Verdict::Accept => st
+            .mailbox
+            .deposit(from, &f, p)
+            .map_err(|why| format!("{why} (collective #{seq} of team {team:#x}, tag {tag:#x})")),
+        Verdict::Straggler => Ok(()),
+        Verdict::Malformed(why) => Err(why),
+    }
 }
 
 impl Engine {
     /// Register the collectives' handler at reserved `index`.
     pub(crate) fn install(ep: &Arc<Endpoint>, index: u8) -> Result<Arc<Self>> {
-        let mailbox: Arc<Mailbox> = Arc::default();
-        let mb = mailbox.clone();
-        let handler = ep.handlers().register_protocol(
+        let state: Arc<Mutex<State>> = Arc::default();
+        // The world team (id 0) from the start: peers may send for it as
+        // soon as they are up.
+        let world: Vec<Rank> = (0..ep.size()).map(Rank).collect();
+        state.lock().teams.register(0, &world);
+        let malformed = Arc::new(Malformed {
             index,
-            "rgex.coll",
-            Accepts::request(Category::Medium, NARGS as u8),
-            move |tok, msg| {
-                let a = |i| msg.arg(i);
-                let key = (join64(a(0), a(1)), join64(a(2), a(3)), a(4));
-                let off = join64(a(5), a(6));
-                let total = join64(a(7), a(8));
-                let p = msg.payload();
-                let mut mb = mb.lock();
-                let slot = mb.entry(key).or_insert_with(|| Slot {
-                    data: vec![0; usize::try_from(total).unwrap_or(0).min(1 << 20)],
-                    got: 0,
-                });
-                let end = off.checked_add(p.len() as u64);
-                match end {
-                    Some(end) if end <= slot.data.len() as u64 => {
-                        slot.data[off as usize..end as usize].copy_from_slice(p);
-                        slot.got += p.len();
+            count: AtomicU64::new(0),
+        });
+        let (st, bad) = (state.clone(), malformed.clone());
+        // The handler's own checks cover what `Accepts` does (they are
+        // unit-tested alone); both say the same.
+        let accepts = Accepts::request(Category::Medium, NARGS as u8);
+        let handler =
+            ep.handlers()
+                .register_protocol(index, "rgex.coll", accepts, move |tok, msg| {
+                    let from = tok.src();
+                    let got = receive(
+                        &st,
+                        from,
+                        msg.category(),
+                        tok.is_request(),
+                        msg.args(),
+                        msg.payload(),
+                    );
+                    if let Err(why) = got {
+                        bad.report(tok.endpoint(), from, &why);
                     }
-                    _ => eprintln!(
-                        "rgex: {}: dropped a malformed collective fragment from {} \
-                         (offset {off}, {} bytes, message of {} bytes)",
-                        tok.endpoint().rank(),
-                        tok.src(),
-                        p.len(),
-                        slot.data.len()
-                    ),
-                }
-            },
-        )?;
+                })?;
         let engine = Arc::new(Engine {
             ep: ep.clone(),
             handler,
-            mailbox,
+            state,
+            malformed,
             pending: Mutex::new(Vec::new()),
             in_flight: Arc::new(AtomicUsize::new(0)),
         });
@@ -129,18 +164,79 @@ impl Engine {
         Ok(engine)
     }
 
+    /// This rank.
+    pub(crate) fn rank(&self) -> Rank {
+        self.ep.rank()
+    }
+
+    /// Malformed collective messages received so far.
+    pub(crate) fn malformed_count(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.malformed.count.load(Ordering::Relaxed)
+    }
+
+    /// Report a malformed message from `from` (one that passed the
+    /// handler's checks but not the collective's).
+    pub(crate) fn report(&self, from: Rank, why: &str) {
+        self.malformed.report(&self.ep, from, why);
+    }
+
+    /// Know team `id` with these members (again after a split: the
+    /// members are now known; messages already buffered from ranks that
+    /// are not members are dropped and reported).
+    pub(crate) fn register_team(&self, id: u64, members: &[Rank]) {
+        let mut st = self.state.lock();
+        st.teams.register(id, members);
+        let State { teams, mailbox } = &mut *st;
+        let gone = mailbox.purge_team(id, |r| teams.is_member(id, r));
+        drop(st);
+        for from in gone {
+            self.report(from, &format!("{from} is not a member of team {id:#x}"));
+        }
+    }
+
+    /// Forget team `id` (its handle is gone, or its split failed).
+    pub(crate) fn forget_team(&self, id: u64) {
+        let mut st = self.state.lock();
+        st.teams.unregister(id);
+        let gone = st.mailbox.purge_team(id, |_| false);
+        drop(st);
+        for from in gone {
+            self.report(from, &format!("a message for team {id:#x}, gone here"));
+        }
+    }
+
+    /// Start a collective on team `id`: its sequence number.
+    pub(crate) fn begin(&self, id: u64, what: &'static str) -> Result<u64> {
+        self.state.lock().teams.start(id, what)
+    }
+
+    /// Collective `(team, seq)` finished here (`failed`: with an error).
+    /// What it did not take goes: after a failure, what its members sent
+    /// for it; after a success, messages no honest member sends.
+    fn finish(&self, (team, seq): (u64, u64), failed: bool) {
+        let mut st = self.state.lock();
+        st.teams.finish(team, seq, failed);
+        let left = st.mailbox.purge(team, seq);
+        drop(st);
+        if !failed {
+            for (tag, from) in left {
+                self.report(
+                    from,
+                    &format!("an unexpected message (tag {tag:#x}) for collective #{seq} of team {team:#x}"),
+                );
+            }
+        }
+    }
+
     /// Send `data` to `to` under `key`, in as many Medium fragments as it
     /// takes (one empty message for no data).
     pub(crate) fn send(&self, to: Rank, key: Key, data: &[u8]) -> Result<()> {
         let frag = self.ep.max_medium(to, NARGS).max(1);
-        let [t0, t1] = split64(key.0);
-        let [s0, s1] = split64(key.1);
-        let [l0, l1] = split64(data.len() as u64);
         let mut off = 0usize;
         loop {
             let end = (off + frag).min(data.len());
-            let [o0, o1] = split64(off as u64);
-            let args = [t0, t1, s0, s1, key.2, o0, o1, l0, l1];
+            let args = wire::args(key, off as u64, data.len() as u64);
             self.ep
                 .request_medium(to, self.handler, &args, &data[off..end], Flags::empty())?;
             off = end;
@@ -150,15 +246,9 @@ impl Engine {
         }
     }
 
-    /// The message for `key`, if it has arrived whole.
-    pub(crate) fn take(&self, key: Key) -> Option<Vec<u8>> {
-        let mut mb = self.mailbox.lock();
-        let whole = mb.get(&key).is_some_and(|s| s.got == s.data.len());
-        if whole {
-            mb.remove(&key).map(|s| s.data)
-        } else {
-            None
-        }
+    /// The message for `key` from `from`, if it has arrived whole.
+    pub(crate) fn take(&self, key: Key, from: Rank) -> Option<Vec<u8>> {
+        self.state.lock().mailbox.take(key, from)
     }
 
     /// Run handlers and advance the non-blocking collectives in flight.
@@ -181,25 +271,23 @@ impl Engine {
             let Some(mut op) = p.op.try_lock() else {
                 continue;
             };
-            let finished = match op.step(self) {
-                Ok(done) => done,
-                Err(e) => {
-                    eprintln!(
-                        "rgex: {}: a non-blocking collective failed: {e}",
-                        self.ep.rank()
-                    );
-                    true
-                }
+            let outcome = match op.step(self) {
+                Ok(false) => continue,
+                Ok(true) => Ok(()),
+                Err(e) => Err(e),
             };
+            self.finish(op.id(), outcome.is_err());
             drop(op);
-            if finished {
-                let mut pending = self.pending.lock();
-                pending.retain(|q| !Arc::ptr_eq(q, &p));
-                self.in_flight.store(pending.len(), Ordering::Relaxed);
-                drop(pending);
-                p.done.done();
-                n += 1;
+            let mut pending = self.pending.lock();
+            pending.retain(|q| !Arc::ptr_eq(q, &p));
+            self.in_flight.store(pending.len(), Ordering::Relaxed);
+            drop(pending);
+            match outcome {
+                Ok(()) => p.done.done(),
+                // The waiter's `wait_checked` reports it.
+                Err(e) => p.done.fail(e.to_string()),
             }
+            n += 1;
         }
         n
     }
@@ -208,31 +296,46 @@ impl Engine {
     /// in flight) while it waits.
     pub(crate) fn run(&self, op: &mut dyn Step) -> Result<()> {
         let mut backoff = Backoff::new(self.ep.polite());
-        loop {
-            if op.step(self)? {
-                return Ok(());
+        let outcome = loop {
+            match op.step(self) {
+                Ok(false) => {}
+                Ok(true) => break Ok(()),
+                Err(e) => break Err(e),
             }
             if self.progress_all() == 0 {
                 backoff.snooze();
             } else {
                 backoff.reset();
             }
-        }
+        };
+        self.finish(op.id(), outcome.is_err());
+        outcome
     }
 
-    /// Start `op` in the background; the event completes when it finishes.
+    /// Start `op` in the background, keeping `team` alive meanwhile; the
+    /// event completes when it finishes (and fails if it fails).
     pub(crate) fn start(
         self: &Arc<Self>,
         mut op: Box<dyn Step + Send>,
+        team: Arc<dyn Send + Sync>,
     ) -> Result<rgex_core::Event> {
-        if op.step(self)? {
-            return Ok(rgex_core::Event::done());
+        match op.step(self) {
+            Ok(false) => {}
+            Ok(true) => {
+                self.finish(op.id(), false);
+                return Ok(rgex_core::Event::done());
+            }
+            Err(e) => {
+                self.finish(op.id(), true);
+                return Err(e);
+            }
         }
         let done = Completion::new(1);
         let mut pending = self.pending.lock();
         pending.push(Arc::new(PendingOp {
             op: Mutex::new(op),
             done: done.clone(),
+            _team: team,
         }));
         self.in_flight.store(pending.len(), Ordering::Relaxed);
         drop(pending);
@@ -257,5 +360,117 @@ pub(crate) fn not_in_handler(what: &'static str) -> Result<()> {
         Err(Error::InHandler { what })
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rgex_core::Category;
+
+    /// xorshift64: the fuzz is the same on every run.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// Random messages from peers, well-formed or not: the handler's
+    /// checks never panic, accept only Medium requests of 9 arguments from
+    /// a member of a known team, and nothing they accept completes a
+    /// message that its fragments did not fill.
+    #[test]
+    fn fuzz_the_handler() {
+        let state: Mutex<State> = Mutex::default();
+        {
+            let mut st = state.lock();
+            st.teams.register(0, &(0..4).map(Rank).collect::<Vec<_>>());
+            st.teams.register(9, &[Rank(1), Rank(3)]);
+            for _ in 0..3 {
+                st.teams.start(0, "barrier").unwrap();
+            }
+            st.teams.finish(0, 1, false);
+            st.teams.finish(0, 2, true);
+        }
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let payload: Vec<u8> = (0..=255).collect();
+        let (mut accepted, mut refused) = (0, 0);
+        for _ in 0..10_000 {
+            let plausible = rng.below(2) == 0;
+            let category = if plausible {
+                Category::Medium
+            } else {
+                [Category::Short, Category::Medium, Category::Long][rng.below(3) as usize]
+            };
+            let request = plausible || rng.below(4) != 0;
+            let nargs = if plausible {
+                NARGS
+            } else {
+                rng.below(17) as usize
+            };
+            let team = [0, 9, rng.next()][rng.below(3) as usize];
+            let seq = if plausible {
+                rng.below(4)
+            } else {
+                rng.next() >> rng.below(64)
+            };
+            let tag = if plausible {
+                [wire::TAG_DISSEM, wire::TAG_BCAST, wire::TAG_REDUCE + 1][rng.below(3) as usize]
+            } else {
+                rng.next() as u32
+            };
+            let total = if plausible {
+                rng.below(64)
+            } else {
+                rng.next() >> rng.below(64)
+            };
+            let off = if plausible {
+                rng.below(total + 1)
+            } else {
+                rng.next() >> rng.below(64)
+            };
+            let len = rng.below(65) as usize;
+            let mut args = wire::args((team, seq, tag), off, total).to_vec();
+            args.resize(nargs, rng.next() as u32);
+            let from = Rank(rng.below(6) as u32);
+            match receive(&state, from, category, request, &args, &payload[..len]) {
+                Ok(()) => {
+                    accepted += 1;
+                    assert!(category == Category::Medium && request && nargs == NARGS);
+                    assert!(team == 0 || (team == 9 && [1, 3].contains(&from.0)));
+                    assert!(
+                        from.0 < 4 && off + len as u64 <= total,
+                        "{args:?} from {from}"
+                    );
+                }
+                Err(why) => {
+                    refused += 1;
+                    assert!(!why.is_empty());
+                }
+            }
+        }
+        assert!(
+            accepted > 100 && refused > 100,
+            "accepted {accepted}, refused {refused}"
+        );
+        // What was kept is for the known teams' collectives in the window.
+        let mut st = state.lock();
+        assert!(st.mailbox.len() > 0);
+        for seq in 0..3 + super::super::registry::MAX_IN_FLIGHT {
+            st.mailbox.purge(0, seq);
+            st.mailbox.purge(9, seq);
+        }
+        assert_eq!(
+            st.mailbox.len(),
+            0,
+            "messages only for collectives in the window"
+        );
     }
 }

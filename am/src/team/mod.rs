@@ -14,26 +14,40 @@
 //!
 //! Rules, as in MPI and GASNet: every member calls a team's collectives in
 //! the same order (from one thread at a time per team), with matching
-//! arguments (root, element count). Collectives are refused inside AM
-//! handlers ([`Error::InHandler`]).
+//! arguments (the same collective, root, element type, operator and
+//! element count). Members that do not match all get
+//! [`Error::CollectiveMismatch`] for that collective (naming the lowest
+//! team rank, the lowest one that differs from it, and what each passed),
+//! and the team stays usable for the next collective. User operators
+//! cannot be told apart from each other (only from built-in ones), nor can
+//! element types of one name. Collectives are refused inside AM handlers
+//! ([`Error::InHandler`]). A member may have at most 65536 collectives of
+//! one team in flight (non-blocking barriers not yet finished).
 //!
-//! Algorithms: barrier by dissemination (ceil(log2 n) rounds); broadcast
-//! by binomial tree, the payload split into Medium fragments; reduce by
-//! binomial tree towards team rank 0 (operands combine in team-rank
-//! order, so a user operator needs to be associative, not commutative),
-//! then one message to the root or a binomial broadcast (allreduce); the
-//! split's allgather by Bruck's algorithm.
+//! Algorithms: every collective runs a dissemination over the team
+//! (ceil(log2 n) rounds, one small message per rank and round) carrying a
+//! summary of the members' arguments, so that every member learns whether
+//! they agree; a barrier is that alone. Beside it: broadcast by binomial
+//! tree, the payload split into Medium fragments; reduce by binomial tree
+//! towards team rank 0 (operands combine in team-rank order, so a user
+//! operator needs to be associative, not commutative), then one message to
+//! the root or a binomial broadcast (allreduce); the split's allgather by
+//! Bruck's algorithm, in the dissemination's own messages.
 
 mod algo;
 pub(crate) mod engine;
+mod mailbox;
 mod ops;
+mod registry;
+mod signature;
+mod wire;
 
 pub use ops::{Element, Numeric, ReduceOp};
 
-use algo::{Allgather, Barrier, Bcast, Ctx, Dest, Reduce};
+use algo::{Bcast, Coll, Ctx, Dest, Dissem, Reduce};
 use engine::{not_in_handler, Engine};
 use rgex_core::{Error, Event, Rank, Result, Team};
-use std::sync::atomic::{AtomicU64, Ordering};
+use signature::{ElemId, OpId, Sig, Summary};
 use std::sync::Arc;
 
 /// The colour that puts a rank in no new team in [`TeamHandle::split`].
@@ -61,8 +75,13 @@ pub struct TeamHandle {
 struct Inner {
     team: Team,
     id: u64,
-    seq: AtomicU64,
     engine: Arc<Engine>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.engine.forget_team(self.id);
+    }
 }
 
 impl std::fmt::Debug for TeamHandle {
@@ -85,11 +104,11 @@ fn mix64(mut x: u64) -> u64 {
 impl TeamHandle {
     /// The world team (id 0).
     pub(crate) fn world(engine: Arc<Engine>, team: Team) -> Self {
+        engine.register_team(0, team.members());
         TeamHandle {
             inner: Arc::new(Inner {
                 team,
                 id: 0,
-                seq: AtomicU64::new(0),
                 engine,
             }),
         }
@@ -128,17 +147,29 @@ impl TeamHandle {
         self.inner.team.team_rank(r)
     }
 
+    /// Malformed collective messages this client has received from peers
+    /// and dropped, on every team (each is also reported on stderr, the
+    /// first few in full, with its sender and what was wrong). Honest
+    /// peers send none, even when collectives fail.
+    pub fn malformed_messages(&self) -> u64 {
+        self.inner.engine.malformed_count()
+    }
+
+    /// Start a collective: its instance, numbered on the team.
     fn ctx(&self, what: &'static str) -> Result<Ctx> {
         not_in_handler(what)?;
-        // Relaxed: the counter only has to hand out distinct numbers; the
-        // read-modify-write does that whatever the ordering, and nothing
-        // is published through it.
-        let seq = self.inner.seq.fetch_add(1, Ordering::Relaxed);
+        let seq = self.inner.engine.begin(self.inner.id, what)?;
         Ok(Ctx {
             team: self.inner.team.clone(),
             id: self.inner.id,
             seq,
+            what,
         })
+    }
+
+    /// The agreement on this member's arguments `sig`.
+    fn agree(&self, sig: Sig) -> Dissem {
+        Dissem::new(Summary::of(self.my_rank(), sig))
     }
 
     fn check_root(&self, root: u32) -> Result<()> {
@@ -167,17 +198,30 @@ impl TeamHandle {
     /// # Ok(()) }
     /// ```
     pub fn split(&self, colour: u32, key: u32) -> Result<Option<TeamHandle>> {
-        let ctx = self.ctx("team split")?;
-        let seq = ctx.seq;
+        let ctx = self.ctx("split")?;
+        let engine = &self.inner.engine;
+        let id = mix64(mix64(self.inner.id ^ 0x7465_616d) ^ ctx.seq) ^ mix64(u64::from(colour) + 1);
+        // Members that finish first may send for the new team before this
+        // rank has finished: know it now, with this team's members until
+        // the split says which.
+        if colour != NO_COLOUR {
+            engine.register_team(id, self.team().members());
+        }
         let mut mine = Vec::with_capacity(8);
         colour.write(&mut mine);
         key.write(&mut mine);
-        let mut op = Allgather::new(ctx, mine);
-        self.inner.engine.run(&mut op)?;
+        let summary = Summary::of(self.my_rank(), Sig::split());
+        let mut op = Coll::new(ctx.clone(), Dissem::gathering(summary, mine), ());
+        if let Err(e) = engine.run(&mut op) {
+            if colour != NO_COLOUR {
+                engine.forget_team(id);
+            }
+            return Err(e);
+        }
         if colour == NO_COLOUR {
             return Ok(None);
         }
-        let all = op.result();
+        let all = op.agree.gathered(&ctx);
         let mut chosen: Vec<(u32, u32)> = all
             .chunks_exact(8)
             .enumerate()
@@ -195,13 +239,12 @@ impl TeamHandle {
             .map(|&(_, r)| self.world_rank(r))
             .collect::<Result<Vec<_>>>()?;
         let team = Team::from_members(members, my_index)?;
-        let id = mix64(mix64(self.inner.id ^ 0x7465_616d) ^ seq) ^ mix64(u64::from(colour) + 1);
+        engine.register_team(id, team.members());
         Ok(Some(TeamHandle {
             inner: Arc::new(Inner {
                 team,
                 id,
-                seq: AtomicU64::new(0),
-                engine: self.inner.engine.clone(),
+                engine: engine.clone(),
             }),
         }))
     }
@@ -215,7 +258,7 @@ impl TeamHandle {
     /// # Ok(()) }
     /// ```
     pub fn barrier(&self) -> Result<()> {
-        let mut op = Barrier::new(self.ctx("barrier")?);
+        let mut op = Coll::new(self.ctx("barrier")?, self.agree(Sig::barrier()), ());
         self.inner.engine.run(&mut op)
     }
 
@@ -235,8 +278,8 @@ impl TeamHandle {
     /// # Ok(()) }
     /// ```
     pub fn barrier_nb(&self) -> Result<Event> {
-        let op = Barrier::new(self.ctx("barrier_nb")?);
-        self.inner.engine.start(Box::new(op))
+        let op = Coll::new(self.ctx("barrier_nb")?, self.agree(Sig::barrier()), ());
+        self.inner.engine.start(Box::new(op), self.inner.clone())
     }
 
     /// Poll the endpoint and advance this client's non-blocking
@@ -257,12 +300,7 @@ impl TeamHandle {
     /// # Ok(()) }
     /// ```
     pub fn broadcast(&self, root: u32, data: &[u8]) -> Result<Vec<u8>> {
-        self.check_root(root)?;
-        let ctx = self.ctx("broadcast")?;
-        let mine = (self.my_rank() == root).then(|| data.to_vec());
-        let mut op = Bcast::new(ctx, root, mine);
-        self.inner.engine.run(&mut op)?;
-        Ok(op.data.unwrap_or_default())
+        self.broadcast_of(root, data, ElemId::of::<u8>())
     }
 
     /// Broadcast of elements from `root` (see [`broadcast`](Self::broadcast)).
@@ -272,7 +310,19 @@ impl TeamHandle {
         } else {
             Vec::new()
         };
-        Ok(algo::decode(&self.broadcast(root, &bytes)?))
+        let got = self.broadcast_of(root, &bytes, ElemId::of::<T>())?;
+        Ok(algo::decode(&got))
+    }
+
+    /// A broadcast of bytes that encode elements `elem`.
+    fn broadcast_of(&self, root: u32, data: &[u8], elem: ElemId) -> Result<Vec<u8>> {
+        self.check_root(root)?;
+        let ctx = self.ctx("broadcast")?;
+        let mine = (self.my_rank() == root).then(|| data.to_vec());
+        let agree = self.agree(Sig::broadcast(root, elem));
+        let mut op = Coll::new(ctx, agree, Bcast::new(root, mine));
+        self.inner.engine.run(&mut op)?;
+        Ok(op.part.data.unwrap_or_default())
     }
 
     /// Reduce `data` elementwise with a built-in operator; the result
@@ -295,10 +345,9 @@ impl TeamHandle {
         op: ReduceOp,
     ) -> Result<Option<Vec<T>>> {
         ops::check::<T>(op)?;
-        self.reduce_with(root, data, move |a: &mut [T], b: &[T]| {
-            // Checked above: cannot fail.
-            let _ = T::combine(op, a, b);
-        })
+        self.check_root(root)?;
+        let combine = move |a: &mut [T], b: &[T]| T::combine(op, a, b);
+        self.reduction("reduce", Some(root), data, OpId::Builtin(op), combine)
     }
 
     /// Reduce with a built-in operator; every member gets the result.
@@ -313,9 +362,9 @@ impl TeamHandle {
     /// ```
     pub fn allreduce<T: Numeric>(&self, data: &[T], op: ReduceOp) -> Result<Vec<T>> {
         ops::check::<T>(op)?;
-        self.allreduce_with(data, move |a: &mut [T], b: &[T]| {
-            let _ = T::combine(op, a, b);
-        })
+        let combine = move |a: &mut [T], b: &[T]| T::combine(op, a, b);
+        let r = self.reduction("allreduce", None, data, OpId::Builtin(op), combine)?;
+        Ok(r.unwrap_or_default())
     }
 
     /// Reduce with a user operator `op(acc, x)`, which folds `x` into `acc`
@@ -341,19 +390,12 @@ impl TeamHandle {
         op: impl FnMut(&mut [T], &[T]),
     ) -> Result<Option<Vec<T>>> {
         self.check_root(root)?;
-        let ctx = self.ctx("reduce")?;
         let mut op = op;
-        let mut r = Reduce::new(
-            ctx,
-            Dest::Root(root),
-            data.to_vec(),
-            |a: &mut [T], b: &[T]| {
-                op(a, b);
-                Ok(())
-            },
-        );
-        self.inner.engine.run(&mut r)?;
-        Ok(r.result)
+        let combine = move |a: &mut [T], b: &[T]| {
+            op(a, b);
+            Ok(())
+        };
+        self.reduction("reduce", Some(root), data, OpId::User, combine)
     }
 
     /// Reduce with a user operator (see [`reduce_with`](Self::reduce_with));
@@ -363,13 +405,30 @@ impl TeamHandle {
         data: &[T],
         op: impl FnMut(&mut [T], &[T]),
     ) -> Result<Vec<T>> {
-        let ctx = self.ctx("allreduce")?;
         let mut op = op;
-        let mut r = Reduce::new(ctx, Dest::All, data.to_vec(), |a: &mut [T], b: &[T]| {
+        let combine = move |a: &mut [T], b: &[T]| {
             op(a, b);
             Ok(())
-        });
+        };
+        let r = self.reduction("allreduce", None, data, OpId::User, combine)?;
+        Ok(r.unwrap_or_default())
+    }
+
+    /// A reduction to `root` (`None`: to all) with operator `op`, known to
+    /// the other members as `op_id`. The result where it goes.
+    fn reduction<T: Element>(
+        &self,
+        what: &'static str,
+        root: Option<u32>,
+        data: &[T],
+        op_id: OpId,
+        op: impl FnMut(&mut [T], &[T]) -> Result<()>,
+    ) -> Result<Option<Vec<T>>> {
+        let ctx = self.ctx(what)?;
+        let sig = Sig::reduce(root, ElemId::of::<T>(), op_id, data.len());
+        let dest = root.map_or(Dest::All, Dest::Root);
+        let mut r = Coll::new(ctx, self.agree(sig), Reduce::new(dest, data.to_vec(), op));
         self.inner.engine.run(&mut r)?;
-        Ok(r.result.unwrap_or_default())
+        Ok(r.part.result)
     }
 }

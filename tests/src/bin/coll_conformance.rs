@@ -438,6 +438,211 @@ fn on_split_teams(client: &Client, teams: &[TeamHandle]) -> rgex::Result<()> {
     Ok(())
 }
 
+/// What every member must get from a collective whose members passed
+/// arguments that do not match: the mismatch, naming this call, the same
+/// two team ranks and both values on every rank.
+#[allow(clippy::too_many_arguments)]
+fn expect_mismatch<T: Debug>(
+    t: &TeamHandle,
+    got: rgex::Result<T>,
+    call: &str,
+    want_field: &str,
+    want_second: u32,
+    want_first_value: &str,
+    want_second_value: &str,
+) {
+    let me = t.my_rank();
+    match &got {
+        Err(
+            e @ Error::CollectiveMismatch {
+                collective,
+                team,
+                field,
+                first,
+                first_value,
+                second,
+                second_value,
+                ..
+            },
+        ) => {
+            assert_eq!(*collective, call, "rank {me}: {e}");
+            assert_eq!(*team, t.id(), "rank {me}: {e}");
+            assert_eq!(*field, want_field, "rank {me}: {e}");
+            assert_eq!(*first, 0, "rank {me}: {e}");
+            assert_eq!(*second, want_second, "rank {me}: {e}");
+            assert_eq!(first_value, want_first_value, "rank {me}: {e}");
+            assert_eq!(second_value, want_second_value, "rank {me}: {e}");
+            let text = e.to_string();
+            for part in [call, want_field, want_first_value, want_second_value] {
+                assert!(text.contains(part), "rank {me}: {text:?} lacks {part:?}");
+            }
+        }
+        other => panic!("rank {me}: {call} with mismatched {want_field}: got {other:?}"),
+    }
+}
+
+/// After a failed collective the team still works: a barrier, then an
+/// allreduce with a value every member can check.
+fn still_usable(t: &TeamHandle, round: u64) -> rgex::Result<()> {
+    t.barrier()?;
+    let n = u64::from(t.size());
+    let got = t.allreduce(&[u64::from(t.my_rank()) + round, round], ReduceOp::Sum)?;
+    assert_eq!(
+        got,
+        [n * (n - 1) / 2 + n * round, n * round],
+        "allreduce after a mismatch"
+    );
+    Ok(())
+}
+
+/// Collectives whose members pass mismatched arguments: every member gets
+/// `CollectiveMismatch` for that collective (none hangs, none succeeds),
+/// and the team stays usable for the next ones.
+fn mismatches(client: &Client) -> rgex::Result<()> {
+    let t = client.world_team();
+    let (n, me) = (t.size(), t.my_rank());
+    let data = |len: usize| -> Vec<u64> { (0..len as u64).map(|j| j + u64::from(me)).collect() };
+
+    // Element count in an allreduce: the last rank passes one more, then
+    // (the lowest rank disagreeing) rank 0 passes one less.
+    let odd = n - 1;
+    let len = LEN + usize::from(me == odd);
+    let got = t.allreduce(&data(len), ReduceOp::Sum);
+    expect_mismatch(t, got, "allreduce", "element count", odd, "5", "6");
+    still_usable(t, 1)?;
+    let len = if me == 0 { LEN - 1 } else { LEN };
+    let got = t.allreduce(&data(len), ReduceOp::Sum);
+    expect_mismatch(t, got, "allreduce", "element count", 1, "4", "5");
+    still_usable(t, 2)?;
+    ok(client, "mismatch: allreduce element counts");
+
+    // Element count in a reduce, to the last rank and to rank 0.
+    let odd = n / 2;
+    let len = LEN + usize::from(me == odd);
+    let got = t.reduce(n - 1, &data(len), ReduceOp::Max);
+    expect_mismatch(t, got, "reduce", "element count", odd, "5", "6");
+    still_usable(t, 3)?;
+    let got = t.reduce_with(0, &data(len), |a: &mut [u64], b: &[u64]| {
+        a.iter_mut().zip(b).for_each(|(x, y)| *x ^= y)
+    });
+    expect_mismatch(t, got, "reduce", "element count", odd, "5", "6");
+    still_usable(t, 4)?;
+    ok(client, "mismatch: reduce element counts");
+
+    // Roots: the upper half broadcasts from the last rank, the lower half
+    // from rank 0 (each root sends its own bytes).
+    let half = n / 2;
+    let root = if me < half { 0 } else { n - 1 };
+    let got = t.broadcast(root, b"from the root I believe in");
+    let (r0, r1) = (0.to_string(), (n - 1).to_string());
+    expect_mismatch(t, got, "broadcast", "root", half, &r0, &r1);
+    still_usable(t, 5)?;
+    let got = t.broadcast_elems(root, &[1u32, 2, 3]);
+    expect_mismatch(t, got, "broadcast", "root", half, &r0, &r1);
+    still_usable(t, 6)?;
+    ok(client, "mismatch: broadcast roots");
+
+    // A reduce where only the last rank names itself the root.
+    let root = if me == n - 1 { n - 1 } else { 0 };
+    let got = t.reduce(root, &data(LEN), ReduceOp::Sum);
+    expect_mismatch(t, got, "reduce", "root", n - 1, &r0, &r1);
+    still_usable(t, 7)?;
+    ok(client, "mismatch: reduce roots");
+
+    // Element types: u64 and f64 (the same size, so only the type tells),
+    // and u32 against u64.
+    let odd = n / 2;
+    let got = if me == odd {
+        t.allreduce(&[1.0f64, 2.0], ReduceOp::Sum).map(|_| ())
+    } else {
+        t.allreduce(&[1u64, 2], ReduceOp::Sum).map(|_| ())
+    };
+    expect_mismatch(t, got, "allreduce", "element type", odd, "u64", "f64");
+    still_usable(t, 8)?;
+    let got = if me == 0 {
+        t.reduce(0, &[1u32, 2], ReduceOp::Min).map(|_| ())
+    } else {
+        t.reduce(0, &[1u64, 2], ReduceOp::Min).map(|_| ())
+    };
+    expect_mismatch(t, got, "reduce", "element type", 1, "u32", "u64");
+    still_usable(t, 9)?;
+    ok(client, "mismatch: element types");
+
+    // Operators: Sum against Max, and a built-in against a user operator.
+    let odd = n - 1;
+    let op = if me == odd {
+        ReduceOp::Max
+    } else {
+        ReduceOp::Sum
+    };
+    let got = t.allreduce(&data(LEN), op);
+    expect_mismatch(t, got, "allreduce", "operator", odd, "Sum", "Max");
+    still_usable(t, 10)?;
+    let got = if me == 0 {
+        t.allreduce_with(&data(LEN), |a: &mut [u64], b: &[u64]| {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y)
+        })
+    } else {
+        t.allreduce(&data(LEN), ReduceOp::Sum)
+    };
+    expect_mismatch(t, got, "allreduce", "operator", 1, "a user operator", "Sum");
+    still_usable(t, 11)?;
+    ok(client, "mismatch: operators (built-in and user)");
+
+    // Different collectives: the last rank calls a barrier where the others
+    // allreduce; rank 0 starts a non-blocking barrier where the others
+    // broadcast (the event fails).
+    let got = if me == n - 1 {
+        t.barrier().map(|_| Vec::new())
+    } else {
+        t.allreduce(&data(LEN), ReduceOp::Sum)
+    };
+    let call = if me == n - 1 { "barrier" } else { "allreduce" };
+    expect_mismatch(t, got, call, "collective", n - 1, "allreduce", "barrier");
+    still_usable(t, 12)?;
+    if me == 0 {
+        // The failure comes with the event (or at once, should the
+        // agreement finish in the call).
+        let why = match t.barrier_nb().and_then(|ev| ev.wait_checked()) {
+            Err(Error::Failed(why)) => why,
+            Err(e @ Error::CollectiveMismatch { .. }) => e.to_string(),
+            other => panic!("rank 0: barrier_nb against a broadcast: got {other:?}"),
+        };
+        for part in [
+            "barrier_nb",
+            "the collective",
+            "team rank 0 passed barrier",
+            "team rank 1 passed broadcast",
+        ] {
+            assert!(why.contains(part), "rank 0: {why:?} lacks {part:?}");
+        }
+    } else {
+        let got = t.broadcast(1, b"x");
+        expect_mismatch(t, got, "broadcast", "collective", 1, "barrier", "broadcast");
+    }
+    still_usable(t, 13)?;
+    ok(
+        client,
+        "mismatch: different collectives (blocking and non-blocking)",
+    );
+
+    // The same on a team of its own (every rank, in reverse order: its
+    // own id and sequence numbers): the last team rank, world rank 0,
+    // passes one element more.
+    let rev = t.split(0, n - me)?.expect("every rank is in colour 0");
+    let len = LEN + usize::from(me == 0);
+    let got = rev.allreduce(&data(len), ReduceOp::Sum);
+    expect_mismatch(&rev, got, "allreduce", "element count", n - 1, "5", "6");
+    still_usable(&rev, 14)?;
+    // A non-blocking barrier outlives the last handle of its team.
+    let ev = rev.barrier_nb()?;
+    drop(rev);
+    ev.wait_checked()?;
+    still_usable(t, 15)?;
+    ok(client, "mismatch: on a split team");
+    Ok(())
+}
+
 fn main() -> rgex::Result<()> {
     let st = Arc::new(State {
         entered: (0..BARRIER_ROUNDS).map(|_| AtomicU64::new(0)).collect(),
@@ -475,7 +680,20 @@ fn main() -> rgex::Result<()> {
     teams.extend(pair);
     on_split_teams(&client, &teams)?;
 
+    if client.size() > 1 {
+        // Mismatched arguments need two members.
+        mismatches(&client)?;
+    }
+
     w.barrier()?;
+    // Every message of the run, the aborted collectives' included, was a
+    // well-formed one.
+    assert_eq!(
+        w.malformed_messages(),
+        0,
+        "rank {}: malformed collective messages",
+        client.rank()
+    );
     ok(&client, "all collective checks passed");
     Ok(())
 }
