@@ -459,9 +459,31 @@ impl<T: AtomicValue> AtomicEvent<T> {
         }
     }
 
+    /// Poll until the op completes; its fetched value, or the error that
+    /// failed it (its target went away, on a conduit that can tell),
+    /// never a made-up value.
+    pub fn wait_checked(self) -> Result<T> {
+        match self.state {
+            State::Ready(b) => Ok(T::from_bits64(b)),
+            State::Pending(p) => {
+                let Pending { event, value } = *p;
+                event.wait_checked()?;
+                // Relaxed: as in `wait`.
+                Ok(T::from_bits64(value.load(Ordering::Relaxed)))
+            }
+        }
+    }
+
     /// Wait for every event; their values in order.
     pub fn wait_all(events: Vec<AtomicEvent<T>>) -> Vec<T> {
         events.into_iter().map(AtomicEvent::wait).collect()
+    }
+
+    /// Wait for every event; their values in order, or the first error
+    /// (every event is waited for all the same).
+    pub fn wait_all_checked(events: Vec<AtomicEvent<T>>) -> Result<Vec<T>> {
+        let all: Vec<Result<T>> = events.into_iter().map(AtomicEvent::wait_checked).collect();
+        all.into_iter().collect()
     }
 }
 
@@ -693,7 +715,8 @@ impl<T: AtomicValue> AtomicDomain<T> {
     ) -> Result<AtomicEvent<T>> {
         Ok(match self.start(at, op, a, b, flags, Sink::Event)? {
             Ok(bits) => AtomicEvent::ready(bits),
-            Err((done, value)) if done.peek_done() => {
+            // A failed op keeps its counter, so `wait_checked` sees why.
+            Err((done, value)) if done.peek_done() && done.failure().is_none() => {
                 // Relaxed: `peek_done` was an Acquire load pairing with the
                 // Release in `done()` that followed the store.
                 AtomicEvent::ready(value.load(Ordering::Relaxed))
@@ -738,11 +761,17 @@ impl<T: AtomicValue> AtomicDomain<T> {
         nbi::nbi_wait(&self.inner.ep);
     }
 
+    /// Poll until this thread's implicit-handle atomics (of every domain)
+    /// have completed; an error if one of them failed since the last sync.
+    pub fn nbi_wait_checked(&self) -> Result<()> {
+        nbi::nbi_wait_checked(&self.inner.ep)
+    }
+
     /// Blocking op: returns the fetched value (zero for ops that fetch
     /// nothing) once the op has completed.
     #[inline]
     pub fn op(&self, at: GlobalAddr, op: AtomicOp, a: T, b: T, flags: AtomicFlags) -> Result<T> {
-        Ok(self.op_nb(at, op, a, b, flags)?.wait())
+        self.op_nb(at, op, a, b, flags)?.wait_checked()
     }
 
     /// Blocking GET.

@@ -86,7 +86,7 @@ pub mod nbi;
 mod reference;
 
 pub use domain::{AtomicDomain, AtomicEvent, Builder, Implementation};
-pub use nbi::{nbi_test, nbi_wait};
+pub use nbi::{nbi_test, nbi_wait, nbi_wait_checked};
 pub use rgex_core::conduit::{AtomicOp, AtomicRequest, AtomicType, OpSet};
 
 use rgex_core::Rank;

@@ -147,6 +147,26 @@ impl Completion {
         self.failure.get().map(String::as_str)
     }
 
+    /// [`Error::Failed`](crate::Error::Failed) with the first failure
+    /// recorded here, if an operation failed: what a checked wait returns
+    /// once nothing is outstanding.
+    ///
+    /// ```
+    /// use rgex_core::event::Completion;
+    /// let c = Completion::new(1);
+    /// c.done();
+    /// assert!(c.check().is_ok());
+    /// let c = Completion::new(1);
+    /// c.fail("get from rank 2: rank 2 is unreachable".into());
+    /// assert!(c.check().unwrap_err().to_string().contains("rank 2"));
+    /// ```
+    pub fn check(&self) -> crate::Result<()> {
+        match self.failure() {
+            Some(why) => Err(crate::Error::Failed(why.to_string())),
+            None => Ok(()),
+        }
+    }
+
     /// True if nothing is outstanding; if something is, a
     /// [`batched`](Self::batched) counter is now [`wanted`](Self::wanted)
     /// (whoever looks is waiting or testing).
@@ -257,10 +277,7 @@ impl Event {
     pub fn wait_checked(self) -> crate::Result<()> {
         let c = self.pending.as_ref().map(|(c, _)| c.clone());
         self.wait();
-        match c.as_deref().and_then(Completion::failure) {
-            Some(why) => Err(crate::Error::Failed(why.to_string())),
-            None => Ok(()),
-        }
+        c.as_deref().map_or(Ok(()), Completion::check)
     }
 
     /// Poll until every event completes; all become invalid.

@@ -54,6 +54,15 @@ impl VisGet {
         }
         self.buf.take().expect("buffer present until wait")
     }
+
+    /// Poll until the get is over; the buffer with the data, or the error
+    /// that failed the get (its peer went away), the buffer dropped.
+    pub fn wait_checked(mut self) -> rgex_core::Result<Vec<u8>> {
+        if let Some(e) = self.event.take() {
+            e.wait_checked()?;
+        }
+        Ok(self.buf.take().expect("buffer present until wait"))
+    }
 }
 
 impl Drop for VisGet {

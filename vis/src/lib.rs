@@ -207,8 +207,7 @@ impl Vis {
         src: &[u8],
         flags: Flags,
     ) -> Result<()> {
-        self.put_nb(peer, meta, src, flags)?.rc.wait();
-        Ok(())
+        self.put_nb(peer, meta, src, flags)?.rc.wait_checked()
     }
 
     /// Non-blocking put; `src` may be reused when this returns (its local
@@ -326,8 +325,7 @@ impl Vis {
         // SAFETY: `dst` is borrowed mutably for the whole call, which waits
         // for completion.
         let ev = unsafe { self.with_event(peer, &meta.into(), local, dst.len(), flags)? };
-        ev.wait();
-        Ok(())
+        ev.wait_checked()
     }
 
     /// Non-blocking get into an owned buffer, handed back when complete.

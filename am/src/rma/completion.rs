@@ -51,6 +51,22 @@ impl<B> Held<B> {
         }
         self.buf.take().expect("buffer present until wait")
     }
+
+    /// Poll until the operation is done with the buffer; hand it back, or
+    /// the error that failed the operation (its peer went away: a get's
+    /// bytes did not arrive). The buffer is dropped with the error.
+    ///
+    /// ```
+    /// use rgex_am::rma::Held;
+    /// let h = Held::new(vec![1u8; 4], rgex_core::Event::done());
+    /// assert_eq!(h.wait_checked().unwrap(), [1, 1, 1, 1]);
+    /// ```
+    pub fn wait_checked(mut self) -> rgex_core::Result<B> {
+        if let Some(e) = self.event.take() {
+            e.wait_checked()?;
+        }
+        Ok(self.buf.take().expect("buffer present until wait"))
+    }
 }
 
 impl<B> Drop for Held<B> {

@@ -557,8 +557,22 @@ impl Endpoint {
     }
 
     /// Poll until this thread's implicit operations of `cat` complete.
+    /// A failure among them is not reported (and not kept for a later
+    /// sync): [`nbi_wait_checked`](Self::nbi_wait_checked) reports it.
     pub fn nbi_wait(&self, cat: NbiCategory) {
+        let _ = self.nbi_wait_checked(cat);
+    }
+
+    /// Poll until this thread's implicit operations of `cat` complete; an
+    /// error if one of them failed since the last sync of `cat` (its peer
+    /// went away, on a conduit that can tell), with the first failure's
+    /// cause. The next sync starts afresh.
+    pub fn nbi_wait_checked(&self, cat: NbiCategory) -> Result<()> {
         self.event(Some(nbi::category(cat))).wait();
+        match nbi::take_failure(cat) {
+            Some(why) => Err(Error::Failed(why)),
+            None => Ok(()),
+        }
     }
 
     /// Open an access region: implicit operations this thread issues until

@@ -56,6 +56,24 @@ pub(crate) fn category(cat: NbiCategory) -> Arc<Completion> {
     NBI.with(|n| n.borrow().by_category[cat as usize].clone())
 }
 
+/// After a sync of `cat` on this thread (nothing outstanding): why one of
+/// its operations failed, if one did, with the category started afresh so
+/// the next sync reports only its own failures. `None`, and nothing
+/// changed, if none failed or operations are still outstanding.
+pub(crate) fn take_failure(cat: NbiCategory) -> Option<String> {
+    NBI.with(|n| {
+        let mut n = n.borrow_mut();
+        let c = &mut n.by_category[cat as usize];
+        let why = c.failure()?.to_string();
+        // Only a finished counter is replaced: an operation still counted
+        // on it would finish on a counter nobody waits for.
+        c.peek_done().then(|| {
+            *c = Completion::batched(0);
+            why
+        })
+    })
+}
+
 /// Open an access region on this thread; false if one is already open.
 pub(crate) fn begin_region() -> bool {
     NBI.with(|n| {

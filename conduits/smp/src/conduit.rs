@@ -1,7 +1,8 @@
 //! The smp conduit: the Conduit SPI over the shared-memory regions.
 
+use crate::liveness;
 use crate::region::{Region, REPLY, REQUEST};
-use crate::ring::Ring;
+use crate::ring::{Padded, Ring};
 use crate::{prefetch, shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
 use rgex_core::doorbell::{Doorbell, Header, MappedCell, MappedQueue};
@@ -10,6 +11,8 @@ use rgex_core::{
     Bootstrap, Category, Claim, Conduit, Delivery, Direction, Error, PollSet, Prepare, Rank,
     Result, Segment, SendSlot,
 };
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 
 /// Messages delivered from one ring per poll call at most, so one busy
 /// sender cannot keep a poller from returning.
@@ -32,6 +35,14 @@ pub struct SmpConduit {
     seg_lens: Vec<u64>,
     cfg: SmpConfig,
     boot: Box<dyn Bootstrap>,
+    /// Per ring of this rank: a thread is delivering from it. One poller
+    /// per ring at a time keeps each sender's messages in arrival order
+    /// (see `drain`).
+    draining: [Padded<AtomicBool>; 2],
+    /// Per peer: when (nanoseconds after `epoch`) a refused claim may next
+    /// look at the peer's process (see `gone`).
+    next_process_check: Box<[AtomicU64]>,
+    epoch: Instant,
 }
 
 impl std::fmt::Debug for SmpConduit {
@@ -150,13 +161,77 @@ impl SmpConduit {
                 .expect("own region")
                 .shm_name(),
         )?;
-        Ok(SmpConduit {
+        let next_process_check = regions.iter().map(|_| AtomicU64::new(0)).collect();
+        let conduit = SmpConduit {
             rank,
             regions,
             seg_lens,
             cfg: mine,
             boot,
-        })
+            draining: [
+                Padded(AtomicBool::new(false)),
+                Padded(AtomicBool::new(false)),
+            ],
+            next_process_check,
+            epoch: Instant::now(),
+        };
+        // The Region lives in the Vec's heap buffer, which stays put when
+        // the conduit moves and until Drop takes this back.
+        liveness::leave_at_exit(leave, conduit.mine() as *const Region as usize);
+        Ok(conduit)
+    }
+
+    /// Why `peer` is gone, or `None` if it is still in the job (as far
+    /// as this rank can tell now). Asked when a claim to it is refused:
+    /// its departure word first (one load), then, at most every
+    /// [`PROCESS_CHECK_EVERY`](liveness::PROCESS_CHECK_EVERY), its process;
+    /// a process found gone is recorded in its region for every rank.
+    #[cold]
+    fn gone(&self, peer: Rank) -> Option<String> {
+        if peer == self.rank {
+            return None;
+        }
+        let region = self.region(peer);
+        if let Some(why) = liveness::reason(region.departure()) {
+            return Some(why.to_string());
+        }
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        let next = &self.next_process_check[peer.index()];
+        // Relaxed: a schedule, private to this process; the CAS only keeps
+        // two threads from both looking in one period.
+        let due = next.load(Ordering::Relaxed);
+        let every = liveness::PROCESS_CHECK_EVERY.as_nanos() as u64;
+        if now < due
+            || next
+                .compare_exchange(due, now + every, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return None;
+        }
+        let why = region.owner().gone()?;
+        region.depart(liveness::DIED);
+        Some(why)
+    }
+
+    /// The error for a refused claim: `peer` is gone, or its ring `which`
+    /// is full (would-block: the AM layer polls and retries, and asks
+    /// again). Out of line: the send path only branches to it.
+    #[cold]
+    #[inline(never)]
+    fn refused(&self, spec: &Prepare, which: usize) -> Error {
+        match self.gone(spec.peer) {
+            Some(why) => Error::PeerUnreachable {
+                what: format!(
+                    "an AM {} {}",
+                    spec.category,
+                    if which == REQUEST { "request" } else { "reply" }
+                ),
+                from: self.rank,
+                rank: spec.peer,
+                why,
+            },
+            None => queue_full(spec.peer, which),
+        }
     }
 
     /// This rank's own region.
@@ -207,7 +282,7 @@ impl SmpConduit {
         };
         let ring = &region.rings[which];
         let Some(pos) = ring.try_claim() else {
-            return Err(queue_full(spec.peer, which));
+            return Err(self.refused(spec, which));
         };
         let buf = match spec.category {
             Category::Short => std::ptr::null_mut(),
@@ -254,8 +329,17 @@ impl SmpConduit {
         n
     }
 
-    /// Deliver up to `budget` messages of ring `which` of this rank.
+    /// Deliver up to `budget` messages of ring `which` of this rank, if
+    /// no other thread is delivering from it (0 if one is: it delivers
+    /// them). The ring hands positions to many consumers, but two threads
+    /// that each took one would run their handlers in either order: one
+    /// deliverer per ring at a time keeps every sender's messages in the
+    /// order it sent them, as the SPI promises (a sender's messages take
+    /// positions in the order it claims them).
     fn drain(&self, which: usize, budget: usize, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
+        let Some(_turn) = DrainTurn::take(&self.draining[which].0) else {
+            return 0;
+        };
         let me = self.mine();
         let ring: &Ring = &me.rings[which];
         let mut n = 0;
@@ -320,6 +404,47 @@ impl SmpConduit {
             payload,
             long_offset: body.long_offset,
         });
+    }
+}
+
+/// One thread's turn to deliver from a ring (see `SmpConduit::drain`),
+/// given back when dropped, a handler's panic included.
+struct DrainTurn<'a>(&'a AtomicBool);
+
+impl<'a> DrainTurn<'a> {
+    #[inline]
+    fn take(flag: &'a AtomicBool) -> Option<Self> {
+        // Acquire: pairs with the Release in `drop`, so this thread's
+        // deliveries come after the previous holder's (its handlers' effects
+        // and the ring positions it took are visible here).
+        flag.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| DrainTurn(flag))
+    }
+}
+
+impl Drop for DrainTurn<'_> {
+    fn drop(&mut self) {
+        // Release: see `take`.
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// Leave the job: the at-exit work for the region at `addr` (see
+/// `liveness::leave_at_exit`).
+fn leave(addr: usize) {
+    // SAFETY: `addr` is the own Region of a live SmpConduit: registered in
+    // `new_node` and taken back in Drop before the Region is unmapped (the
+    // registry's lock is held while this runs, so Drop waits for it).
+    let region = unsafe { &*(addr as *const Region) };
+    region.depart(liveness::LEFT);
+}
+
+impl Drop for SmpConduit {
+    fn drop(&mut self) {
+        let mine = self.mine();
+        liveness::forget_at_exit(mine as *const Region as usize);
+        mine.depart(liveness::LEFT);
     }
 }
 
@@ -454,8 +579,7 @@ pub fn host_name() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// The would-block error of a full ring (out of line: the send path only
-/// branches to it).
+/// The would-block error of a full ring.
 #[cold]
 fn queue_full(peer: Rank, which: usize) -> Error {
     let resource = if which == REQUEST {
@@ -521,6 +645,99 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert_eq!(got[0], (70, vec![1, 2, 3], payload));
         assert_eq!(got[1], (71, vec![9, 8, 7, 6, 5], vec![]));
+    }
+
+    /// While a handler runs, another thread's poll must not deliver the
+    /// same sender's next message: it would run (and could finish) before
+    /// the earlier one's handler, and two threads that each took a message
+    /// could run them in either order.
+    #[test]
+    fn a_second_poller_waits_for_the_handler_before_it() {
+        let c = solo(4, "turn");
+        for seq in 1..=2u32 {
+            c.try_send(&spec(Category::Short, 0, 0), 70, &[seq], &[])
+                .expect("room");
+        }
+        let mut order = Vec::new();
+        let mut meanwhile = Vec::new();
+        c.poll(PollSet::All, &mut |d| {
+            order.push(d.args[0]);
+            if d.args[0] == 1 {
+                // Another thread polls while message 1 is being handled.
+                meanwhile = std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let mut got = Vec::new();
+                        c.poll(PollSet::All, &mut |d| got.push(d.args[0]));
+                        got
+                    })
+                    .join()
+                    .expect("the second poller")
+                });
+            }
+        });
+        assert_eq!(
+            meanwhile,
+            Vec::<u32>::new(),
+            "message 2 was delivered while message 1's handler ran"
+        );
+        assert_eq!(order, [1, 2]);
+    }
+
+    /// Several threads poll one rank while two threads send to it: each
+    /// sending thread's messages (sequence numbers in the arguments) must
+    /// be handled in the order it sent them.
+    #[test]
+    fn many_pollers_keep_each_senders_order() {
+        let c = solo(8, "order");
+        const SENDERS: u32 = 2;
+        const PER: u32 = 20_000;
+        // Per sending thread: the last sequence number handled, and how
+        // many were handled out of order.
+        let last = std::sync::Mutex::new([0u32; SENDERS as usize]);
+        let disorder = AtomicU64::new(0);
+        let handled = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for t in 0..SENDERS {
+                let c = &c;
+                s.spawn(move || {
+                    for seq in 1..=PER {
+                        let mut tries = 0u64;
+                        while let Err(e) =
+                            c.try_send(&spec(Category::Short, 0, 0), 70, &[t, seq], &[])
+                        {
+                            assert!(e.is_would_block(), "{e}");
+                            tries += 1;
+                            assert!(tries < 100_000_000, "sender {t} stuck at {seq}");
+                            std::thread::yield_now();
+                        }
+                    }
+                });
+            }
+            for _ in 0..3 {
+                s.spawn(|| {
+                    let mut idle = 0u64;
+                    while handled.load(Ordering::Relaxed) < u64::from(SENDERS * PER) {
+                        let n = c.poll(PollSet::All, &mut |d| {
+                            let (t, seq) = (d.args[0] as usize, d.args[1]);
+                            let mut last = last.lock().unwrap();
+                            if seq != last[t] + 1 {
+                                disorder.fetch_add(1, Ordering::Relaxed);
+                            }
+                            last[t] = seq;
+                            handled.fetch_add(1, Ordering::Relaxed);
+                        });
+                        idle = if n == 0 { idle + 1 } else { 0 };
+                        assert!(idle < 100_000_000, "nothing arrives any more");
+                        if n == 0 {
+                            std::thread::yield_now();
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(handled.into_inner(), u64::from(SENDERS * PER));
+        assert_eq!(disorder.into_inner(), 0, "messages handled out of order");
+        assert_eq!(*last.lock().unwrap(), [PER; SENDERS as usize]);
     }
 
     #[test]

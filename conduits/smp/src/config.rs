@@ -8,7 +8,7 @@ use rgex_core::{Error, Result};
 /// | variable | default | meaning |
 /// |---|---|---|
 /// | `RGEX_SEGMENT_SIZE` | 32M | this rank's segment |
-/// | `RGEX_SMP_QUEUE_DEPTH` | 64 | cells per request (and per reply) queue; a power of two |
+/// | `RGEX_SMP_QUEUE_DEPTH` | 64 | cells per request (and per reply) queue; a power of two from 2 to 1048576 |
 /// | `RGEX_SMP_MAX_MEDIUM` | 64K | largest Medium payload (at least 512) |
 ///
 /// Depth and max Medium are taken from rank 0 so every rank agrees.
@@ -54,7 +54,8 @@ impl SmpConfig {
     pub fn check(&self) -> Result<()> {
         if !self.depth.is_power_of_two() || self.depth < 2 || self.depth > 1 << 20 {
             return Err(Error::Config(format!(
-                "RGEX_SMP_QUEUE_DEPTH={} must be a power of two in 2..=1048576",
+                "RGEX_SMP_QUEUE_DEPTH={} must be a power of two from 2 to 1048576 \
+                 (a queue of one cell cannot tell a message from a free cell)",
                 self.depth
             )));
         }
@@ -65,5 +66,30 @@ impl SmpConfig {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_must_be_a_power_of_two_of_at_least_two() {
+        let with = |depth| SmpConfig {
+            depth,
+            ..SmpConfig::default()
+        };
+        for bad in [0, 1, 3, 1 << 21] {
+            let e = with(bad).check().expect_err("refused").to_string();
+            assert!(
+                e.contains(&format!(
+                    "RGEX_SMP_QUEUE_DEPTH={bad} must be a power of two from 2"
+                )),
+                "{e}"
+            );
+        }
+        for good in [2, 64, 1 << 20] {
+            with(good).check().expect("accepted");
+        }
     }
 }

@@ -18,6 +18,11 @@
 //! job size. Replies have a queue of their own, so a request handler can
 //! always reply by draining replies only: two ranks flooding each other
 //! cannot deadlock.
+//!
+//! A rank that leaves (or dies) closes its rings, or has them closed by
+//! the first peer that finds its process gone (`liveness`): a send to it
+//! is then refused with [`Error::PeerUnreachable`](rgex_core::Error)
+//! naming it, never left waiting on a queue nobody drains.
 
 // Under `--cfg loom` only the ring and what it needs are compiled: the
 // model checker explores the ring alone, and the conduit's doorbells take
@@ -25,6 +30,8 @@
 #[cfg(not(loom))]
 mod conduit;
 mod config;
+#[cfg(not(loom))]
+mod liveness;
 #[cfg(not(loom))]
 mod prefetch;
 #[cfg(not(loom))]

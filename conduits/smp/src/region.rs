@@ -2,7 +2,8 @@
 //! ring with their Medium payload buffers, and the rank's segment.
 //!
 //! ```text
-//! 0                      header (one page): magic, geometry
+//! 0                      header (one page): magic, geometry, owner
+//!                        process, departure word
 //! rings[REQUEST].hdr     tail | head, each on its own 128-byte block
 //! rings[REQUEST].cells   depth x 128-byte cells
 //! rings[REPLY].hdr/cells
@@ -15,6 +16,7 @@
 //! payloads straight into the receiver's payload buffers and Long payloads
 //! straight into the receiver's segment.
 
+use crate::liveness::{self, Owner};
 use crate::ring::{Cell, Ring, RingHeader};
 use crate::shm::ShmMap;
 use crate::SmpConfig;
@@ -92,6 +94,15 @@ struct Header {
     depth: u64,
     max_medium: u64,
     segment_len: u64,
+    /// The creator's process (see [`Owner`]), written before the magic.
+    pid: u64,
+    start: u64,
+    pid_ns: u64,
+    /// Whether the owner is still in the job: [`liveness::PRESENT`], then
+    /// once [`liveness::LEFT`] or [`liveness::DIED`]. Written by the owner
+    /// when it leaves, or by a peer that found its process gone; read by
+    /// senders whose claim to it was refused.
+    departure: AtomicU64,
 }
 
 /// A mapped region (this rank's or a peer's).
@@ -127,6 +138,10 @@ impl Region {
             (*hp).depth = cfg.depth;
             (*hp).max_medium = cfg.max_medium as u64;
             (*hp).segment_len = cfg.segment_len as u64;
+            let me = Owner::me();
+            (*hp).pid = me.pid;
+            (*hp).start = me.start;
+            (*hp).pid_ns = me.pid_ns;
         }
         // Release: peers that see the magic (Acquire) see the geometry above.
         h.magic.store(MAGIC, Ordering::Release);
@@ -189,8 +204,49 @@ impl Region {
 
     fn header(&self) -> &Header {
         // SAFETY: the header is the first bytes of the page-aligned mapping;
-        // it is only read after creation, except `magic`, which is atomic.
+        // it is only read after creation, except `magic` and `departure`,
+        // which are atomic.
         unsafe { &*self.map.base().as_ptr().cast::<Header>() }
+    }
+
+    /// The process that created this region.
+    pub fn owner(&self) -> Owner {
+        let h = self.header();
+        Owner {
+            pid: h.pid,
+            start: h.start,
+            pid_ns: h.pid_ns,
+        }
+    }
+
+    /// The owner's departure word ([`liveness::PRESENT`] while it is in
+    /// the job).
+    #[inline]
+    pub fn departure(&self) -> u64 {
+        // Relaxed: a sender reads this after its Acquire load of a closed
+        // cell's turn word (`Ring::close` is Release, after the store
+        // below), so it sees the word whenever it found the ring closed;
+        // reading it stale otherwise only postpones the verdict to the
+        // next refused claim.
+        self.header().departure.load(Ordering::Relaxed)
+    }
+
+    /// Record that the owner is gone (`how`: [`liveness::LEFT`] or
+    /// [`liveness::DIED`]) and close its rings, so every sender's next
+    /// claim is refused and finds out why. The first verdict stands.
+    pub fn depart(&self, how: u64) {
+        debug_assert_ne!(how, liveness::PRESENT);
+        // Relaxed: the closing stores below are Release and come after it
+        // in program order; they carry it to the senders (see `departure`).
+        let _ = self.header().departure.compare_exchange(
+            liveness::PRESENT,
+            how,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+        for ring in &self.rings {
+            ring.close();
+        }
     }
 
     /// The Medium payload buffer of cell `index` of ring `ring`.

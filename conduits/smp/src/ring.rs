@@ -24,6 +24,11 @@ use rgex_core::doorbell::MappedCell;
 use rgex_core::sync::{AtomicU64, Ordering, Slot};
 use std::ptr::NonNull;
 
+/// The turn number of a closed cell ([`Ring::close`]): below it by more
+/// than half the counter space for every position a ring reaches (2^63),
+/// so `advance` reads it as a lap behind for producers and consumers alike.
+const CLOSED: u64 = u64::MAX;
+
 /// Keeps a value alone on its cache lines (128 bytes: two lines, since
 /// adjacent-line prefetch pairs them on x86).
 #[repr(C, align(128))]
@@ -264,6 +269,22 @@ impl Ring {
             .store(pos + self.depth, Ordering::Release);
     }
 
+    /// Close the ring for good: its owner has left the job. Every cell
+    /// takes a turn number no position reaches, so every later claim is
+    /// refused as if the ring were full (a sender then asks why: see
+    /// `liveness`) and every take finds nothing. A producer that claimed a
+    /// cell before may still publish it, reopening that one cell for one
+    /// message nobody reads: closing stops senders, it does not deliver.
+    pub fn close(&self) {
+        for i in 0..self.depth {
+            // Release: a producer whose Acquire load of `seq` (in
+            // `try_claim`) sees the closed mark also sees whatever the
+            // closing party stored before closing: the departure word that
+            // says why.
+            self.cell(i).seq.store(CLOSED, Ordering::Release);
+        }
+    }
+
     /// True if no published or in-assembly message is waiting (a snapshot).
     pub fn is_idle(&self) -> bool {
         self.hdr().head.0.load(Ordering::Relaxed) == self.hdr().tail.0.load(Ordering::Relaxed)
@@ -323,6 +344,17 @@ mod tests {
         }
         assert_eq!(ring.try_take(), None);
         assert!(ring.is_idle());
+    }
+
+    #[test]
+    fn a_closed_ring_refuses_claims_and_has_nothing_to_take() {
+        let (_h, _c, ring) = heap_ring(4);
+        let p = ring.try_claim().unwrap();
+        ring.publish(p);
+        ring.close();
+        assert_eq!(ring.try_claim(), None, "closed: refused as full");
+        assert_eq!(ring.try_take(), None, "closed: nothing to take");
+        assert!(!ring.has_message());
     }
 
     #[test]

@@ -1,0 +1,170 @@
+//! A rank leaves the job early (exits with status 0) while rank 0 still
+//! works with it; every operation rank 0 then makes to it must fail with
+//! an error naming it, and none may hang. Two ranks; the first argument
+//! picks what rank 0 does:
+//!
+//! - `flood`: rank 0 floods rank 1 with AM requests; rank 1 leaves after
+//!   it has handled some of them, with more queued behind (defect 4 of
+//!   issue 25: on smp the flood spun on the departed rank's full queue);
+//! - `vis_put`, `vis_get`, `atomic`, `nbi_put`: rank 1 leaves at once;
+//!   rank 0 waits until its process is gone, then makes one operation of
+//!   that kind to it (a VIS put, a VIS get, an atomic fetch-add, an NBI put
+//!   and its sync). That one operation is the first to meet the departed
+//!   rank, so on a network it is injected and fails at completion (defect
+//!   5: those failures were reported as success).
+//!
+//! The second argument says how rank 1 leaves: `exit` (the default:
+//! `exit(0)`, which runs the process's exit handlers) or `_exit` (status
+//! 0 without them, as a process that dies without a word: the smp conduit
+//! must then find out from the process itself).
+//!
+//! Rank 0 prints one `ok:` line with the error, then exits 0; a success,
+//! an error that does not name rank 1, or a hang fails the job.
+
+use rgex::{
+    AtomicDomain, Client, Flags, GlobalAddr, HandlerId, NbiCategory, Rank, Vector, Vis, CLIENT_MIN,
+};
+use rgex_tests::{conduit_banner, ok, wait_until, HANG_LIMIT};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+const SINK: HandlerId = HandlerId(CLIENT_MIN);
+/// Requests rank 1 handles before it leaves a flood.
+const BEFORE_LEAVING: u64 = 1000;
+/// Bound on the requests of a flood: far more than any queue holds.
+const FLOOD_MAX: u64 = 100_000_000;
+
+fn main() -> rgex::Result<()> {
+    let what = std::env::args().nth(1).unwrap_or_default();
+    let kinds = ["flood", "vis_put", "vis_get", "atomic", "nbi_put"];
+    let how = std::env::args().nth(2).unwrap_or_else(|| "exit".into());
+    if !kinds.contains(&what.as_str()) || !["exit", "_exit"].contains(&how.as_str()) {
+        eprintln!(
+            "usage: job_departure {} [exit|_exit] (got {what:?} {how:?})",
+            kinds.join("|")
+        );
+        std::process::exit(2);
+    }
+    let handled = Arc::new(AtomicU64::new(0));
+    let h = handled.clone();
+    let client = rgex::init_with(|t| {
+        t.register("departure.sink", move |_tok, _msg| {
+            h.fetch_add(1, Ordering::Relaxed);
+        })?;
+        Ok(())
+    })?;
+    assert_eq!(client.size(), 2, "job_departure runs on two ranks");
+    conduit_banner(&client);
+    let me = client.rank();
+    // Collective set-up, while both ranks are there.
+    let atomics = AtomicDomain::<u64>::new(
+        client.endpoint(),
+        client.world_team(),
+        rgex::OpSet::of(&[rgex::AtomicOp::Fadd]),
+    )
+    .map_err(|e| rgex::Error::Failed(format!("atomic domain: {e}")))?;
+    let vis = Vis::new(client.endpoint())?;
+    let pids = client
+        .conduit()
+        .bootstrap()
+        .allgather(&u64::from(std::process::id()).to_le_bytes())?;
+    let pid = u64::from_le_bytes(pids[1][..8].try_into().expect("8 bytes"));
+    client.barrier()?;
+    if me == Rank(1) {
+        if what == "flood" {
+            wait_until(&client, "the first requests of the flood", || {
+                handled.load(Ordering::Relaxed) >= BEFORE_LEAVING
+            });
+        }
+        println!("rank 1: leaving the job with status 0 ({how})");
+        if how == "_exit" {
+            use std::io::Write;
+            let _ = std::io::stdout().flush();
+            // SAFETY: _exit ends the process at once; nothing runs after it.
+            unsafe { libc::_exit(0) };
+        }
+        std::process::exit(0);
+    }
+    let gone = Rank(1);
+    let result = match what.as_str() {
+        "flood" => flood(&client, gone),
+        other => {
+            wait_for_exit(&client, pid);
+            one_op(&client, &vis, &atomics, gone, other)
+        }
+    };
+    match result {
+        Ok(()) => {
+            eprintln!("rank 0: {what} to departed rank 1 reported success: wrong");
+            std::process::exit(1);
+        }
+        Err(e) if e.contains("rank 1") => {
+            ok(&client, &format!("{what} to departed rank 1 failed: {e}"));
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("rank 0: {what} to departed rank 1 failed without naming it: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Send requests to `to` until one is refused (its error) or the bound
+/// is reached (`Ok`: a wrong outcome).
+fn flood(client: &Client, to: Rank) -> Result<(), String> {
+    for i in 0..FLOOD_MAX {
+        client
+            .request_short(to, SINK, &[i as u32], Flags::empty())
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// One operation of kind `what` to `to`, with its completion waited for.
+fn one_op(
+    client: &Client,
+    vis: &Vis,
+    atomics: &AtomicDomain<u64>,
+    to: Rank,
+    what: &str,
+) -> Result<(), String> {
+    let ep = client.endpoint();
+    let frags = [(0u64, 256u64), (4096, 256)];
+    let meta = Vector {
+        peer: &frags,
+        local: &[(0, 512)],
+    };
+    let r = match what {
+        "vis_put" => vis.put(to, meta, &[7u8; 512], Flags::empty()),
+        "vis_get" => vis.get(to, meta, &mut [0u8; 512], Flags::empty()),
+        "atomic" => atomics
+            .fetch_add(GlobalAddr::new(to, 8192), 1, rgex::AtomicFlags::empty())
+            .map(drop)
+            .map_err(|e| rgex::Error::Failed(e.to_string())),
+        "nbi_put" => ep
+            .put_nbi(GlobalAddr::new(to, 0), &[9u8; 4096], Flags::empty())
+            .and_then(|()| ep.nbi_wait_checked(NbiCategory::Put)),
+        _ => unreachable!("checked in main"),
+    };
+    r.map_err(|e| e.to_string())
+}
+
+/// Poll until process `pid` has exited (gone, or a zombie not yet reaped).
+fn wait_for_exit(client: &Client, pid: u64) {
+    let start = Instant::now();
+    let exited = || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => true,
+    };
+    while !exited() {
+        let _ = client.poll();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        assert!(
+            start.elapsed() < HANG_LIMIT,
+            "rank 0: rank 1 (process {pid}) has not exited after {HANG_LIMIT:?}"
+        );
+    }
+}
