@@ -171,6 +171,18 @@ pub trait Conduit: Send + Sync + 'static {
         None
     }
 
+    /// Why `peer` is gone from the job (it left, or its process died,
+    /// or the network declared it dead), if this conduit can tell now;
+    /// `None` while it is there as far as the conduit knows. Asked by the
+    /// protocol layer when waits stall with operations in flight to
+    /// `peer` (replies that would never come fail instead of hanging),
+    /// never on a hot path; it may look at the peer's process, rate
+    /// limited. The default knows nothing.
+    fn peer_gone(&self, peer: Rank) -> Option<String> {
+        let _ = peer;
+        None
+    }
+
     /// Publish a claimed message with `len <= slot.granted` payload bytes
     /// already assembled at `slot.buf`. Never waits. A claim to a peer
     /// with a [`mapped_queue`](Self::mapped_queue) is usually published by
