@@ -490,6 +490,10 @@ impl Conduit for SmpConduit {
         Claim::hand_over(self.claim(spec).map(|(_, _, claim)| claim), refused)
     }
 
+    fn peer_gone(&self, peer: Rank) -> Option<String> {
+        self.gone(peer)
+    }
+
     fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
         // SAFETY: every claim to a node-local peer is a cell of its ring
         // (`claim`), published by advancing its seq by one (`Ring::publish`),
