@@ -761,10 +761,6 @@ impl Conduit for SccConduit {
         self.plan.max_medium()
     }
 
-    fn max_long(&self, _peer: Rank, _nargs: usize) -> usize {
-        u32::MAX as usize
-    }
-
     fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
         Claim::hand_over(self.claim(spec), refused)
     }
