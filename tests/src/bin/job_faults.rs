@@ -15,7 +15,7 @@
 //! Either way the launcher must end the job, name the rank (and the signal
 //! that killed it), and leave nothing in /dev/shm; no rank may hang.
 
-/// How a rank can fail; `None` for an unknown name.
+/// How a rank fails (see the module's list).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fault {
     Die,
@@ -27,6 +27,7 @@ enum Fault {
 }
 
 impl Fault {
+    /// The fault named `name` on the command line, `None` if unknown.
     fn parse(name: &str) -> Option<Self> {
         Some(match name {
             "die" => Fault::Die,

@@ -127,7 +127,10 @@ pub fn report_skip(skip: &str) {
             .append(true)
             .open(path)
         {
-            let _ = writeln!(f, "{line}");
+            // One write of the whole line: tests on parallel threads (and
+            // processes) append to the same file, and O_APPEND keeps each
+            // write whole (writeln! may split it).
+            let _ = f.write_all(format!("{line}\n").as_bytes());
         }
     }
 }
