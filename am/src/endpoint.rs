@@ -212,8 +212,9 @@ impl Endpoint {
         self.conduit.max_medium(peer, nargs)
     }
 
-    /// Largest Long payload to `peer` with `nargs` arguments (the peer's
-    /// segment may bound a given transfer further).
+    /// Largest Long payload to `peer` with `nargs` arguments: what fits the
+    /// peer's segment at offset 0 (a Long at offset `o` gets at most the
+    /// segment's length less `o`).
     pub fn max_long(&self, peer: Rank, nargs: usize) -> usize {
         self.conduit.max_long(peer, nargs)
     }
