@@ -47,10 +47,7 @@ impl Endpoint {
         payload: &[u8],
         flags: Flags,
     ) -> Result<()> {
-        spec.nargs = args.len();
-        spec.least = payload.len();
-        spec.most = payload.len();
-        self.validate(&mut spec, true)?;
+        self.validate_fixed(&mut spec, args, payload)?;
         self.inject_fixed(&spec, index, args, payload, flags)
     }
 }
@@ -68,7 +65,7 @@ impl Token<'_> {
         payload: &[u8],
         long_offset: u64,
     ) -> Result<()> {
-        self.forge_reply_with(category, long_offset, |ep, spec| {
+        self.reply_with(category, long_offset, |ep, spec| {
             ep.forge(spec, index, args, payload, Flags::empty())
         })
     }

@@ -18,6 +18,7 @@
 //! nothing, and the handler reports it as malformed instead of
 //! completing someone else's operation with its data.
 
+use crate::{Message, Token};
 use parking_lot::Mutex;
 use rgex_core::{Completion, Rank};
 use std::sync::Arc;
@@ -110,6 +111,25 @@ impl<T> InFlight<T> {
     /// peer, which stays in flight).
     pub fn finish(&self, args: &[u32], from: Rank) -> Option<(Arc<Completion>, T)> {
         self.take(args, Some(from))
+    }
+
+    /// [`finish`](Self::finish) the operation a reply handler's message
+    /// names (its first two arguments, from the token's sender), or, if it
+    /// names none, report the message as malformed (see
+    /// [`Endpoint::malformed`](crate::Endpoint::malformed)) and return
+    /// `None`: the one way a protocol's reply handler looks up its
+    /// operation.
+    pub fn answer(&self, tok: &Token<'_>, msg: &Message<'_>) -> Option<(Arc<Completion>, T)> {
+        let found = self.finish(msg.args(), tok.src());
+        if found.is_none() {
+            tok.malformed(&format!(
+                "its id {:#x}:{:#x} names no operation in flight to {}",
+                msg.arg(0),
+                msg.arg(1),
+                tok.src()
+            ));
+        }
+        found
     }
 
     fn take(&self, args: &[u32], from: Option<Rank>) -> Option<(Arc<Completion>, T)> {

@@ -212,12 +212,24 @@ impl Endpoint {
         payload: &[u8],
         flags: Flags,
     ) -> Result<()> {
+        self.validate_fixed(&mut spec, args, payload)?;
+        let handler = self.check_target(h)?;
+        self.inject_fixed(&spec, handler, args, payload, flags)
+    }
+
+    /// Complete and [`validate`](Self::validate) the spec of a
+    /// fixed-payload send of `args` and `payload`.
+    #[inline(always)]
+    pub(crate) fn validate_fixed(
+        &self,
+        spec: &mut Prepare,
+        args: &[u32],
+        payload: &[u8],
+    ) -> Result<()> {
         spec.nargs = args.len();
         spec.least = payload.len();
         spec.most = payload.len();
-        self.validate(&mut spec, true)?;
-        let handler = self.check_target(h)?;
-        self.inject_fixed(&spec, handler, args, payload, flags)
+        self.validate(spec, true)
     }
 
     /// The injection under [`send_fixed`](Self::send_fixed), after every

@@ -116,21 +116,16 @@ impl<'a> Token<'a> {
         off: u64,
         flags: Flags,
     ) -> Result<()> {
-        self.may_reply()?;
-        let spec = Prepare {
-            category,
-            long_offset: off,
-            ..self.reply_spec()
-        };
-        self.ep.send_fixed(spec, h, args, payload, flags)?;
-        self.state.set(ReplyState::Done);
-        Ok(())
+        self.reply_with(category, off, |ep, spec| {
+            ep.send_fixed(spec, h, args, payload, flags)
+        })
     }
 
-    /// A reply sent by `send` (fault injection: see `forge.rs`), with the
-    /// token's one-reply rule kept.
-    #[cfg(feature = "fault-injection")]
-    pub(crate) fn forge_reply_with(
+    /// Reply with what `send` sends for the reply's `spec`, keeping the
+    /// one-reply rule: refused unless this token may reply, and used up
+    /// only if `send` succeeds.
+    #[inline(always)]
+    pub(crate) fn reply_with(
         &self,
         category: Category,
         off: u64,
@@ -145,6 +140,14 @@ impl<'a> Token<'a> {
         send(self.ep, spec)?;
         self.state.set(ReplyState::Done);
         Ok(())
+    }
+
+    /// Report the message this token came with as malformed, saying
+    /// `why` (see [`Endpoint::malformed`]): for protocol handlers that
+    /// find something wrong in what a peer sent.
+    #[cold]
+    pub fn malformed(&self, why: &str) {
+        self.ep.malformed(self.src, self.handler, why)
     }
 
     /// Reply with a Short.

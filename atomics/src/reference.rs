@@ -112,16 +112,8 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<ProtocolId> {
         Accepts::reply(Category::Short, 5),
         move |tok, msg| {
             let a = msg.args();
-            let Some((done, value)) = s.finish(a, tok.src()) else {
-                let why = format!(
-                    "its id {:#x}:{:#x} names no atomic op in flight to {}",
-                    a[0],
-                    a[1],
-                    tok.src()
-                );
-                return tok
-                    .endpoint()
-                    .malformed(tok.src(), reserved::AD_REPLY, &why);
+            let Some((done, value)) = s.answer(tok, msg) else {
+                return;
             };
             if a[2] != ST_OK {
                 // The initiator checked range and alignment against the

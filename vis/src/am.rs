@@ -523,17 +523,6 @@ fn strided_in_segment(seg: &Segment, h: &StridedHdr<'_>) -> bool {
     in_seg().is_some()
 }
 
-/// Report a reply whose id names nothing this rank sent to its sender.
-fn unknown_id(tok: &Token<'_>, index: u8, args: &[u32]) {
-    let why = format!(
-        "its id {:#x}:{:#x} names no VIS transfer in flight to {}",
-        args[0],
-        args[1],
-        tok.src()
-    );
-    tok.endpoint().malformed(tok.src(), index, &why);
-}
-
 /// Register the four handlers; returns the ids of the two requests. Each
 /// takes only its own shape of message, and a reply finishes only a
 /// message sent to the rank that answers.
@@ -545,8 +534,8 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<(ProtocolId, ProtocolId
         "rgex.vis.ack",
         Accepts::reply(Category::Short, 3),
         move |tok, msg| {
-            let Some((done, _)) = s.finish(msg.args(), tok.src()) else {
-                return unknown_id(tok, index::ACK, msg.args());
+            let Some((done, _)) = s.answer(tok, msg) else {
+                return;
             };
             match msg.arg(2) {
                 ST_OK => done.done(),
@@ -582,8 +571,8 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<(ProtocolId, ProtocolId
         "rgex.vis.get.reply",
         Accepts::reply(Category::Medium, NARGS as u8).or(Category::Short),
         move |tok, msg| {
-            let Some((done, get)) = s.finish(msg.args(), tok.src()) else {
-                return unknown_id(tok, index::GET_REPLY, msg.args());
+            let Some((done, get)) = s.answer(tok, msg) else {
+                return;
             };
             if msg.arg(2) != ST_OK {
                 return done.fail(format!(
@@ -599,7 +588,7 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<(ProtocolId, ProtocolId
                         "a VIS get reply of {} bytes, not the size asked for",
                         msg.payload().len()
                     );
-                    tok.endpoint().malformed(tok.src(), index::GET_REPLY, &why);
+                    tok.malformed(&why);
                     done.fail(format!("VIS get from {}: {why}", tok.src()));
                 }
             }

@@ -7,7 +7,7 @@
 //! finds the completion counter (and, for a get, the destination)
 //! whichever thread runs it.
 
-use crate::{reserved, Accepts, Endpoint, HandlerTable, InFlight, ProtocolId, Token};
+use crate::{reserved, Accepts, Endpoint, HandlerTable, InFlight, ProtocolId};
 use rgex_core::{Category, Completion, Error, Flags, GlobalAddr, Result};
 use std::sync::Arc;
 
@@ -31,17 +31,6 @@ const GET_OK: u32 = 0;
 const GET_OUT_OF_SEGMENT: u32 = 1;
 const GET_TOO_LONG: u32 = 2;
 
-/// Report a reply whose id names nothing this rank sent to its sender.
-fn unknown_id(tok: &Token<'_>, index: u8, args: &[u32]) {
-    let why = format!(
-        "its id {:#x}:{:#x} names no operation in flight to {}",
-        args[0],
-        args[1],
-        tok.src()
-    );
-    tok.endpoint().malformed(tok.src(), index, &why);
-}
-
 impl Reference {
     /// Register the four handlers at rgex's reserved indices. Each takes
     /// only its own shape of message (see [`Accepts`]), and a reply only
@@ -53,9 +42,10 @@ impl Reference {
             reserved::RMA_ACK,
             "rgex.rma.ack",
             Accepts::reply(Category::Short, 2),
-            move |tok, msg| match s.finish(msg.args(), tok.src()) {
-                Some((done, _)) => done.done(),
-                None => unknown_id(tok, reserved::RMA_ACK, msg.args()),
+            move |tok, msg| {
+                if let Some((done, _)) = s.answer(tok, msg) {
+                    done.done()
+                }
             },
         )?;
         let put = table.register_protocol(
@@ -79,8 +69,8 @@ impl Reference {
             "rgex.rma.get.reply",
             Accepts::reply(Category::Medium, 3).or(Category::Short),
             move |tok, msg| {
-                let Some((done, dest)) = s.finish(msg.args(), tok.src()) else {
-                    return unknown_id(tok, reserved::RMA_GET_REPLY, msg.args());
+                let Some((done, dest)) = s.answer(tok, msg) else {
+                    return;
                 };
                 let data = msg.payload();
                 match (dest, msg.arg(2)) {
@@ -109,7 +99,7 @@ impl Reference {
                             data.len(),
                             dest.map_or(0, |d| d.1)
                         );
-                        tok.endpoint().malformed(tok.src(), reserved::RMA_GET_REPLY, &why);
+                        tok.malformed(&why);
                         done.fail(format!(
                             "reference get from {}: the answer was malformed ({why})",
                             tok.src()
