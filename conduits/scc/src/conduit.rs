@@ -393,12 +393,13 @@ impl SccConduit {
 
     /// Refuse `what` to `peer` if it has left the job (its departure word
     /// only: one load; a peer that died without leaving is found where an
-    /// operation to it stalls). `peer` is in range.
+    /// operation to it stalls). A rank out of range is for the caller's
+    /// own checks.
     #[inline]
     fn present(&self, peer: Rank, what: impl FnOnce() -> String) -> Result<()> {
-        match self.presence[peer.index()].departure() {
-            liveness::PRESENT => Ok(()),
-            word => Err(self.unreachable(
+        match self.presence.get(peer.index()).map(|p| p.departure()) {
+            None | Some(liveness::PRESENT) => Ok(()),
+            Some(word) => Err(self.unreachable(
                 peer,
                 what(),
                 liveness::reason(word, "scc").unwrap_or_default(),
@@ -544,15 +545,7 @@ impl SccConduit {
     /// are origins left (each completes once; the counter does not say
     /// which have), naming one that is gone.
     fn origins_gone(&self) -> Result<()> {
-        let (missing, origins) = {
-            let mut g = self.inner.lock();
-            let g = &mut *g;
-            let got = g.epochs.completions(&mut g.core, &self.plan)?;
-            (
-                g.epochs.awaited_completions().wrapping_sub(got),
-                g.epochs.exposure_origins().to_vec(),
-            )
-        };
+        let origins = self.inner.lock().epochs.exposure_origins().to_vec();
         let mut present = 0u32;
         let mut first_gone = None;
         for &o in &origins {
@@ -563,17 +556,27 @@ impl SccConduit {
                 }
             }
         }
-        match first_gone {
-            Some((o, why)) if missing > present => Err(self.unreachable(
-                o,
-                format!(
-                    "the completion of an exposure epoch ({missing} of its origins' \
-                     completions missing, {present} origin(s) left)"
-                ),
-                why,
-            )),
-            _ => Ok(()),
+        // Only then the counter (a read through the core, with its cost).
+        let Some((o, why)) = first_gone else {
+            return Ok(());
+        };
+        let missing = {
+            let mut g = self.inner.lock();
+            let g = &mut *g;
+            let got = g.epochs.completions(&mut g.core, &self.plan)?;
+            g.epochs.awaited_completions().wrapping_sub(got)
+        };
+        if missing <= present {
+            return Ok(());
         }
+        Err(self.unreachable(
+            o,
+            format!(
+                "the completion of an exposure epoch ({missing} of its origins' completions \
+                 missing, {present} origin(s) left)"
+            ),
+            why,
+        ))
     }
 
     // ----- internals -----
