@@ -5,6 +5,7 @@
 //! - [`Conduit`]: the SPI a network implements: identity and locality,
 //!   segment exchange, split-phase AM injection, polling, bootstrap.
 //! - [`bootstrap`]: the out-of-band collectives used to set a job up.
+//! - [`liveness`]: whether a peer process on this node is still in the job.
 //!
 //! Clients normally use the `rgex` facade crate, which re-exports these.
 
@@ -18,6 +19,7 @@ pub mod doorbell;
 pub mod error;
 pub mod event;
 pub mod flags;
+pub mod liveness;
 pub mod rank;
 pub mod segment;
 pub mod share;

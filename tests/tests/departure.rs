@@ -60,12 +60,12 @@ fn an_atomic_pending_when_its_target_leaves_fails_naming_it() {
 }
 
 /// Whether this conduit tells a survivor that a peer left while it floods
-/// that peer or waits for its replies. The ofi conduit finds a dead peer
-/// only when an operation to it fails at completion, or after
-/// `RGEX_OFI_TIMEOUT` of silence while out of credits (300 s by
-/// default); the scc conduit does not look.
+/// that peer or waits for its replies (smp and scc: the peer's departure
+/// word and process). The ofi conduit finds a dead peer only when an
+/// operation to it fails at completion, or after `RGEX_OFI_TIMEOUT` of
+/// silence while out of credits (300 s by default).
 fn detects_departure() -> bool {
-    conduit() == "smp"
+    matches!(conduit().as_str(), "smp" | "scc")
 }
 
 const WHY_NOT: &str = "the conduit does not detect a departed peer while it waits on its queue \

@@ -1,6 +1,9 @@
 //! The scc conduit: the Conduit SPI over the emulated SCC chip.
 
-use crate::emu::{Addr, CheckMode, Chip, Core, CoreConfig, Counters, LockId, StaleRead, MAX_CORES};
+use crate::emu::{
+    leave_word, Addr, CheckMode, Chip, Core, CoreConfig, Counters, LockId, RankPresence, StaleRead,
+    MAX_CORES,
+};
 use crate::epoch::{seg_addr, Coherence, Epochs, Step};
 use crate::plan::{Dir, Plan, PlanOptions, HEADER};
 use crate::report;
@@ -9,6 +12,7 @@ use parking_lot::Mutex;
 use rgex_core::atomic::rmw;
 use rgex_core::bootstrap::JobEnv;
 use rgex_core::conduit::{AtomicRequest, AtomicType, OpSet};
+use rgex_core::liveness::{self, PeerWatch, Presence};
 use rgex_core::wire::Kind;
 use rgex_core::{
     Backoff, Bootstrap, Category, Claim, Completion, Conduit, Delivery, Direction, Error, PollSet,
@@ -143,6 +147,10 @@ pub struct SccConduit {
     polite: bool,
     boot: Box<dyn Bootstrap>,
     inner: Arc<Mutex<Inner>>,
+    /// Every rank's record of whether it is in the job (in the chip).
+    presence: Vec<RankPresence>,
+    /// When a stalled operation may next look at each peer's process.
+    watch: PeerWatch,
 }
 
 impl std::fmt::Debug for SccConduit {
@@ -241,6 +249,8 @@ impl SccConduit {
                 )));
             }
             let core = chip.core_with(me, CoreConfig::default().check(cfg.check))?;
+            // Before the collective below, after which peers may look.
+            chip.presence(me)?.arrive();
             Ok((chip, core))
         })();
         let report = match &mine {
@@ -281,6 +291,13 @@ impl SccConduit {
         if cfg.check != CheckMode::Off {
             report::register(Rank(me), &inner);
         }
+        let presence = (0..n)
+            .map(|r| chip.presence(r))
+            .collect::<Result<Vec<_>>>()?;
+        // Registered after the checker's hook, so it runs before it (exit
+        // hooks run in reverse), even when that one ends the process.
+        // The chip stays mapped until Drop takes this back.
+        liveness::leave_at_exit(leave_word, presence[me as usize].departure_word());
         Ok(SccConduit {
             rank: Rank(me),
             size: n,
@@ -291,6 +308,8 @@ impl SccConduit {
             polite: env.polite,
             boot,
             inner,
+            presence,
+            watch: PeerWatch::new(n as usize),
         })
     }
 
@@ -352,6 +371,46 @@ impl SccConduit {
         }
     }
 
+    /// Why `peer` is gone from the job, or `None` if it is there as far
+    /// as this rank can tell now: its departure word, then (at most every
+    /// [`PROCESS_CHECK_EVERY`](liveness::PROCESS_CHECK_EVERY)) its
+    /// process. Asked where an operation to it stalls.
+    #[cold]
+    fn gone(&self, peer: Rank) -> Option<String> {
+        if peer == self.rank {
+            return None;
+        }
+        self.watch
+            .gone(peer, "scc", self.presence.get(peer.index())?)
+    }
+
+    /// `what` to `peer` cannot be done: it is gone (`why`).
+    #[cold]
+    fn unreachable(&self, peer: Rank, what: String, why: String) -> Error {
+        Error::PeerUnreachable {
+            what,
+            from: self.rank,
+            rank: peer,
+            why,
+        }
+    }
+
+    /// Refuse `what` to `peer` if it has left the job (its departure word
+    /// only: one load; a peer that died without leaving is found where an
+    /// operation to it stalls). A rank out of range is for the caller's
+    /// own checks.
+    #[inline]
+    fn present(&self, peer: Rank, what: impl FnOnce() -> String) -> Result<()> {
+        match self.presence.get(peer.index()).map(|p| p.departure()) {
+            None | Some(liveness::PRESENT) => Ok(()),
+            Some(word) => Err(self.unreachable(
+                peer,
+                what(),
+                liveness::reason(word, "scc").unwrap_or_default(),
+            )),
+        }
+    }
+
     // ----- epochs -----
 
     /// Open an exposure epoch: `origins` may access this rank's segment
@@ -401,6 +460,17 @@ impl SccConduit {
             };
             if step == Step::Done {
                 return Ok(());
+            }
+            // A target that has not posted and is gone never will.
+            let unposted = self.inner.lock().epochs.pending_targets();
+            for (t, _) in unposted.into_iter().filter(|&(_, posted)| !posted) {
+                if let Some(why) = self.gone(Rank(t)) {
+                    return Err(self.unreachable(
+                        Rank(t),
+                        "the completion of an access epoch (it has not posted)".into(),
+                        why,
+                    ));
+                }
             }
             if waiting.tick() > self.cfg.timeout {
                 let g = self.inner.lock();
@@ -452,6 +522,7 @@ impl SccConduit {
             if self.test()? {
                 return Ok(());
             }
+            self.origins_gone()?;
             if waiting.tick() > self.cfg.timeout {
                 let mut g = self.inner.lock();
                 let g = &mut *g;
@@ -473,6 +544,45 @@ impl SccConduit {
         }
     }
 
+    /// Fail a wait for the exposure epoch's completions that the origins
+    /// still in the job can no longer bring: more are missing than there
+    /// are origins left (each completes once; the counter does not say
+    /// which have), naming one that is gone.
+    fn origins_gone(&self) -> Result<()> {
+        let origins = self.inner.lock().epochs.exposure_origins().to_vec();
+        let mut present = 0u32;
+        let mut first_gone = None;
+        for &o in &origins {
+            match self.gone(Rank(o)) {
+                None => present += 1,
+                Some(why) => {
+                    first_gone.get_or_insert((Rank(o), why));
+                }
+            }
+        }
+        // Only then the counter (a read through the core, with its cost).
+        let Some((o, why)) = first_gone else {
+            return Ok(());
+        };
+        let missing = {
+            let mut g = self.inner.lock();
+            let g = &mut *g;
+            let got = g.epochs.completions(&mut g.core, &self.plan)?;
+            g.epochs.awaited_completions().wrapping_sub(got)
+        };
+        if missing <= present {
+            return Ok(());
+        }
+        Err(self.unreachable(
+            o,
+            format!(
+                "the completion of an exposure epoch ({missing} of its origins' completions \
+                 missing, {present} origin(s) left)"
+            ),
+            why,
+        ))
+    }
+
     // ----- internals -----
 
     /// May this rank access `peer` now (epoch gate)? A would-block names
@@ -481,6 +591,16 @@ impl SccConduit {
         if g.epochs.access_ready(&mut g.core, &self.plan, peer.0)? {
             g.post_wait[peer.index()].clear();
             return Ok(());
+        }
+        if let Some(why) = self.gone(peer) {
+            return Err(self.unreachable(
+                peer,
+                format!(
+                    "an access in an epoch (waiting for its post number {})",
+                    g.epochs.awaited_post(peer.0)
+                ),
+                why,
+            ));
         }
         if g.post_wait[peer.index()].tick() > self.cfg.timeout {
             return Err(self.timed_out(format!(
@@ -610,8 +730,21 @@ impl SccConduit {
         }
         spec.check_medium(self.plan.max_medium())?;
         let d = dir_of(spec.dir);
+        let what = || {
+            format!(
+                "an AM {} {}",
+                spec.category,
+                match d {
+                    Dir::Request => "request",
+                    Dir::Reply => "reply",
+                }
+            )
+        };
+        self.present(peer, what)?;
         let depth = self.plan.depth();
-        let seq = {
+        // The seq of the claimed slot, or how long the channel has been
+        // full (decided under the lock, reported without it).
+        let seq: std::result::Result<u32, Duration> = {
             let mut g = self.inner.lock();
             let g = &mut *g;
             let ch = &mut g.send[peer.index()][d as usize];
@@ -621,32 +754,17 @@ impl SccConduit {
                 ch.consumed =
                     g.core
                         .read_u32_acquire(self.plan.am_consumed(self.rank.0, peer.0, d))?;
-                if ch.next.wrapping_sub(ch.consumed) >= depth {
-                    let what = match d {
-                        Dir::Request => "request",
-                        Dir::Reply => "reply",
-                    };
-                    if ch.full.tick() > self.cfg.timeout {
-                        return Err(self.timed_out(format!(
-                            "{peer} to consume one of its {depth} {what} slots from {} \
-                             (is it polling?)",
-                            self.rank
-                        )));
-                    }
-                    return Err(Error::WouldBlock {
-                        peer,
-                        resource: match d {
-                            Dir::Request => "the request slots",
-                            Dir::Reply => "the reply slots",
-                        },
-                    });
-                }
             }
-            ch.full.clear();
-            let seq = ch.next;
-            ch.next = seq.wrapping_add(1);
-            seq
+            if ch.next.wrapping_sub(ch.consumed) >= depth {
+                Err(ch.full.tick())
+            } else {
+                ch.full.clear();
+                let seq = ch.next;
+                ch.next = seq.wrapping_add(1);
+                Ok(seq)
+            }
         };
+        let seq = seq.map_err(|waited| self.full(peer, d, waited, what))?;
         let granted = match spec.category {
             Category::Short => 0,
             Category::Medium | Category::Long => spec.most,
@@ -661,6 +779,28 @@ impl SccConduit {
             st.buf.as_mut_ptr()
         };
         Ok(Claim::new(buf, Box::into_raw(st) as u64))
+    }
+
+    /// The refusal of a claim to `peer` whose `d` slots are all in use
+    /// after a wait of `waited`: it is gone, or the wait timed out, or
+    /// would-block (the AM layer polls and retries).
+    #[cold]
+    fn full(&self, peer: Rank, d: Dir, waited: Duration, what: impl FnOnce() -> String) -> Error {
+        if let Some(why) = self.gone(peer) {
+            return self.unreachable(peer, what(), why);
+        }
+        let (slots, resource) = match d {
+            Dir::Request => ("request", "the request slots"),
+            Dir::Reply => ("reply", "the reply slots"),
+        };
+        if waited > self.cfg.timeout {
+            return self.timed_out(format!(
+                "{peer} to consume one of its {} {slots} slots from {} (is it polling?)",
+                self.plan.depth(),
+                self.rank
+            ));
+        }
+        Error::WouldBlock { peer, resource }
     }
 
     /// Publish slot `seq` of the channel to `slot.peer`: header (with
@@ -712,6 +852,9 @@ impl SccConduit {
 
 impl Drop for SccConduit {
     fn drop(&mut self) {
+        let mine = &self.presence[self.rank.index()];
+        liveness::forget_at_exit(mine.departure_word());
+        mine.depart(liveness::LEFT);
         report::flush(self.rank, &self.inner);
     }
 }
@@ -763,6 +906,10 @@ impl Conduit for SccConduit {
 
     fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
         Claim::hand_over(self.claim(spec), refused)
+    }
+
+    fn peer_gone(&self, peer: Rank) -> Option<String> {
+        self.gone(peer)
     }
 
     unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
@@ -843,6 +990,9 @@ impl Conduit for SccConduit {
         rc: &Arc<Completion>,
     ) -> Result<()> {
         let at = seg_addr(&self.plan, peer.0, offset, len)?;
+        self.present(peer, || {
+            format!("a put of {len} bytes at offset {offset:#x}")
+        })?;
         self.gate(&mut self.inner.lock(), peer)?;
         // SAFETY: the caller keeps `src..src+len` readable and unmodified
         // until local completion, which is this return (nothing is counted
@@ -865,6 +1015,9 @@ impl Conduit for SccConduit {
         done: &Arc<Completion>,
     ) -> Result<()> {
         let at = seg_addr(&self.plan, peer.0, offset, len)?;
+        self.present(peer, || {
+            format!("a get of {len} bytes at offset {offset:#x}")
+        })?;
         self.gate(&mut self.inner.lock(), peer)?;
         // SAFETY: the caller keeps `dst..dst+len` valid and untouched by
         // anyone else until `done` completes, which happens below.
@@ -894,6 +1047,12 @@ impl Conduit for SccConduit {
         let size = req.ty.size();
         let t = req.target.0;
         let at = seg_addr(&self.plan, t, req.offset, size)?;
+        self.present(req.target, || {
+            format!(
+                "an atomic {:?} {:?} at offset {:#x}",
+                req.ty, req.op, req.offset
+            )
+        })?;
         let mut g = self.inner.lock();
         let inner = &mut *g;
         // The owner's test-and-set register serialises every atomic on its

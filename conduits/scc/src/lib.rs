@@ -36,6 +36,12 @@
 //! - **Atomics**: offloaded for every type and op: under the owner's
 //!   test-and-set register, invalidate, read, apply
 //!   [`rmw`](rgex_core::atomic::rmw), write, drain, release.
+//! - **Departures**: each rank records its process and a departure word
+//!   in the chip ([`emu::RankPresence`], [`rgex_core::liveness`]), set
+//!   when its conduit drops or its process exits. A claim, put, get or
+//!   atomic to a rank that left fails with `PeerUnreachable` naming it; a
+//!   full channel or an epoch wait on a peer also looks at its process
+//!   (rate limited), so one that died is found too, before the timeout.
 //! - **Checking**: `RGEX_SCC_CHECK=1` turns the stale-read checker on; a
 //!   process that saw a stale read prints it and exits with status 1.
 

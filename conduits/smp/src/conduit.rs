@@ -1,18 +1,17 @@
 //! The smp conduit: the Conduit SPI over the shared-memory regions.
 
-use crate::liveness;
 use crate::region::{Region, REPLY, REQUEST};
 use crate::ring::{Padded, Ring};
 use crate::{prefetch, shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
 use rgex_core::doorbell::{Doorbell, Header, MappedCell, MappedQueue};
+use rgex_core::liveness::{self, PeerWatch};
 use rgex_core::wire::Kind;
 use rgex_core::{
     Bootstrap, Category, Claim, Conduit, Delivery, Direction, Error, PollSet, Prepare, Rank,
     Result, Segment, SendSlot,
 };
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Messages delivered from one ring per poll call at most, so one busy
 /// sender cannot keep a poller from returning.
@@ -39,10 +38,9 @@ pub struct SmpConduit {
     /// per ring at a time keeps each sender's messages in arrival order
     /// (see `drain`).
     draining: [Padded<AtomicBool>; 2],
-    /// Per peer: when (nanoseconds after `epoch`) a refused claim may next
-    /// look at the peer's process (see `gone`).
-    next_process_check: Box<[AtomicU64]>,
-    epoch: Instant,
+    /// When a refused claim may next look at each peer's process (see
+    /// `gone`).
+    watch: PeerWatch,
 }
 
 impl std::fmt::Debug for SmpConduit {
@@ -161,7 +159,7 @@ impl SmpConduit {
                 .expect("own region")
                 .shm_name(),
         )?;
-        let next_process_check = regions.iter().map(|_| AtomicU64::new(0)).collect();
+        let watch = PeerWatch::new(regions.len());
         let conduit = SmpConduit {
             rank,
             regions,
@@ -172,8 +170,7 @@ impl SmpConduit {
                 Padded(AtomicBool::new(false)),
                 Padded(AtomicBool::new(false)),
             ],
-            next_process_check,
-            epoch: Instant::now(),
+            watch,
         };
         // The Region lives in the Vec's heap buffer, which stays put when
         // the conduit moves and until Drop takes this back.
@@ -191,26 +188,7 @@ impl SmpConduit {
         if peer == self.rank {
             return None;
         }
-        let region = self.region(peer);
-        if let Some(why) = liveness::reason(region.departure()) {
-            return Some(why.to_string());
-        }
-        let now = self.epoch.elapsed().as_nanos() as u64;
-        let next = &self.next_process_check[peer.index()];
-        // Relaxed: a schedule, private to this process; the CAS only keeps
-        // two threads from both looking in one period.
-        let due = next.load(Ordering::Relaxed);
-        let every = liveness::PROCESS_CHECK_EVERY.as_nanos() as u64;
-        if now < due
-            || next
-                .compare_exchange(due, now + every, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-        {
-            return None;
-        }
-        let why = region.owner().gone()?;
-        region.depart(liveness::DIED);
-        Some(why)
+        self.watch.gone(peer, "smp", self.region(peer))
     }
 
     /// The error for a refused claim: `peer` is gone, or its ring `which`
@@ -594,6 +572,7 @@ fn queue_full(peer: Rank, which: usize) -> Error {
 mod tests {
     use super::*;
     use rgex_core::bootstrap::SingleRank;
+    use std::sync::atomic::AtomicU64;
 
     /// A job of one rank with a ring of `depth` cells and a 64 KiB segment.
     fn solo(depth: u64, tag: &str) -> SmpConduit {

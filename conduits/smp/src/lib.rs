@@ -20,9 +20,10 @@
 //! cannot deadlock.
 //!
 //! A rank that leaves (or dies) closes its rings, or has them closed by
-//! the first peer that finds its process gone (`liveness`): a send to it
-//! is then refused with [`Error::PeerUnreachable`](rgex_core::Error)
-//! naming it, never left waiting on a queue nobody drains.
+//! the first peer that finds its process gone ([`rgex_core::liveness`]):
+//! a send to it is then refused with
+//! [`Error::PeerUnreachable`](rgex_core::Error) naming it, never left
+//! waiting on a queue nobody drains.
 
 // Under `--cfg loom` only the ring and what it needs are compiled: the
 // model checker explores the ring alone, and the conduit's doorbells take
@@ -30,8 +31,6 @@
 #[cfg(not(loom))]
 mod conduit;
 mod config;
-#[cfg(not(loom))]
-mod liveness;
 #[cfg(not(loom))]
 mod prefetch;
 #[cfg(not(loom))]

@@ -16,10 +16,10 @@
 //! payloads straight into the receiver's payload buffers and Long payloads
 //! straight into the receiver's segment.
 
-use crate::liveness::{self, Owner};
 use crate::ring::{Cell, Ring, RingHeader};
 use crate::shm::ShmMap;
 use crate::SmpConfig;
+use rgex_core::liveness::{self, Owner, Presence};
 use rgex_core::{Error, Rank, Result, Segment};
 use std::mem::size_of;
 use std::ptr::NonNull;
@@ -235,15 +235,10 @@ impl Region {
     /// [`liveness::DIED`]) and close its rings, so every sender's next
     /// claim is refused and finds out why. The first verdict stands.
     pub fn depart(&self, how: u64) {
-        debug_assert_ne!(how, liveness::PRESENT);
-        // Relaxed: the closing stores below are Release and come after it
-        // in program order; they carry it to the senders (see `departure`).
-        let _ = self.header().departure.compare_exchange(
-            liveness::PRESENT,
-            how,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        // Relaxed (in `liveness::depart`): the closing stores below are
+        // Release and come after it in program order; they carry it to the
+        // senders (see `departure`).
+        liveness::depart(&self.header().departure, how);
         for ring in &self.rings {
             ring.close();
         }
@@ -261,5 +256,19 @@ impl Region {
     /// The shared-memory object's name.
     pub fn shm_name(&self) -> &str {
         self.map.name()
+    }
+}
+
+impl Presence for Region {
+    fn departure(&self) -> u64 {
+        Region::departure(self)
+    }
+
+    fn owner(&self) -> Owner {
+        Region::owner(self)
+    }
+
+    fn depart(&self, how: u64) {
+        Region::depart(self, how);
     }
 }

@@ -17,7 +17,9 @@
 //!   waits in rank 1's queue, rank 1 leaves without answering, and rank
 //!   0's wait for the reply must end in an error (the endpoint asks the
 //!   conduit about the peers of operations in flight when its waits
-//!   stall).
+//!   stall). `pending_atomic` uses the AM (reference) atomics on every
+//!   conduit: an offloaded atomic (scc's) needs nothing from its target
+//!   and completes before the target leaves.
 //!
 //! The second argument says how rank 1 leaves: `exit` (the default:
 //! `exit(0)`, which runs the process's exit handlers) or `_exit` (status
@@ -72,12 +74,16 @@ fn main() -> rgex::Result<()> {
     conduit_banner(&client);
     let me = client.rank();
     // Collective set-up, while both ranks are there.
-    let atomics = AtomicDomain::<u64>::new(
-        client.endpoint(),
-        client.world_team(),
-        rgex::OpSet::of(&[rgex::AtomicOp::Fadd]),
-    )
-    .map_err(|e| rgex::Error::Failed(format!("atomic domain: {e}")))?;
+    let mut atomics = AtomicDomain::<u64>::builder(rgex::OpSet::of(&[rgex::AtomicOp::Fadd]));
+    if what == "pending_atomic" {
+        // An atomic that waits for its target is an AM request: an
+        // offloaded one (scc) is done by this rank alone, before the
+        // target leaves, and rightly succeeds.
+        atomics = atomics.force_reference(true);
+    }
+    let atomics = atomics
+        .build(client.endpoint(), client.world_team())
+        .map_err(|e| rgex::Error::Failed(format!("atomic domain: {e}")))?;
     let vis = Vis::new(client.endpoint())?;
     let pids = client
         .conduit()

@@ -1,5 +1,6 @@
 //! The chip: one shared region holding every core's view of memory, the
-//! lock registers, the atomic counters and the checker's shadow.
+//! lock registers, the atomic counters, the ranks' presence records and the
+//! checker's shadow.
 
 use super::cache::Geometry;
 use super::check::{CheckMode, Shadow};
@@ -8,6 +9,7 @@ use super::cost::CostTable;
 use super::layout::{Addr, Layout, RegionMap, HEADER_BYTES};
 use super::line::{LineData, LINE};
 use super::page::{MemType, PAGE};
+use super::presence::RankPresence;
 use super::region::{store_masked, Region};
 use rgex_core::{Error, Rank, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 /// "RGEXSCC1": written last by the creator, so an opener that sees it sees
 /// an initialised header and page table.
 const MAGIC: u64 = u64::from_le_bytes(*b"RGEXSCC1");
-const VERSION: u64 = 1;
+const VERSION: u64 = 2;
 const H_MAGIC: usize = 0;
 const H_VERSION: usize = 8;
 const H_CORES: usize = 16;
@@ -390,6 +392,16 @@ impl Chip {
             )));
         }
         Ok(Core::new(Arc::clone(&self.inner), rank, cfg, mode))
+    }
+
+    /// The record of whether rank `rank` is still in the job and which
+    /// process runs it (see [`RankPresence`]).
+    pub fn presence(&self, rank: u32) -> Result<RankPresence> {
+        let cores = self.inner.layout.cores();
+        if rank >= cores {
+            return Err(Error::RankOutOfRange { rank, size: cores });
+        }
+        Ok(RankPresence::new(Arc::clone(&self.inner), rank))
     }
 
     /// This process's address of chip memory `[addr, addr + len)`, for

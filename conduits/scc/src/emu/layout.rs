@@ -427,6 +427,8 @@ pub(crate) struct RegionMap {
     pub locks: usize,
     /// Atomic counters, one word each, 64 bytes apart.
     pub counters: usize,
+    /// Per core: its rank's departure word and process (`presence`).
+    pub presence: usize,
     /// Chip memory (page aligned).
     pub mem: usize,
     /// Checker: per byte of memory, the newest issued store (packed).
@@ -461,7 +463,8 @@ impl RegionMap {
         let page_types = HEADER_BYTES;
         let locks = round_up(page_types + pages * 8, REG_STRIDE);
         let counters = locks + l.cores as usize * REG_STRIDE;
-        let mem = round_up(counters + l.atomic_counters as usize * REG_STRIDE, PAGE);
+        let presence = counters + l.atomic_counters as usize * REG_STRIDE;
+        let mem = round_up(presence + l.cores as usize * super::presence::STRIDE, PAGE);
         let mut end = mem + mem_bytes;
         let slot_words = 8 + round_up(l.cores as usize, 8);
         let (mut newest, mut memsh, mut lock_slots, mut counter_slots, mut sync_slots) =
@@ -478,6 +481,7 @@ impl RegionMap {
             page_types,
             locks,
             counters,
+            presence,
             mem,
             newest,
             memsh,

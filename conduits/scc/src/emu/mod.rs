@@ -141,6 +141,7 @@ mod layout;
 mod line;
 mod lock;
 mod page;
+mod presence;
 mod region;
 mod wcb;
 
@@ -156,3 +157,4 @@ pub use self::layout::{
 };
 pub use self::line::LINE;
 pub use self::page::{MemType, PAGE};
+pub use self::presence::{leave_word, RankPresence};
