@@ -108,9 +108,13 @@ fn a_rank_exiting_3_makes_the_job_exit_3() {
 #[test]
 fn bad_conduit_setting_is_a_clear_error() {
     // An smp setting: the smp conduit (and ofi, whose bypass is smp) check it.
-    let (outcome, _out, err) = run(&job(2, FAULTS, &["die"])
-        .conduit(Some("smp".into()))
-        .env("RGEX_SMP_QUEUE_DEPTH", "3"));
+    // Alone, as every job here: its shared memory would otherwise show
+    // in another test's count of what its job left behind.
+    let (outcome, _out, err, _) = run_alone(
+        &job(2, FAULTS, &["die"])
+            .conduit(Some("smp".into()))
+            .env("RGEX_SMP_QUEUE_DEPTH", "3"),
+    );
     assert_ne!(outcome.status, 0);
     assert!(
         err.contains("RGEX_SMP_QUEUE_DEPTH=3 must be a power of two"),
@@ -123,7 +127,8 @@ fn smp_with_ranks_on_two_hosts_is_a_clear_error() {
     // Each rank claims another host (RGEX_HOST), so they share no memory:
     // the smp conduit must refuse, naming a rank, not hang or crash.
     let script = format!("RGEX_HOST=node$RGEX_RANK exec {FAULTS} exit3");
-    let (outcome, _out, err) = run(&job(2, "sh", &["-c", &script]).conduit(Some("smp".into())));
+    let (outcome, _out, err, _) =
+        run_alone(&job(2, "sh", &["-c", &script]).conduit(Some("smp".into())));
     assert_ne!(outcome.status, 0);
     assert!(
         err.contains("needs every rank on one node") && err.contains("on another host"),
