@@ -139,7 +139,7 @@ impl OfiConduit {
             .map(|(_, _, c)| c.as_slice())
             .map_err(|e| e.to_string());
         let cards = net::exchange(boot, mine)?;
-        let (mut net, state, _) = opened?;
+        let (mut net, mut state, _) = opened?;
         net.connect(&cards)?;
         // Everyone has inserted everyone before anyone sends.
         boot.barrier()?;
@@ -147,6 +147,11 @@ impl OfiConduit {
             .map(|p| cfg.shm_bypass && smp.is_local(Rank(p as u32)))
             .collect();
         let all_local = local.iter().all(|&l| l);
+        // Node-local peers are smp's: they learn of this rank's departure
+        // from it, not from a goodbye over the network.
+        for (net_peer, &l) in state.network_peer.iter_mut().zip(&local) {
+            *net_peer &= !l;
+        }
         let ready_count = state.ready_count.clone();
         let state = Arc::new(Mutex::new(state));
         let net = Arc::new(net);
@@ -511,6 +516,17 @@ impl Conduit for OfiConduit {
 
     fn bootstrap(&self) -> &dyn Bootstrap {
         self.smp.bootstrap()
+    }
+
+    /// A network peer is gone once it said goodbye (it closed its
+    /// conduit) or an operation to it failed (or it stayed silent past
+    /// `RGEX_OFI_TIMEOUT`), and what it sent before is delivered; a
+    /// node-local peer carried by the smp bypass is smp's to tell.
+    fn peer_gone(&self, peer: Rank) -> Option<String> {
+        if self.local(peer) {
+            return self.smp.peer_gone(peer);
+        }
+        self.state.lock().gone(peer.index())
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
