@@ -72,7 +72,8 @@ impl State {
                 | Op::Put { peer, .. }
                 | Op::Flush { peer, .. }
                 | Op::Get { peer, .. }
-                | Op::Atomic { peer, .. } => busy[*peer as usize] = true,
+                | Op::Atomic { peer, .. }
+                | Op::Probe { peer } => busy[*peer as usize] = true,
                 Op::Recv | Op::Idle => {}
             }
         }
