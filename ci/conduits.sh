@@ -25,7 +25,7 @@ rows=(
 # mixed: jobs spanning two emulated nodes (runs on the rows with the
 # bypass on, where node-local and remote peers meet in one job).
 suites=(--test am --test rma --test coll --test atomics --test vis --test protocol --test pmix --test mixed)
-# faults runs after the others: it kills ranks (see stale_shm below).
+# faults and departure run after the others: ranks die or leave early (see stale_shm below).
 
 # libfabric's shm provider names its shared-memory file "pid:domain:ep";
 # a rank killed by the faults tests leaves it behind, and when the pid is
@@ -56,13 +56,19 @@ for row in "${rows[@]}"; do
     # shellcheck disable=SC2086 # word splitting of the row's settings is wanted
     if { env $envs cargo test --no-fail-fast -p rgex-tests "${suites[@]}" 2>&1 &&
         env $envs cargo test -p rgex-examples --test run 2>&1 &&
-        env $envs cargo test -p rgex-tests --test faults 2>&1; } | tee "target/matrix-$name.log" |
+        env $envs cargo test -p rgex-tests --test faults --test departure 2>&1; } | tee "target/matrix-$name.log" |
         grep -E '^test result|FAILED|panicked'; [ "${PIPESTATUS[0]}" = 0 ]; then
         echo "matrix $name: passed"
-        [ -f "$RGEX_SKIP_LOG" ] && sort "$RGEX_SKIP_LOG" | uniq -c | sed 's/^/    /'
     else
         echo "matrix $name: FAILED (log: target/matrix-$name.log)"
         failed+=("$name")
+    fi
+    # Skipped checks and tests (a skip is not a pass): how many, and which.
+    if [ -f "$RGEX_SKIP_LOG" ]; then
+        echo "matrix $name: $(wc -l <"$RGEX_SKIP_LOG") skips"
+        sort "$RGEX_SKIP_LOG" | uniq -c | sed 's/^/    /'
+    else
+        echo "matrix $name: no skips"
     fi
 done
 stale_shm

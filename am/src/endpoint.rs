@@ -1,5 +1,6 @@
 //! The endpoint: a conduit, its handler table, and the request API.
 
+use crate::abandon::Watched;
 use crate::context::{in_handler, HandlerScope};
 use crate::extension::Extensions;
 use crate::handler::Target;
@@ -66,6 +67,9 @@ pub struct Endpoint {
     rma_reference: Arc<Reference>,
     rma_reference_only: bool,
     extensions: Extensions,
+    /// Tables of operations in flight that stalled waits check for gone
+    /// peers (see [`crate::abandon`]).
+    watched: Watched,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -118,7 +122,7 @@ impl Endpoint {
         let mapped = (0..conduit.size())
             .map(|p| conduit.mapped_queue(Rank(p)))
             .collect();
-        Ok(Arc::new_cyclic(|me| Endpoint {
+        let ep = Arc::new_cyclic(|me| Endpoint {
             size: conduit.size(),
             rank: conduit.rank(),
             mapped,
@@ -135,7 +139,14 @@ impl Endpoint {
             rma_reference,
             rma_reference_only,
             extensions: Extensions::default(),
-        }))
+            watched: Watched::default(),
+        });
+        ep.watch_in_flight("reference RMA", ep.rma_reference.ops());
+        Ok(ep)
+    }
+
+    pub(crate) fn watched(&self) -> &Watched {
+        &self.watched
     }
 
     pub(crate) fn rma_reference(&self) -> &Reference {
@@ -201,8 +212,9 @@ impl Endpoint {
         self.conduit.max_medium(peer, nargs)
     }
 
-    /// Largest Long payload to `peer` with `nargs` arguments (the peer's
-    /// segment may bound a given transfer further).
+    /// Largest Long payload to `peer` with `nargs` arguments: what fits the
+    /// peer's segment at offset 0 (a Long at offset `o` gets at most the
+    /// segment's length less `o`).
     pub fn max_long(&self, peer: Rank, nargs: usize) -> usize {
         self.conduit.max_long(peer, nargs)
     }
@@ -273,6 +285,7 @@ impl Endpoint {
     #[inline]
     pub(crate) fn progress(&self, set: PollSet) -> usize {
         let mut n = self.conduit.poll(set, &mut |d| self.dispatch(d));
+        self.note_poll(n);
         // A thread polling or waiting helps with shared work (a handler
         // does not: it would delay the messages behind it).
         if self.board.has_work() && !in_handler() {

@@ -13,8 +13,11 @@ use crate::{Endpoint, Token};
 use rgex_core::{Category, Direction, Flags, Prepare, Rank, Result};
 
 impl Endpoint {
-    /// Send a request to any handler index, with any category and
-    /// arguments (see the [module docs](self)).
+    /// Send a request to any handler index, reserved or not, registered
+    /// or not, with any category and arguments: a peer doing what a
+    /// correct rgex never does, for tests of what receivers do with it.
+    /// Only the local limits (payload size, argument count, a Long's
+    /// range) still apply. Feature `fault-injection`.
     #[allow(clippy::too_many_arguments)]
     pub fn forge_request(
         &self,
@@ -54,8 +57,9 @@ impl Endpoint {
 
 impl Token<'_> {
     /// Reply to this request with a message to any handler index, with
-    /// any category and arguments (see the [module docs](self)). Uses up
-    /// the token's one reply, as any reply does.
+    /// any category and arguments, as [`Endpoint::forge_request`] sends
+    /// requests. Uses up the token's one reply, as any reply does.
+    /// Feature `fault-injection`.
     pub fn forge_reply(
         &self,
         index: u8,

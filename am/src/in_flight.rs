@@ -133,6 +133,37 @@ impl<T> InFlight<T> {
     }
 }
 
+impl<T: Send> crate::Abandon for InFlight<T> {
+    fn peers(&self, out: &mut Vec<Rank>) {
+        let s = self.slab.lock();
+        out.extend(s.slots.iter().filter(|x| x.op.is_some()).map(|x| x.peer));
+    }
+
+    fn fail_peer(&self, peer: Rank, why: &str) -> usize {
+        let failed: Vec<_> = {
+            let mut s = self.slab.lock();
+            let Slab { slots, free } = &mut *s;
+            slots
+                .iter_mut()
+                .enumerate()
+                .filter(|(_, x)| x.peer == peer && x.op.is_some())
+                .filter_map(|(i, x)| {
+                    // As `finish` does: a late reply finds nothing.
+                    x.generation = x.generation.wrapping_add(1);
+                    free.push(i as u32);
+                    x.op.take()
+                })
+                .collect()
+        };
+        // Outside the lock: a waiter woken by `fail` may start another
+        // operation at once.
+        for (done, _) in &failed {
+            done.fail(why.to_owned());
+        }
+        failed.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,5 +218,29 @@ mod tests {
         // Abandoning a finished operation does not count it twice.
         t.abandon(&second);
         assert!(done.is_done());
+    }
+
+    #[test]
+    fn operations_to_a_gone_peer_fail_and_late_replies_find_nothing() {
+        use crate::Abandon;
+        let t: InFlight<u8> = InFlight::default();
+        let (to1, to2) = (Completion::new(0), Completion::new(0));
+        let a = t.start(Rank(1), &to1, 1);
+        let b = t.start(Rank(2), &to2, 2);
+        let c = t.start(Rank(1), &to1, 3);
+        let mut peers = Vec::new();
+        t.peers(&mut peers);
+        peers.sort_unstable();
+        assert_eq!(peers, [Rank(1), Rank(1), Rank(2)]);
+        assert_eq!(t.fail_peer(Rank(1), "rank 1 left"), 2);
+        assert!(to1.is_done() && to1.failure() == Some("rank 1 left"));
+        assert!(!to2.is_done());
+        // The failed ones' replies, should they come, find nothing.
+        assert!(t.finish(&a, Rank(1)).is_none() && t.finish(&c, Rank(1)).is_none());
+        let (d, v) = t.finish(&b, Rank(2)).unwrap();
+        assert_eq!(v, 2);
+        d.done();
+        assert!(to2.is_done() && to2.failure().is_none());
+        assert_eq!(t.fail_peer(Rank(1), "again"), 0);
     }
 }

@@ -17,6 +17,7 @@
 //!
 //! [`Flags::IMMEDIATE`]: rgex_core::Flags::IMMEDIATE
 
+pub mod abandon;
 mod client;
 pub mod context;
 mod endpoint;
@@ -33,6 +34,7 @@ pub mod rma;
 pub mod team;
 mod token;
 
+pub use abandon::Abandon;
 pub use client::Client;
 pub use endpoint::Endpoint;
 pub use endpoint::MALFORMED_PRINTED;

@@ -157,65 +157,119 @@ mod tests {
         }
     }
 
-    /// A word of "segment" shared by two threads, and plain data next to
-    /// it that only the flags' ordering protects.
-    struct Mailbox {
-        flag: AtomicU64,
-        data: std::cell::UnsafeCell<u64>,
-    }
-    // SAFETY: `data` is written by the producer before its RELEASE op and
-    // read by the consumer after its ACQUIRE op has seen that op's value:
-    // the ordering under test is what makes the sharing sound.
-    unsafe impl Sync for Mailbox {}
-
-    /// The producer publishes plain data with `op` (RELEASE) on the flag;
-    /// the consumer polls the flag with GET (ACQUIRE) and then reads the
-    /// data. Under Miri, which reports a race on the plain data unless the
-    /// fences order it (ci/test.sh runs this module there), dropping either
-    /// fence from `apply` fails this test; natively it shows the ops work
-    /// across threads. Bounded: the consumer gives up after a minute.
-    fn message_passing(ty: AtomicType, op: AtomicOp, a: u64) {
-        let m = Mailbox {
-            flag: AtomicU64::new(0),
-            data: std::cell::UnsafeCell::new(0),
-        };
-        // Whole-struct borrows (closures would capture the cell alone).
-        let m = &m;
-        let flag = || m.flag.as_ptr().cast::<u8>();
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                // SAFETY: only this thread touches `data` before the
-                // release below.
-                unsafe { *m.data.get() = 42 };
-                // SAFETY: the flag is an aligned AtomicU64, live for the
-                // scope, and only accessed atomically.
-                unsafe { apply(flag(), ty, op, a, 0, false, true) };
-            });
-            s.spawn(|| {
-                let start = std::time::Instant::now();
-                // SAFETY: as above.
-                while unsafe { apply(flag(), ty, AtomicOp::Get, 0, 0, true, false) } == 0 {
-                    assert!(
-                        start.elapsed() < std::time::Duration::from_secs(60),
-                        "the producer's {op:?} never became visible"
-                    );
-                    std::thread::yield_now();
-                }
-                // SAFETY: the acquire above saw the producer's release, so
-                // its write of `data` happens before this read.
-                assert_eq!(unsafe { *m.data.get() }, 42, "after {op:?}");
-            });
-        });
-    }
-
+    /// Every op is atomic under contention: threads adding to one word
+    /// (a native fetch_add, and a float add's compare-exchange loop) and
+    /// multiplying another (MULT's loop) lose no update. A lost update (an
+    /// op split into a load and a store, a compare-exchange whose failure
+    /// is not retried) fails this natively.
     #[test]
-    fn release_acquire_order_plain_data() {
-        // A store, and read-modify-writes (native, and a float add's
-        // compare-exchange loop) as the releasing op.
-        use AtomicType::{F64, U64};
-        message_passing(U64, AtomicOp::Set, 1);
-        message_passing(U64, AtomicOp::Fadd, 1);
-        message_passing(U64, AtomicOp::Swap, 7);
-        message_passing(F64, AtomicOp::Fadd, 1.5f64.to_bits());
+    fn contended_ops_lose_no_update() {
+        const THREADS: u64 = 4;
+        let per = if cfg!(miri) { 20 } else { 200_000 };
+        let words = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(1)];
+        let w = |i: usize| words[i].as_ptr().cast::<u8>();
+        // All start together, so the threads' ops overlap.
+        let start = std::sync::Barrier::new(THREADS as usize);
+        std::thread::scope(|s| {
+            for _ in 0..THREADS {
+                s.spawn(|| {
+                    start.wait();
+                    for k in 0..per {
+                        // SAFETY: the words are aligned AtomicU64s, live for
+                        // the scope, and only accessed atomically.
+                        unsafe {
+                            apply(w(0), AtomicType::U64, AtomicOp::Add, 1, 0, false, false);
+                            apply(
+                                w(1),
+                                AtomicType::F64,
+                                AtomicOp::Add,
+                                1f64.to_bits(),
+                                0,
+                                false,
+                                false,
+                            );
+                            if k < 8 {
+                                apply(w(2), AtomicType::U64, AtomicOp::Mult, 3, 0, false, false);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let [a, f, m] = words.map(AtomicU64::into_inner);
+        assert_eq!(a, THREADS * per);
+        assert_eq!(f64::from_bits(f), (THREADS * per) as f64);
+        assert_eq!(m, 3u64.pow(8 * THREADS as u32));
+    }
+
+    /// Release/acquire ordering of plain data: a Miri-only test
+    /// (`#[cfg(miri)]`; ci/test.sh runs this module under Miri). Natively
+    /// it could not fail: x86 orders stores with stores and loads with
+    /// loads whatever the fences, so a missing fence goes unseen. Miri
+    /// reports a data race on the plain data unless the fences order it,
+    /// so dropping either fence from `apply` fails it there.
+    #[cfg(miri)]
+    mod ordering {
+        use super::*;
+
+        /// A word of "segment" shared by two threads, and plain data next to
+        /// it that only the flags' ordering protects.
+        struct Mailbox {
+            flag: AtomicU64,
+            data: std::cell::UnsafeCell<u64>,
+        }
+        // SAFETY: `data` is written by the producer before its RELEASE op and
+        // read by the consumer after its ACQUIRE op has seen that op's value:
+        // the ordering under test is what makes the sharing sound.
+        unsafe impl Sync for Mailbox {}
+
+        /// The producer publishes plain data with `op` (RELEASE) on the flag;
+        /// the consumer polls the flag with GET (ACQUIRE) and then reads the
+        /// data; Miri reports a race on the plain data unless the fences
+        /// order it. Bounded: the consumer gives up after a minute.
+        fn message_passing(ty: AtomicType, op: AtomicOp, a: u64) {
+            let m = Mailbox {
+                flag: AtomicU64::new(0),
+                data: std::cell::UnsafeCell::new(0),
+            };
+            // Whole-struct borrows (closures would capture the cell alone).
+            let m = &m;
+            let flag = || m.flag.as_ptr().cast::<u8>();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    // SAFETY: only this thread touches `data` before the
+                    // release below.
+                    unsafe { *m.data.get() = 42 };
+                    // SAFETY: the flag is an aligned AtomicU64, live for the
+                    // scope, and only accessed atomically.
+                    unsafe { apply(flag(), ty, op, a, 0, false, true) };
+                });
+                s.spawn(|| {
+                    let start = std::time::Instant::now();
+                    // SAFETY: as above.
+                    while unsafe { apply(flag(), ty, AtomicOp::Get, 0, 0, true, false) } == 0 {
+                        assert!(
+                            start.elapsed() < std::time::Duration::from_secs(60),
+                            "the producer's {op:?} never became visible"
+                        );
+                        std::thread::yield_now();
+                    }
+                    // SAFETY: the acquire above saw the producer's release, so
+                    // its write of `data` happens before this read.
+                    assert_eq!(unsafe { *m.data.get() }, 42, "after {op:?}");
+                });
+            });
+        }
+
+        #[test]
+        fn release_acquire_order_plain_data() {
+            // A store, and read-modify-writes (native, and a float add's
+            // compare-exchange loop) as the releasing op.
+            use AtomicType::{F64, U64};
+            message_passing(U64, AtomicOp::Set, 1);
+            message_passing(U64, AtomicOp::Fadd, 1);
+            message_passing(U64, AtomicOp::Swap, 7);
+            message_passing(F64, AtomicOp::Fadd, 1.5f64.to_bits());
+        }
     }
 }

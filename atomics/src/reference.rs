@@ -64,6 +64,7 @@ impl Reference {
         ep.extension(|ep| {
             let ops = Arc::default();
             let op = install(ep, &ops)?;
+            ep.watch_in_flight("reference atomic", &ops);
             Ok(Arc::new(Reference { ops, op }))
         })
     }

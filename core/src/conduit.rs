@@ -12,6 +12,11 @@ use crate::{Bootstrap, Claim, Delivery, Prepare, Rank, Result, Segment, SendSlot
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+/// The largest Long payload a conduit's header describes (ofi's and scc's
+/// carry the length in 32 bits): the bound of [`Conduit::max_long`]'s
+/// default, whatever the segment's size.
+pub const MAX_LONG_WIRE: usize = u32::MAX as usize;
+
 /// Which incoming queues a poll may drain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PollSet {
@@ -145,8 +150,17 @@ pub trait Conduit: Send + Sync + 'static {
     /// the same on every rank, never growing with `nargs`.
     fn max_medium(&self, peer: Rank, nargs: usize) -> usize;
 
-    /// Largest Long payload to `peer` with `nargs` arguments.
-    fn max_long(&self, peer: Rank, nargs: usize) -> usize;
+    /// Largest Long payload to `peer` with `nargs` arguments: what fits
+    /// `peer`'s segment at offset 0 ([`segment_len`](Conduit::segment_len)),
+    /// within the conduit's own limit. The default bounds the segment's
+    /// length by [`MAX_LONG_WIRE`] (the 32-bit length field of the
+    /// conduits' headers); a conduit with a smaller limit overrides it,
+    /// staying within the peer's segment. A Long at offset `o` gets at most
+    /// `segment_len(peer) - o` of it (the AM layer checks).
+    fn max_long(&self, peer: Rank, nargs: usize) -> usize {
+        let _ = nargs;
+        usize::try_from(self.segment_len(peer)).map_or(MAX_LONG_WIRE, |s| s.min(MAX_LONG_WIRE))
+    }
 
     /// Claim the resources for one message, without waiting: a slot in the
     /// peer's queue and a payload buffer of exactly `spec.most` bytes (the

@@ -95,17 +95,84 @@ pub fn arg_pattern(src: u32, seq: u32, n: usize) -> Vec<u32> {
     (0..n as u32).map(|i| mix(src, seq, i + 1)).collect()
 }
 
+/// The line that reports a passed check (see [`Checks`]).
+pub const OK: &str = "ok: ";
+/// The line that reports a check not made, and why (see [`Checks`]).
+pub const SKIP: &str = "skip: ";
+/// The line that names the conduit that carried the job; not a check.
+pub const CONDUIT: &str = "conduit: ";
+
 /// Report a passed check from rank 0 (one line per check keeps logs short).
+/// Print it only for a check that was made: for one that was not, call
+/// [`skip`].
 pub fn ok(client: &Client, what: &str) {
     if client.rank().0 == 0 {
-        println!("ok: {what}");
+        println!("{OK}{what}");
+    }
+}
+
+/// Report from rank 0 that the check `what` was not made here, and `why`
+/// (one rank, a path this conduit does not have). Counted apart from the
+/// passed checks, and listed by the cargo tests that run the program.
+pub fn skip(client: &Client, what: &str, why: &str) {
+    if client.rank().0 == 0 {
+        println!("{SKIP}{what}: {why}");
     }
 }
 
 /// Report which conduit carried the job (the conduit matrix checks it, so
-/// a run meant for ofi or scc cannot pass on smp by mistake).
+/// a run meant for ofi or scc cannot pass on smp by mistake). Not a check.
 pub fn conduit_banner(client: &Client) {
-    ok(client, &format!("conduit {}", client.conduit().name()));
+    if client.rank().0 == 0 {
+        println!("{CONDUIT}{}", client.conduit().name());
+    }
+}
+
+/// What a job's output reports: the passed checks, the skipped ones and
+/// the conduits named, each line without its kind (and without the
+/// launcher's `[rank] ` prefix, if it has one).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checks {
+    /// The `ok: ` lines.
+    pub oks: Vec<String>,
+    /// The `skip: ` lines (what, then why).
+    pub skips: Vec<String>,
+    /// The `conduit: ` lines.
+    pub conduits: Vec<String>,
+}
+
+impl Checks {
+    /// Sort the lines of `out` by kind; other lines are ignored.
+    ///
+    /// ```
+    /// let c = rgex_tests::Checks::parse("[0] conduit: smp\n[0] ok: a\nhello\nskip: b: one rank\n");
+    /// assert_eq!((c.oks.len(), c.skips.len()), (1, 1));
+    /// assert_eq!(c.conduits, ["smp"]);
+    /// ```
+    pub fn parse(out: &str) -> Self {
+        let mut c = Checks::default();
+        for line in out.lines() {
+            let line = strip_rank_prefix(line);
+            for (kind, list) in [
+                (OK, &mut c.oks),
+                (SKIP, &mut c.skips),
+                (CONDUIT, &mut c.conduits),
+            ] {
+                if let Some(rest) = line.strip_prefix(kind) {
+                    list.push(rest.to_string());
+                }
+            }
+        }
+        c
+    }
+}
+
+/// `line` without the launcher's `[R] ` prefix, if it has one.
+fn strip_rank_prefix(line: &str) -> &str {
+    line.strip_prefix('[')
+        .and_then(|rest| rest.split_once("] "))
+        .filter(|(rank, _)| !rank.is_empty() && rank.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(line, |(_, rest)| rest)
 }
 
 /// Names of `/dev/shm` entries belonging to job `job`.

@@ -119,9 +119,8 @@ pub fn flood(
     client.barrier()?;
     if me == 1 {
         let mut b = [0u8; 64];
-        let (first, last) = ((f.issued > 0).then_some(0), f.issued.checked_sub(1));
-        for (i, want) in [(first, PATTERN), (last, PATTERN), (f.refused_at, 0)] {
-            let Some(i) = i else { continue };
+        let accepted = (0..f.issued).map(|i| (i, PATTERN));
+        for (i, want) in accepted.chain(f.refused_at.map(|i| (i, 0))) {
             client.segment().read(slot(i), &mut b)?;
             assert!(
                 b[..len].iter().all(|&x| x == want),

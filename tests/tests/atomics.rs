@@ -3,10 +3,9 @@
 //! on 1, 2 and 4 ranks, with 4 threads per rank racing on the counters.
 
 mod common;
-use common::{conduit, job, run, run_ok, shares_memory};
+use common::{conduit, counts, job, run, run_ok, shares_memory};
 
 const AD: &str = env!("CARGO_BIN_EXE_atomics_conformance");
-const CHECKS: usize = 7;
 
 /// The implementation domains pick on this conduit when not forced: CPU
 /// atomics where segments are mapped, else the conduit's offload (ofi
@@ -27,13 +26,13 @@ fn native() -> &'static str {
 
 #[test]
 fn one_rank() {
-    let out = run_ok(&job(1, AD, &["4", "2000"]), CHECKS);
+    let out = run_ok(&job(1, AD, &["4", "2000"]), counts::atomics(1));
     assert!(out.contains(native()), "{out}");
 }
 
 #[test]
 fn shared_memory_two_ranks() {
-    let out = run_ok(&job(2, AD, &["4", "3000"]), CHECKS);
+    let out = run_ok(&job(2, AD, &["4", "3000"]), counts::atomics(2));
     assert!(out.contains(native()), "{out}");
     if shares_memory() {
         assert!(!out.contains("Reference"), "{out}");
@@ -42,14 +41,14 @@ fn shared_memory_two_ranks() {
 
 #[test]
 fn shared_memory_four_ranks() {
-    run_ok(&job(4, AD, &["4", "2000"]), CHECKS);
+    run_ok(&job(4, AD, &["4", "2000"]), counts::atomics(4));
 }
 
 #[test]
 fn reference_two_ranks() {
     let out = run_ok(
         &job(2, AD, &["4", "1000"]).env("RGEX_ATOMICS", "reference"),
-        CHECKS,
+        counts::atomics(2),
     );
     assert!(out.contains("Reference") && !out.contains("SharedMemory"));
 }
@@ -58,7 +57,7 @@ fn reference_two_ranks() {
 fn reference_four_ranks() {
     let out = run_ok(
         &job(4, AD, &["4", "500"]).env("RGEX_ATOMICS", "reference"),
-        CHECKS,
+        counts::atomics(4),
     );
     assert!(out.contains("Reference") && !out.contains("SharedMemory"));
 }
@@ -69,14 +68,14 @@ fn reference_with_reference_rma_two_ranks() {
         &job(2, AD, &["2", "500"])
             .env("RGEX_ATOMICS", "reference")
             .env("RGEX_RMA", "reference"),
-        CHECKS,
+        counts::atomics(2),
     );
 }
 
 #[test]
 fn three_ranks_odd_split() {
     // An odd rank count: the split-team check must pick a non-member.
-    run_ok(&job(3, AD, &["2", "300"]), CHECKS);
+    run_ok(&job(3, AD, &["2", "300"]), counts::atomics(3));
 }
 
 /// `RGEX_ATOMICS=shared|offload|reference` requires that implementation:
@@ -95,7 +94,7 @@ fn required_implementation_two_ranks() {
     for (env, imp, available) in cases {
         let j = job(2, AD, &["2", "300"]).env("RGEX_ATOMICS", env);
         if available {
-            let out = run_ok(&j, CHECKS);
+            let out = run_ok(&j, counts::atomics(2));
             let line = out
                 .lines()
                 .find(|l| l.contains("atomic implementation per type"))

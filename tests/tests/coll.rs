@@ -5,11 +5,10 @@
 //! and reductions travel in many fragments.
 
 mod common;
-use common::{job, run_ok};
+use common::{check_counts, counts, job, run_ok};
 use std::process::Command;
 
 const COLL: &str = env!("CARGO_BIN_EXE_coll_conformance");
-const CHECKS: usize = 18;
 
 #[test]
 fn one_rank_without_launcher() {
@@ -23,45 +22,49 @@ fn one_rank_without_launcher() {
     let text = String::from_utf8_lossy(&out.stdout);
     println!("{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success());
+    check_counts(&text, counts::coll(1));
     assert!(text.contains("ok: all collective checks passed"));
 }
 
 #[test]
 fn two_ranks() {
-    run_ok(&job(2, COLL, &[]), CHECKS);
+    run_ok(&job(2, COLL, &[]), counts::coll(2));
 }
 
 #[test]
 fn three_ranks() {
-    run_ok(&job(3, COLL, &[]), CHECKS);
+    run_ok(&job(3, COLL, &[]), counts::coll(3));
 }
 
 #[test]
 fn four_ranks() {
-    run_ok(&job(4, COLL, &[]), CHECKS);
+    run_ok(&job(4, COLL, &[]), counts::coll(4));
 }
 
 #[test]
 fn five_ranks_oversubscribed() {
-    run_ok(&job(5, COLL, &[]), CHECKS);
+    run_ok(&job(5, COLL, &[]), counts::coll(5));
 }
 
 #[test]
 fn six_ranks_oversubscribed() {
-    run_ok(&job(6, COLL, &[]), CHECKS);
+    run_ok(&job(6, COLL, &[]), counts::coll(6));
 }
 
 #[test]
 fn seven_ranks_oversubscribed() {
-    run_ok(&job(7, COLL, &[]), CHECKS);
+    run_ok(&job(7, COLL, &[]), counts::coll(7));
 }
 
 #[test]
 fn eight_ranks_oversubscribed() {
-    run_ok(&job(8, COLL, &[]), CHECKS);
+    run_ok(&job(8, COLL, &[]), counts::coll(8));
 }
 
 #[test]
 fn three_ranks_small_mediums() {
-    run_ok(&job(3, COLL, &[]).env("RGEX_SMP_MAX_MEDIUM", "512"), CHECKS);
+    run_ok(
+        &job(3, COLL, &[]).env("RGEX_SMP_MAX_MEDIUM", "512"),
+        counts::coll(3),
+    );
 }

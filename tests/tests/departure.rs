@@ -42,6 +42,23 @@ fn departs(what: &str, how: &str) {
     );
 }
 
+#[test]
+fn a_vis_get_pending_when_its_target_leaves_fails_naming_it() {
+    if skip_unless(detects_departure(), WHY_NOT) {
+        return;
+    }
+    departs("pending_vis_get", "exit");
+    departs("pending_vis_get", "_exit");
+}
+
+#[test]
+fn an_atomic_pending_when_its_target_leaves_fails_naming_it() {
+    if skip_unless(detects_departure(), WHY_NOT) {
+        return;
+    }
+    departs("pending_atomic", "exit");
+}
+
 /// Whether this conduit tells a survivor that a peer left while it floods
 /// that peer or waits for its replies. The ofi conduit finds a dead peer
 /// only when an operation to it fails at completion, or after

@@ -46,6 +46,56 @@ fn a_killed_rank_ends_the_job_and_is_named() {
     );
 }
 
+/// Run `fault` (a job_faults mode in which the last of 3 ranks dies by
+/// `signal`, named `name`) and require the job to report that signal:
+/// status 128 + signal, and a failure naming the rank and the signal.
+/// A library that catches the signal and exits 1 instead (PSM's backtrace
+/// handler, loaded with libfabric) fails this.
+fn killed_by(fault: &str, signal: i32, name: &str) {
+    let (outcome, _out, err, left) = run_alone(&job(3, FAULTS, &[fault]));
+    assert!(left.is_empty(), "/dev/shm after the job: {left:?}");
+    assert_eq!(
+        outcome.status,
+        128 + signal,
+        "{fault}: status {}",
+        outcome.status
+    );
+    let failure = outcome.failure.expect("a failure message");
+    assert!(
+        failure.contains("rank 2")
+            && failure.contains(&format!("killed by signal {signal} ({name})")),
+        "{fault}: {failure}"
+    );
+    assert!(
+        err.contains(&failure),
+        "{fault}: the launcher's message: {err}"
+    );
+    assert!(
+        !err.contains("removed shared memory left behind"),
+        "the conduit left shared memory behind"
+    );
+}
+
+#[test]
+fn an_aborting_rank_is_reported_as_sigabrt() {
+    killed_by("abort", 6, "SIGABRT");
+}
+
+#[test]
+fn a_segfaulting_rank_is_reported_as_sigsegv() {
+    killed_by("segv", 11, "SIGSEGV");
+}
+
+#[test]
+fn an_abort_from_a_helper_thread_is_reported_as_sigabrt() {
+    killed_by("thread-abort", 6, "SIGABRT");
+}
+
+#[test]
+fn an_abort_before_init_is_reported_as_sigabrt() {
+    killed_by("abort-before-init", 6, "SIGABRT");
+}
+
 #[test]
 fn a_rank_exiting_3_makes_the_job_exit_3() {
     let (outcome, _out, err, left) = run_alone(&job(2, FAULTS, &["exit3"]));

@@ -9,7 +9,7 @@
 //! limits, mechanisms and atomic implementations it meets are per peer.
 
 mod common;
-use common::{conduit, job, run_ok, skip_unless};
+use common::{conduit, counts, job, run_ok, skip_unless};
 use rgex::launch::Job;
 
 const AM: &str = env!("CARGO_BIN_EXE_am_conformance");
@@ -42,7 +42,7 @@ fn active_messages_two_nodes() {
     // Per-peer limits (64 KiB Mediums to the node-local peer, the
     // network's to the others) must be symmetric, and every negotiated
     // payload granted under them must arrive as sent.
-    let out = run_ok(&two_nodes(AM, &[]), 7);
+    let out = run_ok(&two_nodes(AM, &[]), counts::am(4, true));
     // Rank 0's limits: its own node's (ranks 0 and 1) differ from the
     // network's (ranks 2 and 3), so the job really spans two nodes.
     let by_peer = listed(&out, "max Medium with no arguments, by peer: ");
@@ -70,7 +70,7 @@ fn rma_two_nodes() {
     if skip_unless(mixes(), WHY) {
         return;
     }
-    let out = run_ok(&two_nodes(RMA, &[]), 11);
+    let out = run_ok(&two_nodes(RMA, &[]), counts::rma(4, false));
     // Mapped to its own node's ranks, another path to the others.
     let paths = listed(&out, "(by peer: ");
     assert!(
@@ -87,7 +87,7 @@ fn atomics_two_nodes() {
     if skip_unless(mixes(), WHY) {
         return;
     }
-    let out = run_ok(&two_nodes(AD, &["4", "2000"]), 7);
+    let out = run_ok(&two_nodes(AD, &["4", "2000"]), counts::atomics(4));
     // The world team spans both nodes, so no process maps every member's
     // segment: CPU atomics in shared memory cannot serve it.
     let line = out
@@ -102,7 +102,7 @@ fn collectives_two_nodes() {
     if skip_unless(mixes(), WHY) {
         return;
     }
-    run_ok(&two_nodes(COLL, &[]), 10);
+    run_ok(&two_nodes(COLL, &[]), counts::coll(4));
 }
 
 #[test]
@@ -111,6 +111,6 @@ fn vis_two_nodes() {
         return;
     }
     // Direct copies to the node-local peer, the network to the others.
-    let out = run_ok(&two_nodes(VIS, &[]), 8);
+    let out = run_ok(&two_nodes(VIS, &[]), counts::vis("auto"));
     assert!(out.contains("to 2 node-local peers"), "{out}");
 }

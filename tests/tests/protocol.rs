@@ -9,7 +9,8 @@ mod common;
 use common::{job, run_ok};
 
 const PROTOCOL: &str = env!("CARGO_BIN_EXE_protocol_conformance");
-const CHECKS: usize = 8;
+/// Passed and skipped: every check applies on every conduit.
+const CHECKS: (usize, usize) = (7, 0);
 
 fn protocol_job(n: u32) -> rgex::launch::Job {
     job(n, PROTOCOL, &[])

@@ -3,49 +3,53 @@
 //! per rank mixing RMA and AMs; and ranks with segments of different sizes.
 
 mod common;
-use common::{job, run_ok};
+use common::{counts, job, run_ok};
 
 const RMA: &str = env!("CARGO_BIN_EXE_rma_conformance");
 const THREADS: &str = env!("CARGO_BIN_EXE_threads");
-const CHECKS: usize = 11;
 
 #[test]
 fn mapped_one_rank() {
-    // No IMMEDIATE check without a second rank to stall.
-    run_ok(&job(1, RMA, &[]), CHECKS - 1);
+    run_ok(&job(1, RMA, &[]), counts::rma(1, false));
 }
 
 #[test]
 fn mapped_two_ranks() {
-    run_ok(&job(2, RMA, &[]), CHECKS);
+    run_ok(&job(2, RMA, &[]), counts::rma(2, false));
 }
 
 #[test]
 fn mapped_four_ranks() {
-    run_ok(&job(4, RMA, &[]), CHECKS);
+    run_ok(&job(4, RMA, &[]), counts::rma(4, false));
 }
 
 #[test]
 fn reference_two_ranks() {
-    let out = run_ok(&job(2, RMA, &[]).env("RGEX_RMA", "reference"), CHECKS);
+    let out = run_ok(
+        &job(2, RMA, &[]).env("RGEX_RMA", "reference"),
+        counts::rma(2, true),
+    );
     assert!(out.contains("Reference"));
 }
 
 #[test]
 fn reference_four_ranks() {
-    run_ok(&job(4, RMA, &[]).env("RGEX_RMA", "reference"), CHECKS);
+    run_ok(
+        &job(4, RMA, &[]).env("RGEX_RMA", "reference"),
+        counts::rma(4, true),
+    );
 }
 
 #[test]
 fn four_threads_per_rank_two_ranks() {
-    run_ok(&job(2, THREADS, &["4", "300"]), 1);
+    run_ok(&job(2, THREADS, &["4", "300"]), (1, 0));
 }
 
 #[test]
 fn four_threads_per_rank_reference_path() {
     run_ok(
         &job(2, THREADS, &["4", "100"]).env("RGEX_RMA", "reference"),
-        1,
+        (1, 0),
     );
 }
 
@@ -60,7 +64,7 @@ fn unequal_segments_three_ranks() {
     // does not change what is expected.
     let out = run_ok(
         &job(3, "/bin/sh", &["-c", &wrapped]).env("RGEX_SEGMENT_SIZE", "32M"),
-        CHECKS,
+        counts::rma(3, false),
     );
     assert!(
         out.contains("segment lengths by rank: [33554432, 8388608, 33554432]"),

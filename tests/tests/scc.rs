@@ -16,17 +16,17 @@ fn checked(n: u32, args: &[&str]) -> rgex::launch::Job {
 
 #[test]
 fn epochs_two_ranks() {
-    run_ok(&checked(2, &["50"]), 2);
+    run_ok(&checked(2, &["50"]), (2, 0));
 }
 
 #[test]
 fn epochs_five_ranks() {
-    run_ok(&checked(5, &["30"]), 2);
+    run_ok(&checked(5, &["30"]), (2, 0));
 }
 
 #[test]
 fn epochs_eight_ranks() {
-    run_ok(&checked(8, &["20"]), 2);
+    run_ok(&checked(8, &["20"]), (2, 0));
 }
 
 #[test]

@@ -3,15 +3,17 @@
 //! the RMA mechanism over the active-message RMA reference.
 
 mod common;
-use common::{job, run_ok, shares_memory, skip_unless};
+use common::{counts, job, run_ok, shares_memory, skip_unless};
 
 const VIS: &str = env!("CARGO_BIN_EXE_vis_conformance");
-const CHECKS: usize = 8;
 const NO_MAP: &str =
     "the direct mechanism needs the peer's segment mapped, and this conduit maps none";
 
 fn run(ranks: u32, mechanism: &str) -> String {
-    run_ok(&job(ranks, VIS, &[]).env("RGEX_VIS", mechanism), CHECKS)
+    run_ok(
+        &job(ranks, VIS, &[]).env("RGEX_VIS", mechanism),
+        counts::vis(mechanism),
+    )
 }
 
 #[test]
@@ -68,6 +70,6 @@ fn rma_over_reference_rma_two_ranks() {
         &job(2, VIS, &[])
             .env("RGEX_VIS", "rma")
             .env("RGEX_RMA", "reference"),
-        CHECKS,
+        counts::vis("rma"),
     );
 }

@@ -191,6 +191,7 @@ impl Proto {
         ep.extension(|ep| {
             let ops = Arc::default();
             let (put, get) = install(ep, &ops)?;
+            ep.watch_in_flight("VIS", &ops);
             Ok(Arc::new(Proto { ops, put, get }))
         })
     }

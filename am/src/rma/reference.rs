@@ -12,7 +12,7 @@ use rgex_core::{Category, Completion, Error, Flags, GlobalAddr, Result};
 use std::sync::Arc;
 
 /// Where a get's bytes go (`None` for a put).
-struct Dest(*mut u8, usize);
+pub(crate) struct Dest(*mut u8, usize);
 
 // SAFETY: the pointer names memory the initiator keeps valid until the
 // operation's completion counter drops (the raw API's contract, or a buffer
@@ -156,6 +156,11 @@ impl Reference {
             },
         )?;
         Ok(Arc::new(Reference { ops, put, get }))
+    }
+
+    /// The operations in flight (for [`Endpoint::watch_in_flight`]).
+    pub(crate) fn ops(&self) -> &Arc<InFlight<Option<Dest>>> {
+        &self.ops
     }
 
     /// Put `src` to `dst` as one Long request; `done` drops when acknowledged.

@@ -338,14 +338,6 @@ impl Conduit for OfiConduit {
         }
     }
 
-    fn max_long(&self, peer: Rank, nargs: usize) -> usize {
-        if self.local(peer) {
-            self.smp.max_long(peer, nargs)
-        } else {
-            u32::MAX as usize
-        }
-    }
-
     fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
         if self.local(spec.peer) {
             return self.smp.try_prepare(spec, refused);

@@ -4,6 +4,11 @@ use crate::PutCompletion;
 use rgex_core::config::env_size;
 use rgex_core::{Error, Result};
 
+/// The smallest credit window `RGEX_OFI_WINDOW` may set.
+pub(crate) const MIN_WINDOW: usize = 2;
+/// The largest credit window `RGEX_OFI_WINDOW` may set.
+pub(crate) const MAX_WINDOW: usize = 4096;
+
 /// What the ofi conduit reads from the environment.
 ///
 /// | variable | default | meaning |
@@ -12,7 +17,7 @@ use rgex_core::{Error, Result};
 /// | `RGEX_OFI_DOMAIN` | libfabric's choice | domain (NIC) name: `lo`, `mlx5_0`, `cxi0`, ... |
 /// | `RGEX_SHM_BYPASS` | `1` | `0`: node-local peers go through the network too |
 /// | `RGEX_OFI_MAX_MEDIUM` | 8K | largest Medium payload (at least 512) |
-/// | `RGEX_OFI_WINDOW` | 8 | messages a sender may have unconsumed at a receiver, per direction (requests and replies each) |
+/// | `RGEX_OFI_WINDOW` | 8 | messages a sender may have unconsumed at a receiver, per direction (requests and replies each); 2 to 4096 |
 /// | `RGEX_OFI_SEND_BUFFERS` | 64 | registered send buffers for requests (replies get half as many of their own) |
 /// | `RGEX_OFI_TIMEOUT` | 300 | seconds without any sign of life from a peer we wait on before it is declared dead (0: never) |
 /// | `RGEX_OFI_INJECT` | the provider's inject size | largest AM message (header and payload) sent with `fi_inject` (no completion to reap; its buffer is free at once); `0`: never |
@@ -25,6 +30,9 @@ use rgex_core::{Error, Result};
 /// ```
 /// let c = rgex_ofi::OfiConfig::default();
 /// assert!(c.max_medium >= 512 && c.window >= 2);
+/// // A window below 2 is refused, saying what the setting is.
+/// let e = rgex_ofi::OfiConfig { window: 1, ..c }.check().unwrap_err();
+/// assert!(e.to_string().contains("RGEX_OFI_WINDOW=1 must be in 2..=4096 (the credit window"));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OfiConfig {
@@ -128,9 +136,10 @@ impl OfiConfig {
                 self.max_medium
             )));
         }
-        if !(2..=4096).contains(&self.window) {
+        if !(MIN_WINDOW..=MAX_WINDOW).contains(&self.window) {
             return Err(Error::Config(format!(
-                "RGEX_OFI_WINDOW={} must be in 2..=4096",
+                "RGEX_OFI_WINDOW={} must be in {MIN_WINDOW}..={MAX_WINDOW} (the credit window: \
+                 messages a sender may have unconsumed at a receiver, per direction; default 8)",
                 self.window
             )));
         }

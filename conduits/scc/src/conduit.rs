@@ -98,6 +98,9 @@ pub(crate) struct Inner {
     epochs: Epochs,
     /// Per target: how long accesses have waited for its post.
     post_wait: Vec<Waiting>,
+    /// Per target: how long atomics have found its test-and-set register
+    /// held.
+    tas_wait: Vec<Waiting>,
 }
 
 /// Ranks as cores of one emulated SCC chip (processes sharing its memory
@@ -273,6 +276,7 @@ impl SccConduit {
             cursor: (me + 1) % n,
             epochs: Epochs::new(me, n, Coherence::Targeted),
             post_wait: vec![Waiting::default(); n as usize],
+            tas_wait: vec![Waiting::default(); n as usize],
         }));
         if cfg.check != CheckMode::Off {
             report::register(Rank(me), &inner);
@@ -757,10 +761,6 @@ impl Conduit for SccConduit {
         self.plan.max_medium()
     }
 
-    fn max_long(&self, _peer: Rank, _nargs: usize) -> usize {
-        u32::MAX as usize
-    }
-
     fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
         Claim::hand_over(self.claim(spec), refused)
     }
@@ -894,22 +894,28 @@ impl Conduit for SccConduit {
         let size = req.ty.size();
         let t = req.target.0;
         let at = seg_addr(&self.plan, t, req.offset, size)?;
-        let start = Instant::now();
-        let mut backoff = Backoff::new(self.polite);
         let mut g = self.inner.lock();
-        let core = &mut g.core;
+        let inner = &mut *g;
         // The owner's test-and-set register serialises every atomic on its
-        // segment. Whoever holds it finishes its short critical section
-        // without waiting on anything, so this spin is short; bounded anyway.
-        while !core.tas_try(LockId(t))? {
-            if start.elapsed() > self.cfg.timeout {
+        // segment. One try: a held register is would-block (the SPI never
+        // waits, and this rank's lock must not be held while another core
+        // finishes), the atomics layer polls and retries. A register held
+        // through every retry for the timeout is an error (its holder may
+        // be gone).
+        if !inner.core.tas_try(LockId(t))? {
+            if inner.tas_wait[t as usize].tick() > self.cfg.timeout {
                 return Err(self.timed_out(format!(
                     "the test-and-set register of {} (atomic {:?} {:?} at offset {:#x})",
                     req.target, req.ty, req.op, req.offset
                 )));
             }
-            backoff.snooze();
+            return Err(Error::WouldBlock {
+                peer: req.target,
+                resource: "the test-and-set register of its segment",
+            });
         }
+        inner.tas_wait[t as usize].clear();
+        let core = &mut inner.core;
         // Release: our earlier stores are in memory before the op is.
         core.drain();
         // Acquire (and a fresh read): no old copy of the word survives.

@@ -225,6 +225,63 @@ fn puts_gets_and_atomics_on_self() {
     assert!(c.stale_reads().is_empty());
 }
 
+/// An atomic whose target's test-and-set register is held does not wait
+/// for it (the SPI's `atomic_start` never waits, and waiting would hold
+/// this rank's lock): would-block at once with nothing counted, changed or
+/// fetched; retried past the timeout, an error naming the register; once
+/// the register is free, the atomic goes.
+#[test]
+fn atomic_on_a_held_register_would_block() {
+    use rgex_scc::emu::LockId;
+    let (c, _) = conduit();
+    let done = Completion::new(0);
+    let fetched = Arc::new(AtomicU64::new(99));
+    let req = AtomicRequest {
+        target: Rank(0),
+        offset: 8 << 10,
+        ty: AtomicType::U64,
+        op: AtomicOp::Fadd,
+        operand1: 5,
+        operand2: 0,
+        acquire: true,
+        release: true,
+    };
+    // Another holder of rank 0's register (a core in its critical section).
+    assert!(c.with_core(|core| core.tas_try(LockId(0))).unwrap());
+    let e = c.atomic_start(&req, &fetched, &done).unwrap_err();
+    assert!(e.is_would_block(), "{e}");
+    assert!(e.to_string().contains("test-and-set register"), "{e}");
+    assert!(done.is_done(), "a refused atomic was counted");
+    assert_eq!(fetched.load(Ordering::Relaxed), 99);
+    assert_eq!(c.segment().read_u64(8 << 10).unwrap(), 0);
+    // Still held through every retry: after the timeout (1 s here), an
+    // error naming what it waited for. Bounded by 1000 tries of 10 ms.
+    let mut last = e;
+    for _ in 0..1000 {
+        match c.atomic_start(&req, &fetched, &done) {
+            Err(e) if e.is_would_block() => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => {
+                last = e;
+                break;
+            }
+            Ok(()) => panic!("an atomic went while the register was held"),
+        }
+    }
+    let t = last.to_string();
+    assert!(
+        !last.is_would_block()
+            && t.contains("RGEX_SCC_TIMEOUT")
+            && t.contains("test-and-set register of rank 0"),
+        "{t}"
+    );
+    // Freed: the atomic goes, and fetches what was there.
+    c.with_core(|core| core.tas_release(LockId(0))).unwrap();
+    c.atomic_start(&req, &fetched, &done).unwrap();
+    assert!(done.is_done());
+    assert_eq!(fetched.load(Ordering::Relaxed), 0);
+    assert_eq!(c.segment().read_u64(8 << 10).unwrap(), 5);
+}
+
 #[test]
 fn epochs_to_self_and_their_bounded_waits() {
     let (c, _) = conduit();

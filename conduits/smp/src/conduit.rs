@@ -481,13 +481,13 @@ impl Conduit for SmpConduit {
         self.cfg.max_medium
     }
 
-    fn max_long(&self, _peer: Rank, _nargs: usize) -> usize {
-        u32::MAX as usize
-    }
-
     #[inline]
     fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
         Claim::hand_over(self.claim(spec).map(|(_, _, claim)| claim), refused)
+    }
+
+    fn peer_gone(&self, peer: Rank) -> Option<String> {
+        self.gone(peer)
     }
 
     fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {

@@ -11,6 +11,7 @@
 //! | `RGEX_JOB` | a job id unique on the node, `[0-9a-z]` only |
 //! | `RGEX_CONDUIT` | the conduit, when one was chosen |
 //! | `RGEX_POLITE` | `1` when there are more ranks than CPUs |
+//! | `IPATH_NO_BACKTRACE`, `HFI_NO_BACKTRACE` | `1` unless set already: the PSM libraries libfabric loads would otherwise turn a rank's SIGSEGV or SIGABRT into `exit(1)` |
 //!
 //! The launcher forwards every line the ranks write, prefixed with `[R] `,
 //! stops the whole job at the first rank that fails (and reports it), and

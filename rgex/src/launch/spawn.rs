@@ -7,6 +7,23 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+/// Settings that keep libraries loaded into every rank from catching the
+/// signal that kills it: each rank gets them unless the user set them
+/// (in the launcher's environment or with [`Job::env`](super::Job::env)).
+///
+/// libfabric links the PSM libraries, whose constructors run at load,
+/// before `main`. PSM (libinfinipath, Intel True Scale) then installs a
+/// handler for SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGINT and SIGTERM that
+/// prints a backtrace, writes a `.btr` file into the working directory and
+/// calls `exit(1)`, unless `IPATH_NO_BACKTRACE` is set (to anything). So a
+/// rank that aborted or segfaulted would reach the launcher as "exited with
+/// status 1", not as killed by its signal. PSM2 (libpsm2, Omni-Path) does
+/// the same unless `HFI_NO_BACKTRACE` is set in its older releases; newer
+/// ones install it only when `HFI_BACKTRACE` is set, which is left alone.
+/// (Open MPI sets the same two variables for the same reason.)
+pub(crate) const KEEP_SIGNALS: [(&str, &str); 2] =
+    [("IPATH_NO_BACKTRACE", "1"), ("HFI_NO_BACKTRACE", "1")];
+
 /// Everything about a rank that does not depend on which rank it is.
 #[derive(Debug)]
 pub(crate) struct RankTemplate<'a> {
@@ -26,6 +43,12 @@ impl RankTemplate<'_> {
     /// Start rank `rank` with stdout and stderr piped and stdin closed.
     pub(crate) fn spawn(&self, rank: u32) -> Result<Child> {
         let mut cmd = Command::new(self.program);
+        for (key, value) in KEEP_SIGNALS {
+            if std::env::var_os(key).is_none() {
+                // Before the job's own settings, which may override it.
+                cmd.env(key, value);
+            }
+        }
         cmd.args(self.args)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("RGEX_RANK", rank.to_string())

@@ -9,7 +9,9 @@
 //! shared-memory names left in /dev/shm once the job is up.
 
 use rgex::{Category, Client, Error, Flags, HandlerId, Rank, CLIENT_MIN};
-use rgex_tests::{arg_pattern, fill_pattern, mix, ok, pattern_mismatch, shm_leftovers, wait_until};
+use rgex_tests::{
+    arg_pattern, fill_pattern, mix, ok, pattern_mismatch, shm_leftovers, skip, wait_until,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -24,6 +26,9 @@ const FROMREP_REP: HandlerId = HandlerId(CLIENT_MIN + 6);
 const INHANDLER_REQ: HandlerId = HandlerId(CLIENT_MIN + 7);
 const IMM_SINK: HandlerId = HandlerId(CLIENT_MIN + 8);
 const BADLONG_REQ: HandlerId = HandlerId(CLIENT_MIN + 9);
+const MAXLONG_SINK: HandlerId = HandlerId(CLIENT_MIN + 10);
+/// The sequence number of the max_long Long's payload pattern.
+const MAXLONG_SEQ: u32 = 0x10C;
 /// Registered by index (`register_at`), away from the sequential ones.
 const FIXED: HandlerId = HandlerId(200);
 /// What a FIXED request carries, xored with its sender's rank.
@@ -47,6 +52,8 @@ struct State {
     /// payload bytes): its reply must match it (a request or reply that
     /// lost its arguments or payload would otherwise still verify).
     echo_sent: Mutex<Option<(Category, usize, usize)>>,
+    /// Longs of max_long bytes received (sender, length), verified.
+    max_long_got: Mutex<Vec<(u32, usize)>>,
 }
 
 impl State {
@@ -306,6 +313,27 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
         tok.reply_short(ECHO_REP, &[], f).expect("reply");
     })?;
     let s = st.clone();
+    t.register("maxlong.sink", move |tok, msg| {
+        let src = tok.src().0;
+        if msg.category() != Category::Long || msg.long_offset() != 0 {
+            s.problem(format!(
+                "maxlong.sink: from rank {src}: a {:?} at {:#x}, not a Long at offset 0",
+                msg.category(),
+                msg.long_offset()
+            ));
+        }
+        if let Some(j) = pattern_mismatch(msg.payload(), src, MAXLONG_SEQ) {
+            s.problem(format!(
+                "maxlong.sink: the Long of {} bytes from rank {src} differs at byte {j}",
+                msg.payload().len()
+            ));
+        }
+        s.max_long_got
+            .lock()
+            .unwrap()
+            .push((src, msg.payload().len()));
+    })?;
+    let s = st.clone();
     let id = t.register_at(FIXED.0, "fixed.index", move |tok, msg| {
         if tok.handler() != FIXED || msg.args() != [tok.src().0 ^ FIXED_MAGIC] {
             s.problem(format!(
@@ -328,6 +356,7 @@ fn main() -> rgex::Result<()> {
     let areas = areas.get(client.endpoint());
     rgex_tests::conduit_banner(&client);
     assert_eq!(client.handlers().name(IMM_SINK.0), "imm.sink");
+    assert_eq!(client.handlers().name(MAXLONG_SINK.0), "maxlong.sink");
 
     if let Ok(job) = std::env::var("RGEX_JOB") {
         let left = shm_leftovers(&job);
@@ -338,6 +367,12 @@ fn main() -> rgex::Result<()> {
         ok(
             &client,
             "no shared-memory names left in /dev/shm once the job is up",
+        );
+    } else {
+        skip(
+            &client,
+            "no shared-memory names left in /dev/shm once the job is up",
+            "no RGEX_JOB (not started by rgex-run), so no job id to look for",
         );
     }
     let limits = queries(&client)?;
@@ -354,6 +389,7 @@ fn main() -> rgex::Result<()> {
         limits,
         "max Medium / max Long changed during the job"
     );
+    max_long_fills_the_segment(&client, &st)?;
     let problems = st.problems.lock().unwrap();
     assert!(
         problems.is_empty(),
@@ -370,19 +406,27 @@ fn main() -> rgex::Result<()> {
 }
 
 /// The max Medium and max Long to every rank for 0..=16 arguments: at
-/// least 512, non-increasing in the argument count, and symmetric: what
-/// rank a may send to rank b, b may send to a (so a reply can carry what
-/// its request did), whatever sits between them (a job spanning nodes has
-/// other limits to node-local peers than to remote ones). Returns them,
+/// least 512 and non-increasing in the argument count; max Medium
+/// symmetric: what rank a may send to rank b, b may send to a (so a reply
+/// can carry what its request did), whatever sits between them (a job
+/// spanning nodes has other limits to node-local peers than to remote
+/// ones); max Long what fits the peer's segment (its length, within the
+/// 32-bit length of a conduit's header). Returns them,
 /// so that a later call can check they did not change.
 fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
     let n = client.size();
-    let mut mine = Vec::new();
+    let (mut mine, mut mediums) = (Vec::new(), Vec::new());
     for p in 0..n {
         let (mut last_medium, mut last_long) = (usize::MAX, usize::MAX);
+        let seg = client.conduit().segment_len(Rank(p));
         for nargs in 0..=16 {
             let m = client.max_medium(Rank(p), nargs);
             let l = client.max_long(Rank(p), nargs);
+            assert_eq!(
+                l as u64,
+                seg.min(u64::from(u32::MAX)),
+                "max Long to rank {p} with {nargs} args is not what fits its segment of {seg} bytes"
+            );
             assert!(
                 m >= 512 && l >= 512,
                 "max Medium / max Long to rank {p} with {nargs} args: {m} / {l}, below 512"
@@ -392,26 +436,82 @@ fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
             (last_medium, last_long) = (m, l);
             mine.extend_from_slice(&(m as u64).to_le_bytes());
             mine.extend_from_slice(&(l as u64).to_le_bytes());
+            mediums.extend_from_slice(&(m as u64).to_le_bytes());
         }
     }
-    let all = client.conduit().bootstrap().allgather(&mine)?;
-    // Each rank's row: per peer, (Medium, Long) for every argument count.
-    let per_peer = mine.len() / n as usize;
+    let all = client.conduit().bootstrap().allgather(&mediums)?;
+    // Each rank's row: per peer, max Medium for every argument count.
+    let per_peer = mediums.len() / n as usize;
     let to = |a: usize, b: usize| &all[a][b * per_peer..(b + 1) * per_peer];
     for a in 0..n as usize {
         for b in 0..n as usize {
             assert!(
                 to(a, b) == to(b, a),
-                "max Medium / max Long are not symmetric: rank {a} to rank {b} differs from rank {b} to rank {a}"
+                "max Medium is not symmetric: rank {a} to rank {b} differs from rank {b} to rank {a}"
             );
         }
     }
     let by_peer: Vec<usize> = (0..n).map(|p| client.max_medium(Rank(p), 0)).collect();
     ok(
         client,
-        &format!("max Medium / max Long: >= 512, symmetric, non-increasing in the argument count (max Medium with no arguments, by peer: {by_peer:?})"),
+        &format!("max Medium / max Long: >= 512, non-increasing in the argument count, max Medium symmetric, max Long the peer's segment (max Medium with no arguments, by peer: {by_peer:?})"),
     );
     Ok(mine)
+}
+
+/// A Long of max_long bytes at offset 0 fills the next rank's segment and
+/// arrives whole; one byte more is refused before anything is sent, by the
+/// fixed and the negotiated forms, naming the peer and its segment's size.
+/// (Run last: it overwrites every segment.)
+fn max_long_fills_the_segment(client: &Client, st: &State) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let dest = Rank((me + 1) % n);
+    let max = client.max_long(dest, 1);
+    let seg = client.conduit().segment_len(dest);
+    let mut buf = vec![0u8; max + 1];
+    fill_pattern(&mut buf[..max], me, MAXLONG_SEQ);
+    let f = Flags::empty();
+    let refusals = [
+        (
+            "request_long",
+            client.request_long(dest, MAXLONG_SINK, &[me], &buf, 0, f),
+        ),
+        (
+            "prepare_request_long",
+            client
+                .prepare_request_long(dest, None, max + 1, max + 1, 1, 0, f)
+                .map(drop),
+        ),
+    ];
+    for (what, r) in refusals {
+        let e = r.expect_err("a Long of max_long + 1 bytes at offset 0 is refused");
+        let t = e.to_string();
+        assert!(
+            t.contains(&dest.to_string()) && t.contains(&format!("{seg:#x} bytes")),
+            "{what} of {} bytes to {dest}: the error names neither the peer nor its segment: {t}",
+            max + 1
+        );
+    }
+    // Every rank is done with the segments before they are overwritten.
+    client.barrier()?;
+    client.request_long(dest, MAXLONG_SINK, &[me], &buf[..max], 0, f)?;
+    let from = (me + n - 1) % n;
+    let want = client.max_long(client.rank(), 1);
+    wait_until(client, "a Long of max_long bytes", || {
+        !st.max_long_got.lock().unwrap().is_empty()
+    });
+    assert_eq!(
+        *st.max_long_got.lock().unwrap(),
+        [(from, want)],
+        "{}: the Long of max_long bytes",
+        client.rank()
+    );
+    client.barrier()?;
+    ok(
+        client,
+        &format!("a Long of max_long ({max}) bytes at offset 0 fills the peer's segment and arrives whole; one byte more is refused, naming the peer and its segment's size"),
+    );
+    Ok(())
 }
 
 /// A handler registered by index (`register_at`) is reached by that
@@ -456,9 +556,10 @@ fn poll_for_error(client: &Client, what: &str) -> Error {
 fn unmatched_tables(client: &Client) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
     if n < 2 {
-        ok(
+        skip(
             client,
-            "unmatched handler tables: skipped (one rank: every message is to itself)",
+            "unmatched handler tables",
+            "one rank: every message is to itself",
         );
         return Ok(());
     }
@@ -886,6 +987,7 @@ fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
 /// exactly once, in order.
 fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
     if client.size() < 2 {
+        skip(client, "IMMEDIATE", "one rank: no peer that does not poll");
         return Ok(());
     }
     let me = client.rank().0;

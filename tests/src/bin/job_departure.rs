@@ -11,7 +11,13 @@
 //!   that kind to it (a VIS put, a VIS get, an atomic fetch-add, an NBI put
 //!   and its sync). That one operation is the first to meet the departed
 //!   rank, so on a network it is injected and fails at completion (defect
-//!   5: those failures were reported as success).
+//!   5: those failures were reported as success);
+//! - `pending_vis_get`, `pending_atomic`: rank 0 makes the operation at
+//!   once, while rank 1, which does not poll, is still there; its request
+//!   waits in rank 1's queue, rank 1 leaves without answering, and rank
+//!   0's wait for the reply must end in an error (the endpoint asks the
+//!   conduit about the peers of operations in flight when its waits
+//!   stall).
 //!
 //! The second argument says how rank 1 leaves: `exit` (the default:
 //! `exit(0)`, which runs the process's exit handlers) or `_exit` (status
@@ -37,7 +43,15 @@ const FLOOD_MAX: u64 = 100_000_000;
 
 fn main() -> rgex::Result<()> {
     let what = std::env::args().nth(1).unwrap_or_default();
-    let kinds = ["flood", "vis_put", "vis_get", "atomic", "nbi_put"];
+    let kinds = [
+        "flood",
+        "vis_put",
+        "vis_get",
+        "atomic",
+        "nbi_put",
+        "pending_vis_get",
+        "pending_atomic",
+    ];
     let how = std::env::args().nth(2).unwrap_or_else(|| "exit".into());
     if !kinds.contains(&what.as_str()) || !["exit", "_exit"].contains(&how.as_str()) {
         eprintln!(
@@ -77,6 +91,10 @@ fn main() -> rgex::Result<()> {
                 handled.load(Ordering::Relaxed) >= BEFORE_LEAVING
             });
         }
+        if what.starts_with("pending_") {
+            // Not polling: rank 0's request stays unanswered in the queue.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
         println!("rank 1: leaving the job with status 0 ({how})");
         if how == "_exit" {
             use std::io::Write;
@@ -89,6 +107,10 @@ fn main() -> rgex::Result<()> {
     let gone = Rank(1);
     let result = match what.as_str() {
         "flood" => flood(&client, gone),
+        pending if pending.starts_with("pending_") => {
+            let kind = &pending["pending_".len()..];
+            one_op(&client, &vis, &atomics, gone, kind)
+        }
         other => {
             wait_for_exit(&client, pid);
             one_op(&client, &vis, &atomics, gone, other)

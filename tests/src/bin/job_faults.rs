@@ -3,31 +3,117 @@
 //! - `die`: after init, the last rank kills itself with SIGKILL while the
 //!   others wait in a barrier that can never complete;
 //! - `exit3`: after init, rank 1 (or 0 in a job of one) exits with status 3
-//!   while the others wait in a barrier.
+//!   while the others wait in a barrier;
+//! - `abort`: after init, the last rank aborts (SIGABRT);
+//! - `segv`: after init, the last rank writes to a page it may not write
+//!   (a real SIGSEGV, not a raised one);
+//! - `thread-abort`: after init, a helper thread of the last rank aborts
+//!   while its main thread waits for it;
+//! - `abort-before-init`: the last rank aborts before `rgex::init` (while
+//!   the others wait for it in theirs).
 //!
-//! Either way the launcher must end the job, name the rank, and leave
-//! nothing in /dev/shm; no rank may hang.
+//! Either way the launcher must end the job, name the rank (and the signal
+//! that killed it), and leave nothing in /dev/shm; no rank may hang.
+
+/// How a rank fails (see the module's list).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Die,
+    Exit3,
+    Abort,
+    Segv,
+    ThreadAbort,
+    AbortBeforeInit,
+}
+
+impl Fault {
+    /// The fault named `name` on the command line, `None` if unknown.
+    fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "die" => Fault::Die,
+            "exit3" => Fault::Exit3,
+            "abort" => Fault::Abort,
+            "segv" => Fault::Segv,
+            "thread-abort" => Fault::ThreadAbort,
+            "abort-before-init" => Fault::AbortBeforeInit,
+            _ => return None,
+        })
+    }
+}
+
+/// The last rank of the job, read from the launcher's environment (before
+/// init, where there is no client yet to ask).
+fn last_rank_from_env() -> bool {
+    let var = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+    matches!((var("RGEX_RANK"), var("RGEX_SIZE")), (Some(r), Some(n)) if r + 1 == n)
+}
+
+/// Write to a page mapped without any access: the kernel kills the rank
+/// with SIGSEGV at the write (a genuine fault, as a wild pointer makes).
+fn segfault() -> ! {
+    // SAFETY: an anonymous private mapping of one page with no access
+    // rights has no preconditions; failure is checked below.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(page, libc::MAP_FAILED, "mmap of a PROT_NONE page");
+    // SAFETY: `page` is a live mapping this function owns and nothing
+    // else refers to; the volatile write faults (PROT_NONE) before any
+    // memory changes, and the kernel's SIGSEGV ends the process there.
+    unsafe { std::ptr::write_volatile(page.cast::<u8>(), 1) };
+    unreachable!("writing a PROT_NONE page must fault");
+}
 
 fn main() -> rgex::Result<()> {
     let what = std::env::args().nth(1).unwrap_or_default();
+    let Some(fault) = Fault::parse(&what) else {
+        eprintln!(
+            "usage: job_faults die|exit3|abort|segv|thread-abort|abort-before-init (got {what:?})"
+        );
+        std::process::exit(2);
+    };
+    if fault == Fault::AbortBeforeInit && last_rank_from_env() {
+        println!("aborting before init");
+        std::process::abort();
+    }
     let client = rgex::init()?;
     let (me, n) = (client.rank().0, client.size());
-    match what.as_str() {
-        "die" if me == n - 1 => {
+    let last = me == n - 1;
+    match fault {
+        Fault::Die if last => {
             println!("rank {me}: killing myself");
             // SAFETY: raise has no memory-safety preconditions.
             unsafe { libc::raise(libc::SIGKILL) };
             unreachable!("SIGKILL cannot be caught");
         }
-        "exit3" if me == 1 % n => {
+        Fault::Exit3 if me == 1 % n => {
             println!("rank {me}: exiting with status 3");
             std::process::exit(3);
         }
-        "die" | "exit3" => {}
-        other => {
-            eprintln!("usage: job_faults die|exit3 (got {other:?})");
-            std::process::exit(2);
+        Fault::Abort if last => {
+            println!("rank {me}: aborting");
+            std::process::abort();
         }
+        Fault::Segv if last => {
+            println!("rank {me}: writing to a page without access");
+            segfault();
+        }
+        Fault::ThreadAbort if last => {
+            println!("rank {me}: a helper thread aborts");
+            // Main waits for the helper, which never returns: the abort
+            // ends the process (before this rank could join the barrier).
+            let helper = std::thread::spawn(|| std::process::abort());
+            let _ = helper.join();
+            unreachable!("the helper thread aborted the process");
+        }
+        _ => {}
     }
     // Waits for the rank that is gone: only the launcher can end this.
     client.barrier()?;

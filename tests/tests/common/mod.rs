@@ -1,5 +1,7 @@
 //! Launching conformance programs from cargo tests.
 
+pub mod counts;
+
 use rgex::launch::{Job, JobOutcome};
 use std::time::Duration;
 
@@ -24,32 +26,50 @@ pub fn run(job: &Job) -> (JobOutcome, String, String) {
     (outcome, out, err)
 }
 
-/// Run `job` and require success, with at least `expect_oks` `ok:` lines.
+/// Run `job` and require success, with exactly `oks` passed checks and
+/// `skips` skipped ones reported (the counts of [`counts`]) (see [`rgex_tests::Checks`]): a check
+/// that went missing, one that ran where it should have been skipped, or
+/// one skipped where it should have run fails the test. Under the conduit
+/// matrix the job must name the conduit asked for. The skips are shown
+/// (see [`report_skip`]).
 #[allow(dead_code)] // not every test file uses it
-pub fn run_ok(job: &Job, expect_oks: usize) -> String {
+pub fn run_ok(job: &Job, (oks, skips): (usize, usize)) -> String {
     let (outcome, out, err) = run(job);
     assert_eq!(outcome.status, 0, "job failed: {:?}", outcome.failure);
     assert!(
         !err.contains("removed shared memory left behind"),
         "the conduit left shared memory behind"
     );
+    check_counts(&out, (oks, skips));
+    out
+}
+
+/// Require `out` to report exactly `oks` passed and `skips` skipped
+/// checks, and (under the conduit matrix) to name only the conduit asked
+/// for; show its skips. Returns them.
+#[allow(dead_code)] // not every test file uses it
+pub fn check_counts(out: &str, (oks, skips): (usize, usize)) -> rgex_tests::Checks {
+    let checks = rgex_tests::Checks::parse(out);
     if let Some(c) = std::env::var("RGEX_CONDUIT").ok().filter(|c| !c.is_empty()) {
         // Under the conduit matrix every conformance program must say it ran
         // on the conduit asked for (those that print a banner at all).
-        let banners: Vec<&str> = out.lines().filter(|l| l.contains("ok: conduit ")).collect();
         assert!(
-            banners
-                .iter()
-                .all(|l| l.ends_with(&format!("ok: conduit {c}"))),
-            "RGEX_CONDUIT={c} but the job reports {banners:?}"
+            checks.conduits.iter().all(|named| *named == c),
+            "RGEX_CONDUIT={c} but the job reports {:?}",
+            checks.conduits
         );
     }
-    let oks = out.lines().filter(|l| l.contains("ok: ")).count();
-    assert!(
-        oks >= expect_oks,
-        "expected {expect_oks} ok lines, saw {oks}"
+    for s in &checks.skips {
+        report_skip(s);
+    }
+    assert_eq!(
+        (checks.oks.len(), checks.skips.len()),
+        (oks, skips),
+        "expected {oks} passed and {skips} skipped checks; passed: {:#?}, skipped: {:#?}",
+        checks.oks,
+        checks.skips
     );
-    out
+    checks
 }
 
 /// The conduit these tests run on (`RGEX_CONDUIT`, smp when unset): the
@@ -74,25 +94,43 @@ pub fn shares_memory() -> bool {
     }
 }
 
-/// Print why a test does nothing on this conduit (shown with --nocapture
-/// and in the matrix log) and return true, when `applies` is false.
+/// Print why a test does nothing on this conduit (see [`report_skip`])
+/// and return true, when `applies` is false.
 #[allow(dead_code)] // not every test file uses it
 pub fn skip_unless(applies: bool, why: &str) -> bool {
     if !applies {
-        let line = format!("skipped on RGEX_CONDUIT={}: {why}", conduit());
-        println!("{line}");
-        // cargo hides a passing test's output: the matrix collects skips
-        // in a file of its own and prints them.
-        if let Some(path) = std::env::var_os("RGEX_SKIP_LOG") {
-            use std::io::Write;
-            if let Ok(mut f) = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-            {
-                let _ = writeln!(f, "{line}");
-            }
-        }
+        report_skip(&format!("the whole test: {why}"));
     }
     !applies
+}
+
+/// Show a skip (`what: why`), naming the conduit and the test: in the
+/// test's captured output (shown when it fails or with --nocapture),
+/// straight on stderr (libtest captures only the print macros, so the
+/// line shows in `cargo test`'s output even when the test passes), and
+/// appended to the file `RGEX_SKIP_LOG` names, which the conduit matrix
+/// (ci/conduits.sh) counts and prints.
+#[allow(dead_code)] // not every test file uses it
+pub fn report_skip(skip: &str) {
+    use std::io::Write;
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let file = module_path!().split("::").next().unwrap_or("tests");
+    let line = format!("skip on RGEX_CONDUIT={}: {file}::{test}: {skip}", conduit());
+    println!("{line}");
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    if let Some(path) = std::env::var_os("RGEX_SKIP_LOG") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            // One write of the whole line: tests on parallel threads (and
+            // processes) append to the same file, and O_APPEND keeps each
+            // write whole (writeln! may split it).
+            let _ = f.write_all(format!("{line}\n").as_bytes());
+        }
+    }
 }

@@ -1,0 +1,118 @@
+//! Operations in flight to a peer that has gone: failed, not waited for.
+//!
+//! An AM-based protocol (reference RMA, atomics, VIS) finishes an
+//! operation when its peer's reply arrives. A peer that left the job, or
+//! died, never replies, and a wait for it would never end. So the
+//! endpoint keeps a list of the protocols' tables of operations in flight
+//! ([`Endpoint::watch_in_flight`]), and when its polls have found nothing
+//! for a while ([`STALL_POLLS`] in a row on one thread) it asks the
+//! conduit about each peer those tables wait on
+//! ([`Conduit::peer_gone`](rgex_core::Conduit::peer_gone)) and fails the
+//! operations to a peer that has gone, with the conduit's reason.
+//!
+//! Only empty polls count towards a check, so a busy rank pays nothing,
+//! and an idle one a thread-local increment per poll.
+
+use crate::Endpoint;
+use rgex_core::Rank;
+use std::cell::Cell;
+use std::sync::{Arc, Weak};
+
+/// Empty polls in a row (on one thread) before the peers of operations
+/// in flight are checked. A poll that finds nothing usually backs off
+/// with a yield, so this is a millisecond or a few.
+pub const STALL_POLLS: u32 = 2048;
+
+/// A table of operations in flight that can fail those to a given peer
+/// (implemented by [`InFlight`](crate::InFlight)).
+pub trait Abandon: Send + Sync {
+    /// Add the peers that operations in flight wait on to `out` (in any
+    /// order, repeats allowed).
+    fn peers(&self, out: &mut Vec<Rank>);
+    /// Fail every operation in flight to `peer`, saying `why`; returns
+    /// how many there were.
+    fn fail_peer(&self, peer: Rank, why: &str) -> usize;
+}
+
+/// The tables an endpoint watches, each with what its operations are.
+#[derive(Default)]
+pub(crate) struct Watched {
+    tables: parking_lot::Mutex<Vec<(&'static str, Weak<dyn Abandon>)>>,
+}
+
+std::thread_local! {
+    /// Empty polls in a row on this thread.
+    static EMPTY_POLLS: Cell<u32> = const { Cell::new(0) };
+}
+
+impl Watched {
+    pub(crate) fn add(&self, what: &'static str, table: Weak<dyn Abandon>) {
+        let mut t = self.tables.lock();
+        t.retain(|(_, w)| w.strong_count() > 0);
+        t.push((what, table));
+    }
+}
+
+impl Endpoint {
+    /// Have waits fail the operations in `table` whose peer has gone
+    /// (see the [module docs](crate::abandon)); `what` names them in the
+    /// failure ("reference RMA", "VIS"). For rgex's protocol layers.
+    pub fn watch_in_flight<T: Abandon + 'static>(&self, what: &'static str, table: &Arc<T>) {
+        let weak: Weak<dyn Abandon> = Arc::downgrade(table) as Weak<dyn Abandon>;
+        self.watched().add(what, weak);
+    }
+
+    /// Count a poll that found `n` things; after [`STALL_POLLS`] empty
+    /// ones in a row, check the peers of operations in flight.
+    #[inline]
+    pub(crate) fn note_poll(&self, n: usize) {
+        if n != 0 {
+            // Only write when needed: a busy poller keeps its line clean.
+            EMPTY_POLLS.with(|c| {
+                if c.get() != 0 {
+                    c.set(0)
+                }
+            });
+            return;
+        }
+        let stalled = EMPTY_POLLS.with(|c| {
+            let k = c.get() + 1;
+            c.set(if k >= STALL_POLLS { 0 } else { k });
+            k >= STALL_POLLS
+        });
+        if stalled {
+            self.abandon_gone_peers();
+        }
+    }
+
+    /// Fail the operations in flight to peers the conduit says are gone.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn abandon_gone_peers(&self) -> usize {
+        let tables: Vec<_> = self
+            .watched()
+            .tables
+            .lock()
+            .iter()
+            .filter_map(|(what, w)| Some((*what, w.upgrade()?)))
+            .collect();
+        let mut failed = 0;
+        let mut peers = Vec::new();
+        for (what, t) in tables {
+            peers.clear();
+            t.peers(&mut peers);
+            peers.sort_unstable();
+            peers.dedup();
+            for &peer in &peers {
+                if let Some(why) = self.conduit().peer_gone(peer) {
+                    let why = format!(
+                        "{what} operation from {} to {peer}: {peer} is unreachable: {why}",
+                        self.rank()
+                    );
+                    failed += t.fail_peer(peer, &why);
+                }
+            }
+        }
+        failed
+    }
+}
