@@ -609,7 +609,7 @@ impl OfiConduit {
         st.check_alive(spec.peer, "AM")?;
         let p = &st.peers[peer];
         if p.sent[d].wrapping_sub(p.acked[d]) as usize >= net.geo.window {
-            st.stalled(net, peer, self.smp.segment_len(spec.peer) > 0)?;
+            st.stalled(peer)?;
             return Err(Error::WouldBlock {
                 peer: spec.peer,
                 resource: if d == 0 {

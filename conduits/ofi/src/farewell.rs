@@ -72,8 +72,7 @@ impl State {
                 | Op::Put { peer, .. }
                 | Op::Flush { peer, .. }
                 | Op::Get { peer, .. }
-                | Op::Atomic { peer, .. }
-                | Op::Probe { peer } => busy[*peer as usize] = true,
+                | Op::Atomic { peer, .. } => busy[*peer as usize] = true,
                 Op::Recv | Op::Idle => {}
             }
         }

@@ -72,10 +72,8 @@
 //!   `fi_strerror`'s text. An error completion marks the peer dead: the
 //!   failed operation's completions fire (so nothing hangs; the error is
 //!   printed), and later operations to the peer return an error naming
-//!   it. A peer we wait for credits from is probed with a 1-byte read
-//!   every 200 ms (`probe.rs`): a peer whose process is gone fails it
-//!   and is declared dead. A peer that is silent while we wait for its
-//!   credits longer than `RGEX_OFI_TIMEOUT` is declared dead the same way.
+//!   it. A peer that is silent while we wait for its credits longer than
+//!   `RGEX_OFI_TIMEOUT` is declared dead the same way.
 //! - **Departures.** A rank that closes (dropped, or at exit) tells every
 //!   network peer goodbye after the last thing it sent it (`farewell.rs`);
 //!   the peer marks it departed without a warning, and operations to it
@@ -88,7 +86,6 @@ mod drain;
 pub mod fabric;
 mod farewell;
 mod net;
-mod probe;
 pub mod readback;
 pub mod rma;
 mod state;

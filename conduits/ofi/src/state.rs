@@ -87,9 +87,6 @@ pub(crate) enum Op {
         fetched: Arc<AtomicU64>,
         done: Arc<Completion>,
     },
-    /// A 1-byte read asking whether a peer we wait for is still there
-    /// ([`probe`](crate::probe)).
-    Probe { peer: u32 },
 }
 
 /// A post the provider refused with FI_EAGAIN, retried in order by poll.
@@ -160,10 +157,6 @@ pub(crate) struct Peer {
     pub stalled_since: Option<Instant>,
     /// Puts whose writes completed, waiting for a read back.
     pub waiting: Waiting,
-    /// A [`probe`](crate::probe) read to it is in flight.
-    pub probing: bool,
-    /// When it was last probed.
-    pub probed_at: Option<Instant>,
 }
 
 /// The header of a control message from `me` saying `what`
@@ -305,8 +298,6 @@ impl State {
                     last_heard: now,
                     stalled_since: None,
                     waiting: Waiting::default(),
-                    probing: false,
-                    probed_at: None,
                 })
                 .collect(),
             backlog: VecDeque::new(),
@@ -755,8 +746,7 @@ impl State {
             | Op::Put { peer, .. }
             | Op::Flush { peer, .. }
             | Op::Get { peer, .. }
-            | Op::Atomic { peer, .. }
-            | Op::Probe { peer } => Some(*peer as usize),
+            | Op::Atomic { peer, .. } => Some(*peer as usize),
             Op::Recv | Op::Idle => None,
         };
         if let Some(p) = peer {
@@ -803,21 +793,16 @@ impl State {
         }
     }
 
-    /// Out of credits towards `peer`: start or check its stall clock, and
-    /// [`probe`](crate::probe) it if the stall lasts (where `probe_ok`: its
-    /// segment has a byte to read). Returns the error once the peer has
-    /// been silent past the timeout.
-    pub fn stalled(&mut self, net: &Net, peer: usize, probe_ok: bool) -> Result<(), Error> {
-        let now = Instant::now();
-        let since = *self.peers[peer].stalled_since.get_or_insert(now);
-        if probe_ok {
-            self.probe_if_due(net, peer, now.duration_since(since), now);
-        }
+    /// Out of credits towards `peer`: start or check its stall clock.
+    /// Returns the error once the peer has been silent past the timeout.
+    pub fn stalled(&mut self, peer: usize) -> Result<(), Error> {
         let Some(t) = self.timeout else { return Ok(()) };
+        let now = Instant::now();
         let p = &mut self.peers[peer];
         if std::mem::take(&mut p.heard) {
             p.last_heard = now;
         }
+        let since = *p.stalled_since.get_or_insert(now);
         if now.duration_since(since) > t && now.duration_since(p.last_heard) > t {
             let why = format!(
                 "no credit returned and nothing heard from it for {} s (RGEX_OFI_TIMEOUT)",
@@ -966,12 +951,6 @@ impl State {
                     _ => settle(&rc),
                 }
             }
-            Op::Probe { peer } => {
-                // Not a sign of life for the stall clock: a peer whose
-                // provider answers reads may still never return credits.
-                self.peers[peer as usize].probing = false;
-                self.free_op(id);
-            }
             Op::Flush { peer, counters } => {
                 touch(&mut self.peers, peer);
                 readback::settle(counters, failure.as_deref());
@@ -1038,8 +1017,7 @@ impl State {
             | Op::Put { peer, .. }
             | Op::Flush { peer, .. }
             | Op::Get { peer, .. }
-            | Op::Atomic { peer, .. }
-            | Op::Probe { peer } => *peer as usize,
+            | Op::Atomic { peer, .. } => *peer as usize,
             Op::Recv | Op::Idle => return format!("a receive at {} failed", self.me),
         };
         self.unreachable(peer)
