@@ -9,7 +9,8 @@
 //! stay mapped in the survivor after the peer left: nothing fails there.
 //! These tests force the active-message paths on such conduits
 //! (`RGEX_RMA=reference`, `RGEX_ATOMICS=reference`, `RGEX_VIS=am`), which
-//! must see the departure.
+//! must see the departure. The `pending_` scenarios use them on every
+//! conduit: they are about a reply the departed peer never sent.
 
 mod common;
 use common::{conduit, job, run, shares_memory, skip_unless};
@@ -20,7 +21,10 @@ const DEPARTURE: &str = env!("CARGO_BIN_EXE_job_departure");
 /// one `ok:` line saying the operation failed naming rank 1.
 fn departs(what: &str, how: &str) {
     let mut j = job(2, DEPARTURE, &[what, how]);
-    if shares_memory() {
+    // A pending operation waits for the peer's handler to answer: with
+    // the network's own RMA or atomics (ofi), the peer's provider answers
+    // while it is still there, and the operation rightly succeeds.
+    if shares_memory() || what.starts_with("pending_") {
         j = j
             .env("RGEX_RMA", "reference")
             .env("RGEX_ATOMICS", "reference")
@@ -60,16 +64,17 @@ fn an_atomic_pending_when_its_target_leaves_fails_naming_it() {
 }
 
 /// Whether this conduit tells a survivor that a peer left while it floods
-/// that peer or waits for its replies. The ofi conduit finds a dead peer
-/// only when an operation to it fails at completion, or after
-/// `RGEX_OFI_TIMEOUT` of silence while out of credits (300 s by
-/// default); the scc conduit does not look.
+/// that peer or waits for its replies. smp sees a departure in the
+/// peer's region and a death in its process; ofi hears a goodbye from a
+/// rank that closes its conduit, and asks smp about a rank on its node
+/// whose process ended without one (`_exit`); with its bypass on, smp
+/// carries the node-local peers anyway. The scc conduit does not look.
 fn detects_departure() -> bool {
-    conduit() == "smp"
+    matches!(conduit().as_str(), "smp" | "ofi")
 }
 
 const WHY_NOT: &str = "the conduit does not detect a departed peer while it waits on its queue \
-                       or its replies (issue 25 report: smp only)";
+                       or its replies (issue 25 report: smp and ofi only)";
 
 #[test]
 fn a_flood_to_a_rank_that_exits_fails_naming_it() {
@@ -115,12 +120,10 @@ fn an_atomic_on_a_departed_rank_fails_naming_it() {
 
 #[test]
 fn an_nbi_put_and_sync_to_a_departed_rank_fail_naming_it() {
-    // On ofi (bypass off) the put is injected and fails at completion: its
-    // sync must report that (defect 5).
-    if skip_unless(
-        detects_departure() || (conduit() == "ofi" && !shares_memory()),
-        WHY_NOT,
-    ) {
+    // On ofi (bypass off) the put is refused once the goodbye came, or,
+    // injected before it, fails at completion: its sync must report that
+    // (defect 5).
+    if skip_unless(detects_departure(), WHY_NOT) {
         return;
     }
     departs("nbi_put", "exit");

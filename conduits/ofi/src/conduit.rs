@@ -511,14 +511,17 @@ impl Conduit for OfiConduit {
     }
 
     /// A network peer is gone once it said goodbye (it closed its
-    /// conduit) or an operation to it failed (or it stayed silent past
-    /// `RGEX_OFI_TIMEOUT`), and what it sent before is delivered; a
-    /// node-local peer carried by the smp bypass is smp's to tell.
+    /// conduit), an operation to it failed (or it stayed silent past
+    /// `RGEX_OFI_TIMEOUT`), or, on this node, smp found its process gone,
+    /// and what it sent before is delivered; a node-local peer carried by
+    /// the smp bypass is smp's to tell.
     fn peer_gone(&self, peer: Rank) -> Option<String> {
         if self.local(peer) {
             return self.smp.peer_gone(peer);
         }
-        self.state.lock().gone(peer.index())
+        let mut st = self.state.lock();
+        self.ask_node(&mut st, peer);
+        st.gone(peer.index())
     }
 
     fn as_any(&self) -> Option<&dyn std::any::Any> {
@@ -610,6 +613,8 @@ impl OfiConduit {
         let p = &st.peers[peer];
         if p.sent[d].wrapping_sub(p.acked[d]) as usize >= net.geo.window {
             st.stalled(peer)?;
+            self.ask_node(st, spec.peer);
+            st.check_alive(spec.peer, "AM")?;
             return Err(Error::WouldBlock {
                 peer: spec.peer,
                 resource: if d == 0 {
@@ -667,6 +672,20 @@ impl OfiConduit {
         p.stalled_since = None;
         st.slot_pending[slot_u] = 1;
         Ok(Claim::new(buf, u64::from(slot)))
+    }
+
+    /// If `peer` runs on this node (its traffic goes over the network,
+    /// the bypass being off), ask smp whether its process is still there
+    /// (smp rate-limits its look) and tell the state if not
+    /// ([`State::gone_from_node`]). Off any hot path: asked when a wait
+    /// for the peer stalls.
+    fn ask_node(&self, st: &mut State, peer: Rank) {
+        if st.peers[peer.index()].dead.is_some() || !self.smp.is_local(peer) {
+            return;
+        }
+        if let Some(why) = self.smp.peer_gone(peer) {
+            st.gone_from_node(peer.index(), &why);
+        }
     }
 
     /// Staging memory of `len` bytes for a Long larger than a send buffer,

@@ -28,6 +28,12 @@
 use crate::net::{Net, POOL_REP};
 use crate::state::{control_header, Op, Post, State};
 use crate::wire;
+use std::time::{Duration, Instant};
+
+/// How long a node-local peer that smp reports gone must stay silent on
+/// the network before it is marked gone there too: what it sent before
+/// it went may still be on its way (in the kernel's socket buffers).
+pub(crate) const NODE_GONE_GRACE: Duration = Duration::from_millis(200);
 
 impl State {
     /// While closing: tell goodbye to every network peer still there and
@@ -99,6 +105,31 @@ impl State {
         self.mark_gone(peer, &why);
         self.peers[peer].departed = true;
         self.reported_dead[peer] = true;
+    }
+
+    /// `peer` runs on this node but is carried by the network, and smp
+    /// (which watches the node's processes) says it is gone for `why`: a
+    /// process that ended without a goodbye (`_exit`, a signal) sends
+    /// none. Mark it gone (quietly: the operations that fail say why)
+    /// once nothing came from it for [`NODE_GONE_GRACE`] since smp first
+    /// said so; until then (or if it said goodbye meanwhile) this does
+    /// nothing.
+    pub fn gone_from_node(&mut self, peer: usize, why: &str) {
+        let now = Instant::now();
+        let p = &mut self.peers[peer];
+        if p.dead.is_some() {
+            return;
+        }
+        match p.node_gone_since {
+            Some((since, received)) if received == p.received => {
+                if now.duration_since(since) >= NODE_GONE_GRACE {
+                    let why = format!("rank {peer}: {why}");
+                    self.mark_gone(peer, &why);
+                    self.reported_dead[peer] = true;
+                }
+            }
+            _ => p.node_gone_since = Some((now, p.received)),
+        }
     }
 
     /// Why `peer` is gone (it left, or was found dead), once everything

@@ -157,6 +157,10 @@ pub(crate) struct Peer {
     pub stalled_since: Option<Instant>,
     /// Puts whose writes completed, waiting for a read back.
     pub waiting: Waiting,
+    /// A node-local peer carried over the network that smp has reported
+    /// gone: since when, and [`received`](Self::received) then (see
+    /// [`State::gone_from_node`]).
+    pub node_gone_since: Option<(Instant, u32)>,
 }
 
 /// The header of a control message from `me` saying `what`
@@ -298,6 +302,7 @@ impl State {
                     last_heard: now,
                     stalled_since: None,
                     waiting: Waiting::default(),
+                    node_gone_since: None,
                 })
                 .collect(),
             backlog: VecDeque::new(),
