@@ -9,18 +9,26 @@
 //! stay mapped in the survivor after the peer left: nothing fails there.
 //! These tests force the active-message paths on such conduits
 //! (`RGEX_RMA=reference`, `RGEX_ATOMICS=reference`, `RGEX_VIS=am`), which
-//! must see the departure.
+//! must see the departure. The `pending_` scenarios use them on every
+//! conduit: they are about a reply the departed peer never sent.
 
 mod common;
-use common::{conduit, job, run, shares_memory, skip_unless};
+use common::{job, run, shares_memory};
 
 const DEPARTURE: &str = env!("CARGO_BIN_EXE_job_departure");
 
 /// Run `job_departure what how` on two ranks; require status 0 and the
-/// one `ok:` line saying the operation failed naming rank 1.
+/// one `ok:` line saying the operation failed naming rank 1 as
+/// unreachable. Every conduit here notices a departure: smp and scc in
+/// the peer's presence word and process, ofi by the goodbye a closing
+/// rank sends (and by asking smp about a rank on its node that ended
+/// without one).
 fn departs(what: &str, how: &str) {
     let mut j = job(2, DEPARTURE, &[what, how]);
-    if shares_memory() {
+    // A pending operation waits for the peer's handler to answer: with
+    // the network's own RMA or atomics (ofi), the peer's provider answers
+    // while it is still there, and the operation rightly succeeds.
+    if shares_memory() || what.starts_with("pending_") {
         j = j
             .env("RGEX_RMA", "reference")
             .env("RGEX_ATOMICS", "reference")
@@ -35,7 +43,12 @@ fn departs(what: &str, how: &str) {
     let want = format!("ok: {what} to departed rank 1 failed: ");
     let hits: Vec<&str> = out.lines().filter(|l| l.contains(&want)).collect();
     assert_eq!(hits.len(), 1, "{what} ({how}): expected one {want:?} line");
-    assert!(hits[0].contains("rank 1"), "{}", hits[0]);
+    // Named as gone: not a timeout's error that happens to name it.
+    assert!(
+        hits[0].contains("rank 1") && hits[0].contains("unreachable"),
+        "{what} ({how}): {}",
+        hits[0]
+    );
     assert!(
         !err.contains("removed shared memory left behind"),
         "the conduit left shared memory behind"
@@ -44,38 +57,17 @@ fn departs(what: &str, how: &str) {
 
 #[test]
 fn a_vis_get_pending_when_its_target_leaves_fails_naming_it() {
-    if skip_unless(detects_departure(), WHY_NOT) {
-        return;
-    }
     departs("pending_vis_get", "exit");
     departs("pending_vis_get", "_exit");
 }
 
 #[test]
 fn an_atomic_pending_when_its_target_leaves_fails_naming_it() {
-    if skip_unless(detects_departure(), WHY_NOT) {
-        return;
-    }
     departs("pending_atomic", "exit");
 }
 
-/// Whether this conduit tells a survivor that a peer left while it floods
-/// that peer or waits for its replies (smp and scc: the peer's departure
-/// word and process). The ofi conduit finds a dead peer only when an
-/// operation to it fails at completion, or after `RGEX_OFI_TIMEOUT` of
-/// silence while out of credits (300 s by default).
-fn detects_departure() -> bool {
-    matches!(conduit().as_str(), "smp" | "scc")
-}
-
-const WHY_NOT: &str = "the conduit does not detect a departed peer while it waits on its queue \
-                       or its replies (issue 25 report: smp only)";
-
 #[test]
 fn a_flood_to_a_rank_that_exits_fails_naming_it() {
-    if skip_unless(detects_departure(), WHY_NOT) {
-        return;
-    }
     departs("flood", "exit");
 }
 
@@ -83,45 +75,28 @@ fn a_flood_to_a_rank_that_exits_fails_naming_it() {
 fn a_flood_to_a_rank_gone_without_exiting_fails_naming_it() {
     // `_exit`: no exit handlers, so nothing closes its queues; the smp
     // conduit finds the process gone once the queue is full.
-    if skip_unless(detects_departure(), WHY_NOT) {
-        return;
-    }
     departs("flood", "_exit");
 }
 
 #[test]
 fn a_vis_put_to_a_departed_rank_fails_naming_it() {
-    if skip_unless(detects_departure(), WHY_NOT) {
-        return;
-    }
     departs("vis_put", "exit");
 }
 
 #[test]
 fn a_vis_get_from_a_departed_rank_fails_naming_it() {
-    if skip_unless(detects_departure(), WHY_NOT) {
-        return;
-    }
     departs("vis_get", "exit");
 }
 
 #[test]
 fn an_atomic_on_a_departed_rank_fails_naming_it() {
-    if skip_unless(detects_departure(), WHY_NOT) {
-        return;
-    }
     departs("atomic", "exit");
 }
 
 #[test]
 fn an_nbi_put_and_sync_to_a_departed_rank_fail_naming_it() {
-    // On ofi (bypass off) the put is injected and fails at completion: its
-    // sync must report that (defect 5).
-    if skip_unless(
-        detects_departure() || (conduit() == "ofi" && !shares_memory()),
-        WHY_NOT,
-    ) {
-        return;
-    }
+    // On ofi (bypass off) the put is refused once the goodbye came, or,
+    // injected before it, fails at completion: its sync must report that
+    // (defect 5).
     departs("nbi_put", "exit");
 }

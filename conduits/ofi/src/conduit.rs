@@ -139,7 +139,7 @@ impl OfiConduit {
             .map(|(_, _, c)| c.as_slice())
             .map_err(|e| e.to_string());
         let cards = net::exchange(boot, mine)?;
-        let (mut net, state, _) = opened?;
+        let (mut net, mut state, _) = opened?;
         net.connect(&cards)?;
         // Everyone has inserted everyone before anyone sends.
         boot.barrier()?;
@@ -147,6 +147,11 @@ impl OfiConduit {
             .map(|p| cfg.shm_bypass && smp.is_local(Rank(p as u32)))
             .collect();
         let all_local = local.iter().all(|&l| l);
+        // Node-local peers are smp's: they learn of this rank's departure
+        // from it, not from a goodbye over the network.
+        for (net_peer, &l) in state.network_peer.iter_mut().zip(&local) {
+            *net_peer &= !l;
+        }
         let ready_count = state.ready_count.clone();
         let state = Arc::new(Mutex::new(state));
         let net = Arc::new(net);
@@ -505,6 +510,20 @@ impl Conduit for OfiConduit {
         self.smp.bootstrap()
     }
 
+    /// A network peer is gone once it said goodbye (it closed its
+    /// conduit), an operation to it failed (or it stayed silent past
+    /// `RGEX_OFI_TIMEOUT`), or, on this node, smp found its process gone,
+    /// and what it sent before is delivered; a node-local peer carried by
+    /// the smp bypass is smp's to tell.
+    fn peer_gone(&self, peer: Rank) -> Option<String> {
+        if self.local(peer) {
+            return self.smp.peer_gone(peer);
+        }
+        let mut st = self.state.lock();
+        self.ask_node(&mut st, peer);
+        st.gone(peer.index())
+    }
+
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
@@ -594,6 +613,8 @@ impl OfiConduit {
         let p = &st.peers[peer];
         if p.sent[d].wrapping_sub(p.acked[d]) as usize >= net.geo.window {
             st.stalled(peer)?;
+            self.ask_node(st, spec.peer);
+            st.check_alive(spec.peer, "AM")?;
             return Err(Error::WouldBlock {
                 peer: spec.peer,
                 resource: if d == 0 {
@@ -651,6 +672,20 @@ impl OfiConduit {
         p.stalled_since = None;
         st.slot_pending[slot_u] = 1;
         Ok(Claim::new(buf, u64::from(slot)))
+    }
+
+    /// If `peer` runs on this node (its traffic goes over the network,
+    /// the bypass being off), ask smp whether its process is still there
+    /// (smp rate-limits its look) and tell the state if not
+    /// ([`State::gone_from_node`]). Off any hot path: asked when a wait
+    /// for the peer stalls.
+    fn ask_node(&self, st: &mut State, peer: Rank) {
+        if st.peers[peer.index()].dead.is_some() || !self.smp.is_local(peer) {
+            return;
+        }
+        if let Some(why) = self.smp.peer_gone(peer) {
+            st.gone_from_node(peer.index(), &why);
+        }
     }
 
     /// Staging memory of `len` bytes for a Long larger than a send buffer,

@@ -57,24 +57,26 @@ pub(crate) fn unregister(state: &Arc<Mutex<State>>) {
         .retain(|(_, s, _)| !s.ptr_eq(&w));
 }
 
-/// Progress until nothing we posted is outstanding, at most
-/// [`DRAIN_LIMIT`] (a tenth of it if a peer was known dead before closing:
+/// Progress until nothing we posted is outstanding and every network peer
+/// still there was told goodbye (`farewell.rs`), at most [`DRAIN_LIMIT`]
+/// (a tenth of it if a peer was known dead, not departed, before closing:
 /// operations to it may never complete). Warns when giving up.
 pub(crate) fn drain(rank: Rank, state: &Mutex<State>, net: &Net) {
     let start = Instant::now();
     // Whether a peer was dead before closing began. Peers found dead while
-    // closing (a credit report or a flush to a rank that has already left)
-    // do not shorten the wait: the sends to ranks still running, which may
-    // be slow to progress (oversubscribed), must still be seen out.
+    // closing (a credit report or a goodbye to a rank that has already
+    // left), and peers that said goodbye, do not shorten the wait: the
+    // sends to ranks still running, which may be slow to progress
+    // (oversubscribed), must still be seen out.
     let mut dead_before: Option<bool> = None;
     loop {
         // Bounded: at exit, another thread may be stuck holding the lock.
         if let Some(mut st) = state.try_lock_for(Duration::from_millis(100)) {
-            let dead =
-                *dead_before.get_or_insert_with(|| st.peers.iter().any(|p| p.dead.is_some()));
+            let dead = *dead_before
+                .get_or_insert_with(|| st.peers.iter().any(|p| p.dead.is_some() && !p.departed));
             st.closing = true;
-            st.flush_injected(net);
             st.progress(net);
+            st.say_goodbyes(net);
             if st.quiet(net) {
                 return;
             }

@@ -74,12 +74,17 @@
 //!   printed), and later operations to the peer return an error naming
 //!   it. A peer that is silent while we wait for its credits longer than
 //!   `RGEX_OFI_TIMEOUT` is declared dead the same way.
+//! - **Departures.** A rank that closes (dropped, or at exit) tells every
+//!   network peer goodbye after the last thing it sent it (`farewell.rs`);
+//!   the peer marks it departed without a warning, and operations to it
+//!   then fail with an error naming it instead of waiting for it.
 
 pub mod atomics;
 mod conduit;
 mod config;
 mod drain;
 pub mod fabric;
+mod farewell;
 mod net;
 pub mod readback;
 pub mod rma;

@@ -134,8 +134,18 @@ pub(crate) struct Peer {
     pub reported: u32,
     /// A credit message is owed and waits for a send buffer.
     pub want_credit: bool,
+    /// Messages from the peer received (not control messages), both
+    /// directions (cumulative, wrapping): those not yet
+    /// [`consumed`](Self::consumed) wait for delivery.
+    pub received: u32,
     /// Why the peer is considered gone.
     pub dead: Option<Arc<str>>,
+    /// It left the job: its goodbye came ([`State::depart`]). It is
+    /// [`dead`](Self::dead) too, for what is sent to it.
+    pub departed: bool,
+    /// This rank said goodbye to it while closing: nothing more is sent
+    /// to it.
+    pub farewell: bool,
     /// A sign of life (a message or a completion) came since
     /// `last_heard` was last brought up to date. A flag, not a clock
     /// read: reading the clock for every message cost more than the
@@ -147,18 +157,19 @@ pub(crate) struct Peer {
     pub stalled_since: Option<Instant>,
     /// Puts whose writes completed, waiting for a read back.
     pub waiting: Waiting,
-    /// Messages were injected to the peer (`fi_inject`: no completion
-    /// tells when they left) and not yet followed by a flush
-    /// ([`State::flush_injected`]).
-    pub injected: bool,
+    /// A node-local peer carried over the network that smp has reported
+    /// gone: since when, and [`received`](Self::received) then (see
+    /// [`State::gone_from_node`]).
+    pub node_gone_since: Option<(Instant, u32)>,
 }
 
-/// The header of a credit-only message from `me`: it reports what was
+/// The header of a control message from `me` saying `what`
+/// ([`wire::CREDIT_ONLY`], [`wire::GOODBYE`]): it reports what was
 /// consumed (`send_am` stamps the counts) and runs no handler.
-fn credit_header(me: Rank) -> Header {
+pub(crate) fn control_header(me: Rank, what: u8) -> Header {
     Header {
-        kind: wire::CREDIT,
-        handler: 0,
+        kind: wire::CONTROL,
+        handler: what,
         nargs: 0,
         hlen: wire::header_len(0),
         src: me.0,
@@ -227,14 +238,19 @@ pub(crate) struct State {
     /// Errors already printed, per peer (once each).
     pub reported_dead: Vec<bool>,
     /// Peers whose `waiting` is not empty (progress looks only at these).
-    reading_back: Vec<u32>,
+    pub(crate) reading_back: Vec<u32>,
+    /// Per peer: reached through this network (not this rank itself, not
+    /// a node-local peer that the smp bypass carries), so told goodbye
+    /// when this rank closes ([`say_goodbyes`](Self::say_goodbyes)).
+    pub network_peer: Vec<bool>,
     /// The process is ending (see `drain`): nothing is injected any more
-    /// (every send reports its completion, which drain waits for), peers
-    /// sent injected messages are flushed ([`flush_injected`](Self::flush_injected)),
-    /// and a peer found dead is not reported (it has most likely left).
+    /// (every send reports its completion, which drain waits for), every
+    /// network peer is told goodbye once nothing to it is outstanding
+    /// ([`say_goodbyes`](Self::say_goodbyes)), and a peer found dead is
+    /// not reported (it has most likely left).
     pub closing: bool,
     timeout: Option<Duration>,
-    me: Rank,
+    pub(crate) me: Rank,
 }
 
 /// A peer that went away, as an error naming it.
@@ -278,12 +294,15 @@ impl State {
                     consumed: [0; 2],
                     reported: 0,
                     want_credit: false,
+                    received: 0,
                     dead: None,
+                    departed: false,
+                    farewell: false,
                     heard: false,
                     last_heard: now,
                     stalled_since: None,
                     waiting: Waiting::default(),
-                    injected: false,
+                    node_gone_since: None,
                 })
                 .collect(),
             backlog: VecDeque::new(),
@@ -293,6 +312,7 @@ impl State {
             next_key: 1 << 20,
             reported_dead: vec![false; g.size],
             reading_back: Vec::new(),
+            network_peer: (0..g.size).map(|p| p != me.index()).collect(),
             closing: false,
             timeout: (timeout_secs > 0).then(|| Duration::from_secs(timeout_secs)),
             me,
@@ -456,56 +476,21 @@ impl State {
 
     /// The provider took `p`: an injected send is finished now (it has
     /// no completion to wait for: its buffer goes back to its pool, and
-    /// the peer is marked [`Peer::injected`] until a flush at close);
-    /// anything else when its completion is read. Nothing was heard from
+    /// the goodbye sent at close, without injection, flushes it: see
+    /// [`say_goodbyes`](Self::say_goodbyes)); anything else when its completion is read. Nothing was heard from
     /// the peer, so its stall clock is not touched. (While closing no
     /// post is injected: see [`issue`](Self::issue).)
     #[inline]
     fn issued(&mut self, net: &Net, p: &Post) {
         if let Post::Send {
-            op,
-            peer,
-            inject: true,
-            ..
+            op, inject: true, ..
         } = *p
         {
             if self.closing {
                 return;
             }
             self.ops[op as usize] = Op::Idle;
-            self.peers[peer as usize].injected = true;
             self.release_slot(net, op as usize - net.geo.n_recv);
-        }
-    }
-
-    /// At close, make sure every injected message has left: `fi_inject`
-    /// hands the buffer back at once and reports no completion, so a
-    /// message may still wait in the provider's queue (sockets keeps it
-    /// until the next progress call) when the process ends, and a peer
-    /// waiting for it (the last message of a final barrier) would wait
-    /// forever. Each peer that was sent injected messages gets one more
-    /// message, a credit report sent without injection: messages to one
-    /// peer are delivered in order (`FI_ORDER_SAS`), so its completion
-    /// (transmit-complete, libfabric's default on a reliable endpoint, or
-    /// delivery-complete where granted: the report reached the peer)
-    /// comes after the injected ones reached it too. Called
-    /// with [`closing`](Self::closing) set, when nothing is injected any
-    /// more, so each peer is flushed at most once: that one report more
-    /// is what the spare credit slot is for ([`CREDIT_SLOTS`]).
-    ///
-    /// [`CREDIT_SLOTS`]: crate::net::CREDIT_SLOTS
-    pub fn flush_injected(&mut self, net: &Net) {
-        debug_assert!(self.closing);
-        for peer in 0..self.peers.len() {
-            let p = &self.peers[peer];
-            if !p.injected || p.dead.is_some() {
-                continue;
-            }
-            let Some(slot) = self.claim_slot(POOL_REP) else {
-                return;
-            };
-            self.peers[peer].injected = false;
-            self.send_am(net, slot as usize, peer, credit_header(self.me), &[]);
         }
     }
 
@@ -537,7 +522,8 @@ impl State {
 
     /// True when nothing we posted is outstanding: no backlog, every send
     /// buffer back in its pool, every dynamic operation slot free, no put
-    /// waiting for a read back.
+    /// waiting for a read back, and (while closing) every network peer
+    /// still there told goodbye.
     pub fn quiet(&self, net: &Net) -> bool {
         self.backlog.is_empty()
             && self.reading_back.is_empty()
@@ -547,7 +533,7 @@ impl State {
                 .zip(&net.geo.pools)
                 .all(|(p, &n)| p.len() == n)
             && self.free_ops.len() == crate::net::DYNAMIC_OPS
-            && self.peers.iter().all(|p| !p.injected || p.dead.is_some())
+            && (!self.closing || self.said_goodbyes())
     }
 
     /// Take a dynamic operation slot.
@@ -616,13 +602,20 @@ impl State {
     /// Send credit messages owed, where a reply buffer is free.
     fn send_credits(&mut self, net: &Net) {
         for peer in 0..self.peers.len() {
-            if !self.peers[peer].want_credit || self.peers[peer].dead.is_some() {
+            let p = &self.peers[peer];
+            if !p.want_credit || p.dead.is_some() || p.farewell {
                 continue;
             }
             let Some(slot) = self.claim_slot(POOL_REP) else {
                 return;
             };
-            self.send_am(net, slot as usize, peer, credit_header(self.me), &[]);
+            self.send_am(
+                net,
+                slot as usize,
+                peer,
+                control_header(self.me, wire::CREDIT_ONLY),
+                &[],
+            );
         }
     }
 
@@ -770,6 +763,22 @@ impl State {
     /// Declare `peer` dead with reason `why` (printed once); puts to it
     /// waiting for a read back fail.
     pub fn mark_dead(&mut self, peer: usize, why: &str) {
+        self.mark_gone(peer, why);
+        // A peer that has already left is no news while this rank closes
+        // too (a credit report or a goodbye to it fails), nor is one that
+        // said goodbye.
+        if !std::mem::replace(&mut self.reported_dead[peer], true) && !self.closing {
+            eprintln!(
+                "rgex-ofi: {}: an operation to rank {peer} failed; rank {peer} is now considered dead and later operations to it return errors: {why}",
+                self.me
+            );
+        }
+    }
+
+    /// Record that `peer` is gone for reason `why` (the first reason
+    /// stays), quietly: later operations to it fail, and puts to it
+    /// waiting for a read back fail (nothing can confirm them now).
+    pub(crate) fn mark_gone(&mut self, peer: usize, why: &str) {
         if self.peers[peer].dead.is_none() {
             self.peers[peer].dead = Some(why.into());
         }
@@ -777,14 +786,6 @@ impl State {
             let (counters, _) = self.peers[peer].waiting.take();
             self.reading_back.retain(|&p| p as usize != peer);
             readback::settle(counters, Some(&self.unreachable(peer)));
-        }
-        // A peer that has already left is no news while this rank closes
-        // too (a credit report or a flush to it fails).
-        if !std::mem::replace(&mut self.reported_dead[peer], true) && !self.closing {
-            eprintln!(
-                "rgex-ofi: {}: an operation to rank {peer} failed; rank {peer} is now considered dead and later operations to it return errors: {why}",
-                self.me
-            );
         }
     }
 
@@ -861,10 +862,14 @@ impl State {
         }
         p.heard = true;
         p.stalled_since = None;
-        if h.is_credit() {
+        if h.is_control() {
             self.post(net, Post::Recv { op: id as u32 });
+            if h.is_goodbye() {
+                self.depart(h.src as usize);
+            }
             return;
         }
+        p.received = p.received.wrapping_add(1);
         let dir = dir_index(h.direction());
         self.ready[dir].push_back(Ready {
             buf: id as u32,
@@ -1024,7 +1029,7 @@ impl State {
     }
 
     /// Why an operation to `peer` failed: its recorded cause.
-    fn unreachable(&self, peer: usize) -> String {
+    pub(crate) fn unreachable(&self, peer: usize) -> String {
         let why = self.peers[peer]
             .dead
             .clone()

@@ -1,8 +1,8 @@
 //! The header every ofi AM carries, in front of its payload.
 //!
 //! ```text
-//! 0  kind      u8   category (2 bits) | reply (bit 2) | credit-only (bit 3)
-//! 1  handler   u8
+//! 0  kind      u8   category (2 bits) | reply (bit 2) | control (bit 3)
+//! 1  handler   u8   a control message: what it says (CREDIT_ONLY, GOODBYE)
 //! 2  nargs     u8   arguments carried
 //! 3  hlen      u8   header length in 8-byte words (payload starts there)
 //! 4  src       u32  sender's rank
@@ -16,6 +16,11 @@
 //!
 //! The header length follows the argument count declared at prepare, so a
 //! Medium's payload sits right behind it and goes out in the same send.
+//!
+//! A control message (kind [`CONTROL`]) runs no handler: it carries the
+//! credit counts every header carries, and its handler byte says what
+//! else it means: nothing ([`CREDIT_ONLY`]), or that the sender is
+//! leaving the job ([`GOODBYE`], its last message to this receiver).
 
 use rgex_core::wire::Kind;
 use rgex_core::{Category, Direction, MAX_ARGS};
@@ -25,8 +30,14 @@ pub const FIXED: usize = 32;
 /// The longest header (16 arguments).
 pub const MAX_HEADER: usize = header_len(MAX_ARGS);
 
-/// The kind of a credit-return message (no handler runs): marked.
-pub const CREDIT: Kind = Kind(Kind::MARK);
+/// The kind of a control message (no handler runs): marked.
+pub const CONTROL: Kind = Kind(Kind::MARK);
+
+/// A control message's handler byte: a credit report, nothing more.
+pub const CREDIT_ONLY: u8 = 0;
+/// A control message's handler byte: the sender is leaving the job (it
+/// is closing its endpoint) and sends this receiver nothing more.
+pub const GOODBYE: u8 = 1;
 
 /// Header bytes for `nargs` arguments (a multiple of 8).
 pub const fn header_len(nargs: usize) -> usize {
@@ -36,7 +47,7 @@ pub const fn header_len(nargs: usize) -> usize {
 /// Decoded header fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
-    /// Category and direction, or [`CREDIT`].
+    /// Category and direction, or [`CONTROL`].
     pub kind: Kind,
     /// Handler index.
     pub handler: u8,
@@ -57,9 +68,14 @@ pub struct Header {
 }
 
 impl Header {
-    /// True for a credit-return message.
-    pub fn is_credit(&self) -> bool {
+    /// True for a control message (credits, goodbye): no handler runs.
+    pub fn is_control(&self) -> bool {
         self.kind.is_marked()
+    }
+
+    /// True for a control message saying its sender is leaving the job.
+    pub fn is_goodbye(&self) -> bool {
+        self.is_control() && self.handler == GOODBYE
     }
 
     /// Category.
@@ -156,10 +172,53 @@ mod tests {
         assert_eq!(&out[..5], &args[..]);
         assert_eq!(back.category(), Category::Long);
         assert_eq!(back.direction(), Direction::Reply);
-        assert!(!back.is_credit());
+        assert!(!back.is_control());
+        assert!(!back.is_goodbye());
         assert_eq!(header_len(0), 32);
         assert_eq!(header_len(1), 40);
         assert_eq!(MAX_HEADER, 96);
+    }
+
+    #[test]
+    fn a_goodbye_is_a_control_message_and_a_credit_report_is_not_a_goodbye() {
+        let mut buf = [0u64; MAX_HEADER / 8];
+        let mut out = [0u32; MAX_ARGS];
+        for (handler, goodbye) in [(CREDIT_ONLY, false), (GOODBYE, true)] {
+            let h = Header {
+                kind: CONTROL,
+                handler,
+                nargs: 0,
+                hlen: header_len(0),
+                src: 1,
+                len: 0,
+                ack_req: 5,
+                ack_rep: 6,
+                long_offset: 0,
+            };
+            // SAFETY: buf is 8-aligned with MAX_HEADER bytes.
+            unsafe { h.write(buf.as_mut_ptr().cast(), &[]) };
+            // SAFETY: viewing the u64 array as bytes.
+            let bytes =
+                unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), MAX_HEADER) };
+            let back = Header::read(bytes, &mut out).unwrap();
+            assert!(back.is_control());
+            assert_eq!(back.is_goodbye(), goodbye);
+            assert_eq!((back.ack_req, back.ack_rep), (5, 6));
+        }
+        // A message that is not a control message is never a goodbye,
+        // whatever its handler index.
+        let am = Header {
+            kind: Kind::new(Category::Short, Direction::Request),
+            handler: GOODBYE,
+            nargs: 0,
+            hlen: header_len(0),
+            src: 1,
+            len: 0,
+            ack_req: 0,
+            ack_rep: 0,
+            long_offset: 0,
+        };
+        assert!(!am.is_goodbye());
     }
 
     #[test]
