@@ -256,7 +256,10 @@ mod tests {
     use super::*;
 
     #[test]
-    #[cfg_attr(miri, ignore = "starts a child process, which Miri cannot run (natively it runs)")]
+    #[cfg_attr(
+        miri,
+        ignore = "starts a child process, which Miri cannot run (natively it runs)"
+    )]
     fn this_process_is_there_and_a_finished_child_is_gone() {
         let me = Owner::me();
         assert!(me.pid_ns != 0 && me.start != 0, "{me:?}");
@@ -322,7 +325,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "starts a child process, which Miri cannot run (natively it runs)")]
+    #[cfg_attr(
+        miri,
+        ignore = "starts a child process, which Miri cannot run (natively it runs)"
+    )]
     fn a_watch_reads_the_word_then_the_process_rate_limited() {
         let watch = PeerWatch::new(2);
         let peer = Rank(1);

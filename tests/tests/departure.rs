@@ -62,6 +62,13 @@ fn a_vis_get_pending_when_its_target_leaves_fails_naming_it() {
 }
 
 #[test]
+fn a_barrier_with_a_departed_member_fails_naming_it() {
+    departs("barrier", "exit");
+    departs("pending_barrier", "exit");
+    departs("pending_barrier", "_exit");
+}
+
+#[test]
 fn an_atomic_pending_when_its_target_leaves_fails_naming_it() {
     departs("pending_atomic", "exit");
 }

@@ -19,10 +19,10 @@ use super::mailbox::Mailbox;
 use super::registry::{Registry, Verdict};
 use super::wire::{self, Fragment, Key, NARGS};
 use crate::context::in_handler;
-use crate::{Accepts, Endpoint, ProtocolId};
+use crate::{Abandon, Accepts, Endpoint, ProtocolId};
 use parking_lot::Mutex;
 use rgex_core::{Backoff, Category, Completion, Error, Flags, Rank, Result};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// What the handler and the collectives share.
@@ -78,6 +78,11 @@ pub(crate) struct Engine {
     /// with the endpoint, which calls the background hook only when it is
     /// not zero).
     in_flight: Arc<AtomicUsize>,
+    /// Peers found gone while collectives waited (see [`Abandon`]), with
+    /// why; `any_departed` says whether the list is empty without its
+    /// lock.
+    departed: Mutex<Vec<(Rank, String)>>,
+    any_departed: AtomicBool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -152,7 +157,12 @@ impl Engine {
             malformed,
             pending: Mutex::new(Vec::new()),
             in_flight: Arc::new(AtomicUsize::new(0)),
+            departed: Mutex::new(Vec::new()),
+            any_departed: AtomicBool::new(false),
         });
+        // A collective that waits on a member that has gone fails (the
+        // endpoint's stall check asks the conduit, see `Abandon`).
+        ep.watch_in_flight("collective", &engine);
         // Weak: the engine holds the endpoint; the hook must not hold it
         // back. The endpoint checks the count first, so an idle poll costs
         // one load, not a call and a reference-count update.
@@ -271,7 +281,7 @@ impl Engine {
             let Some(mut op) = p.op.try_lock() else {
                 continue;
             };
-            let outcome = match op.step(self) {
+            let outcome = match self.member_gone(op.id()).map_or_else(|| op.step(self), Err) {
                 Ok(false) => continue,
                 Ok(true) => Ok(()),
                 Err(e) => Err(e),
@@ -292,12 +302,33 @@ impl Engine {
         n
     }
 
+    /// The error for collective `id` if a member of its team has gone
+    /// (one load while none has).
+    #[inline]
+    fn member_gone(&self, (team, seq): (u64, u64)) -> Option<Error> {
+        // Relaxed: a hint; the list itself is read under its lock, and a
+        // departure seen one step late costs one more step.
+        if !self.any_departed.load(Ordering::Relaxed) {
+            return None;
+        }
+        let departed = self.departed.lock();
+        let st = self.state.lock();
+        // `why` names the peer, this rank and the reason (see
+        // `Endpoint::abandon_gone_peers`).
+        let (_, why) = departed
+            .iter()
+            .find(|(p, _)| st.teams.is_member(team, *p))?;
+        Some(Error::Failed(format!(
+            "collective #{seq} of team {team:#x}: {why}"
+        )))
+    }
+
     /// Run `op` to completion, polling (and advancing the other collectives
     /// in flight) while it waits.
     pub(crate) fn run(&self, op: &mut dyn Step) -> Result<()> {
         let mut backoff = Backoff::new(self.ep.polite());
         let outcome = loop {
-            match op.step(self) {
+            match self.member_gone(op.id()).map_or_else(|| op.step(self), Err) {
                 Ok(false) => {}
                 Ok(true) => break Ok(()),
                 Err(e) => break Err(e),
@@ -341,6 +372,36 @@ impl Engine {
         drop(pending);
         let progress: Arc<dyn rgex_core::Progress> = self.clone();
         Ok(rgex_core::Event::pending(done, progress))
+    }
+}
+
+/// Collectives wait on every member of their team: the members of teams
+/// with a collective in flight are the peers to ask about, and a member
+/// found gone fails every collective of its teams, now and later.
+impl Abandon for Engine {
+    fn peers(&self, out: &mut Vec<Rank>) {
+        let me = self.ep.rank();
+        let start = out.len();
+        self.state.lock().teams.busy_members(out);
+        let mut i = start;
+        while i < out.len() {
+            if out[i] == me {
+                out.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn fail_peer(&self, peer: Rank, why: &str) -> usize {
+        let mut departed = self.departed.lock();
+        if departed.iter().any(|(p, _)| *p == peer) {
+            return 0;
+        }
+        departed.push((peer, why.to_owned()));
+        // Relaxed: see `member_gone`.
+        self.any_departed.store(true, Ordering::Relaxed);
+        1
     }
 }
 

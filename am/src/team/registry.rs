@@ -109,6 +109,14 @@ impl Registry {
         Ok(seq)
     }
 
+    /// Add the members of every team with a collective in flight here to
+    /// `out` (the peers a stalled collective may be waiting on).
+    pub(crate) fn busy_members(&self, out: &mut Vec<Rank>) {
+        for e in self.teams.values().filter(|e| e.in_flight() > 0) {
+            out.extend_from_slice(&e.members);
+        }
+    }
+
     /// Collective `seq` of team `id` finished here (`failed`: with an
     /// error, so peers may still send for it).
     pub(crate) fn finish(&mut self, id: u64, seq: u64, failed: bool) {

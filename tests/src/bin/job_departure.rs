@@ -12,7 +12,8 @@
 //!   and its sync). That one operation is the first to meet the departed
 //!   rank, so on a network it is injected and fails at completion (defect
 //!   5: those failures were reported as success);
-//! - `pending_vis_get`, `pending_atomic`: rank 0 makes the operation at
+//! - `barrier`: as the four above, with a barrier of the world team;
+//! - `pending_vis_get`, `pending_atomic`, `pending_barrier`: rank 0 makes the operation at
 //!   once, while rank 1, which does not poll, is still there; its request
 //!   waits in rank 1's queue, rank 1 leaves without answering, and rank
 //!   0's wait for the reply must end in an error (the endpoint asks the
@@ -53,6 +54,8 @@ fn main() -> rgex::Result<()> {
         "nbi_put",
         "pending_vis_get",
         "pending_atomic",
+        "barrier",
+        "pending_barrier",
     ];
     let how = std::env::args().nth(2).unwrap_or_else(|| "exit".into());
     if !kinds.contains(&what.as_str()) || !["exit", "_exit"].contains(&how.as_str()) {
@@ -177,6 +180,7 @@ fn one_op(
             .fetch_add(GlobalAddr::new(to, 8192), 1, rgex::AtomicFlags::empty())
             .map(drop)
             .map_err(|e| rgex::Error::Failed(e.to_string())),
+        "barrier" => client.barrier(),
         "nbi_put" => ep
             .put_nbi(GlobalAddr::new(to, 0), &[9u8; 4096], Flags::empty())
             .and_then(|()| ep.nbi_wait_checked(NbiCategory::Put)),
