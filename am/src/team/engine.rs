@@ -22,6 +22,7 @@ use crate::context::in_handler;
 use crate::{Abandon, Accepts, Endpoint, ProtocolId};
 use parking_lot::Mutex;
 use rgex_core::{Backoff, Category, Completion, Error, Flags, Rank, Result};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -30,6 +31,10 @@ use std::sync::Arc;
 struct State {
     teams: Registry,
     mailbox: Mailbox,
+    /// Per collective `(team, seq)` in flight, the member whose message
+    /// its last step looked for and did not find: what it waits on (a
+    /// member that has gone matters only there, see `member_gone`).
+    blocked_on: HashMap<(u64, u64), Rank>,
 }
 
 /// Malformed collective messages received: counted here for the teams
@@ -197,7 +202,7 @@ impl Engine {
     pub(crate) fn register_team(&self, id: u64, members: &[Rank]) {
         let mut st = self.state.lock();
         st.teams.register(id, members);
-        let State { teams, mailbox } = &mut *st;
+        let State { teams, mailbox, .. } = &mut *st;
         let gone = mailbox.purge_team(id, |r| teams.is_member(id, r));
         drop(st);
         for from in gone {
@@ -209,6 +214,7 @@ impl Engine {
     pub(crate) fn forget_team(&self, id: u64) {
         let mut st = self.state.lock();
         st.teams.unregister(id);
+        st.blocked_on.retain(|&(team, _), _| team != id);
         let gone = st.mailbox.purge_team(id, |_| false);
         drop(st);
         for from in gone {
@@ -227,6 +233,7 @@ impl Engine {
     fn finish(&self, (team, seq): (u64, u64), failed: bool) {
         let mut st = self.state.lock();
         st.teams.finish(team, seq, failed);
+        st.blocked_on.remove(&(team, seq));
         let left = st.mailbox.purge(team, seq);
         drop(st);
         if !failed {
@@ -258,7 +265,12 @@ impl Engine {
 
     /// The message for `key` from `from`, if it has arrived whole.
     pub(crate) fn take(&self, key: Key, from: Rank) -> Option<Vec<u8>> {
-        self.state.lock().mailbox.take(key, from)
+        let mut st = self.state.lock();
+        let got = st.mailbox.take(key, from);
+        if got.is_none() {
+            st.blocked_on.insert((key.0, key.1), from);
+        }
+        got
     }
 
     /// Run handlers and advance the non-blocking collectives in flight.
@@ -302,8 +314,10 @@ impl Engine {
         n
     }
 
-    /// The error for collective `id` if a member of its team has gone
-    /// (one load while none has).
+    /// The error for collective `id` if the member it waits on (the one
+    /// whose message its last step did not find) has gone; one load while
+    /// no member has. A member that has gone after sending everything
+    /// this collective needs from it does not fail it.
     #[inline]
     fn member_gone(&self, (team, seq): (u64, u64)) -> Option<Error> {
         // Relaxed: a hint; the list itself is read under its lock, and a
@@ -315,9 +329,8 @@ impl Engine {
         let st = self.state.lock();
         // `why` names the peer, this rank and the reason (see
         // `Endpoint::abandon_gone_peers`).
-        let (_, why) = departed
-            .iter()
-            .find(|(p, _)| st.teams.is_member(team, *p))?;
+        let waits_on = *st.blocked_on.get(&(team, seq))?;
+        let (_, why) = departed.iter().find(|(p, _)| *p == waits_on)?;
         Some(Error::Failed(format!(
             "collective #{seq} of team {team:#x}: {why}"
         )))

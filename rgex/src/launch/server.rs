@@ -53,6 +53,10 @@ struct State {
     /// The rank's connection closed when it was about to take part in this
     /// collective (0-based): it contributed to every earlier one only.
     left: Vec<Option<u64>>,
+    /// When the rank's connection closed (its process ended, as a rule:
+    /// the kernel closes it at once, while the launcher reaps ranks only
+    /// every few milliseconds).
+    closed_at: Vec<Option<Instant>>,
     /// When the launcher saw the rank's process exit.
     exited: Vec<Option<Instant>>,
     /// Collectives in progress, or complete but not yet collected by all.
@@ -148,6 +152,7 @@ impl BootstrapServer {
                 size,
                 hello: vec![false; n],
                 left: vec![None; n],
+                closed_at: vec![None; n],
                 exited: vec![None; n],
                 rounds: BTreeMap::new(),
                 closing: false,
@@ -191,6 +196,19 @@ impl BootstrapServer {
         }
         drop(st);
         self.shared.changed.notify_all();
+    }
+
+    /// When `rank`'s connection closed, if it has: when its process
+    /// ended, to a fraction of a millisecond (see [`supervise`]'s use).
+    ///
+    /// [`supervise`]: super::supervise
+    pub fn closed_at(&self, rank: u32) -> Option<Instant> {
+        self.shared
+            .lock()
+            .closed_at
+            .get(rank as usize)
+            .copied()
+            .flatten()
     }
 
     /// Shut down: fail every waiting collective, close every connection,
@@ -289,6 +307,7 @@ fn serve(mut stream: UnixStream, shared: &Shared) {
     }
     let mut st = shared.lock();
     st.left[rank as usize] = Some(round);
+    st.closed_at[rank as usize] = Some(Instant::now());
     drop(st);
     shared.changed.notify_all();
     let _ = stream.shutdown(Shutdown::Both);

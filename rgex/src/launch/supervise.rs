@@ -110,7 +110,11 @@ pub(crate) fn supervise(
     let deadline = timeout.map(|t| (t, Instant::now() + t));
     let mut outcome: Option<JobOutcome> = None;
     loop {
-        let mut failed = None;
+        // The failures found in this poll, with when each rank's
+        // connection closed: several ranks may have ended since the last
+        // poll, and the first to end is the one to blame (the others most
+        // likely failed because it had gone, and found out fast).
+        let mut failures = Vec::new();
         for p in procs.iter_mut().filter(|p| p.running) {
             let pid = p.child.id();
             let status = match p.child.try_wait() {
@@ -123,10 +127,17 @@ pub(crate) fn supervise(
             };
             p.running = false;
             server.rank_exited(p.rank);
-            if outcome.is_none() && failed.is_none() {
-                failed = status;
+            if let Some(s) = status {
+                failures.push((server.closed_at(p.rank), p.rank, s));
             }
         }
+        // Closed first; a rank whose close was not seen (it never
+        // connected, or the server has not looked yet) after those that
+        // were; then by rank.
+        let failed = failures
+            .into_iter()
+            .min_by_key(|&(at, rank, _)| (at.is_none(), at, rank))
+            .map(|(_, _, s)| s);
         let still: Vec<u32> = procs.iter().filter(|p| p.running).map(|p| p.rank).collect();
         if outcome.is_none() {
             let end = if let Some((status, what)) = failed {
