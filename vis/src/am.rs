@@ -505,9 +505,11 @@ fn parse_strided(b: &[u8]) -> Option<StridedHdr<'_>> {
 fn strided_in_segment(seg: &Segment, h: &StridedHdr<'_>) -> bool {
     let in_seg = || {
         let total = h.dims().try_fold(1u64, |a, d| a.checked_mul(d.0))?;
-        // Every element's byte offset in the dense data, and every stride
-        // as the kernels' signed one, must be representable.
-        total.checked_mul(h.elem as u64)?;
+        // Every element's byte offset in the dense data, and every stride,
+        // must be representable as the kernels' signed offsets.
+        if total.checked_mul(h.elem as u64)? > isize::MAX as u64 {
+            return None;
+        }
         if h.start.checked_add(h.n)? > total
             || h.dims().any(|d| d.0 == 0 || d.1 > isize::MAX as u64)
         {
@@ -534,9 +536,16 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<(ProtocolId, ProtocolId
         "rgex.vis.ack",
         Accepts::reply(Category::Short, 3),
         move |tok, msg| {
-            let Some((done, _)) = s.answer(tok, msg) else {
+            let Some((done, get)) = s.answer(tok, msg) else {
                 return;
             };
+            if get.is_some() {
+                // Puts and gets share the table: an acknowledgement naming
+                // a get is a peer's mistake, not the get's data.
+                let why = "an acknowledgement naming a get, not a put";
+                tok.malformed(why);
+                return done.fail(format!("VIS get from {}: {why}", tok.src()));
+            }
             match msg.arg(2) {
                 ST_OK => done.done(),
                 status => done.fail(format!(

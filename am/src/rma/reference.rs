@@ -42,10 +42,16 @@ impl Reference {
             reserved::RMA_ACK,
             "rgex.rma.ack",
             Accepts::reply(Category::Short, 2),
-            move |tok, msg| {
-                if let Some((done, _)) = s.answer(tok, msg) {
-                    done.done()
+            move |tok, msg| match s.answer(tok, msg) {
+                Some((done, None)) => done.done(),
+                // Puts and gets share the table: an acknowledgement
+                // naming a get is a peer's mistake, not the get's data.
+                Some((done, Some(_))) => {
+                    let why = "an acknowledgement naming a get, not a put";
+                    tok.malformed(why);
+                    done.fail(format!("reference get from {}: {why}", tok.src()));
                 }
+                None => {}
             },
         )?;
         let put = table.register_protocol(
@@ -83,12 +89,12 @@ impl Reference {
                         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, len) };
                         done.done();
                     }
-                    (_, GET_OUT_OF_SEGMENT) => done.fail(format!(
+                    (Some(_), GET_OUT_OF_SEGMENT) => done.fail(format!(
                         "reference get from {} at {}: the target refused the range as outside its segment (checked here first, so the two ranks disagree on its size)",
                         tok.src(),
                         tok.endpoint().rank()
                     )),
-                    (_, GET_TOO_LONG) => done.fail(format!(
+                    (Some(_), GET_TOO_LONG) => done.fail(format!(
                         "reference get from {} at {}: the target could not answer in one Medium reply (the ranks disagree on its size)",
                         tok.src(),
                         tok.endpoint().rank()

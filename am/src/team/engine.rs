@@ -505,7 +505,11 @@ mod tests {
             } else {
                 rng.next() >> rng.below(64)
             };
-            let off = if plausible {
+            // A plausible fragment is often a message's first (fragments
+            // must arrive in order), else anywhere in it.
+            let off = if plausible && rng.below(2) == 0 {
+                0
+            } else if plausible {
                 rng.below(total + 1)
             } else {
                 rng.next() >> rng.below(64)

@@ -6,70 +6,44 @@
 
 use super::wire::Fragment;
 use rgex_core::Rank;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-/// A message being assembled from its fragments.
+/// A message being assembled from its fragments, which arrive in the
+/// order they were sent (the Conduit SPI keeps each sender's order, and
+/// [`Engine::send`](super::engine::Engine::send) sends a message's
+/// fragments in order from one thread). Its buffer grows with the bytes
+/// that arrive, never to the length a sender announces: a peer's word
+/// alone never reserves memory.
 struct Slot {
     total: u64,
     data: Vec<u8>,
-    /// The byte ranges received, `start -> end`, adjacent ones merged (one
-    /// entry when fragments arrive in order).
-    have: BTreeMap<u64, u64>,
-    got: u64,
 }
 
 impl Slot {
-    fn new(total: u64) -> Result<Slot, String> {
-        let mut data = Vec::new();
-        usize::try_from(total)
-            .ok()
-            .and_then(|t| data.try_reserve_exact(t).ok())
-            .ok_or_else(|| format!("a message of {total} bytes cannot be allocated"))?;
-        Ok(Slot {
+    fn new(total: u64) -> Slot {
+        Slot {
             total,
-            data,
-            have: BTreeMap::new(),
-            got: 0,
-        })
+            data: Vec::new(),
+        }
     }
 
-    /// Place `p` at `off` (inside the message: checked by the wire), unless
-    /// it overlaps bytes already received.
+    /// Append `p`, which must start where the bytes received so far end
+    /// (its end is inside the message: checked by the wire).
     fn put(&mut self, off: u64, p: &[u8]) -> Result<(), String> {
-        let end = off + p.len() as u64;
-        let before = self.have.range(..=off).next_back().map(|(&s, &e)| (s, e));
-        let after = self.have.range(off..).next().map(|(&s, &e)| (s, e));
-        let overlaps = before.is_some_and(|(_, e)| e > off) || after.is_some_and(|(s, _)| s < end);
-        if overlaps {
+        let have = self.data.len() as u64;
+        if off != have {
             return Err(format!(
-                "bytes [{off}, {end}) of a {}-byte message arrived twice",
+                "a fragment at offset {off} of a {}-byte message, where {have} bytes had arrived \
+                 (a sender's fragments arrive in order)",
                 self.total
             ));
         }
-        // In range and within the reserved capacity: no reallocation.
-        let (o, e) = (off as usize, end as usize);
-        if self.data.len() < e {
-            self.data.resize(e, 0);
-        }
-        self.data[o..e].copy_from_slice(p);
-        self.got += p.len() as u64;
-        let mut start = off;
-        let mut stop = end;
-        if let Some((s, e)) = before.filter(|&(_, e)| e == off) {
-            self.have.remove(&s);
-            start = s;
-            debug_assert_eq!(e, off);
-        }
-        if let Some((s, e)) = after.filter(|&(s, _)| s == end) {
-            self.have.remove(&s);
-            stop = e;
-        }
-        self.have.insert(start, stop);
+        self.data.extend_from_slice(p);
         Ok(())
     }
 
     fn whole(&self) -> bool {
-        self.got == self.total
+        self.data.len() as u64 == self.total
     }
 }
 
@@ -88,11 +62,10 @@ impl Mailbox {
     pub(crate) fn deposit(&mut self, from: Rank, f: &Fragment, p: &[u8]) -> Result<(), String> {
         let (team, seq, tag) = f.key;
         let coll = self.colls.entry((team, seq)).or_default();
-        let slot = match coll.entry((tag, from)) {
-            std::collections::hash_map::Entry::Occupied(o) => Ok(o.into_mut()),
-            std::collections::hash_map::Entry::Vacant(v) => Slot::new(f.total).map(|s| v.insert(s)),
-        };
-        let res = slot.and_then(|slot| {
+        let slot = coll
+            .entry((tag, from))
+            .or_insert_with(|| Slot::new(f.total));
+        let res = {
             if slot.total != f.total {
                 Err(format!(
                     "a fragment says the message has {} bytes, an earlier one {}",
@@ -101,7 +74,7 @@ impl Mailbox {
             } else {
                 slot.put(f.off, p)
             }
-        });
+        };
         if res.is_err() {
             coll.remove(&(tag, from));
             if coll.is_empty() {
@@ -176,10 +149,10 @@ mod tests {
     }
 
     #[test]
-    fn fragments_in_any_order_and_refusals() {
+    fn fragments_in_order_and_refusals() {
         let mut mb = Mailbox::default();
         let data: Vec<u8> = (0..100).collect();
-        for &(o, e) in &[(60u64, 100u64), (0, 20), (40, 60), (20, 40)] {
+        for &(o, e) in &[(0u64, 20u64), (20, 40), (40, 60), (60, 100)] {
             assert!(mb.take((7, 3, 0x100), Rank(1)).is_none());
             mb.deposit(Rank(1), &frag(o, 100), &data[o as usize..e as usize])
                 .unwrap();
@@ -189,24 +162,31 @@ mod tests {
         assert_eq!(mb.take((7, 3, 0x100), Rank(1)).unwrap(), data);
         assert_eq!(mb.len(), 0);
 
-        // A repeated range is refused and the message forgotten.
+        // A repeated range, or a gap, is refused and the message forgotten.
         mb.deposit(Rank(1), &frag(0, 100), &data[..50]).unwrap();
         let e = mb
             .deposit(Rank(1), &frag(40, 100), &data[40..60])
             .unwrap_err();
-        assert!(e.contains("twice"), "{e}");
+        assert!(
+            e.contains("offset 40") && e.contains("50 bytes had arrived"),
+            "{e}"
+        );
         assert_eq!(mb.len(), 0);
+        let e = mb
+            .deposit(Rank(1), &frag(99, 100), &data[99..])
+            .unwrap_err();
+        assert!(e.contains("offset 99"), "{e}");
         // So is a change of length.
         mb.deposit(Rank(1), &frag(0, 100), &data[..50]).unwrap();
         let e = mb
             .deposit(Rank(1), &frag(50, 90), &data[50..90])
             .unwrap_err();
         assert!(e.contains("90 bytes"), "{e}");
-        // And a length that cannot be allocated.
-        let e = mb
-            .deposit(Rank(1), &frag(0, u64::MAX), &data[..1])
-            .unwrap_err();
-        assert!(e.contains("allocated"), "{e}");
+        // A huge announced length reserves nothing: only what arrives is
+        // kept.
+        mb.deposit(Rank(1), &frag(0, u64::MAX), &data[..1]).unwrap();
+        assert!(mb.take((7, 3, 0x100), Rank(1)).is_none());
+        assert_eq!(mb.purge(7, 3), vec![(0x100, Rank(1))]);
 
         // Empty messages, purges.
         mb.deposit(Rank(4), &frag(0, 0), &[]).unwrap();

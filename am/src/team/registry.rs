@@ -82,6 +82,8 @@ impl Registry {
 
     /// Forget team `id`.
     pub(crate) fn unregister(&mut self, id: u64) {
+        // Its failed collectives stay in `aborted`, so their stragglers
+        // are still dropped quietly (one entry per failed collective).
         self.teams.remove(&id);
     }
 
