@@ -841,8 +841,17 @@ impl State {
         // SAFETY: the provider wrote `len <= slot` bytes into receive
         // buffer `id`, which is ours until reposted.
         let msg = unsafe { std::slice::from_raw_parts(net.recv_buf(id), len.min(net.geo.slot)) };
+        // A control message says one of the things a control message
+        // says; a goodbye comes from another rank (one "from" this rank
+        // would mark it departed from itself).
+        let valid = |h: &Header| {
+            (h.src as usize) < self.peers.len()
+                && (!h.is_control()
+                    || h.handler == wire::CREDIT_ONLY
+                    || (h.is_goodbye() && h.src != self.me.0))
+        };
         let h = match Header::read(msg, &mut args) {
-            Some(h) if (h.src as usize) < self.peers.len() => h,
+            Some(h) if valid(&h) => h,
             _ => {
                 eprintln!(
                     "rgex-ofi: {}: dropped a malformed message of {len} bytes",
