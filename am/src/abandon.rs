@@ -11,7 +11,11 @@
 //! operations to a peer that has gone, with the conduit's reason.
 //!
 //! Only empty polls count towards a check, so a busy rank pays nothing,
-//! and an idle one a thread-local increment per poll.
+//! and an idle one a thread-local increment per poll. The count is per
+//! thread, not per endpoint: a thread polling two endpoints checks either
+//! only once both have been idle for a while. The sweep may run inside a
+//! handler (a wait there polls replies): it only fails completions, which
+//! never blocks, and takes no lock a handler may hold.
 
 use crate::Endpoint;
 use rgex_core::Rank;
