@@ -13,7 +13,7 @@
 //! conduit: they are about a reply the departed peer never sent.
 
 mod common;
-use common::{job, run, shares_memory};
+use common::{check_counts, job, run, shares_memory};
 
 const DEPARTURE: &str = env!("CARGO_BIN_EXE_job_departure");
 
@@ -40,6 +40,8 @@ fn departs(what: &str, how: &str) {
         "{what} ({how}): job failed: {:?}",
         outcome.failure
     );
+    // One check, rank 0's, and nothing skipped.
+    check_counts(&out, (1, 0));
     let want = format!("ok: {what} to departed rank 1 failed: ");
     let hits: Vec<&str> = out.lines().filter(|l| l.contains(&want)).collect();
     assert_eq!(hits.len(), 1, "{what} ({how}): expected one {want:?} line");
