@@ -199,9 +199,9 @@ impl BootstrapServer {
     }
 
     /// When `rank`'s connection closed, if it has: when its process
-    /// ended, to a fraction of a millisecond (see [`supervise`]'s use).
-    ///
-    /// [`supervise`]: super::supervise
+    /// ended, to a fraction of a millisecond (the supervisor, which reaps
+    /// ranks every few milliseconds, blames the first of several ranks
+    /// found ended at once by it).
     pub fn closed_at(&self, rank: u32) -> Option<Instant> {
         self.shared
             .lock()
