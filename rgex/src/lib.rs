@@ -122,6 +122,9 @@ pub fn init_with(register: impl FnOnce(&HandlerTable) -> Result<()>) -> Result<C
             )))
         }
     };
+    // Registered after the conduit's exit hooks, so it runs before them:
+    // the launcher hears this rank is leaving before its peers can.
+    bootstrap::announce_leaving_at_exit();
     let client = Client::new(conduit, env.polite)?;
     // VIS's protocol handlers, on every rank before the barrier (a VIS
     // context is made by one rank alone, whenever it likes).

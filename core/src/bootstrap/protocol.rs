@@ -24,6 +24,29 @@ use std::io::{Read, Write};
 const HELLO_MAGIC: &[u8; 5] = b"RGEX1";
 /// First byte of a collective contribution frame.
 pub const OP_ALLGATHER: u8 = b'A';
+/// First byte of the frame a rank sends when its process starts to exit,
+/// followed by the time it did ([`monotonic_ns`], 8 bytes little-endian);
+/// no answer. Of several ranks found ended at once, the launcher blames
+/// the first to start leaving (the others most likely failed because it
+/// had gone).
+pub const OP_LEAVING: u8 = b'L';
+
+/// `CLOCK_MONOTONIC` in nanoseconds: one clock for every process of the
+/// node, so times taken by different ranks and by the launcher compare.
+///
+/// ```
+/// let (a, b) = (rgex_core::bootstrap::protocol::monotonic_ns(), rgex_core::bootstrap::protocol::monotonic_ns());
+/// assert!(b >= a);
+/// ```
+pub fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for clock_gettime to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
+}
 const STATUS_OK: u8 = 0;
 const STATUS_FAILED: u8 = 1;
 /// Largest frame accepted (guards against a corrupt length).

@@ -1,11 +1,20 @@
 //! The client side of the launcher's bootstrap server, over a Unix socket.
 
-use super::protocol::{decode_gather, encode_hello, read_frame, write_frame, OP_ALLGATHER};
+use super::protocol::{
+    decode_gather, encode_hello, monotonic_ns, read_frame, write_frame, OP_ALLGATHER, OP_LEAVING,
+};
 use super::Bootstrap;
 use crate::{Error, Result};
 use parking_lot::Mutex;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// This process's connection to the launcher, for the exit hook that
+/// says it is leaving ([`announce_leaving_at_exit`]).
+static CONNECTION: parking_lot::Mutex<Option<Weak<Mutex<UnixStream>>>> =
+    parking_lot::Mutex::new(None);
 
 /// Bootstrap collectives through the `rgex-run` launcher.
 ///
@@ -15,7 +24,7 @@ use std::path::Path;
 pub struct UnixBootstrap {
     rank: u32,
     size: u32,
-    stream: Mutex<UnixStream>,
+    stream: Arc<Mutex<UnixStream>>,
 }
 
 impl UnixBootstrap {
@@ -32,11 +41,9 @@ impl UnixBootstrap {
             op: format!("rank {rank}: bootstrap hello"),
             source,
         })?;
-        Ok(UnixBootstrap {
-            rank,
-            size,
-            stream: Mutex::new(stream),
-        })
+        let stream = Arc::new(Mutex::new(stream));
+        *CONNECTION.lock() = Some(Arc::downgrade(&stream));
+        Ok(UnixBootstrap { rank, size, stream })
     }
 }
 
@@ -84,5 +91,35 @@ impl Bootstrap for UnixBootstrap {
             )));
         }
         Ok(all)
+    }
+}
+
+/// Tell the launcher, first thing when this process exits, that it is
+/// leaving (an [`OP_LEAVING`] frame), so that of several ranks found ended
+/// at once the launcher blames the first to leave, not a rank that failed
+/// because it had gone. Call it once everything else that acts at exit is
+/// set up (the conduits' exit hooks): exit hooks run last registered
+/// first. Does nothing without a launcher connection.
+pub fn announce_leaving_at_exit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `announce` is an `extern "C" fn()` that lives for the
+        // whole program; atexit only records the pointer.
+        unsafe { libc::atexit(announce) };
+    });
+}
+
+extern "C" fn announce() {
+    let now = monotonic_ns();
+    let Some(stream) = CONNECTION.lock().as_ref().and_then(Weak::upgrade) else {
+        return;
+    };
+    let mut frame = vec![OP_LEAVING];
+    frame.extend_from_slice(&now.to_le_bytes());
+    // Another thread may be in a collective with the lock held (it would
+    // never finish now): then say nothing rather than wait or interleave.
+    let locked = stream.try_lock_for(Duration::from_millis(10));
+    if let Some(mut s) = locked {
+        let _ = write_frame(&mut *s, &frame);
     }
 }

@@ -15,7 +15,8 @@
 
 use super::cleanup::PrivateDir;
 use rgex_core::bootstrap::protocol::{
-    decode_hello, encode_failure, encode_gather, read_frame, write_frame, OP_ALLGATHER,
+    decode_hello, encode_failure, encode_gather, monotonic_ns, read_frame, write_frame,
+    OP_ALLGATHER, OP_LEAVING,
 };
 use rgex_core::{Error, Result};
 use std::collections::BTreeMap;
@@ -56,7 +57,10 @@ struct State {
     /// When the rank's connection closed (its process ended, as a rule:
     /// the kernel closes it at once, while the launcher reaps ranks only
     /// every few milliseconds).
-    closed_at: Vec<Option<Instant>>,
+    closed_at: Vec<Option<u64>>,
+    /// When the rank said it was leaving (its process began to exit:
+    /// before its conduit's exit hooks tell its peers).
+    leaving_at: Vec<Option<u64>>,
     /// When the launcher saw the rank's process exit.
     exited: Vec<Option<Instant>>,
     /// Collectives in progress, or complete but not yet collected by all.
@@ -153,6 +157,7 @@ impl BootstrapServer {
                 hello: vec![false; n],
                 left: vec![None; n],
                 closed_at: vec![None; n],
+                leaving_at: vec![None; n],
                 exited: vec![None; n],
                 rounds: BTreeMap::new(),
                 closing: false,
@@ -198,17 +203,20 @@ impl BootstrapServer {
         self.shared.changed.notify_all();
     }
 
-    /// When `rank`'s connection closed, if it has: when its process
-    /// ended, to a fraction of a millisecond (the supervisor, which reaps
-    /// ranks every few milliseconds, blames the first of several ranks
-    /// found ended at once by it).
-    pub fn closed_at(&self, rank: u32) -> Option<Instant> {
-        self.shared
-            .lock()
-            .closed_at
-            .get(rank as usize)
+    /// When `rank` began to leave ([`monotonic_ns`]), if the server knows:
+    /// when it said it did (its process began to exit, by its own reading
+    /// of the clock), else when its connection closed (its process
+    /// ended). The supervisor, which reaps ranks only every few
+    /// milliseconds, blames the first of several ranks found ended at
+    /// once by this.
+    pub fn left_at(&self, rank: u32) -> Option<u64> {
+        let st = self.shared.lock();
+        let r = rank as usize;
+        st.leaving_at
+            .get(r)
             .copied()
             .flatten()
+            .or(st.closed_at.get(r).copied().flatten())
     }
 
     /// Shut down: fail every waiting collective, close every connection,
@@ -288,6 +296,12 @@ fn serve(mut stream: UnixStream, shared: &Shared) {
     };
     let mut round = 0u64;
     while let Ok(Some(frame)) = read_frame(&mut stream) {
+        if let [OP_LEAVING, at @ ..] = &frame[..] {
+            if let Ok(at) = <[u8; 8]>::try_from(at) {
+                shared.lock().leaving_at[rank as usize].get_or_insert(u64::from_le_bytes(at));
+                continue;
+            }
+        }
         if frame.first() != Some(&OP_ALLGATHER) {
             let why = format!(
                 "rank {rank} sent an unknown bootstrap request (first byte {:?}); the launcher dropped it",
@@ -307,7 +321,7 @@ fn serve(mut stream: UnixStream, shared: &Shared) {
     }
     let mut st = shared.lock();
     st.left[rank as usize] = Some(round);
-    st.closed_at[rank as usize] = Some(Instant::now());
+    st.closed_at[rank as usize] = Some(monotonic_ns());
     drop(st);
     shared.changed.notify_all();
     let _ = stream.shutdown(Shutdown::Both);

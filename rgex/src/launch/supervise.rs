@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 /// How often the ranks are polled for exit.
 const POLL: Duration = Duration::from_millis(5);
+/// How long a failure waits to be judged while a rank that said it was
+/// leaving earlier is still ending (see `supervise`).
+const BLAME_GRACE: Duration = Duration::from_secs(2);
 
 /// Status when the job outlived its timeout (as `timeout(1)` reports).
 pub(crate) const TIMEOUT_STATUS: i32 = 124;
@@ -109,17 +112,24 @@ pub(crate) fn supervise(
 ) -> JobOutcome {
     let deadline = timeout.map(|t| (t, Instant::now() + t));
     let mut outcome: Option<JobOutcome> = None;
+    // The failures found and not yet judged, with when each rank began to
+    // leave: several ranks may have ended since the last poll, or a rank
+    // that began to leave first may still be ending (its exit hooks
+    // drain the network), and the first to leave is the one to blame
+    // (the others most likely failed because it had gone, and found out
+    // fast). Judged at once, or within BLAME_GRACE of the first failure.
+    let mut failures = Vec::new();
+    let mut judge_by: Option<Instant> = None;
     loop {
-        // The failures found in this poll, with when each rank's
-        // connection closed: several ranks may have ended since the last
-        // poll, and the first to end is the one to blame (the others most
-        // likely failed because it had gone, and found out fast).
-        let mut failures = Vec::new();
         for p in procs.iter_mut().filter(|p| p.running) {
             let pid = p.child.id();
+            let mut killed = false;
             let status = match p.child.try_wait() {
                 Ok(None) => continue,
-                Ok(Some(status)) => describe(p.rank, pid, status),
+                Ok(Some(status)) => {
+                    killed = status.signal().is_some();
+                    describe(p.rank, pid, status)
+                }
                 Err(e) => Some((
                     1,
                     format!("cannot wait for rank {} (pid {pid}): {e}", p.rank),
@@ -128,16 +138,41 @@ pub(crate) fn supervise(
             p.running = false;
             server.rank_exited(p.rank);
             if let Some(s) = status {
-                failures.push((server.closed_at(p.rank), p.rank, s));
+                failures.push((killed, p.rank, s));
             }
         }
-        // Closed first; a rank whose close was not seen (it never
-        // connected, or the server has not looked yet) after those that
-        // were; then by rank.
-        let failed = failures
-            .into_iter()
-            .min_by_key(|&(at, rank, _)| (at.is_none(), at, rank))
-            .map(|(_, _, s)| s);
+        // A rank killed by a signal first: it did not choose to end, while
+        // ranks that exit with a status after it are most likely reporting
+        // its loss (and its end is known only when the server gets to its
+        // closed connection, later than it happened). Then the first to
+        // leave by its own word; a rank whose leaving was not seen (it
+        // never connected, or the server has not looked yet) after those
+        // whose was; then by rank.
+        // (Asked again at each poll: the server may learn of a leaving
+        // after the launcher reaped the rank.)
+        let first = failures
+            .iter()
+            .map(|(killed, rank, s)| (*killed, server.left_at(*rank), *rank, s))
+            .min_by_key(|&(killed, at, rank, _)| (!killed, at.is_none(), at, rank));
+        // A rank still running that said it was leaving before the first
+        // failure (or before one whose leaving was not seen) may be the
+        // one to blame: wait for it, a while.
+        let earlier_leaver = first.as_ref().is_some_and(|&(killed, at, _, _)| {
+            !killed
+                && procs.iter().filter(|p| p.running).any(|p| {
+                    server
+                        .left_at(p.rank)
+                        .is_some_and(|l| at.is_none_or(|at| l < at))
+                })
+        });
+        let now = Instant::now();
+        let judge = first.is_some()
+            && !(earlier_leaver && now < *judge_by.get_or_insert(now + BLAME_GRACE));
+        let failed = if judge && outcome.is_none() {
+            first.map(|(_, _, _, s)| s.clone())
+        } else {
+            None
+        };
         let still: Vec<u32> = procs.iter().filter(|p| p.running).map(|p| p.rank).collect();
         if outcome.is_none() {
             let end = if let Some((status, what)) = failed {
