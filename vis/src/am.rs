@@ -548,10 +548,7 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<(ProtocolId, ProtocolId
             }
             match msg.arg(2) {
                 ST_OK => done.done(),
-                status => done.fail(format!(
-                    "VIS put to {} was refused there (status {status}): malformed or outside its segment, though checked here, so the ranks disagree on its size",
-                    tok.src()
-                )),
+                status => done.fail(refused_there("put to", tok.src(), status)),
             }
         },
     )?;
@@ -584,11 +581,7 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<(ProtocolId, ProtocolId
                 return;
             };
             if msg.arg(2) != ST_OK {
-                return done.fail(format!(
-                    "VIS get from {} was refused there (status {}): malformed or outside its segment, though checked here, so the ranks disagree on its size",
-                    tok.src(),
-                    msg.arg(2)
-                ));
+                return done.fail(refused_there("get from", tok.src(), msg.arg(2)));
             }
             match get.map(|g| unpack_get(&g, msg.payload())) {
                 Some(true) => done.done(),
@@ -620,6 +613,14 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<(ProtocolId, ProtocolId
         },
     )?;
     Ok((put, get))
+}
+
+/// Why a VIS transfer `what` (`"put to"`, `"get from"`) `peer` failed
+/// when the peer answered with a refusal `status`.
+fn refused_there(what: &str, peer: Rank, status: u32) -> String {
+    format!(
+        "VIS {what} {peer} was refused there (status {status}): malformed or outside its segment, though checked here, so the ranks disagree on its size"
+    )
 }
 
 /// Unpack a get's answer `data` where `g` says; false (nothing written)

@@ -44,14 +44,7 @@ fn main() -> rgex::Result<()> {
         .expect("the scc conduit");
     client.barrier()?;
     if client.rank() == Rank(1) {
-        println!("rank 1: leaving the job with status 0 ({how})");
-        if how == "_exit" {
-            use std::io::Write;
-            let _ = std::io::stdout().flush();
-            // SAFETY: _exit ends the process at once; nothing runs after it.
-            unsafe { libc::_exit(0) };
-        }
-        std::process::exit(0);
+        rgex_tests::leave_job(&how);
     }
     let gone = Rank(1);
     let mut poll = || {
