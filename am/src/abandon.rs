@@ -10,6 +10,15 @@
 //! ([`Conduit::peer_gone`](rgex_core::Conduit::peer_gone)) and fails the
 //! operations to a peer that has gone, with the conduit's reason.
 //!
+//! A peer is failed only once nothing it sent before it left is still
+//! waiting to be run: the sweep first sees which peers have gone, then
+//! polls once more, and fails their operations only if that poll finds
+//! nothing (a reply or collective message sent just before the peer left
+//! is handled, not lost to a race between "the queue looked empty" and
+//! "the peer has gone"). A sweep in a replies-only poll (a handler
+//! waiting) leaves alone the tables whose operations wait for requests
+//! ([`Abandon::answered_by_replies`]).
+//!
 //! Only empty polls count towards a check, so a busy rank pays nothing,
 //! and an idle one a thread-local increment per poll. The count is per
 //! thread, not per endpoint: a thread polling two endpoints checks either
@@ -18,7 +27,7 @@
 //! never blocks, and takes no lock a handler may hold.
 
 use crate::Endpoint;
-use rgex_core::Rank;
+use rgex_core::{PollSet, Rank};
 use std::cell::Cell;
 use std::sync::{Arc, Weak};
 
@@ -36,6 +45,13 @@ pub trait Abandon: Send + Sync {
     /// Fail every operation in flight to `peer`, saying `why`; returns
     /// how many there were.
     fn fail_peer(&self, peer: Rank, why: &str) -> usize;
+    /// Whether what its operations wait for comes as replies (true, the
+    /// default: an RMA or atomic reply), so a replies-only poll drains it;
+    /// false for operations that wait for requests (a collective's
+    /// messages), which only a full poll drains.
+    fn answered_by_replies(&self) -> bool {
+        true
+    }
 }
 
 /// The tables an endpoint watches, each with what its operations are.
@@ -66,10 +82,12 @@ impl Endpoint {
         self.watched().add(what, weak);
     }
 
-    /// Count a poll that found `n` things; after [`STALL_POLLS`] empty
-    /// ones in a row, check the peers of operations in flight.
+    /// Count a poll of `set` that found `n` things; after [`STALL_POLLS`]
+    /// empty ones in a row, check the peers of operations in flight.
+    /// Returns how many messages the check's own poll ran (0 almost
+    /// always).
     #[inline]
-    pub(crate) fn note_poll(&self, n: usize) {
+    pub(crate) fn note_poll(&self, n: usize, set: PollSet) -> usize {
         if n != 0 {
             // Only write when needed: a busy poller keeps its line clean.
             EMPTY_POLLS.with(|c| {
@@ -77,7 +95,7 @@ impl Endpoint {
                     c.set(0)
                 }
             });
-            return;
+            return 0;
         }
         let stalled = EMPTY_POLLS.with(|c| {
             let k = c.get() + 1;
@@ -85,38 +103,67 @@ impl Endpoint {
             k >= STALL_POLLS
         });
         if stalled {
-            self.abandon_gone_peers();
+            self.abandon_gone_peers(set)
+        } else {
+            0
         }
     }
 
-    /// Fail the operations in flight to peers the conduit says are gone.
+    /// Fail the operations in flight to peers the conduit says are gone,
+    /// once a poll of `set` made after seeing them gone finds nothing.
+    /// Returns how many messages that poll ran (when it ran any, nothing
+    /// is failed: the next sweep looks again).
     #[cold]
     #[inline(never)]
-    pub(crate) fn abandon_gone_peers(&self) -> usize {
+    pub(crate) fn abandon_gone_peers(&self, set: PollSet) -> usize {
         let tables: Vec<_> = self
             .watched()
             .tables
             .lock()
             .iter()
             .filter_map(|(what, w)| Some((*what, w.upgrade()?)))
+            .filter(|(_, t)| set == PollSet::All || t.answered_by_replies())
             .collect();
-        let mut failed = 0;
+        let mut waited_on: Vec<(usize, Rank)> = Vec::new();
         let mut peers = Vec::new();
-        for (what, t) in tables {
+        for (i, (_, t)) in tables.iter().enumerate() {
             peers.clear();
             t.peers(&mut peers);
             peers.sort_unstable();
             peers.dedup();
-            for &peer in &peers {
-                if let Some(why) = self.conduit().peer_gone(peer) {
-                    let why = format!(
-                        "{what} operation from {} to {peer}: {peer} is unreachable: {why}",
-                        self.rank()
-                    );
-                    failed += t.fail_peer(peer, &why);
-                }
+            waited_on.extend(peers.iter().map(|&p| (i, p)));
+        }
+        if waited_on.is_empty() {
+            return 0;
+        }
+        #[cfg(feature = "fault-injection")]
+        crate::forge::pause_before_sweep();
+        let mut gone: Vec<(usize, Rank, String)> = Vec::new();
+        for (i, peer) in waited_on {
+            if let Some(why) = self.conduit().peer_gone(peer) {
+                let why = format!(
+                    "{} operation from {} to {peer}: {peer} is unreachable: {why}",
+                    tables[i].0,
+                    self.rank()
+                );
+                gone.push((i, peer, why));
             }
         }
-        failed
+        if gone.is_empty() {
+            return 0;
+        }
+        // The conduit saw each peer gone after everything it sent (its
+        // departure is published after its last message), so a poll from
+        // here on sees those messages. One that finds nothing means they
+        // have all run: what is still in flight to those peers never
+        // finishes.
+        let ran = self.conduit().poll(set, &mut |d| self.dispatch(d));
+        if ran != 0 {
+            return ran;
+        }
+        for (i, peer, why) in gone {
+            tables[i].1.fail_peer(peer, &why);
+        }
+        0
     }
 }

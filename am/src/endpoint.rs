@@ -285,7 +285,7 @@ impl Endpoint {
     #[inline]
     pub(crate) fn progress(&self, set: PollSet) -> usize {
         let mut n = self.conduit.poll(set, &mut |d| self.dispatch(d));
-        self.note_poll(n);
+        n += self.note_poll(n, set);
         // A thread polling or waiting helps with shared work (a handler
         // does not: it would delay the messages behind it).
         if self.board.has_work() && !in_handler() {
@@ -373,7 +373,7 @@ impl Endpoint {
     }
 
     #[inline]
-    fn dispatch(&self, d: &Delivery<'_>) {
+    pub(crate) fn dispatch(&self, d: &Delivery<'_>) {
         let Some(entry) = self.handlers.get(d.handler) else {
             return self.drop_unhandled(d);
         };

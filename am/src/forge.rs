@@ -70,3 +70,23 @@ impl Token<'_> {
         })
     }
 }
+
+/// Environment variable: milliseconds the in-flight sweep
+/// ([`abandon`](crate::abandon)) sleeps between finding that its
+/// operations wait on some peers and asking the conduit whether those
+/// peers have gone. A test sets it to open, every time, the window in
+/// which a peer's last message arrives and the peer leaves after the poll
+/// that found nothing. Feature `fault-injection`.
+pub const SWEEP_PAUSE_ENV: &str = "RGEX_FAULT_SWEEP_PAUSE_MS";
+
+/// Sleep for [`SWEEP_PAUSE_ENV`]'s milliseconds, if it is set.
+pub(crate) fn pause_before_sweep() {
+    static PAUSE: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+    let pause = PAUSE.get_or_init(|| {
+        let ms = std::env::var(SWEEP_PAUSE_ENV).ok()?.parse().ok()?;
+        Some(std::time::Duration::from_millis(ms))
+    });
+    if let Some(d) = pause {
+        std::thread::sleep(*d);
+    }
+}

@@ -38,6 +38,8 @@ pub use abandon::Abandon;
 pub use client::Client;
 pub use endpoint::Endpoint;
 pub use endpoint::MALFORMED_PRINTED;
+#[cfg(feature = "fault-injection")]
+pub use forge::SWEEP_PAUSE_ENV;
 pub use handler::{
     Accepts, Entry, HandlerFn, HandlerId, HandlerTable, ProtocolId, Target, CLIENT_MIN,
 };

@@ -116,3 +116,32 @@ fn an_nbi_put_and_sync_to_a_departed_rank_fail_naming_it() {
     // (defect 5).
     departs("nbi_put", "exit");
 }
+
+const LAST_WORD: &str = env!("CARGO_BIN_EXE_job_last_word");
+
+/// Run `job_last_word what` on two ranks with the sweep's pause on:
+/// rank 1's last message arrives, and rank 1 leaves, while rank 0's
+/// endpoint is between a poll that found nothing and asking whether rank
+/// 1 has gone. Rank 0's wait must succeed (the message is run first).
+fn last_word(what: &str) {
+    let j = job(2, LAST_WORD, &[what])
+        .env("RGEX_RMA", "reference")
+        .env("RGEX_FAULT_SWEEP_PAUSE_MS", "500");
+    let (outcome, out, _) = run(&j);
+    assert_eq!(
+        outcome.status, 0,
+        "{what}: job failed: {:?}",
+        outcome.failure
+    );
+    check_counts(&out, (1, 0));
+}
+
+#[test]
+fn a_barrier_whose_member_leaves_right_after_its_message_succeeds() {
+    last_word("barrier");
+}
+
+#[test]
+fn a_get_whose_target_leaves_right_after_answering_succeeds() {
+    last_word("get");
+}

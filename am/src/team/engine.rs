@@ -293,7 +293,7 @@ impl Engine {
             let Some(mut op) = p.op.try_lock() else {
                 continue;
             };
-            let outcome = match self.member_gone(op.id()).map_or_else(|| op.step(self), Err) {
+            let outcome = match self.step_or_gone(&mut **op) {
                 Ok(false) => continue,
                 Ok(true) => Ok(()),
                 Err(e) => Err(e),
@@ -312,6 +312,16 @@ impl Engine {
             n += 1;
         }
         n
+    }
+
+    /// Step `op`; if it still waits, the error for a member it waits on
+    /// that has gone. Stepping first matters: a member's last message may
+    /// have run (into the mailbox) since the step that found it missing.
+    fn step_or_gone(&self, op: &mut dyn Step) -> Result<bool> {
+        match op.step(self)? {
+            true => Ok(true),
+            false => self.member_gone(op.id()).map_or(Ok(false), Err),
+        }
     }
 
     /// The error for collective `id` if the member it waits on (the one
@@ -341,7 +351,7 @@ impl Engine {
     pub(crate) fn run(&self, op: &mut dyn Step) -> Result<()> {
         let mut backoff = Backoff::new(self.ep.polite());
         let outcome = loop {
-            match self.member_gone(op.id()).map_or_else(|| op.step(self), Err) {
+            match self.step_or_gone(op) {
                 Ok(false) => {}
                 Ok(true) => break Ok(()),
                 Err(e) => break Err(e),
@@ -404,6 +414,11 @@ impl Abandon for Engine {
                 i += 1;
             }
         }
+    }
+
+    /// A collective waits for its members' requests.
+    fn answered_by_replies(&self) -> bool {
+        false
     }
 
     fn fail_peer(&self, peer: Rank, why: &str) -> usize {
