@@ -4,7 +4,9 @@
 use crate::handler::Target;
 use crate::token::ReplyState;
 use crate::Endpoint;
+use rgex_core::wire::Kind;
 use rgex_core::{Error, Flags, Prepare, Result, SendSlot};
+use rgex_smp::cell::Doorbell;
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 
@@ -143,14 +145,10 @@ impl<'a> Prepared<'a> {
                 unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), slot.buf.as_ptr(), len) };
             }
         }
-        let mapped = ep.mapped_queue(slot.peer);
         // SAFETY: the slot's claim came from this conduit (`new`) and is
         // consumed here: `into_parts` took it out, so neither `cancel` nor
-        // `Drop` sees it again; `mapped` is the conduit's answer for the
-        // peer, cached by the endpoint.
-        unsafe {
-            rgex_core::conduit::publish(ep.conduit(), mapped, ep.rank(), slot, handler, args, len)
-        };
+        // `Drop` sees it again.
+        unsafe { publish(ep, slot, handler, args, len) };
         if let Some(r) = reply {
             r.set(ReplyState::Done);
         }
@@ -161,6 +159,29 @@ impl<'a> Prepared<'a> {
     pub fn cancel(self) {
         let (ep, slot, _, reply) = self.into_parts();
         release(ep, slot, reply);
+    }
+}
+
+/// Publish a claimed message: ring its cell's doorbell when the peer's
+/// queue is mapped (the claim is the node-local transport's, and its
+/// header is written in place: no call into the conduit), else
+/// [`Conduit::commit`](rgex_core::Conduit::commit).
+///
+/// # Safety
+/// As for `Conduit::commit`: `slot` holds a claim from `ep`'s conduit,
+/// neither committed nor cancelled, consumed here.
+#[inline(always)]
+unsafe fn publish(ep: &Endpoint, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
+    if ep.mapped_queue(slot.peer).is_some() {
+        // SAFETY: the conduit vouched (`MappedQueue::vouch`, cached by the
+        // endpoint) that its claims to this peer are smp's, and this one is
+        // live and ours (this function's contract).
+        let bell = unsafe { Doorbell::of_ticket(slot.cookie) };
+        let kind = Kind::new(slot.category, slot.dir);
+        bell.ring(ep.rank(), kind, handler, args, len, slot.long_offset);
+    } else {
+        // SAFETY: as above.
+        unsafe { ep.conduit().commit(slot, handler, args, len) };
     }
 }
 

@@ -7,7 +7,6 @@
 
 pub use crate::atomic::{AtomicOp, AtomicRequest, AtomicType, OpSet};
 use crate::doorbell::MappedQueue;
-use crate::wire::Kind;
 use crate::{Bootstrap, Claim, Delivery, Prepare, Rank, Result, Segment, SendSlot};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -26,97 +25,6 @@ pub enum PollSet {
     /// reply handlers send nothing, so draining them always makes progress
     /// and can never recurse into another wait.
     RepliesOnly,
-}
-
-/// Publish a claimed message: ring its cell's doorbell when the peer's
-/// queue is mapped (`mapped`, from [`Conduit::mapped_queue`]: the header is
-/// written in place, no call into the conduit), else [`Conduit::commit`].
-/// `src` is the sending rank (`conduit.rank()`, passed in so a caller
-/// holding it saves the call).
-///
-/// # Safety
-/// As for [`Conduit::commit`]: `slot` holds a claim from `conduit`'s
-/// [`try_prepare`](Conduit::try_prepare), neither committed nor cancelled;
-/// and `mapped` is `conduit.mapped_queue(slot.peer)`.
-///
-/// ```no_run
-/// # fn demo(c: &dyn rgex_core::Conduit, spec: &rgex_core::Prepare) {
-/// use rgex_core::SendSlot;
-/// let mut why = None;
-/// if let Some(claim) = c.try_prepare(spec, &mut why) {
-///     let mapped = c.mapped_queue(spec.peer);
-///     let slot = SendSlot::new(spec, claim);
-///     // SAFETY: a fresh claim from `c`, published once; `mapped` is c's.
-///     unsafe { rgex_core::conduit::publish(c, mapped, c.rank(), slot, 9, &[1, 2], 0) };
-/// }
-/// # }
-/// ```
-#[inline(always)]
-pub unsafe fn publish<C: Conduit + ?Sized>(
-    conduit: &C,
-    mapped: Option<MappedQueue>,
-    src: Rank,
-    slot: SendSlot,
-    handler: u8,
-    args: &[u32],
-    len: usize,
-) {
-    match mapped {
-        // SAFETY: the caller passes a live claim to the peer of `queue`
-        // (this function's contract), consumed here.
-        Some(queue) => unsafe { queue.doorbell(slot.cookie) }.ring(
-            src,
-            Kind::new(slot.category, slot.dir),
-            handler,
-            args,
-            len,
-            slot.long_offset,
-        ),
-        // SAFETY: as above.
-        None => unsafe { conduit.commit(slot, handler, args, len) },
-    }
-}
-
-/// The reference fixed-payload send, [`Conduit::try_send`]'s default:
-/// [`try_prepare`](Conduit::try_prepare) for exactly `payload.len()`
-/// bytes, copy, [`publish`]. A conduit that overrides `try_send` for some
-/// messages sends the others with this, so the generic path is written
-/// once.
-///
-/// ```no_run
-/// # use rgex_core::{Conduit, Prepare, Result};
-/// # fn demo(c: &dyn Conduit, spec: &Prepare) -> Result<()> {
-/// // A Medium of 3 bytes to handler 9, with one argument.
-/// rgex_core::conduit::send_via_prepare(c, spec, 9, &[42], b"abc")
-/// # }
-/// ```
-#[inline(always)]
-pub fn send_via_prepare<C: Conduit + ?Sized>(
-    c: &C,
-    spec: &Prepare,
-    handler: u8,
-    args: &[u32],
-    payload: &[u8],
-) -> Result<()> {
-    spec.check_payload(payload.len())?;
-    let mut refused = None;
-    let Some(claim) = c.try_prepare(spec, &mut refused) else {
-        return Err(Claim::refusal(refused, c.name()));
-    };
-    if !payload.is_empty() {
-        // SAFETY: the conduit granted `most >= len` (checked above) writable
-        // bytes at `claim.buf`, reserved for this message, which cannot
-        // overlap the caller's `payload` slice.
-        unsafe {
-            std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
-        };
-    }
-    let mapped = c.mapped_queue(spec.peer);
-    let slot = SendSlot::new(spec, claim);
-    // SAFETY: the claim was just made by this conduit and is published
-    // once, here; `mapped` is this conduit's answer for the peer.
-    unsafe { publish(c, mapped, c.rank(), slot, handler, args, payload.len()) };
-    Ok(())
 }
 
 /// A network transport. One value per process; shared by all threads.
@@ -176,9 +84,9 @@ pub trait Conduit: Send + Sync + 'static {
     /// [`Claim`] for why that matters.)
     fn try_prepare(&self, spec: &Prepare, refused: &mut Option<crate::Error>) -> Option<Claim>;
 
-    /// Whether `peer`'s queue is mapped: claims to it are
-    /// [`MappedCell`](crate::doorbell::MappedCell)s that the protocol layer
-    /// may publish itself ([`publish`]). Asked once per peer when an
+    /// Whether `peer`'s queue is mapped: claims to it are cells of the
+    /// node-local shared-memory transport, which the protocol layer may
+    /// publish itself ([`MappedQueue`]). Asked once per peer when an
     /// endpoint is made. The default is `None`.
     fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
         let _ = peer;
@@ -198,10 +106,11 @@ pub trait Conduit: Send + Sync + 'static {
     }
 
     /// Publish a claimed message with `len <= slot.granted` payload bytes
-    /// already assembled at `slot.buf`. Never waits. A claim to a peer
-    /// with a [`mapped_queue`](Self::mapped_queue) is usually published by
-    /// ringing its doorbell instead ([`publish`] does whichever applies);
-    /// `commit` must accept it all the same.
+    /// already assembled at `slot.buf`. Never waits. A negotiated-payload
+    /// claim to a peer with a [`mapped_queue`](Self::mapped_queue) is
+    /// usually published by ringing its doorbell instead; `commit` must
+    /// accept it all the same. It is also the publish step of the
+    /// fixed-payload [`try_send`](Self::try_send).
     ///
     /// # Safety
     /// `slot` holds a claim this conduit's [`try_prepare`](Self::try_prepare)
@@ -216,23 +125,48 @@ pub trait Conduit: Send + Sync + 'static {
     unsafe fn cancel(&self, slot: SendSlot);
 
     /// Send a message whose whole payload the caller holds, without
-    /// waiting: [`try_prepare`](Self::try_prepare) for exactly
-    /// `payload.len()` bytes, copy, [`commit`](Self::commit). It is the same
-    /// injection path as a negotiated send, taken in one call: this default
-    /// is compiled against each conduit's own methods, so a fixed-payload
-    /// send makes one dynamic call instead of two. `spec` is validated as
-    /// for `try_prepare`, with `least == most == payload.len()`.
+    /// waiting: the fixed-payload path, written once. It is the same
+    /// injection as a negotiated send, taken in one call:
+    /// [`try_prepare`](Self::try_prepare) for exactly `payload.len()`
+    /// bytes, copy the payload into the claimed buffer,
+    /// [`commit`](Self::commit). Compiled against each conduit's own
+    /// methods, so a fixed-payload send makes one dynamic call, and the
+    /// claim and the publish inline into it. `spec` is validated as for
+    /// `try_prepare`, with `least == most == payload.len()`.
     ///
     /// Returns [`Error::WouldBlock`](crate::Error::WouldBlock), with nothing
     /// claimed or sent, when a resource is not free.
     ///
-    /// A conduit may override it where one step can do the work of the
-    /// three (the ofi conduit claims and sends a network Medium under one
-    /// lock), and hand the rest to [`send_via_prepare`], which is this
-    /// default.
+    /// A conduit specializes the steps (how it claims, how it publishes a
+    /// claim), never this sequence: rgex's conduits do not override it.
+    ///
+    /// ```no_run
+    /// # use rgex_core::{Conduit, Prepare, Result};
+    /// # fn demo(c: &dyn Conduit, spec: &Prepare) -> Result<()> {
+    /// // A Medium of 3 bytes to handler 9, with one argument.
+    /// c.try_send(spec, 9, &[42], b"abc")
+    /// # }
+    /// ```
     #[inline]
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
-        send_via_prepare(self, spec, handler, args, payload)
+        spec.check_payload(payload.len())?;
+        let mut refused = None;
+        let Some(claim) = self.try_prepare(spec, &mut refused) else {
+            return Err(Claim::refusal(refused, self.name()));
+        };
+        if !payload.is_empty() {
+            // SAFETY: the conduit granted `most >= len` (checked above)
+            // writable bytes at `claim.buf`, reserved for this message,
+            // which cannot overlap the caller's `payload` slice.
+            unsafe {
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
+            };
+        }
+        let slot = SendSlot::new(spec, claim);
+        // SAFETY: the claim was just made by this conduit and is published
+        // once, here.
+        unsafe { self.commit(slot, handler, args, payload.len()) };
+        Ok(())
     }
 
     /// Deliver up to a batch of incoming messages to `sink`, in arrival order
@@ -356,5 +290,175 @@ pub trait Conduit: Send + Sync + 'static {
             req.target,
             req.offset
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bootstrap::SingleRank;
+    use crate::{Category, Direction, Error};
+    use parking_lot::Mutex;
+    use std::ptr::NonNull;
+
+    /// What the recording conduit was asked to do, in order.
+    #[derive(Debug, PartialEq)]
+    enum Step {
+        Prepare {
+            most: usize,
+        },
+        Commit {
+            handler: u8,
+            args: Vec<u32>,
+            payload: Vec<u8>,
+        },
+        Cancel,
+    }
+
+    /// A conduit with one 8-byte send buffer that records each step of
+    /// the SPI it is driven through; `busy` refuses claims as would-block,
+    /// `mute` refuses them without saying why.
+    struct Recorder {
+        buf: Mutex<[u8; 8]>,
+        steps: Mutex<Vec<Step>>,
+        busy: bool,
+        mute: bool,
+        seg: Segment,
+    }
+
+    impl Recorder {
+        fn new(busy: bool, mute: bool) -> Self {
+            Recorder {
+                buf: Mutex::new([0; 8]),
+                steps: Mutex::new(Vec::new()),
+                busy,
+                mute,
+                // SAFETY: an empty range at a dangling pointer: nothing to map.
+                seg: unsafe { Segment::from_raw(Rank(0), NonNull::dangling(), 0) },
+            }
+        }
+    }
+
+    impl Conduit for Recorder {
+        fn name(&self) -> &'static str {
+            "recorder"
+        }
+        fn rank(&self) -> Rank {
+            Rank(0)
+        }
+        fn size(&self) -> u32 {
+            2
+        }
+        fn is_local(&self, _peer: Rank) -> bool {
+            false
+        }
+        fn segment(&self) -> &Segment {
+            &self.seg
+        }
+        fn segment_len(&self, _peer: Rank) -> u64 {
+            0
+        }
+        fn mapped_segment(&self, _peer: Rank) -> Option<Segment> {
+            None
+        }
+        fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {
+            8
+        }
+        fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
+            self.steps.lock().push(Step::Prepare { most: spec.most });
+            if self.mute {
+                return None;
+            }
+            if self.busy {
+                *refused = Some(Error::WouldBlock {
+                    peer: spec.peer,
+                    resource: "the recorder's one buffer",
+                });
+                return None;
+            }
+            Some(Claim::new(self.buf.data_ptr().cast(), 7))
+        }
+        unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
+            assert_eq!(slot.cookie, 7, "the claim's ticket reaches commit");
+            let payload = self.buf.lock()[..len].to_vec();
+            self.steps.lock().push(Step::Commit {
+                handler,
+                args: args.to_vec(),
+                payload,
+            });
+        }
+        unsafe fn cancel(&self, _slot: SendSlot) {
+            self.steps.lock().push(Step::Cancel);
+        }
+        fn poll(&self, _set: PollSet, _sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
+            0
+        }
+        fn bootstrap(&self) -> &dyn Bootstrap {
+            &SingleRank
+        }
+    }
+
+    fn spec(category: Category, len: usize) -> Prepare {
+        Prepare {
+            peer: Rank(1),
+            dir: Direction::Request,
+            category,
+            nargs: 1,
+            least: len,
+            most: len,
+            long_offset: 0,
+        }
+    }
+
+    #[test]
+    fn fixed_payload_is_prepare_then_copy_then_commit() {
+        let c = Recorder::new(false, false);
+        let dynamic: &dyn Conduit = &c;
+        dynamic
+            .try_send(&spec(Category::Medium, 3), 9, &[42], b"abc")
+            .expect("a free buffer");
+        assert_eq!(
+            *c.steps.lock(),
+            [
+                Step::Prepare { most: 3 },
+                Step::Commit {
+                    handler: 9,
+                    args: vec![42],
+                    payload: b"abc".to_vec()
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_claim_sends_nothing_and_says_why() {
+        let c = Recorder::new(true, false);
+        let e = c
+            .try_send(&spec(Category::Medium, 3), 9, &[], b"abc")
+            .expect_err("busy");
+        assert!(e.is_would_block(), "{e}");
+        let c = Recorder::new(false, true);
+        let e = c
+            .try_send(&spec(Category::Short, 0), 9, &[], &[])
+            .expect_err("mute");
+        assert!(e.to_string().contains("recorder"), "{e}");
+        assert_eq!(*c.steps.lock(), [Step::Prepare { most: 0 }]);
+    }
+
+    #[test]
+    fn a_payload_beyond_the_spec_is_refused_before_any_claim() {
+        let c = Recorder::new(false, false);
+        let e = c
+            .try_send(&spec(Category::Short, 0), 9, &[], b"abc")
+            .expect_err("a Short has no payload");
+        assert!(e.to_string().contains("Short"), "{e}");
+        let e = c
+            .try_send(&spec(Category::Medium, 2), 9, &[], b"abc")
+            .expect_err("3 bytes into 2");
+        assert!(
+            matches!(e, Error::PayloadTooLarge { len: 3, max: 2, .. }),
+            "{e}"
+        );
+        assert!(c.steps.lock().is_empty(), "nothing claimed or committed");
     }
 }

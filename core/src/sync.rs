@@ -20,8 +20,6 @@ pub fn spin() {
 
 /// An `UnsafeCell` with loom's closure-style accessors, so the same
 /// protocol code runs under both.
-/// `repr(transparent)`, so a cell holding one has the layout
-/// [`MappedCell`](crate::doorbell::MappedCell) describes.
 #[derive(Debug)]
 #[repr(transparent)]
 pub struct Slot<T>(

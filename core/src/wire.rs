@@ -231,9 +231,10 @@ pub struct Claim {
     /// For Long on a node-local peer this is the destination in the peer's
     /// segment itself.
     pub buf: NonNull<u8>,
-    /// Conduit-private identification of the claimed slot. For a peer
-    /// whose queue is mapped ([`Conduit::mapped_queue`](crate::Conduit::mapped_queue))
-    /// it is the address of the claimed [`MappedCell`](crate::doorbell::MappedCell).
+    /// Conduit-private identification of the claimed slot, opaque to
+    /// core. For a peer whose queue is mapped
+    /// ([`Conduit::mapped_queue`](crate::Conduit::mapped_queue)) it is an
+    /// smp claim's, which smp's doorbell publishes.
     pub ticket: u64,
 }
 

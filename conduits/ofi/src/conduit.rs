@@ -355,36 +355,6 @@ impl Conduit for OfiConduit {
         }
     }
 
-    /// A Short or Medium to a network peer is claimed, filled and sent
-    /// under one lock (the reference path, [`send_via_prepare`], takes it
-    /// once to claim and again to send); other messages take that path.
-    ///
-    /// [`send_via_prepare`]: rgex_core::conduit::send_via_prepare
-    fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
-        if self.local(spec.peer) {
-            return self.smp.try_send(spec, handler, args, payload);
-        }
-        if spec.category == Category::Long {
-            return rgex_core::conduit::send_via_prepare(self, spec, handler, args, payload);
-        }
-        spec.check_payload(payload.len())?;
-        spec.check_medium(self.net.geo.max_medium)?;
-        let mut st = self.state.lock();
-        let claim = self.claim_locked(&mut st, spec)?;
-        if !payload.is_empty() {
-            // SAFETY: the claim granted `spec.most >= payload.len()` bytes
-            // (checked above) of send buffer at `claim.buf`, ours until the
-            // send completes; the caller's slice cannot overlap it.
-            unsafe {
-                std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
-            };
-        }
-        let slot = SendSlot::new(spec, claim);
-        let h = self.header(&slot, handler, args, payload.len());
-        st.send_am(&self.net, slot.cookie as usize, spec.peer.index(), h, args);
-        Ok(())
-    }
-
     unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
         if self.local(slot.peer) {
             // SAFETY: a node-local peer's claims are smp's (try_prepare),

@@ -1,10 +1,11 @@
 //! The smp conduit: the Conduit SPI over the shared-memory regions.
 
+use crate::cell::{Doorbell, Header};
 use crate::region::{Region, REPLY, REQUEST};
 use crate::ring::{Padded, Ring};
 use crate::{prefetch, shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
-use rgex_core::doorbell::{Doorbell, Header, MappedCell, MappedQueue};
+use rgex_core::doorbell::MappedQueue;
 use rgex_core::liveness::{self, PeerWatch};
 use rgex_core::wire::Kind;
 use rgex_core::{
@@ -245,11 +246,12 @@ impl SmpConduit {
     }
 
     /// Claim a cell of the destination ring and the payload buffer for
-    /// `spec`: the ring and position, and the claim, whose ticket is the
-    /// cell's address (a [`MappedCell`]). A Long range is resolved before
-    /// the claim, so an error leaves no cell claimed.
+    /// `spec`: the claim, whose ticket is the cell's address
+    /// ([`Ring::ticket`], what [`Doorbell::of_ticket`] publishes). A Long
+    /// range is resolved before the claim, so an error leaves no cell
+    /// claimed.
     #[inline(always)]
-    fn claim(&self, spec: &Prepare) -> Result<(&Ring, u64, Claim)> {
+    fn claim(&self, spec: &Prepare) -> Result<Claim> {
         let region = self.region(spec.peer);
         let which = Self::ring_of(spec.dir);
         spec.check_medium(self.cfg.max_medium)?;
@@ -271,21 +273,7 @@ impl SmpConduit {
             }
             Category::Long => long,
         };
-        Ok((ring, pos, Claim::new(buf, ring.mapped_cell(pos) as u64)))
-    }
-
-    /// The doorbell of a claim this conduit made.
-    ///
-    /// # Safety
-    /// `ticket` is the ticket of a claim from [`claim`](Self::claim) that is
-    /// neither published nor cancelled, and nothing else publishes it.
-    #[inline(always)]
-    unsafe fn doorbell(ticket: u64) -> Doorbell {
-        // SAFETY: the ticket is the address of the claimed cell (`claim`),
-        // which lives in a mapped region for the job's lifetime, is ours to
-        // write until published, and whose turn word (`pos`, its seq) moves
-        // to `pos + 1` exactly when the ring publishes it.
-        unsafe { Doorbell::new(ticket as *const MappedCell) }
+        Ok(Claim::new(buf, ring.ticket(pos)))
     }
 
     /// Drain the rings a poll found messages in: replies first (they
@@ -461,7 +449,7 @@ impl Conduit for SmpConduit {
 
     #[inline]
     fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
-        Claim::hand_over(self.claim(spec).map(|(_, _, claim)| claim), refused)
+        Claim::hand_over(self.claim(spec), refused)
     }
 
     fn peer_gone(&self, peer: Rank) -> Option<String> {
@@ -470,52 +458,29 @@ impl Conduit for SmpConduit {
 
     fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
         // SAFETY: every claim to a node-local peer is a cell of its ring
-        // (`claim`), published by advancing its seq by one (`Ring::publish`),
-        // which is also what commit and cancel do with it.
+        // whose address is the ticket (`claim`), published by its
+        // `Doorbell`, which is also what commit and cancel ring.
         self.is_local(peer).then(|| unsafe { MappedQueue::vouch() })
     }
 
-    /// Rings the claim's doorbell (the AM layer usually rings it itself).
+    /// Rings the claim's doorbell (the AM layer rings it itself for a
+    /// negotiated-payload message: [`MappedQueue`]). This is also the
+    /// publish step of the provided fixed-payload
+    /// [`try_send`](Conduit::try_send).
+    #[inline]
     unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
-        // SAFETY: the slot holds a claim from our try_prepare, consumed
-        // here and nowhere else (commit's contract).
-        let bell = unsafe { Self::doorbell(slot.cookie) };
+        // SAFETY: the slot holds a claim from our try_prepare (its ticket
+        // is the claimed cell's address), consumed here and nowhere else
+        // (commit's contract).
+        let bell = unsafe { Doorbell::of_ticket(slot.cookie) };
         let kind = Kind::new(slot.category, slot.dir);
         bell.ring(self.rank, kind, handler, args, len, slot.long_offset);
-    }
-
-    /// The provided check + claim + copy + publish in one function: the
-    /// claim never leaves it, and the ring is published from the position.
-    #[inline]
-    fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
-        spec.check_payload(payload.len())?;
-        let (ring, pos, claim) = self.claim(spec)?;
-        if !payload.is_empty() {
-            // SAFETY: `claim` reserved `most >= payload.len()` (checked)
-            // writable bytes at `buf` for this message (the receiver's cell
-            // buffer or the checked Long range), which cannot overlap the
-            // caller's slice.
-            unsafe {
-                std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
-            };
-        }
-        let kind = Kind::new(spec.category, spec.dir);
-        let len = payload.len();
-        // SAFETY: we hold `pos` (just claimed), so its body is ours to
-        // write until the publish below.
-        ring.body(pos).with_mut(|b| unsafe {
-            (*b).write(self.rank, kind, handler, args, len, spec.long_offset)
-        });
-        // The position is known here, so the turn word is stored without
-        // reading it back first (a doorbell reads it: it has only the cell).
-        ring.publish(pos);
-        Ok(())
     }
 
     unsafe fn cancel(&self, slot: SendSlot) {
         // SAFETY: as in commit. The cell is published marked: the receiver
         // skips it, and the ring is not held up behind it.
-        let bell = unsafe { Self::doorbell(slot.cookie) };
+        let bell = unsafe { Doorbell::of_ticket(slot.cookie) };
         let kind = Kind::new(slot.category, slot.dir).marked();
         bell.ring_with(|h| h.kind = kind);
     }
@@ -796,8 +761,10 @@ mod tests {
     #[test]
     fn prepared_slot_is_published_by_its_doorbell_or_by_commit() {
         let c = solo(4, "bell");
-        let queue = c.mapped_queue(c.rank());
-        assert!(queue.is_some(), "smp's own node's queues are mapped");
+        assert!(
+            c.mapped_queue(c.rank()).is_some(),
+            "smp's own node's queues are mapped"
+        );
         let claim = |s: &Prepare| c.try_prepare(s, &mut None).expect("room");
         // Rung by the protocol layer (no call into the conduit).
         let medium = spec(Category::Medium, 3, 0);
@@ -805,13 +772,16 @@ mod tests {
         // SAFETY: the claim grants 3 writable bytes at `buf`.
         unsafe { std::ptr::copy_nonoverlapping(b"abc".as_ptr(), slot.buf.as_ptr(), 3) };
         let slot = SendSlot::new(&medium, slot);
-        // SAFETY: a fresh claim from `c`, published once; `queue` is c's.
-        unsafe { rgex_core::conduit::publish(&c, queue, c.rank(), slot, 80, &[4, 5], 3) };
+        // SAFETY: a fresh claim from `c` (which says its claims are
+        // cells), rung once.
+        let bell = unsafe { Doorbell::of_ticket(slot.cookie) };
+        let kind = Kind::new(slot.category, slot.dir);
+        bell.ring(c.rank(), kind, 80, &[4, 5], 3, 0);
         // Through commit, as a conduit without a mapped queue would be.
         let short = spec(Category::Short, 0, 0);
         let slot = SendSlot::new(&short, claim(&short));
-        // SAFETY: as above (without a queue: through commit).
-        unsafe { rgex_core::conduit::publish(&c, None, c.rank(), slot, 81, &[6], 0) };
+        // SAFETY: a fresh claim from `c`, committed once.
+        unsafe { c.commit(slot, 81, &[6], 0) };
         // A cancelled slot is skipped; the ring is not held up behind it.
         // SAFETY: fresh claims from `c`, each cancelled or committed once.
         unsafe {

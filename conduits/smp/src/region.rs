@@ -16,7 +16,8 @@
 //! payloads straight into the receiver's payload buffers and Long payloads
 //! straight into the receiver's segment.
 
-use crate::ring::{Cell, Ring, RingHeader};
+use crate::cell::Cell;
+use crate::ring::{Ring, RingHeader};
 use crate::shm::ShmMap;
 use crate::SmpConfig;
 use rgex_core::liveness::{self, Owner, Presence};

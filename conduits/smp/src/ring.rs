@@ -18,9 +18,7 @@
 //! with relaxed ordering while the `seq` stores and loads carry the
 //! release/acquire edges that order the cell contents.
 
-use rgex_core::doorbell::Header;
-#[cfg(not(loom))]
-use rgex_core::doorbell::MappedCell;
+use crate::cell::{Cell, Header};
 use rgex_core::sync::{AtomicU64, Ordering, Slot};
 use std::ptr::NonNull;
 
@@ -56,45 +54,6 @@ impl Default for RingHeader {
         Self::new()
     }
 }
-
-/// One message cell: the turn counter and the fixed part of the message.
-#[repr(C, align(128))]
-pub struct Cell {
-    seq: AtomicU64,
-    /// The fixed part of the message, written by the producer between
-    /// claim and publish (in place, through the slot's doorbell), read by
-    /// the consumer between take and release. Its first eight arguments
-    /// share the cache line with `seq`, so a short message with few
-    /// arguments moves one line.
-    body: Slot<Header>,
-}
-
-impl Cell {
-    /// A cell for a fresh ring (heap use: tests).
-    pub fn new() -> Self {
-        Cell {
-            seq: AtomicU64::new(0),
-            body: Slot::new(Header::default()),
-        }
-    }
-}
-
-impl Default for Cell {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-// A cell starts with core's MappedCell layout: the turn word, then the
-// header (Slot is repr(transparent) over the header's cell).
-#[cfg(not(loom))]
-const _: () = {
-    use std::mem::{offset_of, size_of};
-    assert!(offset_of!(Cell, seq) == offset_of!(MappedCell, turn));
-    assert!(offset_of!(Cell, body) == offset_of!(MappedCell, header));
-    assert!(size_of::<Slot<Header>>() == size_of::<Header>());
-    assert!(size_of::<Cell>() >= size_of::<MappedCell>());
-};
 
 /// A view of a ring living in (possibly shared) memory.
 #[derive(Clone, Copy, Debug)]
@@ -180,18 +139,14 @@ impl Ring {
         self.advance(&self.hdr().tail.0, 0)
     }
 
-    /// Producer: the cell of `pos` (claimed by us) as core's
-    /// [`MappedCell`]: publishing it (turn word `pos` to `pos + 1`) is what
-    /// [`publish`](Self::publish) does, so the AM layer can publish it
-    /// through a doorbell without a call into the conduit. (Not under loom,
-    /// whose cells are not plain memory: the model checker exercises
-    /// `publish`, the same store.)
-    #[cfg(not(loom))]
+    /// Producer: the ticket of the claim of `pos` (claimed by us): the
+    /// cell's address, from which a [`Doorbell`](crate::cell::Doorbell)
+    /// publishes it (turn word `pos` to `pos + 1`, what
+    /// [`publish`](Self::publish) does), so the AM layer can publish it
+    /// without a call into the conduit.
     #[inline]
-    pub fn mapped_cell(&self, pos: u64) -> *const MappedCell {
-        // The layouts agree (checked below at compile time): the turn word
-        // is `seq`, the header is `body`.
-        (self.cell(pos) as *const Cell).cast()
+    pub fn ticket(&self, pos: u64) -> u64 {
+        self.cell(pos) as *const Cell as u64
     }
 
     /// Producer: make the message at `pos` (claimed by us) visible.
