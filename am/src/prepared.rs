@@ -4,7 +4,7 @@
 use crate::handler::Target;
 use crate::token::ReplyState;
 use crate::Endpoint;
-use rgex_core::wire::Kind;
+use rgex_core::descriptor::Kind;
 use rgex_core::{Error, Flags, Prepare, Result, SendSlot};
 use rgex_smp::cell::Doorbell;
 use std::cell::Cell;

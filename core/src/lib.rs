@@ -15,6 +15,7 @@ pub mod backoff;
 pub mod bootstrap;
 pub mod conduit;
 pub mod config;
+pub mod descriptor;
 pub mod doorbell;
 pub mod error;
 pub mod event;
@@ -26,16 +27,15 @@ pub mod share;
 #[doc(hidden)]
 pub mod sync;
 pub mod team;
-pub mod wire;
 
 pub use addr::GlobalAddr;
 pub use backoff::Backoff;
 pub use bootstrap::Bootstrap;
 pub use conduit::{Conduit, PollSet};
+pub use descriptor::{Category, Claim, Delivery, Direction, Prepare, SendSlot, MAX_ARGS};
 pub use error::{Error, Result};
 pub use event::{Completion, Event, Progress};
 pub use flags::Flags;
 pub use rank::Rank;
 pub use segment::Segment;
 pub use team::Team;
-pub use wire::{Category, Claim, Delivery, Direction, Prepare, SendSlot, MAX_ARGS};

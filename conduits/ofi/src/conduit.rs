@@ -8,8 +8,8 @@ use crate::wire::{self, Header};
 use crate::OfiConfig;
 use parking_lot::{Mutex, MutexGuard};
 use rgex_core::bootstrap::JobEnv;
+use rgex_core::descriptor::Kind;
 use rgex_core::doorbell::MappedQueue;
-use rgex_core::wire::Kind;
 use rgex_core::{
     Bootstrap, Category, Claim, Conduit, Delivery, Error, PollSet, Prepare, Rank, Result, Segment,
     SendSlot,

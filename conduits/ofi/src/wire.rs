@@ -22,7 +22,7 @@
 //! else it means: nothing ([`CREDIT_ONLY`]), or that the sender is
 //! leaving the job ([`GOODBYE`], its last message to this receiver).
 
-use rgex_core::wire::Kind;
+use rgex_core::descriptor::Kind;
 use rgex_core::{Category, Direction, MAX_ARGS};
 
 /// Fixed part of the header.

@@ -12,8 +12,8 @@ use parking_lot::Mutex;
 use rgex_core::atomic::rmw;
 use rgex_core::bootstrap::JobEnv;
 use rgex_core::conduit::{AtomicRequest, AtomicType, OpSet};
+use rgex_core::descriptor::Kind;
 use rgex_core::liveness::{self, PeerWatch, Presence};
-use rgex_core::wire::Kind;
 use rgex_core::{
     Backoff, Bootstrap, Category, Claim, Completion, Conduit, Delivery, Direction, Error, PollSet,
     Prepare, Rank, Result, Segment, SendSlot, MAX_ARGS,

@@ -12,8 +12,8 @@
 //! conduit. The layout and the protocol are smp's; core sees the claim as
 //! opaque.
 
+use rgex_core::descriptor::Kind;
 use rgex_core::sync::{AtomicU64, Ordering, Slot};
-use rgex_core::wire::Kind;
 use rgex_core::{Rank, MAX_ARGS};
 use std::ptr::NonNull;
 
@@ -55,7 +55,7 @@ impl Header {
     ///
     /// ```
     /// use rgex_smp::cell::Header;
-    /// use rgex_core::wire::Kind;
+    /// use rgex_core::descriptor::Kind;
     /// use rgex_core::{Category, Direction, Rank};
     /// let mut h = Header::default();
     /// h.write(Rank(3), Kind::new(Category::Medium, Direction::Request), 9, &[1, 2, 3, 4, 5], 100, 0);

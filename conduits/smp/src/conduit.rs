@@ -5,9 +5,9 @@ use crate::region::{Region, REPLY, REQUEST};
 use crate::ring::{Padded, Ring};
 use crate::{prefetch, shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
+use rgex_core::descriptor::Kind;
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::liveness::{self, PeerWatch};
-use rgex_core::wire::Kind;
 use rgex_core::{
     Bootstrap, Category, Claim, Conduit, Delivery, Direction, Error, PollSet, Prepare, Rank,
     Result, Segment, SendSlot,

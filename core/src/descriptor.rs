@@ -1,5 +1,7 @@
-//! What crosses the Conduit SPI for active messages: what to prepare, the
-//! resources a prepare claimed, and what a poll delivers.
+//! The Conduit SPI's descriptors for active messages: what to prepare
+//! ([`Prepare`]), the resources a prepare claimed ([`Claim`], [`SendSlot`]),
+//! and what a poll delivers ([`Delivery`]). They describe a message to a
+//! conduit; how it travels (its wire format) is each conduit's own.
 
 use crate::Rank;
 use std::fmt;
@@ -53,7 +55,7 @@ pub enum Direction {
 /// cancelled message with it, ofi a credit-only one).
 ///
 /// ```
-/// use rgex_core::wire::Kind;
+/// use rgex_core::descriptor::Kind;
 /// use rgex_core::{Category, Direction};
 /// let k = Kind::new(Category::Long, Direction::Reply);
 /// assert_eq!((k.category(), k.direction()), (Category::Long, Direction::Reply));
@@ -219,7 +221,7 @@ impl Prepare {
 /// miss.
 ///
 /// ```
-/// use rgex_core::wire::Claim;
+/// use rgex_core::descriptor::Claim;
 /// assert_eq!(std::mem::size_of::<Option<Claim>>(), 16);
 /// let c = Claim::new(std::ptr::null_mut(), 7); // nothing granted: dangling
 /// assert_eq!(c.ticket, 7);
@@ -252,7 +254,7 @@ impl Claim {
     /// `None` with the reason stored in `refused`.
     ///
     /// ```
-    /// use rgex_core::wire::Claim;
+    /// use rgex_core::descriptor::Claim;
     /// use rgex_core::{Error, Rank};
     /// let mut why = None;
     /// let busy = Err(Error::WouldBlock { peer: Rank(1), resource: "demo" });
