@@ -20,10 +20,10 @@ pub mod doorbell;
 pub mod error;
 pub mod event;
 pub mod flags;
+pub mod idle_help;
 pub mod liveness;
 pub mod rank;
 pub mod segment;
-pub mod share;
 #[doc(hidden)]
 pub mod sync;
 pub mod team;

@@ -21,7 +21,7 @@ use crate::meta::{
     Run, Vector,
 };
 use crate::plan::{Dim, StridePlan, Work};
-use crate::{shared, simd};
+use crate::{helped_copy, simd};
 use rgex_am::Endpoint;
 use rgex_core::{Rank, Result};
 
@@ -115,7 +115,7 @@ pub(crate) unsafe fn strided(p: &StridePlan, seg: *mut u8, local: Local, share: 
 /// buffer and the segment at `seg`. Plans of 0 and 1 loops (what folding
 /// leaves of most metadata) are straight-line code; deeper ones go to the
 /// kernel's nest walker. With `share`, a large copy is split into blocks
-/// the rank's waiting threads help with (see `shared`).
+/// the rank's waiting threads help with (see `helped_copy`).
 ///
 /// # Safety
 /// As [`strided`].
@@ -143,9 +143,9 @@ unsafe fn nest(
         };
         if let Some(ep) = share {
             let elems = dims.iter().map(|d| d.count).product::<u64>();
-            if elems.saturating_mul(elem as u64) >= shared::SHARE_MIN
+            if elems.saturating_mul(elem as u64) >= helped_copy::SHARE_MIN
                 && plan_loops(dims, put, |loops| {
-                    shared::try_copy(ep, elem, loops, elems, src, dst)
+                    helped_copy::try_copy(ep, elem, loops, elems, src, dst)
                 })
             {
                 return;

@@ -67,22 +67,22 @@ mod compiled;
 mod direct;
 mod engine;
 mod handle;
+mod helped_copy;
 pub mod kernel;
 mod mapped;
 mod mechanism;
 mod meta;
 pub mod plan;
 mod rma;
-mod shared;
 mod simd;
 
 pub use am::AmPayload;
 pub use builder::VisBuilder;
 pub use compiled::{CompiledStrided, StridedAt};
 pub use handle::{VisGet, VisPut, VisPutDeferred};
+pub use helped_copy::SHARE_MIN;
 pub use mechanism::{Mechanism, RMA_MIN_CHUNK};
 pub use meta::{validate, Indexed, Meta, Run, Shape, Strided, Vector};
-pub use shared::SHARE_MIN;
 
 use crate::direct::Local;
 use crate::engine::Track;

@@ -1,6 +1,6 @@
-//! Shared copies: a large node-local strided copy split into blocks that
-//! the rank's other threads help with while they are blocked in a wait or
-//! a poll on the endpoint ([`Endpoint::share`]), the shared-copy idea of
+//! Helped copies: a large node-local strided copy split into blocks that
+//! the rank's other threads, idle while they are blocked in a wait or a
+//! poll on the endpoint, help with ([`Endpoint::share`]), the shared-copy idea of
 //! Hybrid MPI.
 //!
 //! Kept because testvisperf's shared-copy set shows a win wherever a
@@ -15,14 +15,14 @@
 
 use crate::kernel::{copy_range, Loop};
 use rgex_am::Endpoint;
-use rgex_core::share::Ends;
+use rgex_core::idle_help::Ends;
 
 /// Copies of at least this many bytes are shared
-/// ([`rgex_core::share::SHARE_MIN`]).
-pub const SHARE_MIN: u64 = rgex_core::share::SHARE_MIN as u64;
+/// ([`rgex_core::idle_help::SHARE_MIN`]).
+pub const SHARE_MIN: u64 = rgex_core::idle_help::SHARE_MIN as u64;
 
-/// Bytes per block ([`rgex_core::share::BLOCK`]).
-const BLOCK: u64 = rgex_core::share::BLOCK as u64;
+/// Bytes per block ([`rgex_core::idle_help::BLOCK`]).
+const BLOCK: u64 = rgex_core::idle_help::BLOCK as u64;
 
 /// Copy the nest `loops` (innermost first, elements of `elem` bytes,
 /// `elems` elements) from `src` to `dst`, sharing the work on `ep`, if

@@ -1,4 +1,5 @@
-//! Work shared with waiting threads.
+//! Idle threads helping with large jobs: work a thread shares with the
+//! threads of its process that are waiting.
 //!
 //! A thread with a large job (a node-local copy of megabytes) splits it
 //! into blocks and shares it on a [`Board`]. Other threads of the process
@@ -13,7 +14,7 @@
 //! its job alone.
 //!
 //! ```
-//! use rgex_core::share::Board;
+//! use rgex_core::idle_help::Board;
 //! use std::sync::atomic::{AtomicU64, Ordering};
 //! let board = Board::new();
 //! let sum = AtomicU64::new(0);
