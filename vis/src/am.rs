@@ -25,7 +25,7 @@
 
 use crate::kernel::{copy_range, dense_loops, with_loops, Loop};
 use crate::meta::Shape;
-use crate::plan::StridePlan;
+use crate::stride_plan::StridePlan;
 use rgex_am::{Accepts, Endpoint, InFlight, Message, ProtocolId, Token};
 use rgex_core::{Category, Completion, Flags, Rank, Result, Segment};
 use std::sync::Arc;

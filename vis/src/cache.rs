@@ -15,8 +15,8 @@
 //! O(1). Only metadata that moves bytes and whose byte count fits 64 bits
 //! is kept.
 
-use crate::plan::{Dim, Dims, Rel};
 use crate::simd;
+use crate::stride_plan::{Dim, Dims, Rel};
 use std::cell::RefCell;
 
 /// Shapes kept per thread (replaced round-robin).

@@ -13,7 +13,7 @@
 //! nothing to compare.
 
 use crate::meta::{compile_into, place_strided, Strided};
-use crate::plan::{Dim, Dims, Rel, Work};
+use crate::stride_plan::{Dim, Dims, Rel, Work};
 use rgex_core::{Rank, Result};
 
 /// Strided metadata (element size, counts, strides per side), validated

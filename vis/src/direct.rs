@@ -20,7 +20,7 @@ use crate::meta::{
     cached, check_indexed, check_vector, compile_place, for_each_run, place_strided, Indexed, Meta,
     Run, Vector,
 };
-use crate::plan::{Dim, StridePlan, Work};
+use crate::stride_plan::{Dim, StridePlan, Work};
 use crate::{helped_copy, simd};
 use rgex_am::Endpoint;
 use rgex_core::{Rank, Result};

@@ -4,7 +4,7 @@
 //!   (lists of offsets, one length per side), [`Strided`] (element size,
 //!   counts, signed strides per side). The remote side is always an offset
 //!   in the peer's segment; the local side a Rust slice plus offsets into it.
-//! - [`plan::optimize`]: the stride optimizer, a pure function from strided
+//! - [`stride_plan::optimize`]: the stride optimizer, a pure function from strided
 //!   metadata to a loop nest (null-dimension removal, stride inversion,
 //!   dimensional sort, folding).
 //! - [`kernel`]: pack/unpack kernels specialised by element size.
@@ -72,9 +72,9 @@ pub mod kernel;
 mod mapped;
 mod mechanism;
 mod meta;
-pub mod plan;
 mod rma;
 mod simd;
+pub mod stride_plan;
 
 pub use am::AmPayload;
 pub use builder::VisBuilder;

@@ -5,8 +5,8 @@
 
 use crate::cache;
 use crate::compiled::StridedAt;
-use crate::plan::{fold, optimize, scan, Dim, Rel, StridePlan, Work};
 use crate::simd;
+use crate::stride_plan::{fold, optimize, scan, Dim, Rel, StridePlan, Work};
 use rgex_core::segment::check_range;
 use rgex_core::{Error, Rank, Result};
 

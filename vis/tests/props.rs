@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use rgex_core::Rank;
 use rgex_vis::kernel::{copy_range, Loop};
-use rgex_vis::plan::{naive_mapping, optimize, plan_mapping};
+use rgex_vis::stride_plan::{naive_mapping, optimize, plan_mapping};
 use rgex_vis::{validate, CompiledStrided, Indexed, Meta, Shape, Strided, Vector};
 
 /// A random section of a dense N-d array on one side: counts fit inside

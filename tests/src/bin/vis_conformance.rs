@@ -89,7 +89,7 @@ fn pairs(
     lb: u64,
     ls: &[i64],
 ) -> Vec<(usize, usize)> {
-    rgex::vis::plan::naive_mapping(elem, counts, pb, ps, lb, ls)
+    rgex::vis::stride_plan::naive_mapping(elem, counts, pb, ps, lb, ls)
         .into_iter()
         .map(|(p, l)| (p as usize, l as usize))
         .collect()

@@ -1,5 +1,6 @@
-//! The stride optimizer: a pure function from strided metadata to an
-//! execution plan, and the walks that execute a plan.
+//! The strided-transfer plan: the stride optimizer, a pure function from
+//! strided metadata to an execution plan (a loop nest), and the walks that
+//! execute a plan.
 //!
 //! Passes, in order (GASNet-EX's VIS): null-dimension removal (count 1),
 //! stride inversion (peer strides made non-negative, the local side
@@ -511,7 +512,7 @@ pub(crate) fn fold<const N: usize>(elem: usize, work: &mut DimVec<N>) -> usize {
 /// 64 dimensions are non-null or more than 8 loops remain after folding.
 ///
 /// ```
-/// use rgex_vis::plan::optimize;
+/// use rgex_vis::stride_plan::optimize;
 /// // A 4 x 3 block of u32 in a row-major array of rows of 10, reflected
 /// // on the peer side, onto a dense local array: folds to 4 rows of 12 bytes.
 /// let p = optimize(4, &[3, 4], 120, &[4, -40], 0, &[4, 12]);
