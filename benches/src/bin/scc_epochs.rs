@@ -27,9 +27,9 @@ use rgex::{Error, Result};
 use rgex_benches::cli::Opts;
 use rgex_benches::report::{num, size, Job, Plot, Record, Series, Table};
 use rgex_benches::stats::Stats;
+use rgex_scc::address_plan::{Plan, PlanOptions};
 use rgex_scc::emu::{CheckMode, Chip, Core, CoreConfig, MemType};
 use rgex_scc::epoch::{Coherence, Epochs, Step};
-use rgex_scc::plan::{Plan, PlanOptions};
 
 const CORES: u32 = 48;
 /// Core clock of the reference configuration (MHz), for MB/s.

@@ -1,11 +1,11 @@
 //! The scc conduit: the Conduit SPI over the emulated SCC chip.
 
+use crate::address_plan::{Dir, Plan, PlanOptions, HEADER};
 use crate::emu::{
     leave_word, Addr, CheckMode, Chip, Core, CoreConfig, Counters, LockId, RankPresence, StaleRead,
     MAX_CORES,
 };
 use crate::epoch::{seg_addr, Coherence, Epochs, Step};
-use crate::plan::{Dir, Plan, PlanOptions, HEADER};
 use crate::report;
 use crate::SccConfig;
 use parking_lot::Mutex;

@@ -55,8 +55,8 @@
 //! (write back everything dirty, invalidate everything) at every
 //! synchronisation call (post, start, complete, wait), nothing per access.
 
+use crate::address_plan::Plan;
 use crate::emu::{Addr, Core, LockId};
-use crate::plan::Plan;
 use rgex_core::{Error, Rank, Result};
 
 /// How an epoch makes data coherent.

@@ -13,7 +13,7 @@
 //! The conduit ([`SccConduit`]) keeps coherence in software, tied to
 //! synchronisation: a **release** drains the write-combine buffer before
 //! the signal, an **acquire** invalidates the message-buffer-typed lines
-//! (CL1INVMB) after observing it. Where everything lives is the [`plan`].
+//! (CL1INVMB) after observing it. Where everything lives is the [`address_plan`].
 //!
 //! - **Active messages**: per (sender, receiver, direction) a ring of
 //!   `depth` slots. The sender writes header and payload into the slot (in
@@ -47,11 +47,11 @@
 
 #![warn(missing_docs)]
 
+pub mod address_plan;
 mod conduit;
 mod config;
 pub mod emu;
 pub mod epoch;
-pub mod plan;
 mod report;
 
 pub use conduit::SccConduit;

@@ -5,9 +5,9 @@
 //! epoch state is kept in cached memory (each wait bounded: a hang is
 //! detected, not suffered).
 
+use rgex_scc::address_plan::{Plan, PlanOptions};
 use rgex_scc::emu::{CheckMode, Chip, Core, CoreConfig, Geometry, MemType, Missing};
 use rgex_scc::epoch::{Coherence, Epochs, Step};
-use rgex_scc::plan::{Plan, PlanOptions};
 
 /// Steps after which a wait counts as a hang.
 const BOUND: usize = 10_000;

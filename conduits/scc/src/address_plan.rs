@@ -1,5 +1,6 @@
-//! Where everything of the scc conduit lives on the chip: the address plan
-//! every rank computes identically from the job's geometry.
+//! The scc conduit's address plan: where everything of the conduit lives
+//! on the chip (message-passing buffers, AM slots, segments), computed
+//! identically by every rank from the job's geometry.
 //!
 //! # Message-passing buffer of core `c` (8 KiB, both pages uncached)
 //!
@@ -86,7 +87,7 @@ impl Default for PlanOptions {
 /// segments, for a job of `cores` ranks.
 ///
 /// ```
-/// use rgex_scc::plan::{Dir, Plan, PlanOptions};
+/// use rgex_scc::address_plan::{Dir, Plan, PlanOptions};
 /// let p = Plan::new(4, 4, 1024, &[1 << 16; 4], PlanOptions::default())?;
 /// let l = p.layout()?;
 /// assert_eq!(l.cores(), 4);
