@@ -1,0 +1,575 @@
+//! The generic network conduit: the Conduit SPI over a [`Transport`],
+//! with the smp transport for node-local peers.
+
+use crate::geometry::{POOL_REP, POOL_REQ};
+use crate::net::Net;
+use crate::ops::{Op, Post};
+use crate::ready::{dir_index, Batch, ReadyCount, POLL_BATCH};
+use crate::state::State;
+use crate::ticker::Ticker;
+use crate::transport::Transport;
+use crate::wire::{self, Header};
+use parking_lot::Mutex;
+use rgex_core::doorbell::MappedQueue;
+use rgex_core::wire::Kind;
+use rgex_core::{
+    Bootstrap, Category, Claim, Conduit, Delivery, Error, PollSet, Prepare, Rank, Result, Segment,
+    SendSlot,
+};
+use rgex_smp::SmpConduit;
+use std::sync::Arc;
+
+/// Ranks over the network `T`, node-local ranks over shared memory
+/// (set up with [`new`](Self::new)).
+pub struct NetConduit<T: Transport> {
+    // Field order is drop order: the network (regions on smp's segment)
+    // before the smp conduit that maps the segment.
+    /// Stops (joins) first: it shares the state and the network.
+    pub(crate) ticker: Ticker,
+    pub(crate) state: Arc<Mutex<State<T>>>,
+    pub(crate) net: Arc<Net<T>>,
+    /// One delivery at a time per direction, so messages from one sender
+    /// reach the handlers in arrival order.
+    pub(crate) deliver_lock: [Mutex<()>; 2],
+    /// The state's count of messages waiting, per direction (lock-free).
+    pub(crate) ready_count: Arc<ReadyCount>,
+    /// Per peer: reached through smp (shared memory) rather than the network.
+    pub(crate) local: Vec<bool>,
+    /// Every peer is local (offloaded atomics would only slow things down).
+    pub(crate) all_local: bool,
+    pub(crate) rank: Rank,
+    pub(crate) smp: SmpConduit,
+}
+
+impl<T: Transport + std::fmt::Debug> std::fmt::Debug for NetConduit<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetConduit")
+            .field("name", &T::NAME)
+            .field("rank", &self.rank)
+            .field("size", &self.local.len())
+            .field("transport", &self.net.transport)
+            .finish()
+    }
+}
+
+impl<T: Transport> NetConduit<T> {
+    /// The transport.
+    pub fn transport(&self) -> &T {
+        &self.net.transport
+    }
+
+    /// The smp conduit carrying node-local peers.
+    pub fn smp(&self) -> &SmpConduit {
+        &self.smp
+    }
+
+    #[inline]
+    pub(crate) fn local(&self, peer: Rank) -> bool {
+        self.local.get(peer.index()).copied().unwrap_or(false)
+    }
+
+    /// Deliver a batch of direction `dir`: `taken` if the caller took one
+    /// (with the progress call, under one lock), else up to a batch of the
+    /// messages ready now.
+    fn deliver(
+        &self,
+        dir: usize,
+        taken: Option<Batch<'_>>,
+        sink: &mut dyn FnMut(&Delivery<'_>),
+    ) -> usize {
+        let batch = match taken {
+            Some(b) => b,
+            None => {
+                if !self.ready_count.any(dir) {
+                    return 0;
+                }
+                let Some(one) = self.deliver_lock[dir].try_lock() else {
+                    return 0;
+                };
+                let mut st = self.state.lock();
+                Batch::take(&mut st, dir, one)
+            }
+        };
+        let k = batch.len;
+        if k == 0 {
+            return 0;
+        }
+        let mut srcs = [0u32; POLL_BATCH];
+        let seg = self.smp.segment();
+        for (i, r) in batch.ready[..k].iter().enumerate() {
+            let mut args = [0u32; rgex_core::MAX_ARGS];
+            // SAFETY: receive buffer `r.buf` holds `r.len` bytes written by
+            // the provider; it is not reposted until we report it consumed
+            // below, so nothing else writes it meanwhile.
+            let msg = unsafe {
+                std::slice::from_raw_parts(self.net.recv_buf(r.buf as usize), r.len as usize)
+            };
+            let h = Header::read(msg, &mut args).expect("checked on arrival");
+            srcs[i] = h.src;
+            let len = h.len as usize;
+            let payload: &[u8] = match h.category() {
+                Category::Short => &[],
+                Category::Medium => match msg.get(h.hlen..h.hlen + len) {
+                    Some(p) => p,
+                    None => {
+                        eprintln!(
+                            "rgex-{}: {}: dropped a truncated Medium AM from rank {}",
+                            T::NAME,
+                            self.rank,
+                            h.src
+                        );
+                        continue;
+                    }
+                },
+                Category::Long => match seg.ptr_at(h.long_offset, len) {
+                    // SAFETY: inside this rank's segment (just checked); the
+                    // sender's write completed before its header was sent.
+                    Ok(p) => unsafe { std::slice::from_raw_parts(p, len) },
+                    Err(e) => {
+                        eprintln!(
+                            "rgex-{}: {}: dropped a Long AM from rank {}: {e}",
+                            T::NAME,
+                            self.rank,
+                            h.src
+                        );
+                        continue;
+                    }
+                },
+            };
+            sink(&Delivery {
+                src: Rank(h.src),
+                dir: h.direction(),
+                category: h.category(),
+                handler: h.handler,
+                args: &args[..h.nargs as usize],
+                payload,
+                long_offset: h.long_offset,
+            });
+        }
+        let mut st = self.state.lock();
+        for (r, &src) in batch.ready[..k].iter().zip(&srcs) {
+            st.consumed(&self.net, r.buf as usize, src as usize, dir);
+        }
+        // The batch (and its delivery lock) ends here, after its buffers
+        // are reposted.
+        k
+    }
+
+    /// Reap completions and, under the same lock, take a batch of each
+    /// direction `set` allows whose messages are ready and whose delivery
+    /// lock is free (one lock for both steps, where taking the batch
+    /// separately costs a second; see [`Batch`]). Returns what progress
+    /// did and the batches; if another thread holds the state, nothing.
+    fn progress_taking(&self, set: PollSet) -> (usize, [Option<Batch<'_>>; 2]) {
+        self.ticker.polled();
+        let Some(mut st) = self.state.try_lock() else {
+            return (0, [None, None]);
+        };
+        let n = st.progress(&self.net);
+        let mut take = |dir: usize| {
+            if st.ready[dir].is_empty() {
+                return None;
+            }
+            // A try: never waits while the state is held (deliver takes
+            // the two in the other order).
+            let one = self.deliver_lock[dir].try_lock()?;
+            Some(Batch::take(&mut st, dir, one))
+        };
+        let replies = take(1);
+        let requests = if set == PollSet::All { take(0) } else { None };
+        (n, [requests, replies])
+    }
+}
+
+impl<T: Transport> Conduit for NetConduit<T> {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> u32 {
+        self.local.len() as u32
+    }
+
+    fn is_local(&self, peer: Rank) -> bool {
+        self.local(peer)
+    }
+
+    fn segment(&self) -> &Segment {
+        self.smp.segment()
+    }
+
+    fn segment_len(&self, peer: Rank) -> u64 {
+        self.smp.segment_len(peer)
+    }
+
+    fn mapped_segment(&self, peer: Rank) -> Option<Segment> {
+        if self.local(peer) {
+            self.smp.mapped_segment(peer)
+        } else {
+            None
+        }
+    }
+
+    fn max_medium(&self, peer: Rank, nargs: usize) -> usize {
+        if self.local(peer) {
+            self.smp.max_medium(peer, nargs)
+        } else {
+            self.net.geo.max_medium
+        }
+    }
+
+    fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
+        if self.local(spec.peer) {
+            return self.smp.try_prepare(spec, refused);
+        }
+        Claim::hand_over(self.claim_remote(spec), refused)
+    }
+
+    fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
+        // Node-local peers are smp's, whose queues are mapped; the network's
+        // are not.
+        if self.local(peer) {
+            self.smp.mapped_queue(peer)
+        } else {
+            None
+        }
+    }
+
+    /// A Short or Medium to a network peer is claimed, filled and sent
+    /// under one lock (the reference path, [`send_via_prepare`], takes it
+    /// once to claim and again to send); other messages take that path.
+    ///
+    /// [`send_via_prepare`]: rgex_core::conduit::send_via_prepare
+    fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
+        if self.local(spec.peer) {
+            return self.smp.try_send(spec, handler, args, payload);
+        }
+        if spec.category == Category::Long {
+            return rgex_core::conduit::send_via_prepare(self, spec, handler, args, payload);
+        }
+        spec.check_payload(payload.len())?;
+        spec.check_medium(self.net.geo.max_medium)?;
+        let mut st = self.state.lock();
+        let claim = self.claim_locked(&mut st, spec)?;
+        if !payload.is_empty() {
+            // SAFETY: the claim granted `spec.most >= payload.len()` bytes
+            // (checked above) of send buffer at `claim.buf`, ours until the
+            // send completes; the caller's slice cannot overlap it.
+            unsafe {
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
+            };
+        }
+        let slot = SendSlot::new(spec, claim);
+        let h = self.header(&slot, handler, args, payload.len());
+        st.send_am(&self.net, slot.cookie as usize, spec.peer.index(), h, args);
+        Ok(())
+    }
+
+    unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
+        if self.local(slot.peer) {
+            // SAFETY: a node-local peer's claims are smp's (try_prepare),
+            // passed on under the same contract.
+            return unsafe { self.smp.commit(slot, handler, args, len) };
+        }
+        let net = &self.net;
+        let s = slot.cookie as usize;
+        let peer = slot.peer.index();
+        let h = self.header(&slot, handler, args, len);
+        let mut st = self.state.lock();
+        if st.peers[peer].dead.is_some() {
+            // The peer is gone: nothing to deliver to (its ops return errors).
+            let op = st.long_op[s];
+            if slot.category == Category::Long && op != u32::MAX {
+                st.free_ops.push(op);
+                st.long_op[s] = u32::MAX;
+            }
+            st.staging[s] = None;
+            st.release_slot(net, s);
+            return;
+        }
+        if slot.category != Category::Long || len == 0 {
+            if slot.category == Category::Long {
+                let op = std::mem::replace(&mut st.long_op[s], u32::MAX);
+                st.free_ops.push(op);
+                st.staging[s] = None;
+            }
+            st.send_am(net, s, peer, h, args);
+            return;
+        }
+        // Long: write the payload into the target's segment, then the header.
+        let op = std::mem::replace(&mut st.long_op[s], u32::MAX);
+        let (src, desc) = match &st.staging[s] {
+            Some(stg) => (
+                stg.ptr(),
+                stg.mr.as_ref().map_or(0, |m| net.transport.region_desc(m)),
+            ),
+            None => (slot.buf.as_ptr(), net.send_desc),
+        };
+        let caps = net.transport.caps();
+        let saw = caps.send_after_write;
+        let delivery = caps.delivery_complete && !saw;
+        st.ops[op as usize] = Op::LongWrite {
+            slot: s as u32,
+            peer: peer as u32,
+            header_after: (!saw).then_some(h.hlen),
+        };
+        let write = Post::Write {
+            op,
+            peer: peer as u32,
+            src: src as usize,
+            len,
+            desc,
+            offset: slot.long_offset,
+            delivery,
+        };
+        if saw {
+            // FI_ORDER_SAW: the header may follow the write at once.
+            st.slot_pending[s] = 2;
+            st.post(net, write);
+            st.send_am(net, s, peer, h, args);
+        } else {
+            // Write the header now; it is sent when the write completes.
+            let mut h = h;
+            st.stamp_credits(peer, &mut h);
+            // SAFETY: send buffer `s` is ours until released.
+            unsafe { h.write(net.send_buf(s), args) };
+            st.post(net, write);
+        }
+    }
+
+    unsafe fn cancel(&self, slot: SendSlot) {
+        if self.local(slot.peer) {
+            // SAFETY: as in commit.
+            return unsafe { self.smp.cancel(slot) };
+        }
+        let s = slot.cookie as usize;
+        let d = dir_index(slot.dir);
+        let mut st = self.state.lock();
+        let p = &mut st.peers[slot.peer.index()];
+        p.sent[d] = p.sent[d].wrapping_sub(1);
+        let op = std::mem::replace(&mut st.long_op[s], u32::MAX);
+        if op != u32::MAX {
+            st.free_ops.push(op);
+        }
+        st.staging[s] = None;
+        st.release_slot(&self.net, s);
+    }
+
+    fn poll(&self, set: PollSet, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
+        let mut n = 0;
+        // Node-local messages first: their handlers run before this poll
+        // takes the network's batches (and with them the delivery locks),
+        // so a handler that polls for replies while it waits to send its
+        // own can still have the network's delivered.
+        if self.local.iter().any(|&l| l) {
+            n += self.smp.poll(set, sink);
+        }
+        let mut taken = [None, None];
+        if !self.all_local || self.local.is_empty() {
+            let (k, t) = self.progress_taking(set);
+            n += k;
+            taken = t;
+        }
+        let [requests, replies] = taken;
+        n += self.deliver(1, replies, sink);
+        if set == PollSet::All {
+            n += self.deliver(0, requests, sink);
+        }
+        n
+    }
+
+    fn bootstrap(&self) -> &dyn Bootstrap {
+        self.smp.bootstrap()
+    }
+
+    /// A network peer is gone once it said goodbye (it closed its
+    /// conduit), an operation to it failed (or it stayed silent past
+    /// the dead-peer timeout), or, on this node, smp found its process gone,
+    /// and what it sent before is delivered; a node-local peer carried by
+    /// the smp bypass is smp's to tell.
+    fn peer_gone(&self, peer: Rank) -> Option<String> {
+        if self.local(peer) {
+            return self.smp.peer_gone(peer);
+        }
+        let mut st = self.state.lock();
+        self.ask_node(&mut st, peer);
+        st.gone(peer.index())
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn rma_native(&self, peer: Rank) -> bool {
+        !self.local(peer)
+    }
+
+    unsafe fn try_put(
+        &self,
+        peer: Rank,
+        offset: u64,
+        src: *const u8,
+        len: usize,
+        lc: &Arc<rgex_core::Completion>,
+        rc: &Arc<rgex_core::Completion>,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.put(peer, offset, src, len, lc, rc) }
+    }
+
+    unsafe fn try_get(
+        &self,
+        dst: *mut u8,
+        peer: Rank,
+        offset: u64,
+        len: usize,
+        done: &Arc<rgex_core::Completion>,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.get(dst, peer, offset, len, done) }
+    }
+
+    fn atomic_offload(
+        &self,
+        ty: rgex_core::atomic::AtomicType,
+        ops: rgex_core::conduit::OpSet,
+    ) -> bool {
+        !self.all_local && self.net.transport.atomics_offload(ty, ops)
+    }
+
+    fn atomic_start(
+        &self,
+        req: &rgex_core::atomic::AtomicRequest,
+        fetched: &Arc<std::sync::atomic::AtomicU64>,
+        done: &Arc<rgex_core::Completion>,
+    ) -> Result<()> {
+        self.atomic(req, fetched, done)
+    }
+}
+
+impl<T: Transport> NetConduit<T> {
+    /// The wire header of a message in `slot` (credits are filled in
+    /// when it is sent).
+    #[inline]
+    fn header(&self, slot: &SendSlot, handler: u8, args: &[u32], len: usize) -> Header {
+        Header {
+            kind: Kind::new(slot.category, slot.dir),
+            handler,
+            nargs: args.len() as u8,
+            hlen: wire::header_len(slot.nargs as usize),
+            src: self.rank.0,
+            len: len as u32,
+            ack_req: 0,
+            ack_rep: 0,
+            long_offset: slot.long_offset,
+        }
+    }
+
+    /// Claim a send buffer and a credit towards the remote `spec.peer` (and
+    /// an RMA operation, plus staging memory if needed, for a Long): the
+    /// ticket is the send buffer's index.
+    fn claim_remote(&self, spec: &Prepare) -> Result<Claim> {
+        spec.check_medium(self.net.geo.max_medium)?;
+        let mut st = self.state.lock();
+        self.claim_locked(&mut st, spec)
+    }
+
+    /// [`claim_remote`](Self::claim_remote) once `spec` is checked against
+    /// the Medium limit and the state is locked.
+    #[inline]
+    fn claim_locked(&self, st: &mut State<T>, spec: &Prepare) -> Result<Claim> {
+        let net = &self.net;
+        let peer = spec.peer.index();
+        let d = dir_index(spec.dir);
+        st.check_alive(spec.peer, "AM")?;
+        let p = &st.peers[peer];
+        if p.sent[d].wrapping_sub(p.acked[d]) as usize >= net.geo.window {
+            st.stalled(peer)?;
+            self.ask_node(st, spec.peer);
+            st.check_alive(spec.peer, "AM")?;
+            return Err(Error::WouldBlock {
+                peer: spec.peer,
+                resource: if d == 0 {
+                    "request credits"
+                } else {
+                    "reply credits"
+                },
+            });
+        }
+        let pool = if d == 0 { POOL_REQ } else { POOL_REP };
+        let Some(slot) = st.pools[pool].pop() else {
+            return Err(Error::WouldBlock {
+                peer: spec.peer,
+                resource: "registered send buffers",
+            });
+        };
+        let slot_u = slot as usize;
+        let hlen = wire::header_len(spec.nargs);
+        let room = net.geo.slot - hlen;
+        // SAFETY: hlen <= MAX_HEADER < slot, so the payload area starts
+        // inside send buffer `slot`.
+        let payload = unsafe { net.send_buf(slot_u).add(hlen) };
+        let buf = match spec.category {
+            Category::Short => std::ptr::null_mut(),
+            Category::Medium => payload,
+            Category::Long => {
+                let Some(op) = st.take_op() else {
+                    st.pools[pool].push(slot);
+                    return Err(Error::WouldBlock {
+                        peer: spec.peer,
+                        resource: "RMA operation slots",
+                    });
+                };
+                st.long_op[slot_u] = op;
+                if spec.most <= room {
+                    payload
+                } else {
+                    match st.stage(net, spec.most) {
+                        Ok(s) => {
+                            let p = s.ptr();
+                            st.staging[slot_u] = Some(s);
+                            p
+                        }
+                        Err(e) => {
+                            st.free_ops.push(op);
+                            st.pools[pool].push(slot);
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        };
+        let p = &mut st.peers[peer];
+        p.sent[d] = p.sent[d].wrapping_add(1);
+        p.stalled_since = None;
+        st.slot_pending[slot_u] = 1;
+        Ok(Claim::new(buf, u64::from(slot)))
+    }
+
+    /// If `peer` runs on this node (its traffic goes over the network,
+    /// the bypass being off), ask smp whether its process is still there
+    /// (smp rate-limits its look) and tell the state if not
+    /// ([`State::gone_from_node`]). Off any hot path: asked when a wait
+    /// for the peer stalls.
+    fn ask_node(&self, st: &mut State<T>, peer: Rank) {
+        if st.peers[peer.index()].dead.is_some() || !self.smp.is_local(peer) {
+            return;
+        }
+        if let Some(why) = self.smp.peer_gone(peer) {
+            st.gone_from_node(peer.index(), &why);
+        }
+    }
+}
+
+impl<T: Transport> Drop for NetConduit<T> {
+    /// Finish what was posted before closing the endpoint (see
+    /// `drain` in `drain.rs`).
+    fn drop(&mut self) {
+        crate::drain::unregister(&self.state);
+        crate::drain::drain(self.rank, &self.state, &self.net);
+    }
+}

@@ -1,0 +1,132 @@
+//! Leaving the job: a rank that closes its conduit tells every network
+//! peer so, and a peer told marks it departed.
+//!
+//! Without a word, a peer that still works with a rank that left finds
+//! out late or never: a sender out of credits towards it waits for
+//! credits that never come (until the dead-peer timeout, `RGEX_OFI_TIMEOUT` on ofi, 300 s by default),
+//! and a rank waiting for its AM replies waits forever (issue 25). So a
+//! rank that closes (its conduit dropped, or its process exiting: both
+//! drain, see `drain.rs`) sends each network peer a goodbye, a control
+//! message ([`wire::GOODBYE`]), once nothing it posted to that peer is
+//! outstanding: its completion comes after every earlier message to the
+//! peer left (`FI_ORDER_SAS`), injected ones included, so the goodbye
+//! also flushes those (at the end of the final barrier, a peer may wait
+//! for the last of them); and every message sent before it reaches the
+//! peer before it.
+//!
+//! The peer that receives it marks the sender dead with a reason
+//! ("rank N left the job"), quietly: a departure is not a failure, and
+//! at the end of a job every rank leaves, goodbyes crossing each other.
+//! Later operations to it fail with [`Error::PeerUnreachable`] (a sender
+//! waiting for its credits included); what it delivered before leaving
+//! is still delivered, and [`gone`](State::gone) reports the departure
+//! only once it has been (so a reply that came before the goodbye
+//! completes its operation rather than failing it).
+//!
+//! [`Error::PeerUnreachable`]: rgex_core::Error::PeerUnreachable
+
+use crate::geometry::POOL_REP;
+use crate::net::Net;
+use crate::state::State;
+use crate::transport::Transport;
+use crate::wire::{self, control_header};
+use std::time::{Duration, Instant};
+
+/// How long a node-local peer that smp reports gone must stay silent on
+/// the network before it is marked gone there too: what it sent before
+/// it went may still be on its way (in the kernel's socket buffers).
+pub(crate) const NODE_GONE_GRACE: Duration = Duration::from_millis(200);
+
+impl<T: Transport> State<T> {
+    /// While closing: tell goodbye to every network peer still there and
+    /// not yet told, to which nothing this rank posted is outstanding
+    /// (no operation, no backlog, no put waiting for a read back), as
+    /// far as reply send buffers allow (the rest at the next call).
+    pub(crate) fn say_goodbyes(&mut self, net: &Net<T>) {
+        debug_assert!(self.closing);
+        let mut busy: Option<Vec<bool>> = None;
+        for peer in 0..self.peers.len() {
+            let p = &self.peers[peer];
+            if !self.network_peer[peer] || p.farewell || p.dead.is_some() {
+                continue;
+            }
+            if busy.get_or_insert_with(|| self.busy_peers(net))[peer] {
+                continue;
+            }
+            let Some(slot) = self.claim_slot(POOL_REP) else {
+                return;
+            };
+            self.peers[peer].farewell = true;
+            let h = control_header(self.me, wire::GOODBYE);
+            self.send_am(net, slot as usize, peer, h, &[]);
+        }
+    }
+
+    /// True when every network peer still there was told goodbye.
+    pub(crate) fn said_goodbyes(&self) -> bool {
+        self.peers
+            .iter()
+            .zip(&self.network_peer)
+            .all(|(p, &net)| !net || p.farewell || p.dead.is_some())
+    }
+
+    /// Per peer: something this rank posted to it is outstanding.
+    fn busy_peers(&self, net: &Net<T>) -> Vec<bool> {
+        let mut busy = vec![false; self.peers.len()];
+        let ops = self.ops[net.geo.n_recv..].iter().filter_map(|op| op.peer());
+        let posts = self.backlog.iter().filter_map(|p| p.peer());
+        for peer in ops.chain(posts) {
+            busy[peer as usize] = true;
+        }
+        for &peer in &self.reading_back {
+            busy[peer as usize] = true;
+        }
+        busy
+    }
+
+    /// `peer`'s goodbye came: it left the job. Operations to it fail from
+    /// now on, quietly (nothing is printed; see [`mark_dead`]).
+    ///
+    /// [`mark_dead`]: State::mark_dead
+    pub(crate) fn depart(&mut self, peer: usize) {
+        let why = format!("rank {peer} left the job (closed its endpoint)");
+        self.mark_gone(peer, &why);
+        self.peers[peer].departed = true;
+        self.reported_dead[peer] = true;
+    }
+
+    /// `peer` runs on this node but is carried by the network, and smp
+    /// (which watches the node's processes) says it is gone for `why`: a
+    /// process that ended without a goodbye (`_exit`, a signal) sends
+    /// none. Mark it gone (quietly: the operations that fail say why)
+    /// once nothing came from it for [`NODE_GONE_GRACE`] since smp first
+    /// said so; until then (or if it said goodbye meanwhile) this does
+    /// nothing.
+    pub(crate) fn gone_from_node(&mut self, peer: usize, why: &str) {
+        let now = Instant::now();
+        let p = &mut self.peers[peer];
+        if p.dead.is_some() {
+            return;
+        }
+        match p.node_gone_since {
+            Some((since, received)) if received == p.received => {
+                if now.duration_since(since) >= NODE_GONE_GRACE {
+                    let why = format!("rank {peer}: {why}");
+                    self.mark_gone(peer, &why);
+                    self.reported_dead[peer] = true;
+                }
+            }
+            _ => p.node_gone_since = Some((now, p.received)),
+        }
+    }
+
+    /// Why `peer` is gone (it left, or was found dead), once everything
+    /// received from it was delivered; `None` while it is there or
+    /// messages from it still wait for delivery.
+    pub(crate) fn gone(&self, peer: usize) -> Option<String> {
+        let p = self.peers.get(peer)?;
+        let why = p.dead.as_ref()?;
+        let delivered = p.consumed[0].wrapping_add(p.consumed[1]);
+        (p.received == delivered).then(|| why.to_string())
+    }
+}
