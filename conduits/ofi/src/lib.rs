@@ -1,4 +1,5 @@
-//! rgex-ofi: the libfabric conduit.
+//! rgex-ofi: the libfabric conduit: the network-conduit kit
+//! ([`rgex_net`]) over the libfabric [`Ofi`] transport.
 //!
 //! One RDM endpoint per process over whichever libfabric provider the
 //! machine has (gni on Cray XC, cxi on Slingshot, verbs;ofi_rxm on
@@ -51,6 +52,13 @@
 //!   order, for the next full poll.
 //! - **RMA and atomics**: see [`rma`] and
 //!   [`atomics`] (module docs).
+//!
+//! What is libfabric's lives here: [`fabric`] (the libfabric objects),
+//! the [`Ofi`] transport (the posts, the completion queue, memory
+//! registration modes, the address cards), the provider choice
+//! ([`Provider`]), the atomic op mapping ([`atomics`]) and the settings
+//! ([`OfiConfig`]); credits, pools, the backlog, read-back, dead peers,
+//! drain and the AM protocol are the kit's.
 //! - **Threads and progress.** All libfabric calls on the endpoint are
 //!   made under one lock (`FI_THREAD_DOMAIN` is asked for; the conduit's
 //!   own bookkeeping needs the lock anyway); handlers run outside it.
@@ -80,19 +88,24 @@
 //!   then fail with an error naming it instead of waiting for it.
 
 pub mod atomics;
-mod conduit;
 mod config;
-mod drain;
 pub mod fabric;
-mod farewell;
-mod net;
-pub mod readback;
-pub mod rma;
-mod state;
-pub mod ticker;
-pub mod wire;
+mod provider;
+mod transport;
 
-pub use conduit::OfiConduit;
 pub use config::OfiConfig;
-pub use net::Provider;
-pub use readback::PutCompletion;
+pub use provider::Provider;
+pub use rgex_net::{readback, rma, ticker, wire, PutCompletion};
+pub use transport::Ofi;
+
+/// Ranks over a libfabric provider, node-local ranks over shared memory:
+/// the kit's conduit over the [`Ofi`] transport.
+///
+/// ```no_run
+/// use rgex_core::{bootstrap, Conduit};
+/// let (env, boot) = bootstrap::from_env()?;
+/// let ofi = rgex_ofi::OfiConduit::new(&env, boot, rgex_smp::SmpConfig::from_env()?, rgex_ofi::OfiConfig::from_env()?)?;
+/// println!("{} of {} on {}", ofi.rank(), ofi.size(), ofi.transport().provider().name);
+/// # Ok::<(), rgex_core::Error>(())
+/// ```
+pub type OfiConduit = rgex_net::NetConduit<Ofi>;
