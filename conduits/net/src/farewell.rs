@@ -19,7 +19,7 @@
 //! at the end of a job every rank leaves, goodbyes crossing each other.
 //! Later operations to it fail with [`Error::PeerUnreachable`] (a sender
 //! waiting for its credits included); what it delivered before leaving
-//! is still delivered, and [`gone`](State::gone) reports the departure
+//! is still delivered, and `State::gone` reports the departure
 //! only once it has been (so a reply that came before the goodbye
 //! completes its operation rather than failing it).
 //!

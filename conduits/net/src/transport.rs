@@ -1,7 +1,7 @@
 //! What a network implements: the [`Transport`] trait.
 //!
 //! A transport posts operations the kit names by an operation id (an
-//! index into the kit's operation table, see [`ops`](crate::ops)) to a
+//! index into the kit's operation table, see the `ops` module) to a
 //! peer named by its rank index, and reports their completions by the
 //! same id. Everything else (credits, pools, the backlog, the AM
 //! protocol, read-back, dead peers, drain) is the kit's.
