@@ -64,11 +64,13 @@ impl Geometry {
     /// flooding one direction gets credits back while it still has half
     /// a window to send (at a whole window it stopped and waited for
     /// each report: an AM flood over shm ran no faster than a ping-pong).
+    #[inline]
     pub fn credit_every(&self) -> usize {
         self.window.div_ceil(2)
     }
 
     /// Send buffers in all pools.
+    #[inline]
     pub fn n_send(&self) -> usize {
         self.pools.iter().sum()
     }
@@ -80,6 +82,7 @@ impl Geometry {
     }
 
     /// The pool a send slot belongs to.
+    #[inline]
     pub fn pool_of(&self, slot: usize) -> usize {
         if slot < self.pools[0] {
             POOL_REQ

@@ -108,6 +108,7 @@ impl Waiting {
 
     /// A write counted on `rc`, ending at byte `at` of the peer's segment,
     /// completed at tick `tick`. `now`: read back at the next progress call.
+    #[inline]
     pub fn push(&mut self, rc: Arc<Completion>, at: u64, now: bool, tick: u64) {
         match self.counters.last_mut() {
             Some((c, n)) if Arc::ptr_eq(c, &rc) => *n += 1,
@@ -122,6 +123,7 @@ impl Waiting {
 
     /// True if the batch should be read back at tick `tick` (see the
     /// module docs).
+    #[inline]
     pub fn due(&self, tick: u64) -> bool {
         self.now
             || self.counters.len() >= MAX_WAITING

@@ -40,6 +40,7 @@ pub const CREDIT_ONLY: u8 = 0;
 pub const GOODBYE: u8 = 1;
 
 /// Header bytes for `nargs` arguments (a multiple of 8).
+#[inline]
 pub const fn header_len(nargs: usize) -> usize {
     (FIXED + 4 * nargs + 7) & !7
 }
@@ -69,21 +70,25 @@ pub struct Header {
 
 impl Header {
     /// True for a control message (credits, goodbye): no handler runs.
+    #[inline]
     pub fn is_control(&self) -> bool {
         self.kind.is_marked()
     }
 
     /// True for a control message saying its sender is leaving the job.
+    #[inline]
     pub fn is_goodbye(&self) -> bool {
         self.is_control() && self.handler == GOODBYE
     }
 
     /// Category.
+    #[inline]
     pub fn category(&self) -> Category {
         self.kind.category()
     }
 
     /// Direction.
+    #[inline]
     pub fn direction(&self) -> Direction {
         self.kind.direction()
     }
@@ -93,6 +98,7 @@ impl Header {
     /// # Safety
     /// `buf` must be 8-byte aligned with `self.hlen` writable bytes, and
     /// `self.hlen >= header_len(args.len())`.
+    #[inline]
     pub unsafe fn write(&self, buf: *mut u8, args: &[u32]) {
         debug_assert!(self.hlen >= header_len(args.len()) && self.hlen <= MAX_HEADER);
         let mut fixed = [0u8; FIXED];
@@ -116,6 +122,7 @@ impl Header {
 
     /// Parse the header at the start of `msg` (`None` if malformed) and
     /// copy its arguments into `args`.
+    #[inline]
     pub fn read(msg: &[u8], args: &mut [u32; MAX_ARGS]) -> Option<Header> {
         if msg.len() < FIXED {
             return None;
@@ -146,6 +153,7 @@ impl Header {
 /// The header of a control message from `me` saying `what`
 /// ([`CREDIT_ONLY`], [`GOODBYE`]): it reports what was consumed (the
 /// sender stamps the counts) and runs no handler.
+#[inline]
 pub fn control_header(me: Rank, what: u8) -> Header {
     Header {
         kind: CONTROL,

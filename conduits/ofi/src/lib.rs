@@ -14,7 +14,7 @@
 //!   progress when offered (each wish is dropped in turn until a provider
 //!   answers; manual progress keeps a provider's own progress thread, as
 //!   sockets runs by default, from competing with the polling threads for
-//!   the CPU: see `choose` in `net.rs`), every memory-registration
+//!   the CPU: see `choose` in `provider.rs`), every memory-registration
 //!   mode rgex handles (`FI_MR_LOCAL`, `FI_MR_VIRT_ADDR`,
 //!   `FI_MR_ALLOCATED`, `FI_MR_PROV_KEY`, `FI_MR_ENDPOINT`; `FI_MR_RAW`
 //!   is refused with a clear error) and `FI_CONTEXT`/`FI_CONTEXT2`
@@ -73,7 +73,7 @@
 //!   everything it posted completed (bounded): when it is dropped, and,
 //!   since a client is often never dropped (leaked, or kept alive by a
 //!   reference cycle), from an `atexit` hook for every conduit still alive
-//!   when the process exits (`drain.rs`). Otherwise a rank
+//!   when the process exits (the kit's [`drain`](rgex_net::drain)). Otherwise a rank
 //!   leaving the final barrier could exit with its last message still
 //!   queued and its peer waiting for it forever.
 //! - **Failures.** Every error names the operation, the provider and
@@ -83,7 +83,7 @@
 //!   it. A peer that is silent while we wait for its credits longer than
 //!   `RGEX_OFI_TIMEOUT` is declared dead the same way.
 //! - **Departures.** A rank that closes (dropped, or at exit) tells every
-//!   network peer goodbye after the last thing it sent it (`farewell.rs`);
+//!   network peer goodbye after the last thing it sent it ([`farewell`](rgex_net::farewell));
 //!   the peer marks it departed without a warning, and operations to it
 //!   then fail with an error naming it instead of waiting for it.
 
