@@ -31,8 +31,9 @@
 //! once). Without delivery-complete, always read back. Local completion
 //! is the write's completion in both cases.
 //!
-//! Transfers larger than the provider's `max_msg_size` are split; the
-//! first piece is posted directly (FI_EAGAIN there is
+//! Transfers larger than the network's largest message
+//! ([`Caps::max_msg`](crate::Caps::max_msg)) are split; the first piece
+//! is posted directly (would-block there is
 //! [`Error::WouldBlock`] with nothing counted), the others go to the
 //! backlog that poll retries, so once anything was issued all of it is.
 
