@@ -60,7 +60,7 @@ fn main() -> rgex_core::Result<()> {
         rgex_smp::SmpConfig::from_env()?,
         OfiConfig::from_env()?,
     )?;
-    let prov = ofi.provider().clone();
+    let prov = ofi.transport().provider().clone();
     let conduit: Arc<dyn Conduit> = Arc::new(ofi);
     let client = Client::new(conduit.clone(), env.polite)?;
     let (me, size) = (client.rank().0, client.size());

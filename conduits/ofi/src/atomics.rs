@@ -1,5 +1,6 @@
 //! Remote atomics offloaded to the provider (`fi_atomic`,
-//! `fi_fetch_atomic`, `fi_compare_atomic`).
+//! `fi_fetch_atomic`, `fi_compare_atomic`): which ops, and how (the kit
+//! holds the operation and its operand buffer, see `rgex_net`).
 //!
 //! | rgex op | libfabric |
 //! |---|---|
@@ -34,14 +35,12 @@
 //! Acquire/release requests need nothing more: the completion of an
 //! atomic is read in poll, after which the issuing thread observes it.
 
-use crate::net::POOL_RMA;
-use crate::state::Op;
-use crate::OfiConduit;
+use crate::fabric::{Endpoint, FiError, Remote};
+use crate::provider::Provider;
 use libfabric_sys as sys;
 use rgex_core::atomic::{AtomicOp, AtomicRequest, AtomicType, OpSet};
-use rgex_core::{Completion, Error, Result};
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use rgex_core::{Error, Result};
+use std::ffi::c_void;
 
 /// Which libfabric call performs an op.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,129 +124,90 @@ fn operand(ty: AtomicType, op: AtomicOp, a: u64) -> u64 {
 ///   tcp;ofi_rxm and sockets. Revisit with a newer libfabric.
 const BROKEN_ATOMICS: &[&str] = &["shm"];
 
-impl OfiConduit {
-    /// True if the provider performs every op of `ops` on `ty`.
-    pub(crate) fn offloadable(&self, ty: AtomicType, ops: OpSet) -> bool {
-        if !self.net.prov.atomics() || BROKEN_ATOMICS.contains(&&*self.net.prov.name) {
-            return false;
-        }
-        let dt = datatype(ty);
-        ops.iter().all(|op| match mapping(ty, op) {
-            None => false,
-            Some((call, o)) => self.net.ep.atomic_valid(
-                dt,
-                o,
-                match call {
-                    Call::Plain => 0,
-                    Call::Fetch => 1,
-                    Call::Compare => 2,
-                },
-            ),
-        })
-    }
+/// How an atomic is performed: the libfabric call and operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    call: Call,
+    op: sys::fi_op,
+}
 
-    /// The SPI's `atomic_start`.
-    pub(crate) fn atomic(
-        &self,
-        req: &AtomicRequest,
-        fetched: &Arc<AtomicU64>,
-        done: &Arc<Completion>,
-    ) -> Result<()> {
-        let Some((call, fop)) = mapping(req.ty, req.op) else {
-            return Err(Error::Config(format!(
-                "the ofi conduit does not offload {:?} on {:?} (at {} + {:#x})",
-                req.op, req.ty, req.target, req.offset
-            )));
-        };
-        // Never waits: a busy resource is WouldBlock, which the atomics
-        // layer turns into poll-and-retry (or hands to an IMMEDIATE caller).
-        let mut st = self.state.lock();
-        self.try_atomic(&mut st, req, call, fop, fetched, done)
-    }
+/// The plan for `req`, or an error naming it if rgex never offloads it.
+pub(crate) fn plan(req: &AtomicRequest) -> Result<Plan> {
+    let Some((call, op)) = mapping(req.ty, req.op) else {
+        return Err(Error::Config(format!(
+            "the ofi conduit does not offload {:?} on {:?} (at {} + {:#x})",
+            req.op, req.ty, req.target, req.offset
+        )));
+    };
+    Ok(Plan { call, op })
+}
 
-    fn try_atomic(
-        &self,
-        st: &mut crate::state::State,
-        req: &AtomicRequest,
-        call: Call,
-        fop: sys::fi_op,
-        fetched: &Arc<AtomicU64>,
-        done: &Arc<Completion>,
-    ) -> Result<()> {
-        let net = &self.net;
-        st.check_alive(req.target, "atomic")?;
-        let Some(id) = st.take_op() else {
-            return Err(Error::WouldBlock {
-                peer: req.target,
-                resource: "RMA operation slots",
-            });
-        };
-        let Some(slot) = st.claim_slot(POOL_RMA) else {
-            st.free_ops.push(id);
-            return Err(Error::WouldBlock {
-                peer: req.target,
-                resource: "atomic operand buffers",
-            });
-        };
-        let buf = net.send_buf(slot as usize);
-        let size = req.ty.size();
-        let (a, b) = match call {
-            // CSWAP: compare with operand1, store operand2.
-            Call::Compare => (req.operand2, req.operand1),
-            _ => (operand(req.ty, req.op, req.operand1), 0),
-        };
-        // SAFETY: send buffer `slot` is ours; operand at +0, compare at +8,
-        // result at +16, each 8-byte aligned inside the buffer.
-        unsafe {
-            if size == 4 {
-                std::ptr::write(buf.cast::<u32>(), a as u32);
-                std::ptr::write(buf.add(8).cast::<u32>(), b as u32);
-            } else {
-                std::ptr::write(buf.cast::<u64>(), a);
-                std::ptr::write(buf.add(8).cast::<u64>(), b);
-            }
-            std::ptr::write(buf.add(16).cast::<u64>(), 0);
-        }
-        let to = net.remote(req.target.index(), req.offset);
-        let desc = net.desc(&net.send_mr);
-        let dt = datatype(req.ty);
-        let ctx = net.ctx(id as usize);
-        // SAFETY: operand, compare and result lie in send buffer `slot`
-        // (registered), held until the completion; the target word was
-        // bounds- and alignment-checked by the atomics layer.
-        let posted = unsafe {
+/// True if the provider performs every op of `ops` on `ty`.
+pub(crate) fn offloadable(prov: &Provider, ep: &Endpoint, ty: AtomicType, ops: OpSet) -> bool {
+    if !prov.atomics() || BROKEN_ATOMICS.contains(&&*prov.name) {
+        return false;
+    }
+    let dt = datatype(ty);
+    ops.iter().all(|op| match mapping(ty, op) {
+        None => false,
+        Some((call, o)) => ep.atomic_valid(
+            dt,
+            o,
             match call {
-                Call::Plain => net.ep.atomic(buf, desc, to, dt, fop, ctx),
-                Call::Fetch => net
-                    .ep
-                    .fetch_atomic(buf, desc, buf.add(16), desc, to, dt, fop, ctx),
-                Call::Compare => {
-                    net.ep
-                        .compare_atomic(buf, buf.add(8), buf.add(16), desc, to, dt, fop, ctx)
-                }
-            }
-        };
-        if let Err(e) = posted {
-            st.free_ops.push(id);
-            st.release_slot(net, slot as usize);
-            return Err(if e.is_again() {
-                Error::WouldBlock {
-                    peer: req.target,
-                    resource: "the provider's transmit queue",
-                }
-            } else {
-                e.into()
-            });
+                Call::Plain => 0,
+                Call::Fetch => 1,
+                Call::Compare => 2,
+            },
+        ),
+    })
+}
+
+/// Post `req` as `plan` says to `to`: operand at `buf`, compare value at
+/// `buf + 8`, result at `buf + 16`.
+///
+/// # Safety
+/// `buf` is 24 writable bytes, 8-aligned, registered (`desc`) and held
+/// until the completion for `ctx`; `to` was bounds- and
+/// alignment-checked; `ctx` is the operation's own context.
+pub(crate) unsafe fn post(
+    ep: &Endpoint,
+    req: &AtomicRequest,
+    plan: Plan,
+    buf: *mut u8,
+    desc: *mut c_void,
+    to: Remote,
+    ctx: *mut c_void,
+) -> std::result::Result<(), FiError> {
+    let size = req.ty.size();
+    let (a, b) = match plan.call {
+        // CSWAP: compare with operand1, store operand2.
+        Call::Compare => (req.operand2, req.operand1),
+        _ => (operand(req.ty, req.op, req.operand1), 0),
+    };
+    // SAFETY: the caller's contract: operand at +0, compare at +8,
+    // result at +16, each 8-byte aligned inside `buf`.
+    unsafe {
+        if size == 4 {
+            std::ptr::write(buf.cast::<u32>(), a as u32);
+            std::ptr::write(buf.add(8).cast::<u32>(), b as u32);
+        } else {
+            std::ptr::write(buf.cast::<u64>(), a);
+            std::ptr::write(buf.add(8).cast::<u64>(), b);
         }
-        st.ops[id as usize] = Op::Atomic {
-            peer: req.target.0,
-            slot,
-            size: size as u8,
-            fetched: fetched.clone(),
-            done: done.clone(),
-        };
-        done.add(1);
-        Ok(())
+        std::ptr::write(buf.add(16).cast::<u64>(), 0);
+    }
+    let dt = datatype(req.ty);
+    let fop = plan.op;
+    // SAFETY: operand, compare and result lie in `buf` (registered), held
+    // until the completion (the caller's contract).
+    unsafe {
+        match plan.call {
+            Call::Plain => ep.atomic(buf, desc, to, dt, fop, ctx),
+            Call::Fetch => ep.fetch_atomic(buf, desc, buf.add(16), desc, to, dt, fop, ctx),
+            Call::Compare => {
+                ep.compare_atomic(buf, buf.add(8), buf.add(16), desc, to, dt, fop, ctx)
+            }
+        }
     }
 }
 

@@ -1,4 +1,5 @@
-//! rgex-ofi: the libfabric conduit.
+//! rgex-ofi: the libfabric conduit: the network-conduit kit
+//! ([`rgex_net`]) over the libfabric [`Ofi`] transport.
 //!
 //! One RDM endpoint per process over whichever libfabric provider the
 //! machine has (gni on Cray XC, cxi on Slingshot, verbs;ofi_rxm on
@@ -13,7 +14,7 @@
 //!   progress when offered (each wish is dropped in turn until a provider
 //!   answers; manual progress keeps a provider's own progress thread, as
 //!   sockets runs by default, from competing with the polling threads for
-//!   the CPU: see `choose` in `net.rs`), every memory-registration
+//!   the CPU: see `choose` in `provider.rs`), every memory-registration
 //!   mode rgex handles (`FI_MR_LOCAL`, `FI_MR_VIRT_ADDR`,
 //!   `FI_MR_ALLOCATED`, `FI_MR_PROV_KEY`, `FI_MR_ENDPOINT`; `FI_MR_RAW`
 //!   is refused with a clear error) and `FI_CONTEXT`/`FI_CONTEXT2`
@@ -51,6 +52,13 @@
 //!   order, for the next full poll.
 //! - **RMA and atomics**: see [`rma`] and
 //!   [`atomics`] (module docs).
+//!
+//! What is libfabric's lives here: [`fabric`] (the libfabric objects),
+//! the [`Ofi`] transport (the posts, the completion queue, memory
+//! registration modes, the address cards), the provider choice
+//! ([`Provider`]), the atomic op mapping ([`atomics`]) and the settings
+//! ([`OfiConfig`]); credits, pools, the backlog, read-back, dead peers,
+//! drain and the AM protocol are the kit's.
 //! - **Threads and progress.** All libfabric calls on the endpoint are
 //!   made under one lock (`FI_THREAD_DOMAIN` is asked for; the conduit's
 //!   own bookkeeping needs the lock anyway); handlers run outside it.
@@ -65,7 +73,7 @@
 //!   everything it posted completed (bounded): when it is dropped, and,
 //!   since a client is often never dropped (leaked, or kept alive by a
 //!   reference cycle), from an `atexit` hook for every conduit still alive
-//!   when the process exits (`drain.rs`). Otherwise a rank
+//!   when the process exits (the kit's [`drain`](rgex_net::drain)). Otherwise a rank
 //!   leaving the final barrier could exit with its last message still
 //!   queued and its peer waiting for it forever.
 //! - **Failures.** Every error names the operation, the provider and
@@ -75,24 +83,29 @@
 //!   it. A peer that is silent while we wait for its credits longer than
 //!   `RGEX_OFI_TIMEOUT` is declared dead the same way.
 //! - **Departures.** A rank that closes (dropped, or at exit) tells every
-//!   network peer goodbye after the last thing it sent it (`farewell.rs`);
+//!   network peer goodbye after the last thing it sent it ([`farewell`](rgex_net::farewell));
 //!   the peer marks it departed without a warning, and operations to it
 //!   then fail with an error naming it instead of waiting for it.
 
 pub mod atomics;
-mod conduit;
 mod config;
-mod drain;
 pub mod fabric;
-mod farewell;
-mod net;
-pub mod readback;
-pub mod rma;
-mod state;
-pub mod ticker;
-pub mod wire;
+mod provider;
+mod transport;
 
-pub use conduit::OfiConduit;
 pub use config::OfiConfig;
-pub use net::Provider;
-pub use readback::PutCompletion;
+pub use provider::Provider;
+pub use rgex_net::{readback, rma, ticker, wire, PutCompletion};
+pub use transport::Ofi;
+
+/// Ranks over a libfabric provider, node-local ranks over shared memory:
+/// the kit's conduit over the [`Ofi`] transport.
+///
+/// ```no_run
+/// use rgex_core::{bootstrap, Conduit};
+/// let (env, boot) = bootstrap::from_env()?;
+/// let ofi = rgex_ofi::OfiConduit::new(&env, boot, rgex_smp::SmpConfig::from_env()?, rgex_ofi::OfiConfig::from_env()?)?;
+/// println!("{} of {} on {}", ofi.rank(), ofi.size(), ofi.transport().provider().name);
+/// # Ok::<(), rgex_core::Error>(())
+/// ```
+pub type OfiConduit = rgex_net::NetConduit<Ofi>;

@@ -70,6 +70,7 @@ impl CompletionQueue {
     /// finds nothing most of the time, and zeroing the buffer first cost
     /// more than the read). Also drives progress on providers with manual
     /// progress.
+    #[inline]
     pub fn read<'b>(
         &self,
         buf: &'b mut [MaybeUninit<sys::fi_cq_data_entry>],

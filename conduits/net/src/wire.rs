@@ -1,4 +1,4 @@
-//! The header every ofi AM carries, in front of its payload.
+//! The header every AM of a kit conduit carries, in front of its payload.
 //!
 //! ```text
 //! 0  kind      u8   category (2 bits) | reply (bit 2) | control (bit 3)
@@ -23,7 +23,7 @@
 //! leaving the job ([`GOODBYE`], its last message to this receiver).
 
 use rgex_core::descriptor::Kind;
-use rgex_core::{Category, Direction, MAX_ARGS};
+use rgex_core::{Category, Direction, Rank, MAX_ARGS};
 
 /// Fixed part of the header.
 pub const FIXED: usize = 32;
@@ -40,6 +40,7 @@ pub const CREDIT_ONLY: u8 = 0;
 pub const GOODBYE: u8 = 1;
 
 /// Header bytes for `nargs` arguments (a multiple of 8).
+#[inline]
 pub const fn header_len(nargs: usize) -> usize {
     (FIXED + 4 * nargs + 7) & !7
 }
@@ -69,21 +70,25 @@ pub struct Header {
 
 impl Header {
     /// True for a control message (credits, goodbye): no handler runs.
+    #[inline]
     pub fn is_control(&self) -> bool {
         self.kind.is_marked()
     }
 
     /// True for a control message saying its sender is leaving the job.
+    #[inline]
     pub fn is_goodbye(&self) -> bool {
         self.is_control() && self.handler == GOODBYE
     }
 
     /// Category.
+    #[inline]
     pub fn category(&self) -> Category {
         self.kind.category()
     }
 
     /// Direction.
+    #[inline]
     pub fn direction(&self) -> Direction {
         self.kind.direction()
     }
@@ -93,6 +98,7 @@ impl Header {
     /// # Safety
     /// `buf` must be 8-byte aligned with `self.hlen` writable bytes, and
     /// `self.hlen >= header_len(args.len())`.
+    #[inline]
     pub unsafe fn write(&self, buf: *mut u8, args: &[u32]) {
         debug_assert!(self.hlen >= header_len(args.len()) && self.hlen <= MAX_HEADER);
         let mut fixed = [0u8; FIXED];
@@ -116,6 +122,7 @@ impl Header {
 
     /// Parse the header at the start of `msg` (`None` if malformed) and
     /// copy its arguments into `args`.
+    #[inline]
     pub fn read(msg: &[u8], args: &mut [u32; MAX_ARGS]) -> Option<Header> {
         if msg.len() < FIXED {
             return None;
@@ -140,6 +147,24 @@ impl Header {
             *a = u32_at(FIXED + 4 * i);
         }
         Some(h)
+    }
+}
+
+/// The header of a control message from `me` saying `what`
+/// ([`CREDIT_ONLY`], [`GOODBYE`]): it reports what was consumed (the
+/// sender stamps the counts) and runs no handler.
+#[inline]
+pub fn control_header(me: Rank, what: u8) -> Header {
+    Header {
+        kind: CONTROL,
+        handler: what,
+        nargs: 0,
+        hlen: header_len(0),
+        src: me.0,
+        len: 0,
+        ack_req: 0,
+        ack_rep: 0,
+        long_offset: 0,
     }
 }
 

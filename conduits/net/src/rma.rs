@@ -1,4 +1,5 @@
-//! Native RMA: fi_write / fi_read on the peers' registered segments.
+//! Native RMA: the transport's writes and reads on the peers' registered
+//! segments.
 //!
 //! Local buffers:
 //! - a put's source of up to one send buffer (`RGEX_OFI_MAX_MEDIUM` +
@@ -10,11 +11,11 @@
 //!   of 8-byte NBI puts from the segment ran at one put per round trip
 //!   (7 us), against 3 us from the heap, which was bounced already;
 //! - otherwise inside this rank's segment: its registration's descriptor;
-//! - larger, when the provider needs local registration (`FI_MR_LOCAL`):
+//! - larger, when the network needs local registration (`FI_MR_LOCAL`):
 //!   registered for the operation and closed at its completion;
 //! - larger, without `FI_MR_LOCAL`: passed as is (null descriptor).
 //!
-//! Remote completion of a put: with `FI_DELIVERY_COMPLETE` asked, the
+//! Remote completion of a put: with delivery completion asked, the
 //! write's completion means the bytes are visible in the target's
 //! segment. Without it the write's completion only means the transfer
 //! left this rank (`FI_TRANSMIT_COMPLETE`), and the put waits for a
@@ -30,33 +31,38 @@
 //! once). Without delivery-complete, always read back. Local completion
 //! is the write's completion in both cases.
 //!
-//! Transfers larger than the provider's `max_msg_size` are split; the
-//! first piece is posted directly (FI_EAGAIN there is
+//! Transfers larger than the network's largest message
+//! ([`Caps::max_msg`](crate::Caps::max_msg)) are split; the first piece
+//! is posted directly (would-block there is
 //! [`Error::WouldBlock`] with nothing counted), the others go to the
 //! backlog that poll retries, so once anything was issued all of it is.
 
-use crate::net::POOL_RMA;
-use crate::state::{Op, Post, State};
-use crate::{readback, OfiConduit, PutCompletion};
+use crate::conduit::NetConduit;
+use crate::geometry::POOL_RMA;
+use crate::ops::{Op, Post};
+use crate::readback::{self, PutCompletion};
+use crate::state::State;
+use crate::transport::Transport;
 use rgex_core::{Completion, Error, Rank, Result};
 use std::sync::Arc;
 
-impl OfiConduit {
+impl<T: Transport> NetConduit<T> {
     /// Pick the descriptor for a local buffer of an RMA: its region, a
     /// bounce buffer, an on-the-fly registration or none.
     /// `put`: the buffer is a put's source (a get's destination is never
     /// bounced when it is registered: it waits for its data anyway).
     fn local_side(
         &self,
-        st: &mut State,
+        st: &mut State<T>,
         p: *const u8,
         len: usize,
         peer: Rank,
         put: bool,
-    ) -> Result<Local> {
+    ) -> Result<Local<T::Region>> {
         let net = &self.net;
-        let small = len <= net.geo.slot.min(net.prov.max_msg);
-        if net.seg_mr.contains(p, len) {
+        let caps = net.transport.caps();
+        let small = len <= net.geo.slot.min(caps.max_msg);
+        if net.in_segment(p, len) {
             // A small put from the segment is bounced too, if a buffer is
             // free (see the module docs); if none is, it goes zero-copy.
             if put && small {
@@ -64,7 +70,7 @@ impl OfiConduit {
                     return Ok(Local::Bounce(s));
                 }
             }
-            return Ok(Local::Registered(net.desc(&net.seg_mr) as usize));
+            return Ok(Local::Registered(net.seg_desc));
         }
         if small {
             return st
@@ -75,8 +81,12 @@ impl OfiConduit {
                     resource: "RMA bounce buffers",
                 });
         }
-        if net.prov.mr_local() {
-            let mr = Arc::new(self.register(st, p, len)?);
+        if caps.local_registration {
+            // SAFETY: the region lives in the operation (`Op::Put`'s or
+            // `Op::Get`'s `mr`) and is dropped at its completion, before
+            // which the caller keeps `p .. p + len` (try_put's and
+            // try_get's contracts).
+            let mr = Arc::new(unsafe { net.transport.register(p, len) }?);
             return Ok(Local::OnTheFly(mr));
         }
         Ok(Local::Registered(0))
@@ -98,7 +108,8 @@ impl OfiConduit {
         let net = &self.net;
         let mut st = self.state.lock();
         st.check_alive(peer, "put")?;
-        let pieces = len.div_ceil(net.prov.max_msg).max(1);
+        let caps = net.transport.caps();
+        let pieces = len.div_ceil(caps.max_msg).max(1);
         if st.free_ops.len() < pieces {
             return Err(Error::WouldBlock {
                 peer,
@@ -113,23 +124,23 @@ impl OfiConduit {
                 // SAFETY: `len <= slot` bytes into bounce buffer `s`, which
                 // we hold; the caller's `src` is readable (its contract).
                 unsafe { std::ptr::copy_nonoverlapping(src, b, len) };
-                (b as usize, net.desc(&net.send_mr) as usize, Some(*s), None)
+                (b as usize, net.send_desc, Some(*s), None)
             }
-            Local::OnTheFly(m) => (src as usize, m.desc() as usize, None, Some(m.clone())),
+            Local::OnTheFly(m) => (
+                src as usize,
+                net.transport.region_desc(m),
+                None,
+                Some(m.clone()),
+            ),
         };
         // Delivery-complete where chosen, and for a put with a counter of
         // its own (its caller may wait at once: one answer beats
         // write-then-read) or a large one; else the read back (`readback`).
-        let delivery = net.prov.delivery_complete
-            && (net.prov.put_completion == PutCompletion::Delivery
+        let delivery = caps.delivery_complete
+            && (caps.put_completion == PutCompletion::Delivery
                 || !rc.is_batched()
                 || len > readback::MAX_BYTES);
-        let flags = if delivery {
-            libfabric_sys::FI_DELIVERY_COMPLETE
-        } else {
-            0
-        };
-        let max = net.prov.max_msg;
+        let max = caps.max_msg;
         let mut ids = Vec::with_capacity(pieces);
         for i in 0..pieces {
             let id = st.take_op().expect("counted above");
@@ -142,7 +153,7 @@ impl OfiConduit {
                 len: n,
                 desc,
                 offset: offset + at as u64,
-                flags,
+                delivery,
             };
             st.ops[id as usize] = Op::Put {
                 peer: peer.0,
@@ -181,7 +192,8 @@ impl OfiConduit {
         let net = &self.net;
         let mut st = self.state.lock();
         st.check_alive(peer, "get")?;
-        let pieces = len.div_ceil(net.prov.max_msg).max(1);
+        let max = net.transport.caps().max_msg;
+        let pieces = len.div_ceil(max).max(1);
         if st.free_ops.len() < pieces {
             return Err(Error::WouldBlock {
                 peer,
@@ -193,13 +205,17 @@ impl OfiConduit {
             Local::Registered(d) => (dst as usize, *d, None, None),
             Local::Bounce(s) => (
                 net.send_buf(*s as usize) as usize,
-                net.desc(&net.send_mr) as usize,
+                net.send_desc,
                 Some(*s),
                 None,
             ),
-            Local::OnTheFly(m) => (dst as usize, m.desc() as usize, None, Some(m.clone())),
+            Local::OnTheFly(m) => (
+                dst as usize,
+                net.transport.region_desc(m),
+                None,
+                Some(m.clone()),
+            ),
         };
-        let max = net.prov.max_msg;
         for i in 0..pieces {
             let id = st.take_op().expect("counted above");
             let at = i * max;
@@ -230,11 +246,11 @@ impl OfiConduit {
 }
 
 /// How an RMA's local buffer is reached.
-enum Local {
-    /// Inside a registered region (descriptor, possibly null).
+enum Local<R> {
+    /// Inside a registered area (descriptor, possibly 0).
     Registered(usize),
     /// Bounce buffer (send slot).
     Bounce(u32),
     /// Registered for this operation.
-    OnTheFly(Arc<crate::fabric::MemoryRegion>),
+    OnTheFly(Arc<R>),
 }

@@ -1,6 +1,7 @@
 //! Remote completion of puts by reading back, asked for on demand.
 //!
-//! A write's completion without `FI_DELIVERY_COMPLETE` only says the bytes
+//! A write's completion without delivery completion (libfabric's
+//! `FI_DELIVERY_COMPLETE`) only says the bytes
 //! left this rank; a read issued after it completed returns after the
 //! write is placed at the target, so one read proves every write to that
 //! peer that had completed when it was issued. Puts whose writes have
@@ -24,8 +25,15 @@
 //! and then write-then-read costs more than one delivery-complete answer
 //! (tcp 9.2 against 6.9 us, shm 2.1 against 1.5 us).
 
+use crate::net::Net;
+use crate::ops::{Op, Post};
+use crate::state::State;
+use crate::transport::Transport;
 use rgex_core::Completion;
 use std::sync::Arc;
+
+/// Put counters, each with how many of its writes a batch holds.
+pub(crate) type Counters = Vec<(Arc<Completion>, u64)>;
 
 /// A batch is read back once its oldest write completed this many ticks
 /// of the conduit's clock ago ([`TICK`](crate::ticker::TICK) each: 1 to
@@ -48,8 +56,8 @@ pub const MAX_BYTES: usize = 32 << 10;
 /// How a put learns that its bytes landed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PutCompletion {
-    /// Each write asks for `FI_DELIVERY_COMPLETE` (the provider's answer
-    /// costs the target nothing: a NIC answers).
+    /// Each write asks for delivery completion (`FI_DELIVERY_COMPLETE`;
+    /// the network's answer costs the target nothing: a NIC answers).
     Delivery,
     /// Implicit-handle puts (batched counters) of at most [`MAX_BYTES`]
     /// complete on transmit and wait for a read back, asked when someone
@@ -64,7 +72,7 @@ impl PutCompletion {
     /// delivery-complete, delivery otherwise.
     ///
     /// ```
-    /// use rgex_ofi::PutCompletion;
+    /// use rgex_net::readback::PutCompletion;
     /// assert_eq!(PutCompletion::default_for("tcp;ofi_rxm"), PutCompletion::ReadBack);
     /// assert_eq!(PutCompletion::default_for("cxi"), PutCompletion::Delivery);
     /// ```
@@ -82,7 +90,7 @@ impl PutCompletion {
 pub(crate) struct Waiting {
     /// Their counters, each with how many writes it waits for (a run of
     /// writes on one counter, as an NBI flood makes, is one entry).
-    counters: Vec<(Arc<Completion>, u64)>,
+    counters: Counters,
     /// The last byte of the newest write: what the read fetches.
     at: u64,
     /// When the oldest joined (the conduit's [ticks](crate::ticker::Ticks)).
@@ -100,6 +108,7 @@ impl Waiting {
 
     /// A write counted on `rc`, ending at byte `at` of the peer's segment,
     /// completed at tick `tick`. `now`: read back at the next progress call.
+    #[inline]
     pub fn push(&mut self, rc: Arc<Completion>, at: u64, now: bool, tick: u64) {
         match self.counters.last_mut() {
             Some((c, n)) if Arc::ptr_eq(c, &rc) => *n += 1,
@@ -114,6 +123,7 @@ impl Waiting {
 
     /// True if the batch should be read back at tick `tick` (see the
     /// module docs).
+    #[inline]
     pub fn due(&self, tick: u64) -> bool {
         self.now
             || self.counters.len() >= MAX_WAITING
@@ -123,7 +133,7 @@ impl Waiting {
 
     /// Hand over the batch for a read of byte `at` (returned), taking
     /// the demand from its counters; this one starts empty.
-    pub fn take(&mut self) -> (Vec<(Arc<Completion>, u64)>, u64) {
+    pub fn take(&mut self) -> (Counters, u64) {
         let counters = std::mem::take(&mut self.counters);
         for (c, _) in &counters {
             c.take_wanted();
@@ -135,7 +145,7 @@ impl Waiting {
 }
 
 /// Finish every write of a batch: done, or failed with `why`.
-pub(crate) fn settle(counters: Vec<(Arc<Completion>, u64)>, why: Option<&str>) {
+pub(crate) fn settle(counters: Counters, why: Option<&str>) {
     for (c, n) in counters {
         for _ in 0..n {
             match why {
@@ -143,6 +153,54 @@ pub(crate) fn settle(counters: Vec<(Arc<Completion>, u64)>, why: Option<&str>) {
                 None => c.done(),
             }
         }
+    }
+}
+
+impl<T: Transport> State<T> {
+    /// A put's write to `peer`, counted on `rc` and ending at byte `at`,
+    /// completed without delivery completion: it waits for a read back
+    /// (at the next progress call if `now`).
+    pub(crate) fn wait_read_back(&mut self, peer: u32, rc: Arc<Completion>, at: u64, now: bool) {
+        let w = &mut self.peers[peer as usize].waiting;
+        if w.is_empty() {
+            self.reading_back.push(peer);
+        }
+        w.push(rc, at, now, self.ticks.now());
+    }
+
+    /// Post the read back of every batch that is due (see the module
+    /// docs); how many were posted. A batch whose read finds no free
+    /// operation slot waits for the next call.
+    pub(crate) fn read_back(&mut self, net: &Net<T>) -> usize {
+        let now = self.ticks.now();
+        let mut posted = 0;
+        let mut i = 0;
+        while i < self.reading_back.len() {
+            let peer = self.reading_back[i];
+            if !self.peers[peer as usize].waiting.due(now) {
+                i += 1;
+                continue;
+            }
+            let Some(id) = self.take_op() else { break };
+            let (counters, at) = self.peers[peer as usize].waiting.take();
+            self.reading_back.swap_remove(i);
+            self.ops[id as usize] = Op::Flush { peer, counters };
+            let dst = net.scratch() as usize;
+            let desc = net.send_desc;
+            self.post(
+                net,
+                Post::Read {
+                    op: id,
+                    peer,
+                    dst,
+                    len: 1,
+                    desc,
+                    offset: at,
+                },
+            );
+            posted += 1;
+        }
+        posted
     }
 }
 

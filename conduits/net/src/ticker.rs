@@ -13,6 +13,7 @@
 
 use crate::net::Net;
 use crate::state::State;
+use crate::transport::Transport;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -47,26 +48,29 @@ impl Ticks {
 }
 
 /// What the ticker and the conduit share.
-pub(crate) struct Shared {
+struct Shared {
     /// Set by every client-driven progress call, cleared by the ticker
     /// (Relaxed: a hint; a stale read only makes the ticker progress
     /// once more or once less). A store, not a count: a locked increment
     /// on every poll cost more than the flag's purpose is worth.
-    pub polled: AtomicBool,
+    polled: AtomicBool,
     /// Set at drop; the ticker exits at its next wake-up (Relaxed, with
     /// the join giving the happens-before the drop needs).
     stop: AtomicBool,
 }
 
 /// The running ticker; stops and joins when dropped.
-pub(crate) struct Ticker {
+pub struct Ticker {
     shared: Arc<Shared>,
     handle: Option<JoinHandle<()>>,
 }
 
 impl Ticker {
     /// Start ticking over `state` and `net`.
-    pub fn start(state: Arc<Mutex<State>>, net: Arc<Net>) -> std::io::Result<Ticker> {
+    pub(crate) fn start<T: Transport>(
+        state: Arc<Mutex<State<T>>>,
+        net: Arc<Net<T>>,
+    ) -> std::io::Result<Ticker> {
         let shared = Arc::new(Shared {
             polled: AtomicBool::new(false),
             stop: AtomicBool::new(false),
@@ -74,7 +78,7 @@ impl Ticker {
         let s = shared.clone();
         let ticks = state.lock().ticks.clone();
         let handle = std::thread::Builder::new()
-            .name("rgex-ofi-progress".into())
+            .name(format!("rgex-{}-progress", T::NAME))
             .spawn(move || {
                 while !s.stop.load(Ordering::Relaxed) {
                     std::thread::park_timeout(TICK);

@@ -18,6 +18,7 @@
 
 use crate::net::Net;
 use crate::state::State;
+use crate::transport::Transport;
 use parking_lot::Mutex;
 use rgex_core::Rank;
 use std::sync::{Arc, Once, Weak};
@@ -26,22 +27,48 @@ use std::time::{Duration, Instant};
 /// How long draining waits for the sends to complete.
 pub(crate) const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
-/// One live conduit, as the exit hook sees it.
-type Live = (Rank, Weak<Mutex<State>>, Weak<Net>);
+/// One live conduit, as the exit hook sees it: drained if still there.
+trait Live: Send {
+    /// Drain it if it is still alive.
+    fn drain_if_alive(&self);
+    /// True if it is the conduit whose state lies at `state`.
+    fn is(&self, state: *const ()) -> bool;
+}
+
+/// A conduit over transport `T`, as the exit hook holds it.
+struct LiveConduit<T: Transport> {
+    rank: Rank,
+    state: Weak<Mutex<State<T>>>,
+    net: Weak<Net<T>>,
+}
+
+impl<T: Transport> Live for LiveConduit<T> {
+    fn drain_if_alive(&self) {
+        if let (Some(state), Some(net)) = (self.state.upgrade(), self.net.upgrade()) {
+            drain(self.rank, &state, &net);
+        }
+    }
+
+    fn is(&self, state: *const ()) -> bool {
+        self.state.as_ptr().cast::<()>() == state
+    }
+}
 
 /// Conduits alive in this process. Held by the exit hook while it drains,
 /// so a conduit dropped meanwhile on another thread (which unregisters
 /// first) cannot free its memory under the hook.
-static LIVE: std::sync::Mutex<Vec<Live>> = std::sync::Mutex::new(Vec::new());
+static LIVE: std::sync::Mutex<Vec<Box<dyn Live>>> = std::sync::Mutex::new(Vec::new());
 static HOOK: Once = Once::new();
 
 /// Drain `state` and `net` (rank `rank`) at exit if still alive then.
-pub(crate) fn register(rank: Rank, state: &Arc<Mutex<State>>, net: &Arc<Net>) {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner()).push((
-        rank,
-        Arc::downgrade(state),
-        Arc::downgrade(net),
-    ));
+pub(crate) fn register<T: Transport>(rank: Rank, state: &Arc<Mutex<State<T>>>, net: &Arc<Net<T>>) {
+    LIVE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Box::new(LiveConduit {
+            rank,
+            state: Arc::downgrade(state),
+            net: Arc::downgrade(net),
+        }));
     HOOK.call_once(|| {
         // SAFETY: `at_exit` is an `extern "C" fn()` that lives for the
         // whole program; atexit only records the pointer.
@@ -50,18 +77,18 @@ pub(crate) fn register(rank: Rank, state: &Arc<Mutex<State>>, net: &Arc<Net>) {
 }
 
 /// Forget `state` (its conduit is being dropped and drains itself).
-pub(crate) fn unregister(state: &Arc<Mutex<State>>) {
-    let w = Arc::downgrade(state);
+pub(crate) fn unregister<T: Transport>(state: &Arc<Mutex<State<T>>>) {
+    let p = Arc::as_ptr(state).cast::<()>();
     LIVE.lock()
         .unwrap_or_else(|e| e.into_inner())
-        .retain(|(_, s, _)| !s.ptr_eq(&w));
+        .retain(|l| !l.is(p));
 }
 
 /// Progress until nothing we posted is outstanding and every network peer
 /// still there was told goodbye (`farewell.rs`), at most [`DRAIN_LIMIT`]
 /// (a tenth of it if a peer was known dead, not departed, before closing:
 /// operations to it may never complete). Warns when giving up.
-pub(crate) fn drain(rank: Rank, state: &Mutex<State>, net: &Net) {
+pub(crate) fn drain<T: Transport>(rank: Rank, state: &Mutex<State<T>>, net: &Net<T>) {
     let start = Instant::now();
     // Whether a peer was dead before closing began. Peers found dead while
     // closing (a credit report or a goodbye to a rank that has already
@@ -83,13 +110,15 @@ pub(crate) fn drain(rank: Rank, state: &Mutex<State>, net: &Net) {
             let limit = if dead { DRAIN_LIMIT / 10 } else { DRAIN_LIMIT };
             if start.elapsed() > limit {
                 eprintln!(
-                    "rgex-ofi: {rank}: closing with operations still in flight after {limit:?} (a peer stopped responding?)"
+                    "rgex-{}: {rank}: closing with operations still in flight after {limit:?} (a peer stopped responding?)",
+                    T::NAME
                 );
                 return;
             }
         } else if start.elapsed() > DRAIN_LIMIT {
             eprintln!(
-                "rgex-ofi: {rank}: could not finish its operations before closing (the conduit stayed locked)"
+                "rgex-{}: {rank}: could not finish its operations before closing (the conduit stayed locked)",
+                T::NAME
             );
             return;
         }
@@ -99,9 +128,7 @@ pub(crate) fn drain(rank: Rank, state: &Mutex<State>, net: &Net) {
 
 extern "C" fn at_exit() {
     let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    for (rank, state, net) in live.iter() {
-        if let (Some(state), Some(net)) = (state.upgrade(), net.upgrade()) {
-            drain(*rank, &state, &net);
-        }
+    for l in live.iter() {
+        l.drain_if_alive();
     }
 }

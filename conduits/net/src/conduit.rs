@@ -1,181 +1,61 @@
-//! The ofi conduit: the Conduit SPI over a libfabric RDM endpoint, with
-//! the smp transport for node-local peers.
+//! The generic network conduit: the Conduit SPI over a [`Transport`],
+//! with the smp transport for node-local peers.
 
-use crate::net::{self, Geometry, Net, Provider, POOL_REP, POOL_REQ};
-use crate::state::{dir_index, Op, Post, Ready, ReadyCount, Staging, State};
+use crate::geometry::{POOL_REP, POOL_REQ};
+use crate::net::Net;
+use crate::ops::{Op, Post};
+use crate::ready::{dir_index, Batch, ReadyCount, POLL_BATCH};
+use crate::state::State;
 use crate::ticker::Ticker;
+use crate::transport::Transport;
 use crate::wire::{self, Header};
-use crate::OfiConfig;
-use parking_lot::{Mutex, MutexGuard};
-use rgex_core::bootstrap::JobEnv;
+use parking_lot::Mutex;
 use rgex_core::descriptor::Kind;
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::{
     Bootstrap, Category, Claim, Conduit, Delivery, Error, PollSet, Prepare, Rank, Result, Segment,
     SendSlot,
 };
-use rgex_smp::{SmpConduit, SmpConfig};
+use rgex_smp::SmpConduit;
 use std::sync::Arc;
 
-/// Messages delivered per direction per poll call at most, so one busy
-/// sender cannot keep a poller from returning.
-const POLL_BATCH: usize = 32;
-
-/// Messages of one direction taken off the ready queue for delivery,
-/// holding that direction's delivery lock until they are consumed (so
-/// messages from one sender reach the handlers in arrival order).
-struct Batch<'a> {
-    ready: [Ready; POLL_BATCH],
-    len: usize,
-    _one: MutexGuard<'a, ()>,
-}
-
-impl<'a> Batch<'a> {
-    /// Up to [`POLL_BATCH`] messages of direction `dir` from the locked
-    /// state, under the delivery lock `one`.
-    fn take(st: &mut State, dir: usize, one: MutexGuard<'a, ()>) -> Self {
-        let mut ready = [Ready { buf: 0, len: 0 }; POLL_BATCH];
-        let q = &mut st.ready[dir];
-        let len = q.len().min(POLL_BATCH);
-        for (slot, r) in ready.iter_mut().zip(q.drain(..len)) {
-            *slot = r;
-        }
-        st.ready_count.set(dir, st.ready[dir].len());
-        Batch {
-            ready,
-            len,
-            _one: one,
-        }
-    }
-}
-
-/// Ranks over a libfabric provider, node-local ranks over shared memory.
-///
-/// ```no_run
-/// use rgex_core::{bootstrap, Conduit};
-/// let (env, boot) = bootstrap::from_env()?;
-/// let ofi = rgex_ofi::OfiConduit::new(&env, boot, rgex_smp::SmpConfig::from_env()?, rgex_ofi::OfiConfig::from_env()?)?;
-/// println!("{} of {} on {}", ofi.rank(), ofi.size(), ofi.provider().name);
-/// # Ok::<(), rgex_core::Error>(())
-/// ```
-pub struct OfiConduit {
+/// Ranks over the network `T`, node-local ranks over shared memory
+/// (set up with [`new`](Self::new)).
+pub struct NetConduit<T: Transport> {
     // Field order is drop order: the network (regions on smp's segment)
     // before the smp conduit that maps the segment.
     /// Stops (joins) first: it shares the state and the network.
-    ticker: Ticker,
-    pub(crate) state: Arc<Mutex<State>>,
-    pub(crate) net: Arc<Net>,
+    pub(crate) ticker: Ticker,
+    pub(crate) state: Arc<Mutex<State<T>>>,
+    pub(crate) net: Arc<Net<T>>,
     /// One delivery at a time per direction, so messages from one sender
     /// reach the handlers in arrival order.
-    deliver_lock: [Mutex<()>; 2],
+    pub(crate) deliver_lock: [Mutex<()>; 2],
     /// The state's count of messages waiting, per direction (lock-free).
-    ready_count: Arc<ReadyCount>,
+    pub(crate) ready_count: Arc<ReadyCount>,
     /// Per peer: reached through smp (shared memory) rather than the network.
-    local: Vec<bool>,
+    pub(crate) local: Vec<bool>,
     /// Every peer is local (offloaded atomics would only slow things down).
-    all_local: bool,
+    pub(crate) all_local: bool,
     pub(crate) rank: Rank,
-    smp: SmpConduit,
+    pub(crate) smp: SmpConduit,
 }
 
-impl std::fmt::Debug for OfiConduit {
+impl<T: Transport + std::fmt::Debug> std::fmt::Debug for NetConduit<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OfiConduit")
+        f.debug_struct("NetConduit")
+            .field("name", &T::NAME)
             .field("rank", &self.rank)
             .field("size", &self.local.len())
-            .field("provider", &self.net.prov.name)
-            .field("domain", &self.net.prov.domain)
+            .field("transport", &self.net.transport)
             .finish()
     }
 }
 
-impl OfiConduit {
-    /// Set up the job: the shared-memory transport for the ranks on this
-    /// node (it owns the bootstrap and the segment memory), then one RDM
-    /// endpoint per rank, registered segment, buffers and addresses
-    /// exchanged through the bootstrap. Collective.
-    ///
-    /// With `cfg.shm_bypass` false every peer, this rank included, goes
-    /// through the network; the segment still lives in shared memory.
-    pub fn new(
-        env: &JobEnv,
-        boot: Box<dyn Bootstrap>,
-        smp_cfg: SmpConfig,
-        cfg: OfiConfig,
-    ) -> Result<Self> {
-        cfg.check()?;
-        let smp = SmpConduit::new_node(env, boot, smp_cfg)?;
-        let boot = smp.bootstrap();
-        let size = smp.size() as usize;
-        let rank = smp.rank();
-        // Geometry must be symmetric: rank 0's settings rule.
-        let geo0 = boot.broadcast(
-            0,
-            &[
-                (cfg.max_medium as u64).to_le_bytes(),
-                (cfg.window as u64).to_le_bytes(),
-            ]
-            .concat(),
-        )?;
-        let word = |i: usize| {
-            u64::from_le_bytes(geo0[8 * i..8 * i + 8].try_into().expect("8 bytes")) as usize
-        };
-        let cfg = OfiConfig {
-            max_medium: word(0),
-            window: word(1),
-            ..cfg
-        };
-        cfg.check()?;
-        let geo = Geometry::new(size, &cfg);
-        let opened = Net::open(&cfg, geo, smp.segment()).and_then(|(net, card)| {
-            let mut state = State::new(&net, rank, cfg.timeout_secs);
-            state.post_receives(&net)?;
-            Ok((net, state, card))
-        });
-        // Every rank reports success or its error, so none waits for a
-        // rank that failed.
-        let mine = opened
-            .as_ref()
-            .map(|(_, _, c)| c.as_slice())
-            .map_err(|e| e.to_string());
-        let cards = net::exchange(boot, mine)?;
-        let (mut net, mut state, _) = opened?;
-        net.connect(&cards)?;
-        // Everyone has inserted everyone before anyone sends.
-        boot.barrier()?;
-        let local: Vec<bool> = (0..size)
-            .map(|p| cfg.shm_bypass && smp.is_local(Rank(p as u32)))
-            .collect();
-        let all_local = local.iter().all(|&l| l);
-        // Node-local peers are smp's: they learn of this rank's departure
-        // from it, not from a goodbye over the network.
-        for (net_peer, &l) in state.network_peer.iter_mut().zip(&local) {
-            *net_peer &= !l;
-        }
-        let ready_count = state.ready_count.clone();
-        let state = Arc::new(Mutex::new(state));
-        let net = Arc::new(net);
-        let ticker = Ticker::start(state.clone(), net.clone()).map_err(|source| Error::Os {
-            op: "starting the ofi progress thread".into(),
-            source,
-        })?;
-        crate::drain::register(rank, &state, &net);
-        Ok(OfiConduit {
-            ticker,
-            state,
-            net,
-            deliver_lock: [Mutex::new(()), Mutex::new(())],
-            ready_count,
-            local,
-            all_local,
-            rank,
-            smp,
-        })
-    }
-
-    /// What the provider granted (name, domain, mr_mode, caps, ordering).
-    pub fn provider(&self) -> &Provider {
-        &self.net.prov
+impl<T: Transport> NetConduit<T> {
+    /// The transport.
+    pub fn transport(&self) -> &T {
+        &self.net.transport
     }
 
     /// The smp conduit carrying node-local peers.
@@ -233,8 +113,10 @@ impl OfiConduit {
                     Some(p) => p,
                     None => {
                         eprintln!(
-                            "rgex-ofi: {}: dropped a truncated Medium AM from rank {}",
-                            self.rank, h.src
+                            "rgex-{}: {}: dropped a truncated Medium AM from rank {}",
+                            T::NAME,
+                            self.rank,
+                            h.src
                         );
                         continue;
                     }
@@ -245,8 +127,10 @@ impl OfiConduit {
                     Ok(p) => unsafe { std::slice::from_raw_parts(p, len) },
                     Err(e) => {
                         eprintln!(
-                            "rgex-ofi: {}: dropped a Long AM from rank {}: {e}",
-                            self.rank, h.src
+                            "rgex-{}: {}: dropped a Long AM from rank {}: {e}",
+                            T::NAME,
+                            self.rank,
+                            h.src
                         );
                         continue;
                     }
@@ -297,9 +181,9 @@ impl OfiConduit {
     }
 }
 
-impl Conduit for OfiConduit {
+impl<T: Transport> Conduit for NetConduit<T> {
     fn name(&self) -> &'static str {
-        "ofi"
+        T::NAME
     }
 
     fn rank(&self) -> Rank {
@@ -391,18 +275,13 @@ impl Conduit for OfiConduit {
         let (src, desc) = match &st.staging[s] {
             Some(stg) => (
                 stg.ptr(),
-                stg.mr
-                    .as_ref()
-                    .map_or(std::ptr::null_mut(), |m| net.desc(m)),
+                stg.mr.as_ref().map_or(0, |m| net.transport.region_desc(m)),
             ),
-            None => (slot.buf.as_ptr(), net.desc(&net.send_mr)),
+            None => (slot.buf.as_ptr(), net.send_desc),
         };
-        let saw = net.prov.send_after_write();
-        let flags = if net.prov.delivery_complete && !saw {
-            libfabric_sys::FI_DELIVERY_COMPLETE
-        } else {
-            0
-        };
+        let caps = net.transport.caps();
+        let saw = caps.send_after_write;
+        let delivery = caps.delivery_complete && !saw;
         st.ops[op as usize] = Op::LongWrite {
             slot: s as u32,
             peer: peer as u32,
@@ -413,9 +292,9 @@ impl Conduit for OfiConduit {
             peer: peer as u32,
             src: src as usize,
             len,
-            desc: desc as usize,
+            desc,
             offset: slot.long_offset,
-            flags,
+            delivery,
         };
         if saw {
             // FI_ORDER_SAW: the header may follow the write at once.
@@ -424,11 +303,8 @@ impl Conduit for OfiConduit {
             st.send_am(net, s, peer, h, args);
         } else {
             // Write the header now; it is sent when the write completes.
-            let p = &mut st.peers[peer];
             let mut h = h;
-            h.ack_req = p.consumed[0];
-            h.ack_rep = p.consumed[1];
-            p.reported = p.consumed[0].wrapping_add(p.consumed[1]);
+            st.stamp_credits(peer, &mut h);
             // SAFETY: send buffer `s` is ours until released.
             unsafe { h.write(net.send_buf(s), args) };
             st.post(net, write);
@@ -482,7 +358,7 @@ impl Conduit for OfiConduit {
 
     /// A network peer is gone once it said goodbye (it closed its
     /// conduit), an operation to it failed (or it stayed silent past
-    /// `RGEX_OFI_TIMEOUT`), or, on this node, smp found its process gone,
+    /// the dead-peer timeout), or, on this node, smp found its process gone,
     /// and what it sent before is delivered; a node-local peer carried by
     /// the smp bypass is smp's to tell.
     fn peer_gone(&self, peer: Rank) -> Option<String> {
@@ -532,7 +408,7 @@ impl Conduit for OfiConduit {
         ty: rgex_core::atomic::AtomicType,
         ops: rgex_core::conduit::OpSet,
     ) -> bool {
-        !self.all_local && self.offloadable(ty, ops)
+        !self.all_local && self.net.transport.atomics_offload(ty, ops)
     }
 
     fn atomic_start(
@@ -545,7 +421,7 @@ impl Conduit for OfiConduit {
     }
 }
 
-impl OfiConduit {
+impl<T: Transport> NetConduit<T> {
     /// The wire header of a message in `slot` (credits are filled in
     /// when it is sent).
     #[inline]
@@ -575,7 +451,7 @@ impl OfiConduit {
     /// [`claim_remote`](Self::claim_remote) once `spec` is checked against
     /// the Medium limit and the state is locked.
     #[inline]
-    fn claim_locked(&self, st: &mut State, spec: &Prepare) -> Result<Claim> {
+    fn claim_locked(&self, st: &mut State<T>, spec: &Prepare) -> Result<Claim> {
         let net = &self.net;
         let peer = spec.peer.index();
         let d = dir_index(spec.dir);
@@ -622,7 +498,7 @@ impl OfiConduit {
                 if spec.most <= room {
                     payload
                 } else {
-                    match self.stage(st, spec.most) {
+                    match st.stage(net, spec.most) {
                         Ok(s) => {
                             let p = s.ptr();
                             st.staging[slot_u] = Some(s);
@@ -649,7 +525,7 @@ impl OfiConduit {
     /// (smp rate-limits its look) and tell the state if not
     /// ([`State::gone_from_node`]). Off any hot path: asked when a wait
     /// for the peer stalls.
-    fn ask_node(&self, st: &mut State, peer: Rank) {
+    fn ask_node(&self, st: &mut State<T>, peer: Rank) {
         if st.peers[peer.index()].dead.is_some() || !self.smp.is_local(peer) {
             return;
         }
@@ -657,43 +533,9 @@ impl OfiConduit {
             st.gone_from_node(peer.index(), &why);
         }
     }
-
-    /// Staging memory of `len` bytes for a Long larger than a send buffer,
-    /// registered when the provider needs local descriptors.
-    pub(crate) fn stage(&self, st: &mut State, len: usize) -> Result<Staging> {
-        let mem: Box<[u64]> = vec![0u64; len.div_ceil(8)].into_boxed_slice();
-        let mr = if self.net.prov.mr_local() {
-            Some(self.register(st, mem.as_ptr().cast(), len)?)
-        } else {
-            None
-        };
-        Ok(Staging { mr, mem })
-    }
-
-    /// Register `len` bytes at `p` for local use by one operation.
-    pub(crate) fn register(
-        &self,
-        st: &mut State,
-        p: *const u8,
-        len: usize,
-    ) -> Result<crate::fabric::MemoryRegion> {
-        let key = st.next_key;
-        st.next_key += 1;
-        let bind =
-            (self.net.prov.mr_mode & libfabric_sys::FI_MR_ENDPOINT != 0).then_some(&self.net.ep);
-        let access = libfabric_sys::FI_SEND
-            | libfabric_sys::FI_RECV
-            | libfabric_sys::FI_READ
-            | libfabric_sys::FI_WRITE;
-        // SAFETY: the caller keeps `p..p+len` allocated until the region is
-        // dropped (at the operation's completion, under the state lock).
-        Ok(unsafe {
-            crate::fabric::MemoryRegion::register(self.net.ep.domain(), p, len, access, key, bind)
-        }?)
-    }
 }
 
-impl Drop for OfiConduit {
+impl<T: Transport> Drop for NetConduit<T> {
     /// Finish what was posted before closing the endpoint (see
     /// `drain` in `drain.rs`).
     fn drop(&mut self) {

@@ -3,7 +3,7 @@
 //!
 //! Without a word, a peer that still works with a rank that left finds
 //! out late or never: a sender out of credits towards it waits for
-//! credits that never come (until `RGEX_OFI_TIMEOUT`, 300 s by default),
+//! credits that never come (until the dead-peer timeout, `RGEX_OFI_TIMEOUT` on ofi, 300 s by default),
 //! and a rank waiting for its AM replies waits forever (issue 25). So a
 //! rank that closes (its conduit dropped, or its process exiting: both
 //! drain, see `drain.rs`) sends each network peer a goodbye, a control
@@ -19,15 +19,17 @@
 //! at the end of a job every rank leaves, goodbyes crossing each other.
 //! Later operations to it fail with [`Error::PeerUnreachable`] (a sender
 //! waiting for its credits included); what it delivered before leaving
-//! is still delivered, and [`gone`](State::gone) reports the departure
+//! is still delivered, and `State::gone` reports the departure
 //! only once it has been (so a reply that came before the goodbye
 //! completes its operation rather than failing it).
 //!
 //! [`Error::PeerUnreachable`]: rgex_core::Error::PeerUnreachable
 
-use crate::net::{Net, POOL_REP};
-use crate::state::{control_header, Op, Post, State};
-use crate::wire;
+use crate::geometry::POOL_REP;
+use crate::net::Net;
+use crate::state::State;
+use crate::transport::Transport;
+use crate::wire::{self, control_header};
 use std::time::{Duration, Instant};
 
 /// How long a node-local peer that smp reports gone must stay silent on
@@ -35,12 +37,12 @@ use std::time::{Duration, Instant};
 /// it went may still be on its way (in the kernel's socket buffers).
 pub(crate) const NODE_GONE_GRACE: Duration = Duration::from_millis(200);
 
-impl State {
+impl<T: Transport> State<T> {
     /// While closing: tell goodbye to every network peer still there and
     /// not yet told, to which nothing this rank posted is outstanding
     /// (no operation, no backlog, no put waiting for a read back), as
     /// far as reply send buffers allow (the rest at the next call).
-    pub fn say_goodbyes(&mut self, net: &Net) {
+    pub(crate) fn say_goodbyes(&mut self, net: &Net<T>) {
         debug_assert!(self.closing);
         let mut busy: Option<Vec<bool>> = None;
         for peer in 0..self.peers.len() {
@@ -61,7 +63,7 @@ impl State {
     }
 
     /// True when every network peer still there was told goodbye.
-    pub fn said_goodbyes(&self) -> bool {
+    pub(crate) fn said_goodbyes(&self) -> bool {
         self.peers
             .iter()
             .zip(&self.network_peer)
@@ -69,26 +71,12 @@ impl State {
     }
 
     /// Per peer: something this rank posted to it is outstanding.
-    fn busy_peers(&self, net: &Net) -> Vec<bool> {
+    fn busy_peers(&self, net: &Net<T>) -> Vec<bool> {
         let mut busy = vec![false; self.peers.len()];
-        for op in &self.ops[net.geo.n_recv..] {
-            match op {
-                Op::AmSend { peer }
-                | Op::LongWrite { peer, .. }
-                | Op::Put { peer, .. }
-                | Op::Flush { peer, .. }
-                | Op::Get { peer, .. }
-                | Op::Atomic { peer, .. } => busy[*peer as usize] = true,
-                Op::Recv | Op::Idle => {}
-            }
-        }
-        for post in &self.backlog {
-            match post {
-                Post::Send { peer, .. } | Post::Write { peer, .. } | Post::Read { peer, .. } => {
-                    busy[*peer as usize] = true
-                }
-                Post::Recv { .. } => {}
-            }
+        let ops = self.ops[net.geo.n_recv..].iter().filter_map(|op| op.peer());
+        let posts = self.backlog.iter().filter_map(|p| p.peer());
+        for peer in ops.chain(posts) {
+            busy[peer as usize] = true;
         }
         for &peer in &self.reading_back {
             busy[peer as usize] = true;
@@ -100,7 +88,7 @@ impl State {
     /// now on, quietly (nothing is printed; see [`mark_dead`]).
     ///
     /// [`mark_dead`]: State::mark_dead
-    pub fn depart(&mut self, peer: usize) {
+    pub(crate) fn depart(&mut self, peer: usize) {
         let why = format!("rank {peer} left the job (closed its endpoint)");
         self.mark_gone(peer, &why);
         self.peers[peer].departed = true;
@@ -114,7 +102,7 @@ impl State {
     /// once nothing came from it for [`NODE_GONE_GRACE`] since smp first
     /// said so; until then (or if it said goodbye meanwhile) this does
     /// nothing.
-    pub fn gone_from_node(&mut self, peer: usize, why: &str) {
+    pub(crate) fn gone_from_node(&mut self, peer: usize, why: &str) {
         let now = Instant::now();
         let p = &mut self.peers[peer];
         if p.dead.is_some() {
@@ -135,7 +123,7 @@ impl State {
     /// Why `peer` is gone (it left, or was found dead), once everything
     /// received from it was delivered; `None` while it is there or
     /// messages from it still wait for delivery.
-    pub fn gone(&self, peer: usize) -> Option<String> {
+    pub(crate) fn gone(&self, peer: usize) -> Option<String> {
         let p = self.peers.get(peer)?;
         let why = p.dead.as_ref()?;
         let delivered = p.consumed[0].wrapping_add(p.consumed[1]);

@@ -1,0 +1,111 @@
+//! Per-peer flow control: a sender spends a credit per message, and
+//! learns what the receiver consumed from cumulative counts in every
+//! header it receives back, or from a credit-only message the receiver
+//! sends once half a window's worth is unreported (see
+//! [`CREDIT_SLOTS`](crate::geometry::CREDIT_SLOTS) for why those need no
+//! credits of their own).
+
+use crate::geometry::POOL_REP;
+use crate::net::Net;
+use crate::ops::{Op, Post};
+use crate::state::State;
+use crate::transport::Transport;
+use crate::wire::{self, control_header, Header};
+
+impl<T: Transport> State<T> {
+    /// Stamp `h` with what this rank consumed of `peer`'s messages, and
+    /// count that as reported.
+    #[inline]
+    pub(crate) fn stamp_credits(&mut self, peer: usize, h: &mut Header) {
+        let p = &mut self.peers[peer];
+        h.ack_req = p.consumed[0];
+        h.ack_rep = p.consumed[1];
+        p.reported = p.consumed[0].wrapping_add(p.consumed[1]);
+    }
+
+    /// A header from `src` reported what it consumed: the newest report
+    /// wins (cumulative counts; sends arrive in order).
+    #[inline]
+    pub(crate) fn credits_returned(&mut self, src: usize, ack_req: u32, ack_rep: u32) {
+        let p = &mut self.peers[src];
+        if ack_req.wrapping_sub(p.acked[0]) as i32 > 0 {
+            p.acked[0] = ack_req;
+        }
+        if ack_rep.wrapping_sub(p.acked[1]) as i32 > 0 {
+            p.acked[1] = ack_rep;
+        }
+    }
+
+    /// Write an AM header into send buffer `slot` for `peer` (with the
+    /// credits we owe it) and post the send of `hlen + len` bytes.
+    pub(crate) fn send_am(
+        &mut self,
+        net: &Net<T>,
+        slot: usize,
+        peer: usize,
+        mut h: Header,
+        args: &[u32],
+    ) {
+        self.stamp_credits(peer, &mut h);
+        self.peers[peer].want_credit = false;
+        let buf = net.send_buf(slot);
+        // SAFETY: send buffer `slot` is ours (taken from its pool) and
+        // 64-aligned with room for the longest header.
+        unsafe { h.write(buf, args) };
+        let op = (net.geo.n_recv + slot) as u32;
+        self.ops[op as usize] = Op::AmSend { peer: peer as u32 };
+        let len = h.hlen
+            + if h.category() == rgex_core::Category::Long {
+                0
+            } else {
+                h.len as usize
+            };
+        self.post(
+            net,
+            Post::Send {
+                op,
+                peer: peer as u32,
+                buf: buf as usize,
+                len,
+                inject: len <= net.transport.caps().inject_size,
+            },
+        );
+    }
+
+    /// Send credit messages owed, where a reply buffer is free.
+    pub(crate) fn send_credits(&mut self, net: &Net<T>) {
+        for peer in 0..self.peers.len() {
+            let p = &self.peers[peer];
+            if !p.want_credit || p.dead.is_some() || p.farewell {
+                continue;
+            }
+            let Some(slot) = self.claim_slot(POOL_REP) else {
+                return;
+            };
+            self.send_am(
+                net,
+                slot as usize,
+                peer,
+                control_header(self.me, wire::CREDIT_ONLY),
+                &[],
+            );
+        }
+    }
+
+    /// A delivered message's buffer is free again: count it consumed and
+    /// repost it; owe a credit message once
+    /// [`credit_every`](crate::geometry::Geometry::credit_every) are
+    /// unreported.
+    pub(crate) fn consumed(&mut self, net: &Net<T>, buf: usize, src: usize, dir: usize) {
+        if let Some(p) = self.peers.get_mut(src) {
+            p.consumed[dir] = p.consumed[dir].wrapping_add(1);
+            let unreported = p.consumed[0]
+                .wrapping_add(p.consumed[1])
+                .wrapping_sub(p.reported);
+            if unreported as usize >= net.geo.credit_every() {
+                p.want_credit = true;
+            }
+        }
+        self.post(net, Post::Recv { op: buf as u32 });
+    }
+}

@@ -1,0 +1,275 @@
+//! What a network implements: the [`Transport`] trait.
+//!
+//! A transport posts operations the kit names by an operation id (an
+//! index into the kit's operation table, see the `ops` module) to a
+//! peer named by its rank index, and reports their completions by the
+//! same id. Everything else (credits, pools, the backlog, the AM
+//! protocol, read-back, dead peers, drain) is the kit's.
+//!
+//! The kit calls every method with its state lock held (one lock per
+//! conduit), so a transport need not be thread-safe beyond `Send + Sync`
+//! for being shared with the progress ticker. The kit is generic over
+//! the transport (`NetConduit<T>`), so calls are static and inline.
+
+use crate::geometry::Geometry;
+use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
+use rgex_core::{Rank, Result, Segment};
+use std::fmt::Display;
+
+/// The kit's settings, as a transport's configuration gives them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Node-local peers take the smp transport's shared memory.
+    pub shm_bypass: bool,
+    /// Largest Medium payload.
+    pub max_medium: usize,
+    /// Credit window per sender and direction.
+    pub window: usize,
+    /// Send buffers for requests (replies get half as many).
+    pub send_buffers: usize,
+    /// Dead-peer timeout in seconds (0: never).
+    pub timeout_secs: u64,
+}
+
+/// A transport's configuration, as the kit needs it.
+pub trait NetConfig: Clone + Send {
+    /// The kit's part.
+    fn settings(&self) -> Settings;
+    /// Take the sizes every rank must agree on (rank 0's).
+    fn set_sizes(&mut self, max_medium: usize, window: usize);
+    /// Reject values the conduit cannot work with, naming the setting.
+    fn check(&self) -> Result<()>;
+}
+
+/// What a transport can do, as the kit uses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// Largest AM message (header and payload) sent with
+    /// [`Transport::inject`] (0: never).
+    pub inject_size: usize,
+    /// Largest transfer in one operation (larger RMA is split).
+    pub max_msg: usize,
+    /// A send posted after a write reaches the target after it
+    /// (`FI_ORDER_SAW`): a Long's header need not wait for its write.
+    pub send_after_write: bool,
+    /// Writes may ask for delivery completion.
+    pub delivery_complete: bool,
+    /// Local buffers need a registration descriptor: memory outside the
+    /// registered areas is registered per operation.
+    pub local_registration: bool,
+    /// How non-blocking puts learn they landed.
+    pub put_completion: crate::readback::PutCompletion,
+}
+
+/// One of the areas the kit hands the transport to register at setup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Area {
+    /// The rank's segment (remote access too).
+    Segment,
+    /// The send buffers (and the read-back scratch behind them).
+    Send,
+    /// The receive buffers.
+    Recv,
+}
+
+/// The memory the transport registers at setup. The kit keeps all three
+/// allocated, in place, until the transport is dropped.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup<'a> {
+    /// This rank.
+    pub rank: Rank,
+    /// Buffer sizes and counts (receive buffers, operation slots).
+    pub geo: &'a Geometry,
+    /// The segment (remote access).
+    pub segment: &'a Segment,
+    /// The send buffers: start and length.
+    pub send: (*mut u8, usize),
+    /// The receive buffers: start and length.
+    pub recv: (*mut u8, usize),
+}
+
+/// A post's error: would-block (retry after progress) or hard.
+pub trait PostError: Display + Into<rgex_core::Error> {
+    /// The network's queue is full for now: retry after progress.
+    fn is_again(&self) -> bool;
+}
+
+/// One completion.
+#[derive(Debug)]
+pub enum Event {
+    /// Operation `op` completed; a receive received `len` bytes.
+    Done {
+        /// The operation id it was posted with.
+        op: u32,
+        /// Bytes received (receives).
+        len: usize,
+    },
+    /// Operation `op` failed.
+    Failed {
+        /// The operation id it was posted with.
+        op: u32,
+        /// It was cancelled (the endpoint is closing), not failed.
+        cancelled: bool,
+        /// What went wrong, with the network's own text.
+        why: String,
+    },
+}
+
+/// What one [`Transport::poll`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Polled {
+    /// Completions handed over (an error counts one).
+    pub events: usize,
+    /// More may be waiting: poll again.
+    pub again: bool,
+}
+
+/// A network, as the kit drives it. See the module docs.
+///
+/// Every `unsafe` post has one contract: the memory it names stays
+/// valid (and, for a receive or a read, untouched by others) until the
+/// operation's completion is reported by [`poll`](Self::poll), or, for
+/// [`inject`](Self::inject), until it returns; `desc` is the descriptor
+/// of the registered memory it lies in ([`desc`](Self::desc) or
+/// [`region_desc`](Self::region_desc)); `op` is not in use by another
+/// posted operation; remote ranges were bounds-checked by the caller.
+pub trait Transport: Sized + Send + Sync + 'static {
+    /// The conduit's name (`"ofi"`): messages say `rgex-NAME: ...`.
+    const NAME: &'static str;
+    /// The network's name in setup errors (`"libfabric"`).
+    const NETWORK: &'static str;
+    /// The environment variable of the dead-peer timeout, named when a
+    /// peer is declared dead for silence.
+    const TIMEOUT_VAR: &'static str;
+
+    /// Its configuration.
+    type Config: NetConfig;
+    /// A memory registration; deregistered when dropped.
+    type Region: Send + Sync + 'static;
+    /// A post's error.
+    type Error: PostError;
+    /// How a remote atomic is performed (chosen before the state lock).
+    type AtomicPlan: Copy;
+
+    /// Open the network and register the three areas of `setup`; returns
+    /// the transport and this rank's card (addresses, keys) for the
+    /// others. Local only: [`connect`](Self::connect) reads the cards.
+    ///
+    /// # Safety
+    /// The areas of `setup` stay allocated and in place until the
+    /// transport is dropped.
+    unsafe fn open(cfg: &Self::Config, setup: &Setup<'_>) -> Result<(Self, Vec<u8>)>;
+
+    /// Learn every rank's card (in rank order).
+    fn connect(&mut self, cards: &[Vec<u8>]) -> Result<()>;
+
+    /// What it can do.
+    fn caps(&self) -> &Caps;
+
+    /// The local descriptor of a setup area (0 where none is needed).
+    fn desc(&self, area: Area) -> usize;
+
+    /// Register `len` bytes at `p` for one local operation.
+    ///
+    /// # Safety
+    /// `p .. p + len` stays allocated until the region is dropped.
+    unsafe fn register(&self, p: *const u8, len: usize) -> Result<Self::Region>;
+
+    /// The local descriptor of a region (0 where none is needed).
+    fn region_desc(&self, r: &Self::Region) -> usize;
+
+    /// Post a receive of up to `len` bytes into `buf`, from anyone.
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn post_recv(
+        &self,
+        op: u32,
+        buf: *mut u8,
+        len: usize,
+        desc: usize,
+    ) -> std::result::Result<(), Self::Error>;
+
+    /// Send `len <= caps().inject_size` bytes at `buf` to `peer` with no
+    /// completion: the bytes are taken before it returns.
+    ///
+    /// # Safety
+    /// `buf` is readable for `len` bytes for the call.
+    unsafe fn inject(
+        &self,
+        peer: u32,
+        buf: *const u8,
+        len: usize,
+    ) -> std::result::Result<(), Self::Error>;
+
+    /// Send `len` bytes at `buf` to `peer`.
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn post_send(
+        &self,
+        op: u32,
+        peer: u32,
+        buf: *const u8,
+        len: usize,
+        desc: usize,
+    ) -> std::result::Result<(), Self::Error>;
+
+    /// Write `len` bytes at `src` to `offset` of `peer`'s segment; with
+    /// `delivery` (only if [`Caps::delivery_complete`]) its completion
+    /// means the bytes are visible there.
+    ///
+    /// # Safety
+    /// See the trait docs.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn post_write(
+        &self,
+        op: u32,
+        peer: u32,
+        src: *const u8,
+        len: usize,
+        desc: usize,
+        offset: u64,
+        delivery: bool,
+    ) -> std::result::Result<(), Self::Error>;
+
+    /// Read `len` bytes at `offset` of `peer`'s segment into `dst`.
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn post_read(
+        &self,
+        op: u32,
+        peer: u32,
+        dst: *mut u8,
+        len: usize,
+        desc: usize,
+        offset: u64,
+    ) -> std::result::Result<(), Self::Error>;
+
+    /// Read completions, handing each to `each`; a completion for no
+    /// operation of ours is reported by the transport and skipped.
+    fn poll(&self, each: impl FnMut(Event)) -> std::result::Result<Polled, Self::Error>;
+
+    /// True if the network performs every op of `ops` on `ty`.
+    fn atomics_offload(&self, ty: AtomicType, ops: OpSet) -> bool;
+
+    /// How `req` is performed, or an error naming it if it is not offloaded.
+    fn atomic_plan(&self, req: &AtomicRequest) -> Result<Self::AtomicPlan>;
+
+    /// Post the atomic `req` to `req.target` at `req.offset` as `plan`
+    /// says, with `buf` (24 bytes, 8-aligned, in the send buffers, `desc`)
+    /// for its operands; the fetched value lands at `buf + 16` (in the
+    /// type's width).
+    ///
+    /// # Safety
+    /// See the trait docs; `buf` is the caller's until the completion.
+    unsafe fn post_atomic(
+        &self,
+        op: u32,
+        req: &AtomicRequest,
+        plan: Self::AtomicPlan,
+        buf: *mut u8,
+        desc: usize,
+    ) -> std::result::Result<(), Self::Error>;
+}
