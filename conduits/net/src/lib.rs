@@ -41,6 +41,8 @@ pub mod drain;
 pub mod farewell;
 pub mod geometry;
 pub mod health;
+#[cfg(feature = "loopback")]
+pub mod loopback;
 mod net;
 mod ops;
 mod peers;
