@@ -45,7 +45,7 @@ fn payload_of(seq: u32) -> Vec<u8> {
 /// Message `seq` to `peer`: a Short (injected: its header fits) every
 /// third, else a Medium with [`payload_of`].
 fn send(c: &C, peer: u32, seq: u32) -> rgex_core::Result<()> {
-    let (category, payload) = if seq % 3 == 0 {
+    let (category, payload) = if seq.is_multiple_of(3) {
         (Category::Short, Vec::new())
     } else {
         (Category::Medium, payload_of(seq))
@@ -73,7 +73,7 @@ fn check_in_order(got: &[Got], src: u32, n: u32) {
     for g in got {
         let seq = g.args[0];
         assert_eq!((g.src, g.args[1]), (src, src), "message {seq}'s sender");
-        let want = if seq % 3 == 0 {
+        let want = if seq.is_multiple_of(3) {
             vec![]
         } else {
             payload_of(seq)
@@ -276,7 +276,7 @@ fn posts_the_transport_refuses_wait_in_order_and_nothing_is_half_sent() {
     a.try_send(&spec, H, &[window - 1, 0], &long).unwrap();
     // A put the transport refuses at once is would-block, nothing counted.
     let (lc, rc) = (Completion::new(0), Completion::new(0));
-    let src = vec![5u8; 100];
+    let src = [5u8; 100];
     // SAFETY: `src` outlives the call, and nothing was counted on `lc`
     // (checked below), so nothing reads it after.
     let put = unsafe { a.try_put(Rank(1), 0, src.as_ptr(), src.len(), &lc, &rc) };
