@@ -330,7 +330,7 @@ fn flood_until_error(c: &C, peer: u32, receivers: &[&C], mut each: impl FnMut(u3
         each(seq);
         match send(c, peer, seq) {
             Ok(()) => seq += 1,
-            Err(Error::WouldBlock { .. }) => std::thread::sleep(Duration::from_micros(200)),
+            Err(Error::WouldBlock { .. }) => std::thread::sleep(Duration::from_micros(500)),
             Err(e) => return e,
         }
         poll(c);
@@ -424,17 +424,29 @@ fn the_exit_drain_sends_what_was_still_in_flight_then_says_goodbye() {
     let fabric = cfg.fabric.clone();
     let window = cfg.settings.window as u32;
     let mut job = job(&cfg);
-    // Slow and narrow: one post at a time, carried 3 polls after posting.
+    // Narrow and slow: one post at a time, carried 3 polls after it was
+    // posted; and held on the wire (rank 1 not answering) until the drain.
     fabric.set_capacity(0, Some(1));
     fabric.set_delay(3);
+    fabric.set_fate(1, Fate::Silent);
     for seq in 0..window {
         send(&job[0], 1, seq).unwrap();
     }
     let b = job.pop().expect("rank 1");
     let a = job.pop().expect("rank 0");
+    for _ in 0..10 {
+        assert!(poll(&a).is_empty());
+    }
+    assert_eq!(
+        fabric.in_flight(0),
+        1,
+        "one on the wire, the rest in the backlog"
+    );
     assert_eq!(fabric.sends(0, 1), 0, "nothing arrived before the drain");
-    drop(a); // drains, bounded by the kit's drain limit
-             // Every message was carried before the endpoint closed, the goodbye last.
+    fabric.set_fate(1, Fate::Alive);
+    // Dropping it drains (bounded by the kit's drain limit): every
+    // message was carried before the endpoint closed, the goodbye last.
+    drop(a);
     assert_eq!(fabric.sends(0, 1), u64::from(window) + 1);
     let mut got = Vec::new();
     let mut gone = None;
@@ -475,6 +487,8 @@ fn a_put_completes_locally_and_remotely_by_delivery() {
     let job = job(&cfg);
     let a = &job[0];
     fabric.set_delay(2);
+    // Held on the wire until rank 1 answers again.
+    fabric.set_fate(1, Fate::Silent);
     // Larger than a send buffer (not bounced) and than the largest
     // message (two writes).
     let src = data(100_000, 1);
@@ -482,7 +496,12 @@ fn a_put_completes_locally_and_remotely_by_delivery() {
     // SAFETY: `src` stays alive and unmodified until `lc` completes
     // (waited for below).
     unsafe { a.try_put(Rank(1), 8, src.as_ptr(), src.len(), &lc, &rc) }.unwrap();
+    for _ in 0..10 {
+        poll(a);
+    }
     assert!(!rc.peek_done() && !lc.peek_done(), "nothing carried yet");
+    assert_ne!(fabric.peek(1, 8, src.len()).unwrap(), src);
+    fabric.set_fate(1, Fate::Alive);
     wait(a, &rc, || {});
     assert_eq!(fabric.peek(1, 8, src.len()).unwrap(), src);
     assert!(lc.peek_done(), "local completion by the write's completion");
@@ -502,8 +521,8 @@ fn without_delivery_completion_a_put_is_remotely_complete_only_after_a_read_back
     let fabric = cfg.fabric.clone();
     let job = job(&cfg);
     let a = &job[0];
-    // Writes land 4 polls after they were posted, and their transmit
-    // completion comes at the first.
+    // Writes land 4 polls after they were posted (or, held, when rank 1
+    // answers again), and their transmit completion comes at the first.
     fabric.set_delay(3);
     for (len, at, salt, rc) in [
         (200, 0u64, 2, Completion::new(0)), // bounced, its own counter
@@ -512,21 +531,29 @@ fn without_delivery_completion_a_put_is_remotely_complete_only_after_a_read_back
         let src = data(len, salt);
         let lc = Completion::new(0);
         let reads = fabric.reads(0, 1);
+        // Not bounced: the source is free once the writes complete,
+        // which they do while their bytes are held on the wire; the put
+        // is not remotely complete then.
+        let hold = len > 8192;
+        if hold {
+            fabric.set_fate(1, Fate::Silent);
+        }
         // SAFETY: `src` stays alive and unmodified until `lc` completes
         // (waited for below).
         unsafe { a.try_put(Rank(1), at, src.as_ptr(), len, &lc, &rc) }.unwrap();
-        // Seen: the writes completed (the source is free) while the
-        // bytes had not landed, so the write's completion proves nothing.
-        let mut gap = false;
-        wait(a, &rc, || {
-            gap |= lc.peek_done() && fabric.peek(1, at, len).unwrap() != src;
-        });
+        if hold {
+            wait(a, &lc, || {});
+            for _ in 0..10 {
+                poll(a);
+            }
+            assert_ne!(fabric.peek(1, at, len).unwrap(), src, "held");
+            assert!(!rc.peek_done(), "remotely complete before it landed");
+            fabric.set_fate(1, Fate::Alive);
+        }
+        wait(a, &rc, || {});
         // The moment it says complete, the bytes are there.
         assert_eq!(fabric.peek(1, at, len).unwrap(), src, "{len} bytes landed");
         assert!(fabric.reads(0, 1) > reads, "a read proved it");
-        if len > 8192 {
-            assert!(gap, "the write completed before its bytes landed");
-        }
         wait(a, &lc, || {});
         assert!(rc.failure().is_none());
     }

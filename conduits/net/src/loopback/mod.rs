@@ -12,6 +12,11 @@
 //! in rank order to be driven from any thread. Every peer goes through
 //! the fabric, this rank included (the smp bypass is off; smp still
 //! holds the segments, in shared memory).
+//!
+//! The kit's tests on it are `tests/loopback.rs`. Loom has nothing to
+//! check in the kit: its logic runs under the conduit's one state lock,
+//! and what it reads without the lock (the ready counts, the ticker's
+//! flags and clock) are Relaxed hints that publish no data.
 
 mod bootstrap;
 mod fabric;
