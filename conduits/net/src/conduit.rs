@@ -1,5 +1,7 @@
 //! The generic network conduit: the Conduit SPI over a [`Transport`],
-//! with the smp transport for node-local peers.
+//! every peer through the network (node-local peers take the smp
+//! transport when the conduit is wrapped in
+//! [`ShmBypass`](crate::ShmBypass)).
 
 use crate::geometry::{POOL_REP, POOL_REQ};
 use crate::net::Net;
@@ -11,7 +13,6 @@ use crate::transport::Transport;
 use crate::wire::{self, Header};
 use parking_lot::Mutex;
 use rgex_core::descriptor::Kind;
-use rgex_core::doorbell::MappedQueue;
 use rgex_core::{
     Bootstrap, Category, Claim, Conduit, Delivery, Error, PollSet, Prepare, Rank, Result, Segment,
     SendSlot,
@@ -19,11 +20,12 @@ use rgex_core::{
 use rgex_smp::SmpConduit;
 use std::sync::Arc;
 
-/// Ranks over the network `T`, node-local ranks over shared memory
-/// (set up with [`new`](Self::new)).
+/// Every rank over the network `T` (set up with [`new`](Self::new)); the
+/// segment and the bootstrap are those of the node's smp conduit, which
+/// also tells when a process on this node is gone.
 pub struct NetConduit<T: Transport> {
     // Field order is drop order: the network (regions on smp's segment)
-    // before the smp conduit that maps the segment.
+    // before this handle on the smp conduit that maps the segment.
     /// Stops (joins) first: it shares the state and the network.
     pub(crate) ticker: Ticker,
     pub(crate) state: Arc<Mutex<State<T>>>,
@@ -33,12 +35,13 @@ pub struct NetConduit<T: Transport> {
     pub(crate) deliver_lock: [Mutex<()>; 2],
     /// The state's count of messages waiting, per direction (lock-free).
     pub(crate) ready_count: Arc<ReadyCount>,
-    /// Per peer: reached through smp (shared memory) rather than the network.
-    pub(crate) local: Vec<bool>,
-    /// Every peer is local (offloaded atomics would only slow things down).
-    pub(crate) all_local: bool,
     pub(crate) rank: Rank,
-    pub(crate) smp: SmpConduit,
+    pub(crate) size: u32,
+    /// The node: smp's conduit, owning the segment memory (registered
+    /// with the network) and the bootstrap, and watching the node's
+    /// processes ([`peer_gone`](Conduit::peer_gone) asks it about the
+    /// peers on this node).
+    pub(crate) node: Arc<SmpConduit>,
 }
 
 impl<T: Transport + std::fmt::Debug> std::fmt::Debug for NetConduit<T> {
@@ -46,7 +49,7 @@ impl<T: Transport + std::fmt::Debug> std::fmt::Debug for NetConduit<T> {
         f.debug_struct("NetConduit")
             .field("name", &T::NAME)
             .field("rank", &self.rank)
-            .field("size", &self.local.len())
+            .field("size", &self.size)
             .field("transport", &self.net.transport)
             .finish()
     }
@@ -58,14 +61,10 @@ impl<T: Transport> NetConduit<T> {
         &self.net.transport
     }
 
-    /// The smp conduit carrying node-local peers.
-    pub fn smp(&self) -> &SmpConduit {
-        &self.smp
-    }
-
-    #[inline]
-    pub(crate) fn local(&self, peer: Rank) -> bool {
-        self.local.get(peer.index()).copied().unwrap_or(false)
+    /// The node's smp conduit (the segment, the bootstrap, the watch on
+    /// the node's processes).
+    pub fn node(&self) -> &SmpConduit {
+        &self.node
     }
 
     /// Deliver a batch of direction `dir`: `taken` if the caller took one
@@ -95,7 +94,7 @@ impl<T: Transport> NetConduit<T> {
             return 0;
         }
         let mut srcs = [0u32; POLL_BATCH];
-        let seg = self.smp.segment();
+        let seg = self.node.segment();
         for (i, r) in batch.ready[..k].iter().enumerate() {
             let mut args = [0u32; rgex_core::MAX_ARGS];
             // SAFETY: receive buffer `r.buf` holds `r.len` bytes written by
@@ -191,60 +190,36 @@ impl<T: Transport> Conduit for NetConduit<T> {
     }
 
     fn size(&self) -> u32 {
-        self.local.len() as u32
+        self.size
     }
 
-    fn is_local(&self, peer: Rank) -> bool {
-        self.local(peer)
+    /// No peer: the network maps no peer's segment (even on this node).
+    fn is_local(&self, _peer: Rank) -> bool {
+        false
     }
 
     fn segment(&self) -> &Segment {
-        self.smp.segment()
+        self.node.segment()
     }
 
     fn segment_len(&self, peer: Rank) -> u64 {
-        self.smp.segment_len(peer)
+        self.node.segment_len(peer)
     }
 
-    fn mapped_segment(&self, peer: Rank) -> Option<Segment> {
-        if self.local(peer) {
-            self.smp.mapped_segment(peer)
-        } else {
-            None
-        }
+    fn mapped_segment(&self, _peer: Rank) -> Option<Segment> {
+        None
     }
 
-    fn max_medium(&self, peer: Rank, nargs: usize) -> usize {
-        if self.local(peer) {
-            self.smp.max_medium(peer, nargs)
-        } else {
-            self.net.geo.max_medium
-        }
+    fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {
+        self.net.geo.max_medium
     }
 
+    #[inline]
     fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
-        if self.local(spec.peer) {
-            return self.smp.try_prepare(spec, refused);
-        }
         Claim::hand_over(self.claim_remote(spec), refused)
     }
 
-    fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
-        // Node-local peers are smp's, whose queues are mapped; the network's
-        // are not.
-        if self.local(peer) {
-            self.smp.mapped_queue(peer)
-        } else {
-            None
-        }
-    }
-
     unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
-        if self.local(slot.peer) {
-            // SAFETY: a node-local peer's claims are smp's (try_prepare),
-            // passed on under the same contract.
-            return unsafe { self.smp.commit(slot, handler, args, len) };
-        }
         let net = &self.net;
         let s = slot.cookie as usize;
         let peer = slot.peer.index();
@@ -312,10 +287,6 @@ impl<T: Transport> Conduit for NetConduit<T> {
     }
 
     unsafe fn cancel(&self, slot: SendSlot) {
-        if self.local(slot.peer) {
-            // SAFETY: as in commit.
-            return unsafe { self.smp.cancel(slot) };
-        }
         let s = slot.cookie as usize;
         let d = dir_index(slot.dir);
         let mut st = self.state.lock();
@@ -330,21 +301,7 @@ impl<T: Transport> Conduit for NetConduit<T> {
     }
 
     fn poll(&self, set: PollSet, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
-        let mut n = 0;
-        // Node-local messages first: their handlers run before this poll
-        // takes the network's batches (and with them the delivery locks),
-        // so a handler that polls for replies while it waits to send its
-        // own can still have the network's delivered.
-        if self.local.iter().any(|&l| l) {
-            n += self.smp.poll(set, sink);
-        }
-        let mut taken = [None, None];
-        if !self.all_local || self.local.is_empty() {
-            let (k, t) = self.progress_taking(set);
-            n += k;
-            taken = t;
-        }
-        let [requests, replies] = taken;
+        let (mut n, [requests, replies]) = self.progress_taking(set);
         n += self.deliver(1, replies, sink);
         if set == PollSet::All {
             n += self.deliver(0, requests, sink);
@@ -353,18 +310,14 @@ impl<T: Transport> Conduit for NetConduit<T> {
     }
 
     fn bootstrap(&self) -> &dyn Bootstrap {
-        self.smp.bootstrap()
+        self.node.bootstrap()
     }
 
-    /// A network peer is gone once it said goodbye (it closed its
-    /// conduit), an operation to it failed (or it stayed silent past
-    /// the dead-peer timeout), or, on this node, smp found its process gone,
-    /// and what it sent before is delivered; a node-local peer carried by
-    /// the smp bypass is smp's to tell.
+    /// A peer is gone once it said goodbye (it closed its conduit), an
+    /// operation to it failed (or it stayed silent past the dead-peer
+    /// timeout), or, on this node, smp found its process gone, and what
+    /// it sent before is delivered.
     fn peer_gone(&self, peer: Rank) -> Option<String> {
-        if self.local(peer) {
-            return self.smp.peer_gone(peer);
-        }
         let mut st = self.state.lock();
         self.ask_node(&mut st, peer);
         st.gone(peer.index())
@@ -374,8 +327,8 @@ impl<T: Transport> Conduit for NetConduit<T> {
         Some(self)
     }
 
-    fn rma_native(&self, peer: Rank) -> bool {
-        !self.local(peer)
+    fn rma_native(&self, _peer: Rank) -> bool {
+        true
     }
 
     unsafe fn try_put(
@@ -408,7 +361,7 @@ impl<T: Transport> Conduit for NetConduit<T> {
         ty: rgex_core::atomic::AtomicType,
         ops: rgex_core::conduit::OpSet,
     ) -> bool {
-        !self.all_local && self.net.transport.atomics_offload(ty, ops)
+        self.net.transport.atomics_offload(ty, ops)
     }
 
     fn atomic_start(
@@ -520,16 +473,16 @@ impl<T: Transport> NetConduit<T> {
         Ok(Claim::new(buf, u64::from(slot)))
     }
 
-    /// If `peer` runs on this node (its traffic goes over the network,
-    /// the bypass being off), ask smp whether its process is still there
+    /// If `peer` runs on this node (its traffic goes over the network: no
+    /// [`ShmBypass`](crate::ShmBypass), or the bypass is off), ask smp whether its process is still there
     /// (smp rate-limits its look) and tell the state if not
     /// ([`State::gone_from_node`]). Off any hot path: asked when a wait
     /// for the peer stalls.
     fn ask_node(&self, st: &mut State<T>, peer: Rank) {
-        if st.peers[peer.index()].dead.is_some() || !self.smp.is_local(peer) {
+        if st.peers[peer.index()].dead.is_some() || !self.node.is_local(peer) {
             return;
         }
-        if let Some(why) = self.smp.peer_gone(peer) {
+        if let Some(why) = self.node.peer_gone(peer) {
             st.gone_from_node(peer.index(), &why);
         }
     }

@@ -3,7 +3,9 @@
 //! A network conduit supplies a [`Transport`] (post a receive, a send or
 //! an inject, an RDMA write or read, a remote atomic; poll completions;
 //! register memory; exchange addresses; say what it can do) and gets the
-//! rest from here as [`NetConduit<T>`], the whole Conduit SPI:
+//! rest from here as [`NetConduit<T>`], the whole Conduit SPI, wrapped
+//! in the node-local bypass [`ShmBypass`] (`ShmBypass<NetConduit<T>>`,
+//! set up with one call, `ShmBypass::<NetConduit<T>>::new`):
 //!
 //! - **Active messages** ([`wire`]): each message is one send, a small
 //!   header (handler, category, direction, arguments, length, Long
@@ -31,7 +33,8 @@
 //!   silent past the timeout marks the peer dead ([`health`]).
 //!
 //! Every transport call is made under the conduit's one state lock;
-//! handlers run outside it. Node-local peers take the smp transport.
+//! handlers run outside it. Node-local peers take the smp transport
+//! ([`shm_bypass`]).
 
 mod atomics;
 pub mod backlog;
@@ -51,6 +54,7 @@ pub mod readback;
 mod ready;
 pub mod rma;
 mod setup;
+pub mod shm_bypass;
 mod state;
 pub mod ticker;
 pub mod transport;
@@ -59,4 +63,5 @@ pub mod wire;
 pub use conduit::NetConduit;
 pub use geometry::Geometry;
 pub use readback::PutCompletion;
+pub use shm_bypass::ShmBypass;
 pub use transport::{Area, Caps, Event, NetConfig, Polled, PostError, Settings, Setup, Transport};

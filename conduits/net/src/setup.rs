@@ -1,25 +1,28 @@
 //! Setting a kit conduit up: the smp transport for the node (it owns the
 //! bootstrap and the segment memory), the sizes every rank agrees on,
 //! the transport opened on the kit's buffers, every rank's card
-//! exchanged, the receives posted and the progress ticker started.
+//! exchanged, the receives posted and the progress ticker started; then
+//! the node-local bypass around it.
 
 use crate::conduit::NetConduit;
 use crate::geometry::Geometry;
 use crate::net::Net;
+use crate::shm_bypass::{node_local, ShmBypass};
 use crate::state::State;
 use crate::ticker::Ticker;
 use crate::transport::{NetConfig, Transport};
 use parking_lot::Mutex;
 use rgex_core::bootstrap::JobEnv;
-use rgex_core::{Bootstrap, Conduit, Error, Rank, Result};
+use rgex_core::{Bootstrap, Conduit, Error, Result};
 use rgex_smp::{SmpConduit, SmpConfig};
 use std::sync::Arc;
 
-impl<T: Transport> NetConduit<T> {
+impl<T: Transport> ShmBypass<NetConduit<T>> {
     /// Set up the job: the shared-memory transport for the ranks on this
     /// node (it owns the bootstrap and the segment memory), then the
-    /// network: the transport opened, the segment and buffers registered,
-    /// addresses exchanged through the bootstrap. Collective.
+    /// network conduit over `T` ([`NetConduit::new`]), then the route:
+    /// node-local peers through shared memory, the others through the
+    /// network. Collective.
     ///
     /// With the bypass off (`cfg`'s [`shm_bypass`](crate::Settings::shm_bypass))
     /// every peer, this rank included, goes through the network; the
@@ -31,9 +34,41 @@ impl<T: Transport> NetConduit<T> {
         cfg: T::Config,
     ) -> Result<Self> {
         cfg.check()?;
-        let smp = SmpConduit::new_node(env, boot, smp_cfg)?;
-        let boot = smp.bootstrap();
+        let smp = Arc::new(SmpConduit::new_node(env, boot, smp_cfg)?);
+        let local = node_local(&smp, cfg.settings().shm_bypass);
+        let net = NetConduit::new(smp.clone(), cfg, &local)?;
+        ShmBypass::over(smp, local, net)
+    }
+
+    /// The network's transport.
+    pub fn transport(&self) -> &T {
+        self.network().transport()
+    }
+}
+
+impl<T: Transport> NetConduit<T> {
+    /// Set up the network over the job of `node` (the node's smp conduit:
+    /// its bootstrap, and its segment, which the network registers): the
+    /// transport opened, the segment and buffers registered, addresses
+    /// exchanged through the bootstrap. Collective.
+    ///
+    /// Every peer can be reached; those `bypassed` marks are carried by
+    /// another path (the node-local bypass), so they are not told
+    /// goodbye over the network when this rank closes: they hear of it
+    /// there.
+    pub fn new(node: Arc<SmpConduit>, cfg: T::Config, bypassed: &[bool]) -> Result<Self> {
+        cfg.check()?;
+        let smp = &*node;
         let size = smp.size() as usize;
+        if bypassed.len() != size {
+            return Err(Error::Config(format!(
+                "rank {}: the {} conduit needs one bypass flag per rank: {} for {size} ranks",
+                smp.rank(),
+                T::NAME,
+                bypassed.len()
+            )));
+        }
+        let boot = smp.bootstrap();
         let rank = smp.rank();
         // Geometry must be symmetric: rank 0's settings rule.
         let mine = cfg.settings();
@@ -69,14 +104,10 @@ impl<T: Transport> NetConduit<T> {
         net.connect(&cards)?;
         // Everyone has inserted everyone before anyone sends.
         boot.barrier()?;
-        let local: Vec<bool> = (0..size)
-            .map(|p| settings.shm_bypass && smp.is_local(Rank(p as u32)))
-            .collect();
-        let all_local = local.iter().all(|&l| l);
-        // Node-local peers are smp's: they learn of this rank's departure
-        // from it, not from a goodbye over the network.
-        for (net_peer, &l) in state.network_peer.iter_mut().zip(&local) {
-            *net_peer &= !l;
+        // Bypassed peers learn of this rank's departure from the bypass,
+        // not from a goodbye over the network.
+        for (net_peer, &b) in state.network_peer.iter_mut().zip(bypassed) {
+            *net_peer &= !b;
         }
         let ready_count = state.ready_count.clone();
         let state = Arc::new(Mutex::new(state));
@@ -92,10 +123,9 @@ impl<T: Transport> NetConduit<T> {
             net,
             deliver_lock: [Mutex::new(()), Mutex::new(())],
             ready_count,
-            local,
-            all_local,
             rank,
-            smp,
+            size: size as u32,
+            node,
         })
     }
 }

@@ -99,7 +99,8 @@ pub use rgex_net::{readback, rma, ticker, wire, PutCompletion};
 pub use transport::Ofi;
 
 /// Ranks over a libfabric provider, node-local ranks over shared memory:
-/// the kit's conduit over the [`Ofi`] transport.
+/// the kit's conduit over the [`Ofi`] transport, in the kit's node-local
+/// bypass ([`ShmBypass`](rgex_net::ShmBypass)).
 ///
 /// ```no_run
 /// use rgex_core::{bootstrap, Conduit};
@@ -108,4 +109,4 @@ pub use transport::Ofi;
 /// println!("{} of {} on {}", ofi.rank(), ofi.size(), ofi.transport().provider().name);
 /// # Ok::<(), rgex_core::Error>(())
 /// ```
-pub type OfiConduit = rgex_net::NetConduit<Ofi>;
+pub type OfiConduit = rgex_net::ShmBypass<rgex_net::NetConduit<Ofi>>;

@@ -10,8 +10,9 @@
 //! Start a job with [`start`]: every rank's conduit is set up on a
 //! thread of its own (setup is collective), and the conduits come back
 //! in rank order to be driven from any thread. Every peer goes through
-//! the fabric, this rank included (the smp bypass is off; smp still
-//! holds the segments, in shared memory).
+//! the fabric, this rank included (a bare [`NetConduit`], with no
+//! [`ShmBypass`](crate::ShmBypass) around it; smp still holds the
+//! segments, in shared memory).
 //!
 //! The kit's tests on it are `tests/loopback.rs`. Loom has nothing to
 //! check in the kit: its logic runs under the conduit's one state lock,
@@ -31,7 +32,7 @@ use fabric::{Kind, Refusal};
 use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::bootstrap::JobEnv;
 use rgex_core::{Bootstrap, Error, Result};
-use rgex_smp::SmpConfig;
+use rgex_smp::{SmpConduit, SmpConfig};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
@@ -371,7 +372,10 @@ pub fn start(cfg: &LoopConfig, segment_len: usize) -> Result<Vec<NetConduit<Loop
                 polite: true,
             };
             let cfg = cfg.clone();
-            std::thread::spawn(move || NetConduit::<Loopback>::new(&env, Box::new(boot), smp, cfg))
+            std::thread::spawn(move || {
+                let node = Arc::new(SmpConduit::new_node(&env, Box::new(boot), smp)?);
+                NetConduit::<Loopback>::new(node, cfg, &vec![false; size as usize])
+            })
         })
         .collect();
     let mut out = Vec::with_capacity(size as usize);
