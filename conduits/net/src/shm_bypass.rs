@@ -302,3 +302,195 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         self.net.atomic_start(req, fetched, done)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parking_lot::Mutex;
+    use rgex_core::bootstrap::{JobEnv, SingleRank};
+    use rgex_core::{Category, Direction};
+    use rgex_smp::SmpConfig;
+
+    /// A one-rank smp conduit (a 64 KiB segment).
+    fn smp(tag: &str) -> Arc<SmpConduit> {
+        let env = JobEnv {
+            rank: 0,
+            size: 1,
+            socket: None,
+            job: format!("bypass-{tag}-{}", std::process::id()),
+            polite: false,
+        };
+        let cfg = SmpConfig {
+            depth: 8,
+            max_medium: 512,
+            segment_len: 64 << 10,
+        };
+        Arc::new(SmpConduit::new(&env, Box::new(SingleRank), cfg).expect("one-rank smp"))
+    }
+
+    /// A network conduit of one rank that records what it is asked to do
+    /// (and delivers nothing).
+    struct Recorder {
+        buf: Mutex<[u8; 16]>,
+        steps: Mutex<Vec<String>>,
+        seg: Segment,
+    }
+
+    impl Recorder {
+        fn new(seg: Segment) -> Self {
+            Recorder {
+                buf: Mutex::new([0; 16]),
+                steps: Mutex::new(Vec::new()),
+                seg,
+            }
+        }
+        fn steps(&self) -> Vec<String> {
+            self.steps.lock().clone()
+        }
+    }
+
+    impl Conduit for Recorder {
+        fn name(&self) -> &'static str {
+            "recorder"
+        }
+        fn rank(&self) -> Rank {
+            Rank(0)
+        }
+        fn size(&self) -> u32 {
+            1
+        }
+        fn is_local(&self, _peer: Rank) -> bool {
+            false
+        }
+        fn segment(&self) -> &Segment {
+            &self.seg
+        }
+        fn segment_len(&self, _peer: Rank) -> u64 {
+            self.seg.len() as u64
+        }
+        fn mapped_segment(&self, _peer: Rank) -> Option<Segment> {
+            None
+        }
+        fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {
+            16
+        }
+        fn try_prepare(&self, spec: &Prepare, _refused: &mut Option<Error>) -> Option<Claim> {
+            self.steps.lock().push(format!("prepare {}", spec.most));
+            Some(Claim::new(self.buf.data_ptr().cast(), 7))
+        }
+        unsafe fn commit(&self, _slot: SendSlot, handler: u8, _args: &[u32], len: usize) {
+            let payload = String::from_utf8_lossy(&self.buf.lock()[..len]).into_owned();
+            self.steps
+                .lock()
+                .push(format!("commit {handler} {payload}"));
+        }
+        unsafe fn cancel(&self, _slot: SendSlot) {
+            self.steps.lock().push("cancel".into());
+        }
+        fn poll(&self, _set: PollSet, _sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
+            self.steps.lock().push("poll".into());
+            0
+        }
+        fn peer_gone(&self, peer: Rank) -> Option<String> {
+            Some(format!("the recorder lost {peer}"))
+        }
+        fn bootstrap(&self) -> &dyn Bootstrap {
+            &SingleRank
+        }
+        fn rma_native(&self, _peer: Rank) -> bool {
+            true
+        }
+        fn atomic_offload(&self, _ty: AtomicType, _ops: OpSet) -> bool {
+            true
+        }
+    }
+
+    fn medium(len: usize) -> Prepare {
+        Prepare {
+            peer: Rank(0),
+            dir: Direction::Request,
+            category: Category::Medium,
+            nargs: 1,
+            least: len,
+            most: len,
+            long_offset: 0,
+        }
+    }
+
+    /// Poll `c` until nothing more comes (bounded), returning the Medium
+    /// payloads delivered.
+    fn drain(c: &dyn Conduit) -> Vec<Vec<u8>> {
+        let mut got = Vec::new();
+        for _ in 0..8 {
+            c.poll(PollSet::All, &mut |d| got.push(d.payload.to_vec()));
+        }
+        got
+    }
+
+    #[test]
+    fn node_local_peers_go_through_smp() {
+        let smp = smp("local");
+        let route = node_local(&smp, true);
+        assert_eq!(route, [true], "rank 0 of a one-rank job is on this node");
+        let c = ShmBypass::over(smp.clone(), route, Recorder::new(*smp.segment())).unwrap();
+        c.try_send(&medium(3), 9, &[1], b"abc").unwrap();
+        assert_eq!(drain(&c), [b"abc".to_vec()], "delivered by smp");
+        assert!(c.is_local(Rank(0)) && c.mapped_segment(Rank(0)).is_some());
+        assert!(
+            !c.rma_native(Rank(0)),
+            "smp's mapped copies, not the network's RMA"
+        );
+        assert_eq!(c.max_medium(Rank(0), 1), smp.max_medium(Rank(0), 1));
+        assert!(c.mapped_queue(Rank(0)).is_some());
+        assert_eq!(c.peer_gone(Rank(0)), None, "smp sees this process alive");
+        assert!(
+            !c.atomic_offload(AtomicType::U64, OpSet::EMPTY),
+            "no offload when every peer is node-local"
+        );
+        assert_eq!(
+            c.network().steps(),
+            Vec::<String>::new(),
+            "the network is neither sent to nor polled"
+        );
+    }
+
+    #[test]
+    fn other_peers_go_through_the_network() {
+        let smp = smp("remote");
+        let route = node_local(&smp, false);
+        assert_eq!(route, [false], "the bypass off routes no peer through smp");
+        let c = ShmBypass::over(smp.clone(), route, Recorder::new(*smp.segment())).unwrap();
+        c.try_send(&medium(3), 9, &[1], b"xyz").unwrap();
+        assert_eq!(drain(&c), Vec::<Vec<u8>>::new(), "smp carried nothing");
+        let steps = c.network().steps();
+        assert_eq!(steps[..2], ["prepare 3", "commit 9 xyz"]);
+        assert!(steps[2..].iter().all(|s| s == "poll") && steps.len() == 10);
+        assert!(!c.is_local(Rank(0)) && c.mapped_segment(Rank(0)).is_none());
+        assert!(c.mapped_queue(Rank(0)).is_none());
+        assert!(c.rma_native(Rank(0)));
+        assert_eq!(c.max_medium(Rank(0), 1), 16);
+        assert_eq!(
+            c.peer_gone(Rank(0)).as_deref(),
+            Some("the recorder lost rank 0")
+        );
+        assert!(c.atomic_offload(AtomicType::U64, OpSet::EMPTY));
+        assert_eq!(c.name(), "recorder");
+    }
+
+    #[test]
+    fn a_route_that_does_not_fit_the_job_is_refused() {
+        let smp = smp("misfit");
+        let e = ShmBypass::over(
+            smp.clone(),
+            vec![true, false],
+            Recorder::new(*smp.segment()),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "one route per rank: smp has 1 ranks, the recorder conduit 1, the route 2"
+            ),
+            "{e}"
+        );
+    }
+}
