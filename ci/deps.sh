@@ -5,6 +5,8 @@
 #   pkg-config                    finds libfabric and PMIx
 #   libpmix-dev                   the PMIx bootstrap (jobs under srun --mpi=pmix, mpirun, prterun)
 #   openmpi-bin                   mpirun, a PMIx launcher for the bootstrap's tests
+#   libibverbs1, ibverbs-providers  the ibv conduit's real backend, loaded at run time
+#                                 (no -dev package: nothing is linked; its tests load it)
 # Sourced by ci/test.sh and ci/bench.sh; idempotent and quiet when all is there.
 set -euo pipefail
 
@@ -16,6 +18,8 @@ dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 command -v clang >/dev/null 2>&1 || need+=(clang)
 dpkg -s libpmix-dev >/dev/null 2>&1 || need+=(libpmix-dev)
 command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
+dpkg -s libibverbs1 >/dev/null 2>&1 || need+=(libibverbs1)
+dpkg -s ibverbs-providers >/dev/null 2>&1 || need+=(ibverbs-providers)
 
 if [ ${#need[@]} -gt 0 ]; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
