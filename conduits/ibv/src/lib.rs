@@ -6,4 +6,5 @@
 //! across the processes of one machine, so the conduit is tested where
 //! there is no RDMA hardware.
 
+pub mod soft;
 pub mod verbs;
