@@ -209,12 +209,13 @@ fn packet(qp: &Qp, idx: usize, k: u32) -> (PktHdr, Vec<u8>) {
     let payload = match &e.inline {
         Some(b) => b[off as usize..off as usize + n].to_vec(),
         None if n == 0 => Vec::new(),
-        // SAFETY: the lkey check at the first packet put the SGE inside a
-        // registered region, which reg_mr's contract keeps allocated, and
-        // post_send's contract keeps the buffer valid until completion.
         None => {
-            unsafe { std::slice::from_raw_parts((wr.sge.addr + u64::from(off)) as *const u8, n) }
-                .to_vec()
+            let at = (wr.sge.addr + u64::from(off)) as *const u8;
+            // SAFETY: the lkey check at the first packet put the SGE inside
+            // a registered region, which reg_mr's contract keeps allocated,
+            // and post_send's contract keeps the buffer valid until
+            // completion; off + n <= the SGE's length.
+            unsafe { std::slice::from_raw_parts(at, n) }.to_vec()
         }
     };
     (h, payload)
