@@ -453,6 +453,25 @@ fn concurrent_fetch_and_adds_from_two_qps_are_atomic() {
 }
 
 #[test]
+fn a_target_that_never_calls_its_device_still_answers() {
+    // b's process never calls into its device after connecting: its
+    // service thread answers, as an HCA would.
+    let (mut a, qa, mut b, _qb) = pair(PATIENT, false);
+    b.buf[0] = 77;
+    a.buf[0] = 5;
+    let (s, r) = (a.sge(0, 8), b.remote(8));
+    post(&a, &qa, wr(1, Opcode::RdmaWrite, s, r)).unwrap();
+    let (s, r) = (a.sge(16, 8), b.remote(0));
+    post(&a, &qa, wr(2, Opcode::RdmaRead, s, r)).unwrap();
+    let (s, r) = (a.sge(24, 8), b.remote(16));
+    post(&a, &qa, wr(3, Opcode::AtomicFetchAndAdd { add: 9 }, s, r)).unwrap();
+    let got = wait(&a, &[], 3);
+    assert!(got.iter().all(|w| w.status == WcStatus::Success), "{got:?}");
+    assert_eq!((a.buf[2], b.buf[1], b.buf[2]), (77, 5, 9));
+    let _ = &mut b;
+}
+
+#[test]
 fn a_qp_connected_to_itself() {
     let mut a = Node::new(1024, ALL, 16, false);
     let q = a.qp(8, 64);
@@ -655,6 +674,7 @@ fn rnr_is_retried_until_a_receive_is_posted() {
         a.dev.progress();
         b.dev.progress();
     }
+    assert!(a.dev.stats().rnr_naks > 0, "{:?}", a.dev.stats());
     recv(&mut b, Some(&qb), 8, 0, 8).unwrap();
     let got = wait(&a, &[&b.dev], 1);
     assert_eq!(got[0].status, WcStatus::Success);
@@ -866,6 +886,12 @@ fn dropped_packets_are_recovered_by_retransmission() {
         n,
         "each atomic performed once despite retransmission"
     );
+    let (sa, sb) = (a.dev.stats(), b.dev.stats());
+    assert!(
+        sa.packets_dropped > 0 && sb.packets_dropped > 0,
+        "{sa:?} {sb:?}"
+    );
+    assert!(sa.retransmits > 0, "{sa:?}");
 }
 
 #[test]

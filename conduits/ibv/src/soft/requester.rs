@@ -222,7 +222,8 @@ fn packet(qp: &Qp, idx: usize, k: u32) -> (PktHdr, Vec<u8>) {
 }
 
 /// Go back to `psn`: resend from the packet that carries it.
-fn rewind(qp: &mut Qp, psn: u32) {
+fn rewind(qp: &mut Qp, sh: &mut Shared, psn: u32) {
+    sh.stats.retransmits += 1;
     for i in qp.first_unacked..qp.sq.len() {
         let e = &qp.sq[i];
         if psn_diff(psn, e.first_psn) >= 0 && psn_diff(psn, e.last_psn()) <= 0 {
@@ -281,12 +282,13 @@ pub(crate) fn on_response(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u
             }
             match h.syndrome {
                 NAK_RNR => {
+                    sh.stats.rnr_naks += 1;
                     if qp.rnr_retry != 7 && qp.rnr_retries >= qp.rnr_retry {
                         qp.fail_head(&mut sh.cqs, WcStatus::RnrRetryExcErr);
                     } else {
                         qp.rnr_retries = qp.rnr_retries.saturating_add(1);
                         qp.rnr_wait = Some(now + super::qp::rnr_delay(h.aux as u8));
-                        rewind(qp, h.psn);
+                        rewind(qp, sh, h.psn);
                     }
                 }
                 NAK_SEQ => {
@@ -295,7 +297,7 @@ pub(crate) fn on_response(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u
                     if qp.retries > qp.retry_cnt {
                         qp.fail_head(&mut sh.cqs, WcStatus::RetryExcErr);
                     } else {
-                        rewind(qp, h.psn);
+                        rewind(qp, sh, h.psn);
                     }
                 }
                 NAK_REM_ACCESS => qp.fail_head(&mut sh.cqs, WcStatus::RemAccessErr),
@@ -382,6 +384,6 @@ pub(crate) fn timers(qp: &mut Qp, sh: &mut Shared, now: Instant) {
         qp.fail_head(&mut sh.cqs, WcStatus::RetryExcErr);
     } else {
         let psn = qp.sq[qp.first_unacked].first_psn;
-        rewind(qp, psn);
+        rewind(qp, sh, psn);
     }
 }
