@@ -3,7 +3,7 @@
 //! local protection, flushing, in-order delivery, atomics, transport
 //! retries under drops and dead peers, in one process and across two.
 
-use rgex_ibv::soft::{Faults, SoftCq, SoftMr, SoftPd, SoftQp, SoftSrq, SoftVerbs};
+use rgex_ibv::soft::{Faults, SoftCq, SoftMr, SoftPd, SoftQp, SoftSrq, SoftVerbs, FAULTS_ENV};
 use rgex_ibv::verbs::*;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -117,6 +117,12 @@ const PATIENT: Timers = Timers {
     retry_cnt: 7,
     rnr_retry: 7,
     min_rnr_timer: 1,
+};
+
+/// A short ACK timeout (about 4 ms), for lossy paths.
+const QUICK: Timers = Timers {
+    timeout: 10,
+    ..PATIENT
 };
 
 /// Bring `qp` of `dev` to RTS, connected to QP `dqpn` of the device with `dgid`.
@@ -469,6 +475,25 @@ fn a_target_that_never_calls_its_device_still_answers() {
     assert!(got.iter().all(|w| w.status == WcStatus::Success), "{got:?}");
     assert_eq!((a.buf[2], b.buf[1], b.buf[2]), (77, 5, 9));
     let _ = &mut b;
+}
+
+#[test]
+fn reset_qps_reconnect_and_work_again() {
+    let (mut a, qa, mut b, qb) = pair(PATIENT, false);
+    for round in 0..3u64 {
+        a.buf[0] = round + 10;
+        recv(&mut b, Some(&qb), round, 64, 8).unwrap();
+        let s = a.sge(0, 8);
+        post(&a, &qa, wr(round, Opcode::Send, s, RemoteAddr::default())).unwrap();
+        assert_eq!(wait(&a, &[&b.dev], 1)[0].status, WcStatus::Success);
+        assert_eq!(wait(&b, &[&a.dev], 1)[0].wr_id, round);
+        assert_eq!(b.buf[8], round + 10);
+        for (n, q) in [(&a, &qa), (&b, &qb)] {
+            n.dev.modify_qp(q, &QpTransition::Reset).unwrap();
+        }
+        connect(&a.dev, &qa, b.dev.gid(), SoftVerbs::qp_num(&qb), PATIENT);
+        connect(&b.dev, &qb, a.dev.gid(), SoftVerbs::qp_num(&qa), PATIENT);
+    }
 }
 
 #[test]
@@ -1023,10 +1048,11 @@ fn parse_info(line: &str) -> (Gid, u32, RemoteAddr) {
 }
 
 /// Run this test binary's test `name` as the peer, with piped stdio.
-fn spawn_child(name: &str) -> std::process::Child {
+fn spawn_child(name: &str, faults: &str) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
         .args(["--exact", name, "--nocapture", "--test-threads=1"])
         .env(ROLE, name)
+        .env(FAULTS_ENV, faults)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -1051,7 +1077,7 @@ fn read_info(out: &mut impl BufRead) -> String {
     panic!("no SOFTINFO line from the child");
 }
 
-fn child_setup() -> (Node, SoftQp, RemoteAddr) {
+fn child_setup(t: Timers) -> (Node, SoftQp, RemoteAddr) {
     let mut n = Node::new(1024, ALL, 64, false);
     let q = n.qp(16, 64);
     let mut line = String::new();
@@ -1063,7 +1089,7 @@ fn child_setup() -> (Node, SoftQp, RemoteAddr) {
         writeln!(o, "\n{mine}").unwrap();
         o.flush().unwrap();
     }
-    connect(&n.dev, &q, g, qpn, PATIENT);
+    connect(&n.dev, &q, g, qpn, t);
     (n, q, ra)
 }
 
@@ -1073,7 +1099,8 @@ fn across_processes_sends_rdma_and_atomics() {
     if std::env::var(ROLE).as_deref() == Ok(NAME) {
         // Child: receive the parent's write + send, then read the parent's
         // buffer, add to its counter and send back what it saw.
-        let (mut n, q, ra) = child_setup();
+        let (mut n, q, ra) = child_setup(QUICK);
+        assert_eq!(n.dev.faults().drop_every, 5, "faults from {FAULTS_ENV}");
         recv(&mut n, Some(&q), 1, 4096, 64).unwrap();
         let got = wait(&n, &[], 1);
         assert_eq!((got[0].status, got[0].imm), (WcStatus::Success, Some(7)));
@@ -1111,13 +1138,13 @@ fn across_processes_sends_rdma_and_atomics() {
     p.buf[0] = 0xabcd_0000_1234; // the child reads this
     p.buf[1] = 100; // the child adds 5
     p.buf[2] = 0x0f0f_0f0f; // the parent writes this to the child
-    let mut child = spawn_child(NAME);
+    let mut child = spawn_child(NAME, "drop_every=5,delay_us=20");
     let mut cin = child.stdin.take().unwrap();
     let mut cout = BufReader::new(child.stdout.take().unwrap());
     writeln!(cin, "{}", info_line(&mut p, &q)).unwrap();
     cin.flush().unwrap();
     let (g, qpn, ra) = parse_info(&read_info(&mut cout));
-    connect(&p.dev, &q, g, qpn, PATIENT);
+    connect(&p.dev, &q, g, qpn, QUICK);
     recv(&mut p, Some(&q), 10, 512, 64).unwrap();
     post(&p, &q, wr(1, Opcode::RdmaWrite, p.sge(16, 8), ra)).unwrap();
     post(
@@ -1158,7 +1185,7 @@ fn a_killed_peer_process_is_retry_exc_err_not_a_hang() {
     };
     if std::env::var(ROLE).as_deref() == Ok(NAME) {
         // Child: serve until killed.
-        let (n, _q, _) = child_setup();
+        let (n, _q, _) = child_setup(t);
         let end = Instant::now() + PATIENCE;
         while Instant::now() < end {
             n.dev.progress();
@@ -1168,7 +1195,7 @@ fn a_killed_peer_process_is_retry_exc_err_not_a_hang() {
     }
     let mut p = Node::new(64, ALL, 64, false);
     let q = p.qp(16, 0);
-    let mut child = spawn_child(NAME);
+    let mut child = spawn_child(NAME, "");
     let mut cin = child.stdin.take().unwrap();
     let mut cout = BufReader::new(child.stdout.take().unwrap());
     writeln!(cin, "{}", info_line(&mut p, &q)).unwrap();

@@ -521,16 +521,17 @@ impl Verbs for SoftVerbs {
             self.check(&s.dev, VERB)?;
         }
         let max = self.attr.max_qp_wr;
-        if caps.max_send_wr == 0 || caps.max_send_wr > max {
+        // 0 is allowed, as on an HCA: a receive-only or send-only QP.
+        if caps.max_send_wr > max {
             return Err(einval(
                 VERB,
-                format!("max_send_wr {} outside 1..={max}", caps.max_send_wr),
+                format!("max_send_wr {} exceeds max_qp_wr {max}", caps.max_send_wr),
             ));
         }
-        if srq.is_none() && (caps.max_recv_wr == 0 || caps.max_recv_wr > max) {
+        if srq.is_none() && caps.max_recv_wr > max {
             return Err(einval(
                 VERB,
-                format!("max_recv_wr {} outside 1..={max}", caps.max_recv_wr),
+                format!("max_recv_wr {} exceeds max_qp_wr {max}", caps.max_recv_wr),
             ));
         }
         if caps.max_inline_data > MAX_INLINE {
