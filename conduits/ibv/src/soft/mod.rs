@@ -54,10 +54,12 @@
 //! - Remote checks at the target: rkey, PD, bounds, the region's access
 //!   and the QP's granted access → `IBV_WC_REM_ACCESS_ERR` at the
 //!   initiator; a misaligned atomic → `IBV_WC_REM_INV_REQ_ERR`; a receive
-//!   too small → `IBV_WC_LOC_LEN_ERR` on the receiver (which moves to ERR)
-//!   and `IBV_WC_REM_INV_REQ_ERR` at the sender; a receive buffer outside
-//!   its lkey → `IBV_WC_LOC_PROT_ERR` there and `IBV_WC_REM_OP_ERR` at the
-//!   sender. Local checks: an SGE outside its lkey's region, or a READ or
+//!   too small → `IBV_WC_LOC_LEN_ERR` on the receiver and
+//!   `IBV_WC_REM_INV_REQ_ERR` at the sender; a receive buffer outside its
+//!   lkey → `IBV_WC_LOC_PROT_ERR` there and `IBV_WC_REM_OP_ERR` at the
+//!   sender. In each case the *responder's* QP moves to ERR too, after
+//!   its NAK (as an RC responder does, e.g. Linux's rxe): one bad request
+//!   breaks the connection both ways. Local checks: an SGE outside its lkey's region, or a READ or
 //!   atomic target without `LOCAL_WRITE`, → `IBV_WC_LOC_PROT_ERR`. After
 //!   an error the QP is in ERR and every later or outstanding work request
 //!   completes `IBV_WC_WR_FLUSH_ERR`, signalled or not.
@@ -88,8 +90,7 @@
 //! channels; the SQD and SQE states; `max_rd_atomic` limits (any number
 //! of READs and atomics may be outstanding); P_Keys, path migration,
 //! multicast; a READ consuming one PSN per response packet (here a READ
-//! request is one PSN); the responder QP moving to ERR on a remote access
-//! error (it stays usable here); deregistering a region while a peer
+//! request is one PSN); deregistering a region while a peer
 //! uses it is not detected beyond the key check.
 
 mod cq;
