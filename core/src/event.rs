@@ -129,7 +129,7 @@ impl Completion {
 
     /// Finish one operation that failed (its peer went away, say): the
     /// count drops as for [`done`](Self::done), so no waiter hangs, and
-    /// [`Event::wait_checked`] reports `why` (the first failure recorded).
+    /// [`Event::wait`] reports `why` (the first failure recorded).
     ///
     /// ```
     /// use rgex_core::event::Completion;
@@ -148,7 +148,7 @@ impl Completion {
     }
 
     /// [`Error::Failed`](crate::Error::Failed) with the first failure
-    /// recorded here, if an operation failed: what a checked wait returns
+    /// recorded here, if an operation failed: what a wait returns
     /// once nothing is outstanding.
     ///
     /// ```
@@ -216,7 +216,7 @@ pub trait Progress: Send + Sync {
 /// use rgex_core::event::Event;
 /// let e = Event::done();
 /// assert!(e.test() && e.is_invalid());
-/// e.wait();
+/// e.wait().unwrap();
 /// ```
 #[must_use = "an event must be tested or waited on to know the operation completed"]
 pub struct Event {
@@ -258,39 +258,62 @@ impl Event {
         self.pending.as_ref().is_none_or(|(c, _)| c.is_done())
     }
 
-    /// Poll until the operation completes.
-    pub fn wait(self) {
-        if let Some((c, p)) = &self.pending {
-            let mut backoff = Backoff::new(p.polite());
-            while !c.is_done() {
-                if p.progress() == 0 {
-                    backoff.snooze();
-                } else {
-                    backoff.reset();
-                }
+    /// Poll until the operation completes; an error if it failed (a peer
+    /// that went away, on a conduit that can tell), with the operation,
+    /// the ranks and the cause.
+    ///
+    /// ```
+    /// use rgex_core::event::{Completion, Event};
+    /// # struct Idle;
+    /// # impl rgex_core::Progress for Idle {
+    /// #     fn progress(&self) -> usize { 0 }
+    /// #     fn polite(&self) -> bool { true }
+    /// # }
+    /// let c = Completion::new(1);
+    /// c.fail("put to rank 1: rank 1 is unreachable".into());
+    /// let e = Event::pending(c, std::sync::Arc::new(Idle));
+    /// assert!(e.wait().unwrap_err().to_string().contains("rank 1"));
+    /// assert!(Event::done().wait().is_ok());
+    /// ```
+    pub fn wait(self) -> crate::Result<()> {
+        match &self.pending {
+            None => Ok(()),
+            Some((c, p)) => {
+                spin_until_done(c, &**p);
+                c.check()
             }
         }
     }
 
-    /// Poll until the operation completes; an error if it failed (a peer
-    /// that went away, on a conduit that can tell).
-    pub fn wait_checked(self) -> crate::Result<()> {
-        let c = self.pending.as_ref().map(|(c, _)| c.clone());
-        self.wait();
-        c.as_deref().map_or(Ok(()), Completion::check)
+    /// Poll until the operation completes, not asking whether it failed:
+    /// for a caller that learns of a failure another way (a drop that
+    /// must only wait until the transport is done with a buffer).
+    pub fn wait_unchecked(self) {
+        if let Some((c, p)) = &self.pending {
+            spin_until_done(c, &**p);
+        }
     }
 
-    /// Poll until every event completes; all become invalid.
-    pub fn wait_all(events: &mut [Event]) {
+    /// Poll until every event completes; all become invalid. The first
+    /// failure among them, if one failed (every event is waited for all
+    /// the same).
+    pub fn wait_all(events: &mut [Event]) -> crate::Result<()> {
+        let mut first = Ok(());
         for e in events.iter_mut() {
-            std::mem::replace(e, Event::done()).wait();
+            let r = std::mem::replace(e, Event::done()).wait();
+            if first.is_ok() {
+                first = r;
+            }
         }
+        first
     }
 
     /// Poll until at least one event completes (returns at once if one has,
     /// or if the slice holds only invalid events). Completed events become
-    /// invalid; their indices are returned.
-    pub fn wait_some(events: &mut [Event]) -> Vec<usize> {
+    /// invalid; their indices are returned. If a completed event failed,
+    /// the first such becomes invalid and its error is returned; the other
+    /// completed events are left as they are, so the next call reports them.
+    pub fn wait_some(events: &mut [Event]) -> crate::Result<Vec<usize>> {
         let progress = events
             .iter()
             .find_map(|e| e.pending.as_ref().map(|(_, p)| p.clone()));
@@ -304,17 +327,38 @@ impl Event {
                 }
                 live += 1;
                 if e.test() {
-                    *e = Event::done();
+                    let failed = e.pending.as_ref().and_then(|(c, _)| c.check().err());
+                    if let Some(err) = failed {
+                        *e = Event::done();
+                        return Err(err);
+                    }
                     done.push(i);
                 }
             }
             if !done.is_empty() || live == 0 {
-                return done;
+                for &i in &done {
+                    events[i] = Event::done();
+                }
+                return Ok(done);
             }
             match &progress {
                 Some(p) if p.progress() > 0 => backoff.reset(),
                 _ => backoff.snooze(),
             }
+        }
+    }
+}
+
+/// Poll `p` until `c` has nothing outstanding (backing off while nothing
+/// happens).
+#[inline]
+fn spin_until_done(c: &Completion, p: &dyn Progress) {
+    let mut backoff = Backoff::new(p.polite());
+    while !c.is_done() {
+        if p.progress() == 0 {
+            backoff.snooze();
+        } else {
+            backoff.reset();
         }
     }
 }

@@ -47,19 +47,11 @@ impl VisGet {
         self.event.as_ref().is_none_or(Event::test)
     }
 
-    /// Poll until the data has arrived; hand the buffer back.
-    pub fn wait(mut self) -> Vec<u8> {
-        if let Some(e) = self.event.take() {
-            e.wait();
-        }
-        self.buf.take().expect("buffer present until wait")
-    }
-
     /// Poll until the get is over; the buffer with the data, or the error
     /// that failed the get (its peer went away), the buffer dropped.
-    pub fn wait_checked(mut self) -> rgex_core::Result<Vec<u8>> {
+    pub fn wait(mut self) -> rgex_core::Result<Vec<u8>> {
         if let Some(e) = self.event.take() {
-            e.wait_checked()?;
+            e.wait()?;
         }
         Ok(self.buf.take().expect("buffer present until wait"))
     }
@@ -67,8 +59,10 @@ impl VisGet {
 
 impl Drop for VisGet {
     fn drop(&mut self) {
+        // Only until the transport is done with the buffer: a drop has
+        // nobody to report a failure to.
         if let Some(e) = self.event.take() {
-            e.wait();
+            e.wait_unchecked();
         }
     }
 }

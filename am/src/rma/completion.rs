@@ -30,7 +30,7 @@ impl<B> Held<B> {
     /// use rgex_am::rma::Held;
     /// let h = Held::new(vec![1u8; 4], rgex_core::Event::done());
     /// assert!(h.test());
-    /// assert_eq!(h.wait(), [1, 1, 1, 1]);
+    /// assert_eq!(h.wait().unwrap(), [1, 1, 1, 1]);
     /// ```
     pub fn new(buf: B, event: Event) -> Self {
         Held {
@@ -44,14 +44,6 @@ impl<B> Held<B> {
         self.event.as_ref().is_none_or(Event::test)
     }
 
-    /// Poll until the operation is done with the buffer; hand it back.
-    pub fn wait(mut self) -> B {
-        if let Some(e) = self.event.take() {
-            e.wait();
-        }
-        self.buf.take().expect("buffer present until wait")
-    }
-
     /// Poll until the operation is done with the buffer; hand it back, or
     /// the error that failed the operation (its peer went away: a get's
     /// bytes did not arrive). The buffer is dropped with the error.
@@ -59,11 +51,11 @@ impl<B> Held<B> {
     /// ```
     /// use rgex_am::rma::Held;
     /// let h = Held::new(vec![1u8; 4], rgex_core::Event::done());
-    /// assert_eq!(h.wait_checked().unwrap(), [1, 1, 1, 1]);
+    /// assert_eq!(h.wait().unwrap(), [1, 1, 1, 1]);
     /// ```
-    pub fn wait_checked(mut self) -> rgex_core::Result<B> {
+    pub fn wait(mut self) -> rgex_core::Result<B> {
         if let Some(e) = self.event.take() {
-            e.wait_checked()?;
+            e.wait()?;
         }
         Ok(self.buf.take().expect("buffer present until wait"))
     }
@@ -71,8 +63,10 @@ impl<B> Held<B> {
 
 impl<B> Drop for Held<B> {
     fn drop(&mut self) {
+        // Only until the transport is done with the buffer: a drop has
+        // nobody to report a failure to.
         if let Some(e) = self.event.take() {
-            e.wait();
+            e.wait_unchecked();
         }
     }
 }
