@@ -460,6 +460,30 @@ impl<T: AtomicValue> AtomicEvent<T> {
     }
 }
 
+/// An atomic event is a future of [`wait`](AtomicEvent::wait)'s answer:
+/// the fetched value or the error that failed the op. Woken by whichever
+/// thread's progress completes it; someone must drive progress meanwhile
+/// (the endpoint's progress task, a thread that waits or polls).
+impl<T: AtomicValue> std::future::Future for AtomicEvent<T> {
+    type Output = Result<T>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match &mut self.get_mut().state {
+            State::Ready(b) => std::task::Poll::Ready(Ok(T::from_bits64(*b))),
+            State::Pending(p) => {
+                let r = std::task::ready!(std::pin::Pin::new(&mut p.event).poll(cx));
+                // Relaxed: the poll that found the op done made an Acquire
+                // read of the counter the reply handler released after
+                // storing this.
+                std::task::Poll::Ready(r.map(|()| T::from_bits64(p.value.load(Ordering::Relaxed))))
+            }
+        }
+    }
+}
+
 /// An op started: `Ok(bits)` if it finished during injection, else its
 /// completion counter and result slot.
 type Started = std::result::Result<u64, (Arc<Completion>, Arc<AtomicU64>)>;

@@ -2,6 +2,9 @@
 //! cannot touch the buffer before the operation is done with it.
 
 use rgex_core::Event;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 /// A buffer held by an operation until its event fires: the source of a put
 /// until local completion ([`LocalCompletion`]), the destination of a get
@@ -58,6 +61,28 @@ impl<B> Held<B> {
             e.wait()?;
         }
         Ok(self.buf.take().expect("buffer present until wait"))
+    }
+}
+
+// The buffer is never pinned: it is moved out when the operation is done.
+impl<B> Unpin for Held<B> {}
+
+/// A held buffer is a future of [`wait`](Held::wait)'s answer: the buffer
+/// once the operation is done with it, or the error that failed it (the
+/// buffer dropped). Woken by whichever thread's progress completes the
+/// operation; someone must drive progress meanwhile (see
+/// [`Event`]'s `Future` impl). Polling again after it resolved is a panic.
+impl<B> Future for Held<B> {
+    type Output = rgex_core::Result<B>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(e) = this.event.as_mut() {
+            let r = std::task::ready!(Pin::new(e).poll(cx));
+            this.event = None;
+            r?;
+        }
+        Poll::Ready(Ok(this.buf.take().expect("Held polled after it resolved")))
     }
 }
 
