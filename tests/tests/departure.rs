@@ -24,7 +24,16 @@ const DEPARTURE: &str = env!("CARGO_BIN_EXE_job_departure");
 /// rank sends (and by asking smp about a rank on its node that ended
 /// without one).
 fn departs(what: &str, how: &str) -> String {
-    let mut j = job(2, DEPARTURE, &[what, how]);
+    departs_with(what, &[how])
+}
+
+/// As [`departs`], with `args` after the kind (how rank 1 leaves, then
+/// `await` to await the handle instead of calling its `wait()`).
+fn departs_with(what: &str, args: &[&str]) -> String {
+    let how = args[0];
+    let mut argv = vec![what];
+    argv.extend_from_slice(args);
+    let mut j = job(2, DEPARTURE, &argv);
     // A pending operation waits for the peer's handler to answer: with
     // the network's own RMA or atomics (ofi), the peer's provider answers
     // while it is still there, and the operation rightly succeeds.
@@ -105,6 +114,20 @@ fn every_handle_s_wait_fails_when_its_target_leaves_while_pending() {
     }
     departs("pending_get_nb", "_exit");
     departs("pending_atomic_nb", "_exit");
+}
+
+#[test]
+fn every_awaited_handle_fails_when_its_target_leaves_while_pending() {
+    // As above, with each handle awaited (`.await` on the tests'
+    // executor while the thread polls): the future resolves to the Err.
+    // The two NBI kinds have no handle and wait as above.
+    for kind in HANDLE_KINDS {
+        let line = departs_with(&format!("pending_{kind}"), &["exit", "await"]);
+        assert!(
+            line.contains("failed: wait: "),
+            "pending_{kind} awaited: the failure did not come from the future: {line}"
+        );
+    }
 }
 
 #[test]

@@ -43,7 +43,8 @@
 //! an error that does not name rank 1, or a hang fails the job.
 
 use rgex::{
-    AtomicDomain, Client, Flags, GlobalAddr, HandlerId, NbiCategory, Rank, Vector, Vis, CLIENT_MIN,
+    AtomicDomain, Client, Event, Flags, GlobalAddr, HandlerId, NbiCategory, Rank, Vector, Vis,
+    CLIENT_MIN,
 };
 use rgex_tests::{conduit_banner, ok, wait_until, HANG_LIMIT};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -234,34 +235,41 @@ fn handle_op(
     let start = |e: rgex::Error| format!("start: {e}");
     let wait = |e: rgex::Error| format!("wait: {e}");
     match what {
-        "put_nb" => ep
-            .put_nb(at, &[1u8; 64], f)
-            .map_err(start)?
-            .wait()
-            .map_err(wait),
+        "put_nb" => fin(
+            client,
+            ep.put_nb(at, &[1u8; 64], f).map_err(start)?,
+            Event::wait,
+        )
+        .map_err(wait),
         "put_defer" => {
             let p = ep.put_nb_defer(at, vec![2u8; 64], f).map_err(start)?;
-            let lc = p.lc.wait().map_err(wait).map(drop);
-            lc.and(p.rc.wait().map_err(wait))
+            let lc = fin(client, p.lc, rgex::rma::Held::wait)
+                .map_err(wait)
+                .map(drop);
+            lc.and(fin(client, p.rc, Event::wait).map_err(wait))
         }
-        "get_nb" => ep
-            .get_nb(vec![0u8; 64], at, f)
-            .map_err(start)?
-            .wait()
-            .map_err(wait)
-            .map(drop),
-        "atomic_nb" => atomics
-            .op_nb(
-                GlobalAddr::new(to, 8192),
-                rgex::AtomicOp::Fadd,
-                1,
-                0,
-                rgex::AtomicFlags::empty(),
-            )
-            .map_err(start)?
-            .wait()
-            .map_err(wait)
-            .map(drop),
+        "get_nb" => fin(
+            client,
+            ep.get_nb(vec![0u8; 64], at, f).map_err(start)?,
+            rgex::rma::Held::wait,
+        )
+        .map_err(wait)
+        .map(drop),
+        "atomic_nb" => fin(
+            client,
+            atomics
+                .op_nb(
+                    GlobalAddr::new(to, 8192),
+                    rgex::AtomicOp::Fadd,
+                    1,
+                    0,
+                    rgex::AtomicFlags::empty(),
+                )
+                .map_err(start)?,
+            rgex::AtomicEvent::wait,
+        )
+        .map_err(wait)
+        .map(drop),
         "atomic_nbi" => {
             atomics
                 .op_nbi(
@@ -286,34 +294,55 @@ fn handle_op(
             let put = ep.put_nbi(at, &[3u8; 64], f);
             let ev = ep.nbi_end_region().map_err(start)?;
             put.map_err(start)?;
-            ev.wait().map_err(wait)
+            fin(client, ev, Event::wait).map_err(wait)
         }
-        "vis_put_nb" => vis
-            .put_nb(to, meta, &[4u8; 512], f)
-            .map_err(start)?
-            .rc
-            .wait()
-            .map_err(wait),
+        "vis_put_nb" => fin(
+            client,
+            vis.put_nb(to, meta, &[4u8; 512], f).map_err(start)?.rc,
+            Event::wait,
+        )
+        .map_err(wait),
         "vis_put_defer" => {
             let p = vis
                 .put_nb_defer(to, meta, vec![5u8; 512], f)
                 .map_err(start)?;
-            let lc = p.lc.wait().map_err(wait).map(drop);
-            lc.and(p.rc.wait().map_err(wait))
+            let lc = fin(client, p.lc, rgex::rma::Held::wait)
+                .map_err(wait)
+                .map(drop);
+            lc.and(fin(client, p.rc, Event::wait).map_err(wait))
         }
-        "vis_get_nb" => vis
-            .get_nb(to, meta, vec![0u8; 512], f)
-            .map_err(start)?
-            .wait()
-            .map_err(wait)
-            .map(drop),
-        "barrier_nb" => client
-            .world_team()
-            .barrier_nb()
-            .map_err(start)?
-            .wait()
-            .map_err(wait),
+        "vis_get_nb" => fin(
+            client,
+            vis.get_nb(to, meta, vec![0u8; 512], f).map_err(start)?,
+            rgex::VisGet::wait,
+        )
+        .map_err(wait)
+        .map(drop),
+        "barrier_nb" => fin(
+            client,
+            client.world_team().barrier_nb().map_err(start)?,
+            Event::wait,
+        )
+        .map_err(wait),
         _ => unreachable!("checked in main"),
+    }
+}
+
+/// Finish handle `h`: with its `wait`, or, when the third argument is
+/// `await`, by awaiting it on the tests' executor while this thread polls
+/// the client (a dead peer must surface from `.await` too).
+fn fin<T, H: std::future::Future<Output = rgex::Result<T>>>(
+    client: &Client,
+    h: H,
+    wait: impl FnOnce(H) -> rgex::Result<T>,
+) -> rgex::Result<T> {
+    if std::env::args().nth(3).as_deref() == Some("await") {
+        rgex_tests::executor::block_on("an awaited handle", h, || {
+            let _ = client.poll();
+            true
+        })
+    } else {
+        wait(h)
     }
 }
 
