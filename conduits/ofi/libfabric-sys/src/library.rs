@@ -98,7 +98,11 @@ impl Library {
     /// Load the library `spec` describes, resolve the calls, check the
     /// version. It stays loaded for the life of the process.
     pub fn load(spec: &Spec) -> Result<Library, LoadError> {
-        let lib = rgex_dl::Library::open(spec)?;
+        Library::resolve_in(rgex_dl::Library::open(spec)?)
+    }
+
+    /// Resolve the calls in the loaded `lib` and check its version.
+    fn resolve_in(lib: rgex_dl::Library) -> Result<Library, LoadError> {
         // SAFETY: each type is the headers' own `typeof(&fi_...)` for the
         // symbol at the index given, resolved at the version whose ABI
         // those headers describe.
@@ -288,11 +292,8 @@ mod tests {
     #[cfg(target_env = "gnu")]
     fn a_library_without_the_calls_is_refused() {
         // libc loads everywhere this builds but exports no fi_version.
-        // SAFETY: setting a variable only this test reads, before any
-        // thread of this test reads the environment.
-        let name = "RGEX_OFI_LIBRARY_TEST_LIBC";
-        unsafe { std::env::set_var(name, "libc.so.6") };
-        let e = Library::load(&spec_named(name)).unwrap_err().why;
+        let libc = rgex_dl::Library::open_named(&SPEC, "libc.so.6").expect("libc loads");
+        let e = Library::resolve_in(libc).unwrap_err().why;
         assert!(
             e.contains("is not a usable libfabric: it has no fi_version@FABRIC_1.0"),
             "{e}"
