@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # System packages the build needs, installed when missing (Debian, as root):
-#   libfabric-dev, libfabric-bin  the ofi conduit (headers, fi_info, fi_pingpong)
-#   clang, libclang-dev           bindgen, which generates libfabric-sys
+#   libfabric-dev, libfabric-bin  the ofi conduit's tests (libfabric1, loaded at run time;
+#                                 the headers for ci/bindings.sh; fi_info, fi_pingpong)
+#   clang, libclang-dev           bindgen: pmix-sys at build time, and ci/bindings.sh's
+#                                 check of libfabric-sys's committed bindings
 #   pkg-config                    finds libfabric and PMIx
 #   libpmix-dev                   the PMIx bootstrap (jobs under srun --mpi=pmix, mpirun, prterun)
 #   openmpi-bin                   mpirun, a PMIx launcher for the bootstrap's tests

@@ -18,6 +18,9 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
+section "committed bindings match the installed headers"
+bash ci/bindings.sh
+
 section "the declared minimum Rust version (workspace rust-version) still builds"
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 if rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then

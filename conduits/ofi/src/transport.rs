@@ -150,6 +150,13 @@ impl Transport for Ofi {
     /// key, base address and endpoint name.
     unsafe fn open(cfg: &OfiConfig, setup: &Setup<'_>) -> Result<(Self, Vec<u8>)> {
         let geo = setup.geo;
+        // libfabric is opened here, when the ofi conduit is chosen, and
+        // not before: a program that never chooses it never loads it (nor
+        // the PSM or verbs libraries its providers pull in).
+        sys::Library::system().map_err(|e| Error::Os {
+            op: "RGEX_CONDUIT=ofi: loading libfabric".into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, e.why),
+        })?;
         let mut info = choose(cfg, geo)?;
         let prov = Provider {
             name: info.provider().into(),

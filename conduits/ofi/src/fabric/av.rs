@@ -30,7 +30,7 @@ impl AddressVector {
         };
         let mut ptr = ptr::null_mut();
         // SAFETY: a live domain, a valid attribute struct, an out pointer.
-        let ret = unsafe { sys::rfi_av_open(domain.raw(), &mut attr, &mut ptr, ptr::null_mut()) };
+        let ret = unsafe { sys::fi_av_open(domain.raw(), &mut attr, &mut ptr, ptr::null_mut()) };
         check(
             i64::from(ret),
             || format!("fi_av_open ({count} entries)"),
@@ -51,7 +51,7 @@ impl AddressVector {
             // SAFETY: one address of the provider's format at `n`, one
             // output slot; synchronous insert (no event queue bound).
             let ret = unsafe {
-                sys::rfi_av_insert(
+                sys::fi_av_insert(
                     self.ptr,
                     n.as_ptr().cast(),
                     1,

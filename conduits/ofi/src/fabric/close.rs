@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// to its parent, so a parent's drop runs after its children's).
 pub(crate) unsafe fn close(fid: *mut sys::fid, what: &str, provider: &Arc<str>) {
     // SAFETY: the caller's contract.
-    let ret = unsafe { sys::rfi_close(fid) };
+    let ret = unsafe { sys::fi_close(fid) };
     if ret != 0 {
         eprintln!(
             "rgex-ofi: {}",

@@ -54,7 +54,7 @@ impl CompletionQueue {
         };
         let mut ptr = ptr::null_mut();
         // SAFETY: a live domain, a valid attribute struct, an out pointer.
-        let ret = unsafe { sys::rfi_cq_open(domain.raw(), &mut attr, &mut ptr, ptr::null_mut()) };
+        let ret = unsafe { sys::fi_cq_open(domain.raw(), &mut attr, &mut ptr, ptr::null_mut()) };
         check(
             i64::from(ret),
             || format!("fi_cq_open ({size} entries)"),
@@ -77,7 +77,7 @@ impl CompletionQueue {
     ) -> Result<CqRead<'b>, FiError> {
         // SAFETY: a live CQ of FI_CQ_FORMAT_DATA and room for buf.len()
         // entries; the provider only writes them.
-        let n = unsafe { sys::rfi_cq_read(self.ptr, buf.as_mut_ptr().cast(), buf.len()) };
+        let n = unsafe { sys::fi_cq_read(self.ptr, buf.as_mut_ptr().cast(), buf.len()) };
         if n > 0 {
             let n = (n as usize).min(buf.len());
             // SAFETY: the provider wrote the first `n` entries (at most the
@@ -102,7 +102,7 @@ impl CompletionQueue {
         let mut e = sys::fi_cq_err_entry::default();
         // SAFETY: a live CQ and one zeroed error entry (err_data_size 0:
         // the provider keeps err_data itself).
-        let n = unsafe { sys::rfi_cq_readerr(self.ptr, &mut e, 0) };
+        let n = unsafe { sys::fi_cq_readerr(self.ptr, &mut e, 0) };
         if n != 1 {
             return None;
         }
@@ -110,7 +110,7 @@ impl CompletionQueue {
         // SAFETY: a live CQ; err_data as the provider returned it; a local
         // buffer for the text. The returned pointer is NUL-terminated.
         let prov = unsafe {
-            let p = sys::rfi_cq_strerror(
+            let p = sys::fi_cq_strerror(
                 self.ptr,
                 e.prov_errno,
                 e.err_data,

@@ -34,9 +34,8 @@ impl Domain {
     pub fn open(fabric: &Arc<Fabric>) -> Result<Arc<Self>, FiError> {
         let mut ptr = ptr::null_mut();
         // SAFETY: a live fabric and the info it was opened from.
-        let ret = unsafe {
-            sys::rfi_domain(fabric.raw(), fabric.info().raw(), &mut ptr, ptr::null_mut())
-        };
+        let ret =
+            unsafe { sys::fi_domain(fabric.raw(), fabric.info().raw(), &mut ptr, ptr::null_mut()) };
         check(
             i64::from(ret),
             || format!("fi_domain {}", fabric.info().domain_name()),
@@ -67,7 +66,7 @@ impl Domain {
     pub fn query_atomic(&self, datatype: sys::fi_datatype, op: sys::fi_op, flags: u64) -> bool {
         let mut attr = sys::fi_atomic_attr::default();
         // SAFETY: a live domain and a local attribute struct to fill.
-        let ret = unsafe { sys::rfi_query_atomic(self.ptr, datatype, op, &mut attr, flags) };
+        let ret = unsafe { sys::fi_query_atomic(self.ptr, datatype, op, &mut attr, flags) };
         ret == 0 && attr.count >= 1
     }
 }

@@ -59,7 +59,7 @@ impl Endpoint {
         let mut ptr = ptr::null_mut();
         // SAFETY: a live domain and the info it was opened from.
         let ret = unsafe {
-            sys::rfi_endpoint(
+            sys::fi_endpoint(
                 domain.raw(),
                 domain.fabric().info().raw(),
                 &mut ptr,
@@ -74,13 +74,13 @@ impl Endpoint {
             domain: domain.clone(),
         };
         // SAFETY: live endpoint and CQ of the same domain.
-        let ret = unsafe { sys::rfi_ep_bind(ptr, cq.raw_fid(), sys::FI_TRANSMIT | sys::FI_RECV) };
+        let ret = unsafe { sys::fi_ep_bind(ptr, cq.raw_fid(), sys::FI_TRANSMIT | sys::FI_RECV) };
         check(i64::from(ret), || "fi_ep_bind(cq)".into(), prov)?;
         // SAFETY: live endpoint and AV of the same domain.
-        let ret = unsafe { sys::rfi_ep_bind(ptr, av.raw_fid(), 0) };
+        let ret = unsafe { sys::fi_ep_bind(ptr, av.raw_fid(), 0) };
         check(i64::from(ret), || "fi_ep_bind(av)".into(), prov)?;
         // SAFETY: a bound endpoint.
-        let ret = unsafe { sys::rfi_enable(ptr) };
+        let ret = unsafe { sys::fi_enable(ptr) };
         check(i64::from(ret), || "fi_enable".into(), prov)?;
         Ok(Arc::new(ep))
     }
@@ -115,12 +115,11 @@ impl Endpoint {
         let mut buf = vec![0u8; 256];
         let mut len = buf.len();
         // SAFETY: a live endpoint, a buffer of `len` bytes.
-        let mut ret =
-            unsafe { sys::rfi_getname(self.raw_fid(), buf.as_mut_ptr().cast(), &mut len) };
+        let mut ret = unsafe { sys::fi_getname(self.raw_fid(), buf.as_mut_ptr().cast(), &mut len) };
         if ret == -(sys::FI_ETOOSMALL as i32) {
             buf.resize(len, 0);
             // SAFETY: as above, with the size the provider asked for.
-            ret = unsafe { sys::rfi_getname(self.raw_fid(), buf.as_mut_ptr().cast(), &mut len) };
+            ret = unsafe { sys::fi_getname(self.raw_fid(), buf.as_mut_ptr().cast(), &mut len) };
         }
         check(i64::from(ret), || "fi_getname".into(), self.provider())?;
         buf.truncate(len);
@@ -148,7 +147,7 @@ impl Endpoint {
         ctx: *mut c_void,
     ) -> Result<(), FiError> {
         // SAFETY: forwarded from the caller's contract.
-        let ret = unsafe { sys::rfi_send(self.ptr, buf.cast(), len, desc, dest, ctx) };
+        let ret = unsafe { sys::fi_send(self.ptr, buf.cast(), len, desc, dest, ctx) };
         self.posted(ret, || format!("fi_send of {len} bytes to address {dest}"))
     }
 
@@ -166,7 +165,7 @@ impl Endpoint {
         dest: sys::fi_addr_t,
     ) -> Result<(), FiError> {
         // SAFETY: forwarded from the caller's contract.
-        let ret = unsafe { sys::rfi_inject(self.ptr, buf.cast(), len, dest) };
+        let ret = unsafe { sys::fi_inject(self.ptr, buf.cast(), len, dest) };
         self.posted(ret, || {
             format!("fi_inject of {len} bytes to address {dest}")
         })
@@ -186,7 +185,7 @@ impl Endpoint {
     ) -> Result<(), FiError> {
         // SAFETY: forwarded from the caller's contract.
         let ret =
-            unsafe { sys::rfi_recv(self.ptr, buf.cast(), len, desc, sys::FI_ADDR_UNSPEC, ctx) };
+            unsafe { sys::fi_recv(self.ptr, buf.cast(), len, desc, sys::FI_ADDR_UNSPEC, ctx) };
         self.posted(ret, || format!("fi_recv of {len} bytes"))
     }
 
@@ -206,7 +205,7 @@ impl Endpoint {
         flags: u64,
     ) -> Result<(), FiError> {
         // SAFETY: forwarded from the caller's contract.
-        let ret = unsafe { self.rma(sys::rfi_writemsg, buf.cast_mut(), len, desc, to, ctx, flags) };
+        let ret = unsafe { self.rma(sys::fi_writemsg, buf.cast_mut(), len, desc, to, ctx, flags) };
         self.posted(ret, || {
             format!(
                 "fi_write of {len} bytes to address {} at {:#x}",
@@ -230,7 +229,7 @@ impl Endpoint {
         flags: u64,
     ) -> Result<(), FiError> {
         // SAFETY: forwarded from the caller's contract.
-        let ret = unsafe { self.rma(sys::rfi_readmsg, buf, len, desc, from, ctx, flags) };
+        let ret = unsafe { self.rma(sys::fi_readmsg, buf, len, desc, from, ctx, flags) };
         self.posted(ret, || {
             format!(
                 "fi_read of {len} bytes from address {} at {:#x}",
@@ -249,7 +248,7 @@ impl Endpoint {
     #[allow(clippy::too_many_arguments)]
     unsafe fn rma(
         &self,
-        post: unsafe extern "C" fn(*mut sys::fid_ep, *const sys::fi_msg_rma, u64) -> isize,
+        post: unsafe fn(*mut sys::fid_ep, *const sys::fi_msg_rma, u64) -> isize,
         buf: *mut u8,
         len: usize,
         desc: *mut c_void,
@@ -299,7 +298,7 @@ impl Endpoint {
     ) -> Result<(), FiError> {
         // SAFETY: forwarded from the caller's contract.
         let ret = unsafe {
-            sys::rfi_atomic(
+            sys::fi_atomic(
                 self.ptr,
                 operand.cast(),
                 1,
@@ -339,7 +338,7 @@ impl Endpoint {
     ) -> Result<(), FiError> {
         // SAFETY: forwarded from the caller's contract.
         let ret = unsafe {
-            sys::rfi_fetch_atomic(
+            sys::fi_fetch_atomic(
                 self.ptr,
                 operand.cast(),
                 1,
@@ -382,7 +381,7 @@ impl Endpoint {
     ) -> Result<(), FiError> {
         // SAFETY: forwarded from the caller's contract.
         let ret = unsafe {
-            sys::rfi_compare_atomic(
+            sys::fi_compare_atomic(
                 self.ptr,
                 operand.cast(),
                 1,
@@ -414,9 +413,9 @@ impl Endpoint {
         // SAFETY: a live endpoint and a local count to fill.
         let ret = unsafe {
             match kind {
-                0 => sys::rfi_atomicvalid(self.ptr, dt, op, &mut count),
-                1 => sys::rfi_fetch_atomicvalid(self.ptr, dt, op, &mut count),
-                _ => sys::rfi_compare_atomicvalid(self.ptr, dt, op, &mut count),
+                0 => sys::fi_atomicvalid(self.ptr, dt, op, &mut count),
+                1 => sys::fi_fetch_atomicvalid(self.ptr, dt, op, &mut count),
+                _ => sys::fi_compare_atomicvalid(self.ptr, dt, op, &mut count),
             }
         };
         ret == 0 && count >= 1

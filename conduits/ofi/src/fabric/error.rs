@@ -1,9 +1,8 @@
 //! Errors of libfabric calls: the operation, the provider and the text
 //! `fi_strerror` gives for the code.
 
-use libfabric_sys as sys;
+use libfabric_sys::{self as sys, Library};
 use rgex_core::Error;
-use std::ffi::CStr;
 use std::fmt;
 use std::sync::Arc;
 
@@ -46,16 +45,13 @@ impl FiError {
     }
 }
 
-/// `fi_strerror(code)` as a `String` (either sign of `code`).
+/// `fi_strerror(code)` as a `String` (either sign of `code`); a generic
+/// text when libfabric is not loaded (an error from loading it).
 pub fn strerror(code: i32) -> String {
-    // SAFETY: fi_strerror takes any number and returns a pointer to a
-    // static NUL-terminated string (a generic text for unknown codes).
-    let p = unsafe { sys::fi_strerror(code.saturating_abs()) };
-    if p.is_null() {
-        return format!("libfabric error {code}");
+    match Library::loaded() {
+        Some(lib) => lib.fi_strerror(code),
+        None => format!("libfabric error {code}"),
     }
-    // SAFETY: non-null, static and NUL-terminated, as above.
-    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
 impl fmt::Display for FiError {

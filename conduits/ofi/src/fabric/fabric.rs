@@ -36,7 +36,10 @@ impl Fabric {
         let mut ptr = ptr::null_mut();
         // SAFETY: fabric_attr of an entry fi_getinfo returned is valid; the
         // out pointer receives the new fabric.
-        let ret = unsafe { sys::fi_fabric((*info.raw()).fabric_attr, &mut ptr, ptr::null_mut()) };
+        let ret = unsafe {
+            info.lib()
+                .fi_fabric((*info.raw()).fabric_attr, &mut ptr, ptr::null_mut())
+        };
         check(
             i64::from(ret),
             || format!("fi_fabric {}", info.fabric_name()),

@@ -1,13 +1,14 @@
 //! `fi_getinfo`: asking libfabric for a provider that offers what we need.
 
 use super::error::{check, FiError};
-use libfabric_sys as sys;
+use libfabric_sys::{self as sys, Library};
 use std::ffi::{CStr, CString};
 use std::ptr;
 use std::sync::Arc;
 
-/// The libfabric API version rgex is written against.
-pub const API_VERSION: u32 = sys::FI_VERSION(1, 10);
+/// The libfabric API version rgex is written against (an older library
+/// is refused when it is loaded).
+pub const API_VERSION: u32 = sys::MIN_VERSION;
 
 /// What to ask `fi_getinfo` for. Zero or `None` fields leave the choice
 /// to the provider.
@@ -50,6 +51,7 @@ pub struct Hints {
 /// provider's best match.
 pub struct Info {
     ptr: *mut sys::fi_info,
+    lib: &'static Library,
 }
 
 // SAFETY: an Info owns its fi_info list exclusively; libfabric keeps no
@@ -96,9 +98,11 @@ impl Info {
     /// the provider and capabilities asked for.
     pub fn get(h: &Hints) -> Result<Info, FiError> {
         let asked: Arc<str> = h.provider.clone().unwrap_or_else(|| "(any)".into()).into();
-        // SAFETY: fi_allocinfo returns a zeroed fi_info with its attribute
-        // structs allocated, or null.
-        let hints = unsafe { sys::rfi_allocinfo() };
+        let lib = Library::system()
+            .map_err(|e| FiError::new(i64::from(sys::FI_ENOSYS), e.why, asked.clone()))?;
+        // fi_allocinfo returns a zeroed fi_info with its attribute structs
+        // allocated, or null.
+        let hints = lib.fi_allocinfo();
         if hints.is_null() {
             return Err(FiError::new(
                 i64::from(sys::FI_ENOMEM),
@@ -106,7 +110,7 @@ impl Info {
                 asked,
             ));
         }
-        let guard = Info { ptr: hints };
+        let guard = Info { ptr: hints, lib };
         // SAFETY: `hints` and its attribute structs were allocated by
         // fi_allocinfo and are exclusively ours until freed by `guard`;
         // strings we store are malloc'd, as fi_freeinfo expects.
@@ -146,7 +150,7 @@ impl Info {
         // SAFETY: valid hints, an optional NUL-terminated node, and an out
         // pointer; fi_getinfo allocates the answer list for us to free.
         let ret = unsafe {
-            sys::fi_getinfo(
+            lib.fi_getinfo(
                 API_VERSION,
                 node.as_ref().map_or(ptr::null(), |n| n.as_ptr()),
                 ptr::null(),
@@ -178,7 +182,12 @@ impl Info {
                 asked,
             ));
         }
-        Ok(Info { ptr: out })
+        Ok(Info { ptr: out, lib })
+    }
+
+    /// The library the list came from.
+    pub(crate) fn lib(&self) -> &'static Library {
+        self.lib
     }
 
     /// The first (best) entry as a raw pointer, for opening objects.
@@ -322,6 +331,6 @@ impl Info {
 impl Drop for Info {
     fn drop(&mut self) {
         // SAFETY: ptr came from fi_getinfo or fi_allocinfo and is freed once.
-        unsafe { sys::fi_freeinfo(self.ptr) };
+        unsafe { self.lib.fi_freeinfo(self.ptr) };
     }
 }

@@ -60,7 +60,7 @@ impl MemoryRegion {
         // SAFETY: a live domain; the caller keeps the memory allocated
         // while the region exists.
         let ret = unsafe {
-            sys::rfi_mr_reg(
+            sys::fi_mr_reg(
                 domain.raw(),
                 base.cast(),
                 len,
@@ -84,14 +84,14 @@ impl MemoryRegion {
         };
         if let Some(ep) = bind {
             // SAFETY: a live region and endpoint of the same domain.
-            let ret = unsafe { sys::rfi_mr_bind(ptr, ep.raw_fid(), 0) };
+            let ret = unsafe { sys::fi_mr_bind(ptr, ep.raw_fid(), 0) };
             check(
                 i64::from(ret),
                 || format!("fi_mr_bind ({})", what()),
                 domain.provider(),
             )?;
             // SAFETY: a live region just bound to its endpoint.
-            let ret = unsafe { sys::rfi_mr_enable(ptr) };
+            let ret = unsafe { sys::fi_mr_enable(ptr) };
             check(
                 i64::from(ret),
                 || format!("fi_mr_enable ({})", what()),
@@ -100,7 +100,7 @@ impl MemoryRegion {
             mr._ep = Some(ep.clone());
         }
         // SAFETY: a live, enabled region.
-        mr.key = unsafe { sys::rfi_mr_key(ptr) };
+        mr.key = unsafe { sys::fi_mr_key(ptr) };
         if mr.key == sys::FI_KEY_NOTAVAIL {
             return Err(FiError::new(
                 -(sys::FI_ENOKEY as i64),
@@ -109,7 +109,7 @@ impl MemoryRegion {
             ));
         }
         // SAFETY: a live region.
-        mr.desc = unsafe { sys::rfi_mr_desc(ptr) };
+        mr.desc = unsafe { sys::fi_mr_desc(ptr) };
         Ok(mr)
     }
 

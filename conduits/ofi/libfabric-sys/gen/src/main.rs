@@ -1,0 +1,187 @@
+//! Writes libfabric-sys's `src/bindings.rs` from the installed libfabric
+//! headers: the structs, ops tables, enums and constants the ofi conduit
+//! uses (and what they refer to), and the types of the six exported calls
+//! it resolves at run time. Nothing else: every root item is listed below.
+//!
+//! Usage: `libfabric-sys-gen OUT [CLANG_ARG...]` (the clang arguments are
+//! `pkg-config --cflags libfabric`); `../regenerate.sh` runs it.
+
+use bindgen::callbacks::{IntKind, ParseCallbacks};
+
+/// The structs and typedefs the conduit and the inline calls use; bindgen
+/// adds what their fields and function pointers refer to.
+const TYPES: &[&str] = &[
+    "fi_addr_t",
+    "fi_info",
+    "fid",
+    "fid_fabric",
+    "fid_domain",
+    "fid_ep",
+    "fid_cq",
+    "fid_av",
+    "fid_mr",
+    "fi_cq_attr",
+    "fi_av_attr",
+    "fi_cq_data_entry",
+    "fi_cq_err_entry",
+    "fi_context2",
+    "fi_msg_rma",
+    "fi_rma_iov",
+    "fi_atomic_attr",
+    "fi_datatype",
+    "fi_op",
+    "fi_ep_type",
+    "fi_threading",
+    "fi_progress",
+    "fi_av_type",
+    "fi_cq_format",
+    "fi_wait_obj",
+    // The exported calls, resolved with dlvsym (see wrapper.h).
+    "fi_version_fn",
+    "fi_getinfo_fn",
+    "fi_freeinfo_fn",
+    "fi_dupinfo_fn",
+    "fi_fabric_fn",
+    "fi_strerror_fn",
+];
+
+/// Types the used ones refer to (through pointers only) but the conduit
+/// never looks into: bound as opaque blobs of the right size, which also
+/// stops bindgen from following their own fields.
+const OPAQUE: &[&str] = &[
+    "fid_nic",
+    "fid_wait",
+    "fid_poll",
+    "fid_eq",
+    "fid_cntr",
+    "fid_av_set",
+    "fid_pep",
+    "fid_stx",
+    "fid_mc",
+    "fi_ops_tagged",
+    "fi_ops_collective",
+    "fi_wait_attr",
+    "fi_poll_attr",
+    "fi_eq_attr",
+    "fi_cntr_attr",
+    "fi_av_set_attr",
+    "fi_collective_attr",
+    "fi_mr_attr",
+    "fi_msg",
+    "fi_msg_atomic",
+    "fi_ioc",
+    "fi_rma_ioc",
+];
+
+/// The constants: versions, flags, modes, error numbers, control commands.
+const VARS: &[&str] = &[
+    "FI_MAJOR_VERSION",
+    "FI_MINOR_VERSION",
+    // Capabilities and operation flags.
+    "FI_MSG",
+    "FI_RMA",
+    "FI_ATOMIC",
+    "FI_READ",
+    "FI_WRITE",
+    "FI_SEND",
+    "FI_RECV",
+    "FI_REMOTE_READ",
+    "FI_REMOTE_WRITE",
+    "FI_TRANSMIT",
+    "FI_COMPLETION",
+    "FI_DELIVERY_COMPLETE",
+    "FI_FENCE",
+    "FI_SOURCE",
+    "FI_FETCH_ATOMIC",
+    "FI_COMPARE_ATOMIC",
+    // Modes.
+    "FI_CONTEXT",
+    "FI_CONTEXT2",
+    // Message ordering.
+    "FI_ORDER_SAS",
+    "FI_ORDER_SAW",
+    // Memory-registration modes.
+    "FI_MR_LOCAL",
+    "FI_MR_RAW",
+    "FI_MR_VIRT_ADDR",
+    "FI_MR_ALLOCATED",
+    "FI_MR_PROV_KEY",
+    "FI_MR_MMU_NOTIFY",
+    "FI_MR_RMA_EVENT",
+    "FI_MR_ENDPOINT",
+    "FI_MR_HMEM",
+    "FI_MR_COLLECTIVE",
+    // fi_control commands (fi_enable, fi_mr_enable).
+    "FI_ENABLE",
+    // Error numbers.
+    "FI_EAGAIN",
+    "FI_EAVAIL",
+    "FI_ECANCELED",
+    "FI_ECONNABORTED",
+    "FI_ECONNREFUSED",
+    "FI_ECONNRESET",
+    "FI_EINVAL",
+    "FI_ENODATA",
+    "FI_ENOKEY",
+    "FI_ENOMEM",
+    "FI_ENOSYS",
+    "FI_ETIMEDOUT",
+    "FI_ETOOSMALL",
+];
+
+/// Flag macros (`FI_MSG`, `FI_MR_LOCAL`, ...) as `u64`, the type of the
+/// fields they go into; error numbers (`FI_EAGAIN`, ...) as `i32`, the
+/// type calls return them in.
+#[derive(Debug)]
+struct MacroTypes;
+
+impl ParseCallbacks for MacroTypes {
+    fn int_macro(&self, name: &str, _value: i64) -> Option<IntKind> {
+        let upper = |s: &str| {
+            s.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        };
+        if name.len() > 4 && name.starts_with("FI_E") && upper(&name[3..]) {
+            Some(IntKind::I32)
+        } else if name.starts_with("FI_") {
+            Some(IntKind::U64)
+        } else {
+            None
+        }
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let out = args
+        .next()
+        .expect("usage: libfabric-sys-gen OUT [CLANG_ARG...]");
+    let here = env!("CARGO_MANIFEST_DIR");
+    let mut b = bindgen::Builder::default()
+        .header(format!("{here}/wrapper.h"))
+        .allowlist_recursively(true)
+        .default_enum_style(bindgen::EnumVariation::Consts)
+        .prepend_enum_name(false)
+        .derive_default(true)
+        .layout_tests(true)
+        .generate_comments(false)
+        .disable_header_comment()
+        .parse_callbacks(Box::new(MacroTypes))
+        .clang_args(args);
+    for t in TYPES {
+        b = b.allowlist_type(format!("^{t}$"));
+    }
+    for t in OPAQUE {
+        b = b.opaque_type(format!("^{t}$"));
+    }
+    for v in VARS {
+        b = b.allowlist_var(format!("^{v}$"));
+    }
+    let bindings = b
+        .generate()
+        .expect("bindgen could not read the libfabric headers (is libclang installed?)");
+    let header = "// Generated by conduits/ofi/libfabric-sys/gen from the installed libfabric\n\
+                  // headers; do not edit. Regenerate with ../regenerate.sh; ci/bindings.sh\n\
+                  // fails when this file differs from what the headers give.\n\n";
+    std::fs::write(&out, format!("{header}{bindings}")).expect("writing the bindings");
+}
