@@ -7,4 +7,5 @@
 //! there is no RDMA hardware.
 
 pub mod real;
+pub mod soft;
 pub mod verbs;

@@ -1,0 +1,152 @@
+//! The device's packet engine: one per context, run inside every verb
+//! called on the context (posts, polls, `qp_state`, `modify_qp`) and by
+//! [`SoftVerbs::progress`](super::SoftVerbs::progress).
+//!
+//! One pass drains each QP's inbound ring (requests to the responder,
+//! responses to the requester), fires the requester's timers, generates
+//! request packets from the send queues, and writes the out queues to
+//! the peers' rings. Then QPs whose CQ overran move to ERR.
+
+use super::cq::Cqs;
+use super::faults::FaultState;
+use super::ident::Ident;
+use super::mr::MrTable;
+use super::packet::K_REQ;
+use super::qp::Qp;
+use super::recvq::Srq;
+use super::ring::MAX_PAYLOAD;
+use super::{requester, responder};
+use crate::verbs::QpState;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Instant;
+
+/// Packets taken from one ring per pass, so one busy peer cannot starve
+/// the others (or the caller).
+const BUDGET: usize = 256;
+
+/// The device state a QP's processing touches besides the QP itself.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub ident: Ident,
+    pub cqs: Cqs,
+    pub srqs: HashMap<u32, Srq>,
+    pub mrs: MrTable,
+    pub pds: HashSet<u32>,
+    pub faults: FaultState,
+}
+
+/// One context's state, under its lock.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    pub sh: Shared,
+    pub qps: BTreeMap<u32, Qp>,
+    pub next_id: u32,
+    buf: Vec<u8>,
+}
+
+impl Engine {
+    pub fn new(ident: Ident, faults: FaultState) -> Self {
+        Engine {
+            sh: Shared {
+                ident,
+                cqs: Cqs::default(),
+                srqs: HashMap::new(),
+                mrs: MrTable::default(),
+                pds: HashSet::new(),
+                faults,
+            },
+            qps: BTreeMap::new(),
+            next_id: 0,
+            buf: Vec::with_capacity(MAX_PAYLOAD),
+        }
+    }
+
+    /// A fresh object number (PD, CQ, SRQ, QP: 24 bits, never 0).
+    pub fn fresh_id(&mut self) -> u32 {
+        self.next_id = (self.next_id + 1) & 0x00ff_ffff;
+        if self.next_id == 0 {
+            self.next_id = 1;
+        }
+        self.next_id
+    }
+
+    /// Whether the device was killed (by a fault).
+    pub fn killed(&mut self, now: Instant) -> bool {
+        if self.sh.faults.killed(now) {
+            for qp in self.qps.values() {
+                qp.inbound.set_dead();
+            }
+            return true;
+        }
+        false
+    }
+
+    /// One pass of the engine.
+    pub fn progress(&mut self) {
+        let now = Instant::now();
+        if self.killed(now) {
+            return;
+        }
+        let sh = &mut self.sh;
+        for qp in self.qps.values_mut() {
+            if matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Err) {
+                for _ in 0..BUDGET {
+                    let Some(h) = qp.inbound.pop(&mut self.buf) else {
+                        break;
+                    };
+                    let from_peer = qp.remote.as_ref().is_some_and(|r| r.qpn == h.src_qpn);
+                    if h.dst_qpn != qp.qpn || !from_peer {
+                        continue; // not for this connection: dropped
+                    }
+                    if h.kind == K_REQ {
+                        responder::on_request(qp, sh, &h, &self.buf, now);
+                    } else {
+                        requester::on_response(qp, sh, &h, &self.buf, now);
+                    }
+                }
+            }
+            requester::timers(qp, sh, now);
+            requester::generate(qp, sh, now);
+            flush_out(qp, sh, now);
+        }
+        self.cascade_overruns();
+    }
+
+    /// Move every QP of a CQ that overran to ERR.
+    pub fn cascade_overruns(&mut self) {
+        while let Some(id) = self.sh.cqs.newly_overrun.pop() {
+            for qp in self.qps.values_mut() {
+                if (qp.send_cq == id || qp.recv_cq == id) && qp.state != QpState::Err {
+                    qp.enter_err(&mut self.sh.cqs);
+                }
+            }
+        }
+    }
+}
+
+/// Write the QP's ready packets to its peer's ring, in order, until the
+/// ring is full; drop faults apply here.
+fn flush_out(qp: &mut Qp, sh: &mut Shared, now: Instant) {
+    let Some(remote) = &qp.remote else {
+        qp.out_q.clear();
+        return;
+    };
+    while let Some(p) = qp.out_q.front() {
+        if p.ready_at.is_some_and(|t| t > now) {
+            break;
+        }
+        match &remote.ring {
+            None => {}
+            Some(ring) => {
+                if !ring.has_room() {
+                    break;
+                }
+                if !sh.faults.drop_packet(&remote.peer) {
+                    let ok = ring.push(&p.hdr, &p.payload);
+                    debug_assert!(ok, "room was checked");
+                }
+            }
+        }
+        qp.out_q.pop_front();
+    }
+}
