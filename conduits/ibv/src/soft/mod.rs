@@ -18,15 +18,18 @@
 //!   sweeps names left by dead processes, so a crash leaves nothing.
 //! - **Packets.** A 64-byte header and up to one path MTU of payload;
 //!   larger messages are segmented. A full ring is back-pressure.
-//! - **Progress.** A device has no processor of its own: the target's
-//!   memory is written, and its answers sent, by the *target* process's
-//!   engine, which runs inside every verb called on its context (posts,
-//!   `poll_cq`, `qp_state`, `modify_qp`) and in [`SoftVerbs::progress`].
-//!   A process that must serve RDMA to its peers therefore keeps calling
-//!   into its device (the conduit's progress ticker polls its CQs). This
-//!   was chosen over a service thread per context so that idle ranks cost
-//!   no CPU (the CI machine has two cores for up to eight ranks) and
-//!   every state change happens under one lock, in the caller's thread.
+//! - **Progress.** The target's memory is written, and its answers sent,
+//!   by the *target* process's engine (one per context, under one lock).
+//!   It runs inside every verb called on the context (posts, `poll_cq`,
+//!   `qp_state`, `modify_qp`) and in [`SoftVerbs::progress`], so a busy
+//!   process drives it with no thread switch; and a small service thread
+//!   runs it when no verb has for a while, so a process that does not
+//!   call into its device (blocked in a bootstrap barrier, computing)
+//!   still answers RDMA, as an HCA would. The thread naps 50 us after
+//!   work and backs off to 5 ms while idle (no spinning core: the CI
+//!   machine has two cores for up to eight ranks); [`SERVICE_ENV`]`=0`
+//!   turns it off. While a peer lives but has not yet taken our packets
+//!   from its ring, the ACK timer does not count retries (below).
 //!
 //! # Semantics modelled
 //! - RC QPs and their state machine: RESET, INIT, RTR, RTS, ERR; only
@@ -102,6 +105,7 @@ mod responder;
 mod ring;
 
 pub use faults::{Faults, FAULTS_ENV};
+pub use progress::Stats;
 
 use crate::verbs::{
     Access, DeviceAttr, DeviceChoice, Gid, LinkLayer, Mtu, PortAttr, PortState, QpCaps, QpState,
@@ -118,8 +122,8 @@ use recvq::{RecvQueue, Srq};
 use ring::Ring;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 /// Largest inline payload a QP may ask for.
 pub const MAX_INLINE: u32 = 1024;
@@ -127,16 +131,60 @@ pub const MAX_INLINE: u32 = 1024;
 /// Contexts opened by this process (their number is in the GID).
 static NEXT_CTX: AtomicU32 = AtomicU32::new(0);
 
+/// Set to `0` to run a device without its service thread (the engine
+/// then runs only inside verbs and [`SoftVerbs::progress`]).
+pub const SERVICE_ENV: &str = "RGEX_IBV_SOFT_SERVICE";
+/// The service thread's nap after a pass that moved packets.
+const SERVICE_BUSY: Duration = Duration::from_micros(50);
+/// Its longest nap, reached by doubling while the device is idle.
+const SERVICE_IDLE: Duration = Duration::from_millis(5);
+
 /// A context's state, shared by its handles.
 #[derive(Debug)]
-pub struct Device {
+pub(crate) struct Device {
     engine: Mutex<Engine>,
 }
 
 impl Device {
+    /// The engine, for a handle's destruction or the service thread.
     fn lock(&self) -> MutexGuard<'_, Engine> {
         self.engine.lock()
     }
+
+    /// The engine, for a verb (the service thread then stays away).
+    fn lock_verb(&self) -> MutexGuard<'_, Engine> {
+        let mut e = self.engine.lock();
+        e.last_call = Instant::now();
+        e
+    }
+}
+
+/// The service thread: runs the engine when no verb has for a while, so
+/// a process that does not call into its device still answers its peers
+/// (as an HCA does without the CPU). It naps 50 us after a pass that
+/// moved packets, doubling to 5 ms while idle (at most 200 wake-ups a
+/// second), never waits for the lock, and ends with the context.
+fn spawn_service(dev: Weak<Device>) {
+    let run = move || {
+        let mut nap = SERVICE_BUSY;
+        loop {
+            std::thread::sleep(nap);
+            let Some(d) = dev.upgrade() else { return };
+            let moved = match d.engine.try_lock() {
+                Some(mut e) if e.last_call.elapsed() >= nap => e.progress(),
+                _ => false, // a verb is running the engine
+            };
+            nap = if moved {
+                SERVICE_BUSY
+            } else {
+                (nap * 2).min(SERVICE_IDLE)
+            };
+        }
+    };
+    // Without the thread the device still works, inside verbs.
+    let _ = std::thread::Builder::new()
+        .name("rgex-ibv-soft".into())
+        .spawn(run);
 }
 
 /// One opened software verbs device (a context of `soft0`, port 1).
@@ -255,14 +303,19 @@ impl SoftVerbs {
     }
 
     /// Run the device's engine once: take arrived packets, perform them,
-    /// answer, retransmit. Every verb does this; a process that only
-    /// serves RDMA and posts nothing calls it (or `poll_cq`) to answer.
+    /// answer, retransmit. Every verb does this, and the service thread
+    /// does it when no verb has for a while.
     pub fn progress(&self) {
-        self.dev.lock().progress();
+        self.dev.lock_verb().progress();
+    }
+
+    /// What the engine has done so far.
+    pub fn stats(&self) -> Stats {
+        self.dev.lock().sh.stats
     }
 
     fn lock_progressed(&self) -> MutexGuard<'_, Engine> {
-        let mut e = self.dev.lock();
+        let mut e = self.dev.lock_verb();
         e.progress();
         e
     }
@@ -300,10 +353,14 @@ impl Verbs for SoftVerbs {
         let ident = Ident::local(NEXT_CTX.fetch_add(1, Ordering::Relaxed));
         ident::sweep_stale(ident.uid);
         let engine = Engine::new(ident, FaultState::new(faults, kill_after));
+        let dev = Arc::new(Device {
+            engine: Mutex::new(engine),
+        });
+        if std::env::var(SERVICE_ENV).as_deref() != Ok("0") {
+            spawn_service(Arc::downgrade(&dev));
+        }
         Ok(SoftVerbs {
-            dev: Arc::new(Device {
-                engine: Mutex::new(engine),
-            }),
+            dev,
             attr: DeviceAttr {
                 max_mr_size: 1 << 40,
                 max_qp: 1 << 16,
@@ -464,16 +521,17 @@ impl Verbs for SoftVerbs {
             self.check(&s.dev, VERB)?;
         }
         let max = self.attr.max_qp_wr;
-        if caps.max_send_wr == 0 || caps.max_send_wr > max {
+        // 0 is allowed, as on an HCA: a receive-only or send-only QP.
+        if caps.max_send_wr > max {
             return Err(einval(
                 VERB,
-                format!("max_send_wr {} outside 1..={max}", caps.max_send_wr),
+                format!("max_send_wr {} exceeds max_qp_wr {max}", caps.max_send_wr),
             ));
         }
-        if srq.is_none() && (caps.max_recv_wr == 0 || caps.max_recv_wr > max) {
+        if srq.is_none() && caps.max_recv_wr > max {
             return Err(einval(
                 VERB,
-                format!("max_recv_wr {} outside 1..={max}", caps.max_recv_wr),
+                format!("max_recv_wr {} exceeds max_qp_wr {max}", caps.max_recv_wr),
             ));
         }
         if caps.max_inline_data > MAX_INLINE {
@@ -637,7 +695,7 @@ impl Verbs for SoftVerbs {
 
     unsafe fn post_send(&self, qp: &SoftQp, wr: &SendWr) -> VerbsResult<()> {
         self.check(&qp.dev, "ibv_post_send")?;
-        let mut g = self.dev.lock();
+        let mut g = self.dev.lock_verb();
         let e = &mut *g;
         let q = e.qps.get_mut(&qp.qpn).expect("a live handle's QP exists");
         // SAFETY: forwarded from the caller.
@@ -648,7 +706,7 @@ impl Verbs for SoftVerbs {
 
     unsafe fn post_recv(&self, qp: &SoftQp, wr: &RecvWr) -> VerbsResult<()> {
         self.check(&qp.dev, "ibv_post_recv")?;
-        let mut g = self.dev.lock();
+        let mut g = self.dev.lock_verb();
         let e = &mut *g;
         let q = e.qps.get_mut(&qp.qpn).expect("a live handle's QP exists");
         responder::post_recv(q, &mut e.sh, wr)?;
@@ -659,7 +717,7 @@ impl Verbs for SoftVerbs {
     unsafe fn post_srq_recv(&self, srq: &SoftSrq, wr: &RecvWr) -> VerbsResult<()> {
         const VERB: &str = "ibv_post_srq_recv";
         self.check(&srq.dev, VERB)?;
-        let mut e = self.dev.lock();
+        let mut e = self.dev.lock_verb();
         let s =
             e.sh.srqs
                 .get_mut(&srq.id)

@@ -33,6 +33,22 @@ pub(crate) struct Shared {
     pub mrs: MrTable,
     pub pds: HashSet<u32>,
     pub faults: FaultState,
+    pub stats: Stats,
+}
+
+/// What a device's engine has done, for tests and diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Packets written to peers' rings.
+    pub packets_sent: u64,
+    /// Packets dropped by a fault.
+    pub packets_dropped: u64,
+    /// Packets taken from this device's rings.
+    pub packets_received: u64,
+    /// Go-back-N rewinds (after a timeout, a sequence or an RNR NAK).
+    pub retransmits: u64,
+    /// RNR NAKs received.
+    pub rnr_naks: u64,
 }
 
 /// One context's state, under its lock.
@@ -41,6 +57,9 @@ pub(crate) struct Engine {
     pub sh: Shared,
     pub qps: BTreeMap<u32, Qp>,
     pub next_id: u32,
+    /// When a verb last ran the engine (the service thread stays away
+    /// while verbs are being called).
+    pub last_call: Instant,
     buf: Vec<u8>,
 }
 
@@ -54,7 +73,9 @@ impl Engine {
                 mrs: MrTable::default(),
                 pds: HashSet::new(),
                 faults,
+                stats: Stats::default(),
             },
+            last_call: Instant::now(),
             qps: BTreeMap::new(),
             next_id: 0,
             buf: Vec::with_capacity(MAX_PAYLOAD),
@@ -81,12 +102,13 @@ impl Engine {
         false
     }
 
-    /// One pass of the engine.
-    pub fn progress(&mut self) {
+    /// One pass of the engine; whether any packet moved.
+    pub fn progress(&mut self) -> bool {
         let now = Instant::now();
         if self.killed(now) {
-            return;
+            return false;
         }
+        let before = (self.sh.stats.packets_received, self.sh.stats.packets_sent);
         let sh = &mut self.sh;
         for qp in self.qps.values_mut() {
             if matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Err) {
@@ -94,6 +116,7 @@ impl Engine {
                     let Some(h) = qp.inbound.pop(&mut self.buf) else {
                         break;
                     };
+                    sh.stats.packets_received += 1;
                     let from_peer = qp.remote.as_ref().is_some_and(|r| r.qpn == h.src_qpn);
                     if h.dst_qpn != qp.qpn || !from_peer {
                         continue; // not for this connection: dropped
@@ -110,6 +133,7 @@ impl Engine {
             flush_out(qp, sh, now);
         }
         self.cascade_overruns();
+        before != (self.sh.stats.packets_received, self.sh.stats.packets_sent)
     }
 
     /// Move every QP of a CQ that overran to ERR.
@@ -136,14 +160,17 @@ fn flush_out(qp: &mut Qp, sh: &mut Shared, now: Instant) {
             break;
         }
         match &remote.ring {
-            None => {}
+            None => sh.stats.packets_dropped += 1,
             Some(ring) => {
                 if !ring.has_room() {
                     break;
                 }
-                if !sh.faults.drop_packet(&remote.peer) {
+                if sh.faults.drop_packet(&remote.peer) {
+                    sh.stats.packets_dropped += 1;
+                } else {
                     let ok = ring.push(&p.hdr, &p.payload);
                     debug_assert!(ok, "room was checked");
+                    sh.stats.packets_sent += 1;
                 }
             }
         }

@@ -209,19 +209,21 @@ fn packet(qp: &Qp, idx: usize, k: u32) -> (PktHdr, Vec<u8>) {
     let payload = match &e.inline {
         Some(b) => b[off as usize..off as usize + n].to_vec(),
         None if n == 0 => Vec::new(),
-        // SAFETY: the lkey check at the first packet put the SGE inside a
-        // registered region, which reg_mr's contract keeps allocated, and
-        // post_send's contract keeps the buffer valid until completion.
         None => {
-            unsafe { std::slice::from_raw_parts((wr.sge.addr + u64::from(off)) as *const u8, n) }
-                .to_vec()
+            let at = (wr.sge.addr + u64::from(off)) as *const u8;
+            // SAFETY: the lkey check at the first packet put the SGE inside
+            // a registered region, which reg_mr's contract keeps allocated,
+            // and post_send's contract keeps the buffer valid until
+            // completion; off + n <= the SGE's length.
+            unsafe { std::slice::from_raw_parts(at, n) }.to_vec()
         }
     };
     (h, payload)
 }
 
 /// Go back to `psn`: resend from the packet that carries it.
-fn rewind(qp: &mut Qp, psn: u32) {
+fn rewind(qp: &mut Qp, sh: &mut Shared, psn: u32) {
+    sh.stats.retransmits += 1;
     for i in qp.first_unacked..qp.sq.len() {
         let e = &qp.sq[i];
         if psn_diff(psn, e.first_psn) >= 0 && psn_diff(psn, e.last_psn()) <= 0 {
@@ -280,12 +282,13 @@ pub(crate) fn on_response(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u
             }
             match h.syndrome {
                 NAK_RNR => {
+                    sh.stats.rnr_naks += 1;
                     if qp.rnr_retry != 7 && qp.rnr_retries >= qp.rnr_retry {
                         qp.fail_head(&mut sh.cqs, WcStatus::RnrRetryExcErr);
                     } else {
                         qp.rnr_retries = qp.rnr_retries.saturating_add(1);
                         qp.rnr_wait = Some(now + super::qp::rnr_delay(h.aux as u8));
-                        rewind(qp, h.psn);
+                        rewind(qp, sh, h.psn);
                     }
                 }
                 NAK_SEQ => {
@@ -294,7 +297,7 @@ pub(crate) fn on_response(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u
                     if qp.retries > qp.retry_cnt {
                         qp.fail_head(&mut sh.cqs, WcStatus::RetryExcErr);
                     } else {
-                        rewind(qp, h.psn);
+                        rewind(qp, sh, h.psn);
                     }
                 }
                 NAK_REM_ACCESS => qp.fail_head(&mut sh.cqs, WcStatus::RemAccessErr),
@@ -381,6 +384,6 @@ pub(crate) fn timers(qp: &mut Qp, sh: &mut Shared, now: Instant) {
         qp.fail_head(&mut sh.cqs, WcStatus::RetryExcErr);
     } else {
         let psn = qp.sq[qp.first_unacked].first_psn;
-        rewind(qp, psn);
+        rewind(qp, sh, psn);
     }
 }
