@@ -37,8 +37,9 @@ awk '/^test result:/ { p += $4; f += $6; i += $8 }
      /^skip on .*: the whole test:/ { w += 1 }
      END { printf "%d passed, %d failed, %d skipped\n", p - w, f, i + w }' target/test.log
 
-section "loom model checking of the shared-memory ring and the shared-work board"
+section "loom model checking of the shared-memory rings (smp's, the soft verbs device's) and the shared-work board"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p rgex-smp --release --lib loom
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p rgex-ibv --release --lib loom
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p rgex-core --release --lib loom
 
 section "Miri: core's unsafe code (claims), smp's ring and cells (doorbells) on the heap, the CPU atomics' fences, VIS's AVX2 comparisons and copy kernels"

@@ -707,8 +707,10 @@ fn rnr_is_retried_until_a_receive_is_posted() {
 }
 
 /// Post `w` on a fresh pair; the initiator's completions and the pair.
-fn remote_error(mk: impl Fn(&mut Node, &mut Node) -> SendWr) -> (Vec<Wc>, Node, SoftQp, Node) {
-    let (mut a, qa, mut b, _qb) = pair(PATIENT, false);
+fn remote_error(
+    mk: impl Fn(&mut Node, &mut Node) -> SendWr,
+) -> (Vec<Wc>, Node, SoftQp, Node, SoftQp) {
+    let (mut a, qa, mut b, qb) = pair(PATIENT, false);
     let w = mk(&mut a, &mut b);
     post(&a, &qa, w).unwrap();
     let (s, r) = (a.sge(0, 8), b.remote(0));
@@ -716,7 +718,7 @@ fn remote_error(mk: impl Fn(&mut Node, &mut Node) -> SendWr) -> (Vec<Wc>, Node, 
     later.flags = SendFlags::empty();
     post(&a, &qa, later).unwrap();
     let got = wait(&a, &[&b.dev], 2);
-    (got, a, qa, b)
+    (got, a, qa, b, qb)
 }
 
 fn assert_fails_then_flushes(got: &[Wc], status: WcStatus) {
@@ -731,13 +733,18 @@ fn assert_fails_then_flushes(got: &[Wc], status: WcStatus) {
 
 #[test]
 fn bad_rkey_is_rem_access_err_then_flush() {
-    let (got, a, qa, b) = remote_error(|a, b| {
+    let (got, a, qa, b, qb) = remote_error(|a, b| {
         let mut r = b.remote(0);
         r.rkey ^= 0x5555;
         wr(1, Opcode::RdmaWrite, a.sge(0, 8), r)
     });
     assert_fails_then_flushes(&got, WcStatus::RemAccessErr);
     assert_eq!(a.dev.qp_state(&qa).unwrap(), QpState::Err);
+    assert_eq!(
+        b.dev.qp_state(&qb).unwrap(),
+        QpState::Err,
+        "the responder too"
+    );
     let s = Sge {
         addr: 0,
         length: 0,

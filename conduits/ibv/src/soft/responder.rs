@@ -53,6 +53,14 @@ fn nak(qp: &mut Qp, sh: &Shared, syndrome: u8, now: Instant) {
     qp.emit(h, Vec::new(), sh.faults.ready_at(now));
 }
 
+/// A request the responder cannot perform (remote access error, invalid
+/// request): NAK it, then move to ERR, as an RC responder does (IB's
+/// class C errors; the QP's outstanding work then flushes).
+fn fatal(qp: &mut Qp, sh: &mut Shared, syndrome: u8, now: Instant) {
+    nak(qp, sh, syndrome, now);
+    qp.enter_err(&mut sh.cqs);
+}
+
 fn ack(qp: &mut Qp, sh: &Shared, psn: u32, now: Instant) {
     let h = PktHdr {
         kind: K_ACK,
@@ -74,8 +82,7 @@ fn take_recv(qp: &mut Qp, sh: &mut Shared) -> Option<RecvWr> {
 fn fail_recv(qp: &mut Qp, sh: &mut Shared, r: RecvWr, st: WcStatus, syndrome: u8, now: Instant) {
     let wc = qp.wc(r.wr_id, st, WcOpcode::Recv);
     sh.cqs.push(qp.recv_cq, wc);
-    nak(qp, sh, syndrome, now);
-    qp.enter_err(&mut sh.cqs);
+    fatal(qp, sh, syndrome, now);
 }
 
 /// Whether the QP and the region `rkey` grant `need` on `addr .. + len`.
@@ -106,7 +113,7 @@ pub(crate) fn on_request(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u8
         OP_SEND | OP_WRITE => message(qp, sh, h, payload, now),
         OP_READ => {
             if !remote_ok(qp, sh, h, u64::from(h.total_len), Access::REMOTE_READ) {
-                nak(qp, sh, NAK_REM_ACCESS, now);
+                fatal(qp, sh, NAK_REM_ACCESS, now);
                 return;
             }
             qp.epsn = psn_add(qp.epsn, 1);
@@ -114,11 +121,11 @@ pub(crate) fn on_request(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u8
         }
         OP_CAS | OP_FADD => {
             if !h.raddr.is_multiple_of(8) {
-                nak(qp, sh, NAK_REM_INV, now);
+                fatal(qp, sh, NAK_REM_INV, now);
                 return;
             }
             if !remote_ok(qp, sh, h, 8, Access::REMOTE_ATOMIC) {
-                nak(qp, sh, NAK_REM_ACCESS, now);
+                fatal(qp, sh, NAK_REM_ACCESS, now);
                 return;
             }
             // SAFETY: the rkey check put raddr .. raddr + 8 in a region
@@ -144,7 +151,7 @@ pub(crate) fn on_request(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u8
             qp.epsn = psn_add(qp.epsn, 1);
             atomic_response(qp, sh, h.psn, orig, now);
         }
-        _ => nak(qp, sh, NAK_REM_INV, now),
+        _ => fatal(qp, sh, NAK_REM_INV, now),
     }
 }
 
@@ -154,7 +161,7 @@ fn message(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u8], now: Instan
     let imm = (h.flags & F_IMM != 0).then_some(h.imm);
     if h.flags & F_FIRST != 0 {
         if is_write && !remote_ok(qp, sh, h, u64::from(h.total_len), Access::REMOTE_WRITE) {
-            nak(qp, sh, NAK_REM_ACCESS, now);
+            fatal(qp, sh, NAK_REM_ACCESS, now);
             return;
         }
         let recv = if !is_write || imm.is_some() {
@@ -189,19 +196,19 @@ fn message(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u8], now: Instan
         });
     }
     let Some(rx) = qp.rx.as_ref() else {
-        nak(qp, sh, NAK_REM_INV, now);
+        fatal(qp, sh, NAK_REM_INV, now);
         return;
     };
     let end = u64::from(h.offset) + payload.len() as u64;
     if rx.is_write != is_write || end > u64::from(rx.total) {
-        nak(qp, sh, NAK_REM_INV, now);
+        fatal(qp, sh, NAK_REM_INV, now);
         return;
     }
     let base = match (&rx.recv, is_write) {
         (_, true) => rx.waddr,
         (Some(r), false) => r.sge.addr,
         (None, false) => {
-            nak(qp, sh, NAK_REM_INV, now);
+            fatal(qp, sh, NAK_REM_INV, now);
             return;
         }
     };
