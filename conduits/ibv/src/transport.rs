@@ -331,6 +331,15 @@ where
         let rank = setup.rank;
         let geo = setup.geo;
         let size = geo.size;
+        let soft = <crate::soft::SoftVerbs as Verbs>::NAME;
+        if cfg.soft() != (V::NAME == soft) {
+            return Err(Error::Config(format!(
+                "rgex-ibv: {rank}: RGEX_IBV_DEVICE={:?} but this conduit runs the {} backend: \
+                 the software device is SoftIbvConduit, libibverbs IbvConduit",
+                cfg.device.as_deref().unwrap_or(""),
+                V::NAME
+            )));
+        }
         let dev = V::open(&cfg.choice()).map_err(|e| match e {
             VerbsError::NoDevice { .. } | VerbsError::Library { .. } => Error::Config(format!(
                 "rgex-ibv: {rank}: {e} (set RGEX_IBV_DEVICE=soft for the software device)"

@@ -143,6 +143,31 @@ fn write8(n: &Node, op: u32, peer: u32, offset: u64) -> Result<(), rgex_ibv::Ibv
     }
 }
 
+/// Open one rank alone on backend `V` under `cfg` (and close it): its
+/// setup error, if any.
+fn open_alone<V: rgex_ibv::verbs::Verbs>(cfg: &IbvConfig) -> Result<(), String>
+where
+    Ibv<V>: Transport<Config = IbvConfig>,
+{
+    let geo = Geometry::new(1, &cfg.settings());
+    let seg = Mem::new(SEG);
+    let send = Mem::new(geo.n_send() * geo.slot + 64);
+    let recv = Mem::new(geo.n_recv * geo.slot);
+    // SAFETY: the memory outlives the transport, dropped before return.
+    let segment = unsafe { Segment::from_raw(Rank(0), NonNull::new(seg.ptr).unwrap(), SEG) };
+    let setup = Setup {
+        rank: Rank(0),
+        geo: &geo,
+        segment: &segment,
+        send: (send.ptr, send.len),
+        recv: (recv.ptr, recv.len),
+    };
+    // SAFETY: as above.
+    unsafe { Ibv::<V>::open(cfg, &setup) }
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
 fn soft() -> IbvConfig {
     IbvConfig {
         device: Some("soft".into()),
@@ -317,34 +342,28 @@ fn an_inline_send_lands_in_the_shared_receive_queue() {
 
 #[test]
 fn without_an_rdma_device_ibv_says_so_and_names_the_software_device() {
-    use rgex_ibv::real::RealVerbs;
-    let geo = Geometry::new(1, &IbvConfig::default().settings());
-    let seg = Mem::new(SEG);
-    let (send, recv) = (Mem::new(4096), Mem::new(4096));
-    // SAFETY: the memory outlives the attempt.
-    let segment = unsafe { Segment::from_raw(Rank(0), NonNull::new(seg.ptr).unwrap(), SEG) };
-    let setup = Setup {
-        rank: Rank(0),
-        geo: &geo,
-        segment: &segment,
-        send: (send.ptr, send.len),
-        recv: (recv.ptr, recv.len),
-    };
-    // SAFETY: as above.
-    match unsafe { Ibv::<RealVerbs>::open(&IbvConfig::default(), &setup) } {
-        Ok(_) => {
+    match open_alone::<rgex_ibv::real::RealVerbs>(&IbvConfig::default()) {
+        Ok(()) => {
             println!("skip: an RDMA device is present, so there is no 'no device' error to check")
         }
-        Err(e) => {
-            let e = e.to_string();
-            if e.contains("libibverbs") && !e.contains("no RDMA device") {
-                println!("skip: libibverbs is not loadable here: {e}");
-                return;
-            }
-            assert!(
-                e.contains("no RDMA device") && e.contains("set RGEX_IBV_DEVICE=soft"),
-                "{e}"
-            );
-        }
+        Err(e) => assert!(
+            e.contains("no RDMA device") && e.contains("set RGEX_IBV_DEVICE=soft"),
+            "{e}"
+        ),
     }
+}
+
+#[test]
+fn the_software_backend_refuses_a_config_that_does_not_select_it() {
+    let cfg = IbvConfig {
+        device: Some("mlx5_0".into()),
+        ..IbvConfig::default()
+    };
+    let e = open_alone::<SoftVerbs>(&cfg).unwrap_err();
+    assert!(
+        e.contains("RGEX_IBV_DEVICE=\"mlx5_0\"") && e.contains("soft backend"),
+        "{e}"
+    );
+    // And it opens where it is selected.
+    open_alone::<SoftVerbs>(&soft()).unwrap();
 }
