@@ -59,7 +59,7 @@ pub struct Endpoint {
     refused: ProtocolId,
     /// Dropped AMs and malformed messages the next `poll` reports.
     refusals: Refusals,
-    me: Weak<Endpoint>,
+    pub(crate) me: Weak<Endpoint>,
     background: OnceLock<Background>,
     /// Work a thread of this process shares with the threads waiting in
     /// a poll or a wait (see [`share`](Endpoint::share)).

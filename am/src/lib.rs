@@ -29,6 +29,7 @@ mod in_flight;
 mod inject;
 mod message;
 mod prepared;
+pub mod progress_task;
 mod refusal;
 pub mod rma;
 pub mod team;
@@ -46,6 +47,7 @@ pub use handler::{
 pub use in_flight::InFlight;
 pub use message::Message;
 pub use prepared::Prepared;
+pub use progress_task::{ProgressStop, ProgressTask};
 pub use team::TeamHandle;
 pub use token::Token;
 

@@ -11,16 +11,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// How a domain carries out its ops (chosen once, at creation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Implementation {
-    /// The conduit performs them in the network (NIC atomics).
-    Offload,
-    /// CPU atomics on the target's segment mapped in this process.
-    SharedMemory,
-    /// Active messages; the target's handler applies a CPU atomic.
-    Reference,
-}
+pub use rgex_core::atomic::Implementation;
 
 const CAP_OFFLOAD: u64 = 1;
 const CAP_SHARED: u64 = 2;
@@ -61,7 +52,7 @@ struct Inner {
 /// let counter = GlobalAddr::new(Rank(0), 0);
 /// let mine = ad.fetch_add(counter, 1, AtomicFlags::empty())?;
 /// let ev = ad.op_nb(counter, AtomicOp::Fadd, 1, 0, AtomicFlags::empty())?;
-/// let next = ev.wait();
+/// let next = ev.wait()?;
 /// assert!(next > mine);
 /// println!("implementation: {:?}", ad.implementation());
 /// # Ok(()) }
@@ -194,7 +185,7 @@ impl<T: AtomicValue> Builder<T> {
     }
 
     /// Require `imp`, whatever `RGEX_ATOMICS` says: creation fails on
-    /// every member with [`Error::Unavailable`] if some member cannot
+    /// every member with [`Error::DomainUnavailable`] if some member cannot
     /// provide it (its segment is not mapped everywhere, its conduit does
     /// not offload this type and op set), or if members require different
     /// implementations. A member that requires nothing takes the one the
@@ -237,7 +228,7 @@ impl<T: AtomicValue> Builder<T> {
         let choice = match self.choice {
             Some(c) => c,
             None => Choice::from_env().unwrap_or_else(|e| {
-                local_err.get_or_insert(Error::Core(rgex_core::Error::Config(e)));
+                local_err.get_or_insert(Error::Config(e));
                 Choice::Only(Implementation::Reference)
             }),
         };
@@ -293,13 +284,13 @@ impl<T: AtomicValue> Builder<T> {
             return Err(e);
         }
         if all[1] == 0 {
-            return Err(Error::Core(rgex_core::Error::Config(format!(
+            return Err(Error::Config(format!(
                 "atomic domain creation on {me}: another member of the team refused its arguments ({ty:?} {{{}}})",
                 op_names(ops)
-            ))));
+            )));
         }
         if all[2] != !all[3] {
-            return Err(Error::Mismatch {
+            return Err(Error::DomainMismatch {
                 me,
                 ty,
                 set: op_names(ops),
@@ -340,7 +331,7 @@ impl<T: AtomicValue> Builder<T> {
                 }
                 _ => "not every member of the team can provide it".to_owned(),
             };
-            return Err(Error::Unavailable {
+            return Err(Error::DomainUnavailable {
                 me,
                 ty,
                 set: op_names(ops),
@@ -445,45 +436,51 @@ impl<T: AtomicValue> AtomicEvent<T> {
         matches!(self.state, State::Ready(_))
     }
 
-    /// Poll until the op completes; its fetched value.
-    pub fn wait(self) -> T {
-        match self.state {
-            State::Ready(b) => T::from_bits64(b),
-            State::Pending(p) => {
-                let Pending { event, value } = *p;
-                event.wait();
-                // Relaxed: the wait ended with an Acquire load of the
-                // counter the reply handler released after storing this.
-                T::from_bits64(value.load(Ordering::Relaxed))
-            }
-        }
-    }
-
     /// Poll until the op completes; its fetched value, or the error that
     /// failed it (its target went away, on a conduit that can tell),
     /// never a made-up value.
-    pub fn wait_checked(self) -> Result<T> {
+    pub fn wait(self) -> Result<T> {
         match self.state {
             State::Ready(b) => Ok(T::from_bits64(b)),
             State::Pending(p) => {
                 let Pending { event, value } = *p;
-                event.wait_checked()?;
-                // Relaxed: as in `wait`.
+                event.wait()?;
+                // Relaxed: the wait ended with an Acquire load of the
+                // counter the reply handler released after storing this.
                 Ok(T::from_bits64(value.load(Ordering::Relaxed)))
             }
         }
     }
 
-    /// Wait for every event; their values in order.
-    pub fn wait_all(events: Vec<AtomicEvent<T>>) -> Vec<T> {
-        events.into_iter().map(AtomicEvent::wait).collect()
-    }
-
     /// Wait for every event; their values in order, or the first error
     /// (every event is waited for all the same).
-    pub fn wait_all_checked(events: Vec<AtomicEvent<T>>) -> Result<Vec<T>> {
-        let all: Vec<Result<T>> = events.into_iter().map(AtomicEvent::wait_checked).collect();
+    pub fn wait_all(events: Vec<AtomicEvent<T>>) -> Result<Vec<T>> {
+        let all: Vec<Result<T>> = events.into_iter().map(AtomicEvent::wait).collect();
         all.into_iter().collect()
+    }
+}
+
+/// An atomic event is a future of [`wait`](AtomicEvent::wait)'s answer:
+/// the fetched value or the error that failed the op. Woken by whichever
+/// thread's progress completes it; someone must drive progress meanwhile
+/// (the endpoint's progress task, a thread that waits or polls).
+impl<T: AtomicValue> std::future::Future for AtomicEvent<T> {
+    type Output = Result<T>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match &mut self.get_mut().state {
+            State::Ready(b) => std::task::Poll::Ready(Ok(T::from_bits64(*b))),
+            State::Pending(p) => {
+                let r = std::task::ready!(std::pin::Pin::new(&mut p.event).poll(cx));
+                // Relaxed: the poll that found the op done made an Acquire
+                // read of the counter the reply handler released after
+                // storing this.
+                std::task::Poll::Ready(r.map(|()| T::from_bits64(p.value.load(Ordering::Relaxed))))
+            }
+        }
     }
 }
 
@@ -715,7 +712,7 @@ impl<T: AtomicValue> AtomicDomain<T> {
     ) -> Result<AtomicEvent<T>> {
         Ok(match self.start(at, op, a, b, flags, Sink::Event)? {
             Ok(bits) => AtomicEvent::ready(bits),
-            // A failed op keeps its counter, so `wait_checked` sees why.
+            // A failed op keeps its counter, so `wait` sees why.
             Err((done, value)) if done.peek_done() && done.failure().is_none() => {
                 // Relaxed: `peek_done` was an Acquire load pairing with the
                 // Release in `done()` that followed the store.
@@ -756,22 +753,16 @@ impl<T: AtomicValue> AtomicDomain<T> {
     }
 
     /// Poll until this thread's implicit-handle atomics (of every domain)
-    /// have completed.
-    pub fn nbi_wait(&self) {
-        nbi::nbi_wait(&self.inner.ep);
-    }
-
-    /// Poll until this thread's implicit-handle atomics (of every domain)
     /// have completed; an error if one of them failed since the last sync.
-    pub fn nbi_wait_checked(&self) -> Result<()> {
-        nbi::nbi_wait_checked(&self.inner.ep)
+    pub fn nbi_wait(&self) -> Result<()> {
+        nbi::nbi_wait(&self.inner.ep)
     }
 
     /// Blocking op: returns the fetched value (zero for ops that fetch
     /// nothing) once the op has completed.
     #[inline]
     pub fn op(&self, at: GlobalAddr, op: AtomicOp, a: T, b: T, flags: AtomicFlags) -> Result<T> {
-        self.op_nb(at, op, a, b, flags)?.wait_checked()
+        self.op_nb(at, op, a, b, flags)?.wait()
     }
 
     /// Blocking GET.
@@ -848,6 +839,6 @@ mod tests {
         let e = AtomicEvent::<u64>::ready(7);
         assert!(e.test() && e.is_invalid());
         assert_eq!(e.value(), Some(7));
-        assert_eq!(e.wait(), 7);
+        assert_eq!(e.wait().unwrap(), 7);
     }
 }

@@ -34,7 +34,7 @@
 //! reference on every domain, so tests keep it correct where a faster path
 //! exists; `RGEX_ATOMICS=shared` and `RGEX_ATOMICS=offload` (or
 //! [`Builder::implementation`]) require those, and domain creation fails
-//! with [`Error::Unavailable`], naming the reason, where some member
+//! with [`Error::DomainUnavailable`], naming the reason, where some member
 //! cannot provide them (rather than silently taking another).
 //! [`AtomicDomain::implementation`] says which one a domain took.
 //!
@@ -86,10 +86,8 @@ pub mod nbi;
 mod reference;
 
 pub use domain::{AtomicDomain, AtomicEvent, Builder, Implementation};
-pub use nbi::{nbi_test, nbi_wait, nbi_wait_checked};
+pub use nbi::{nbi_test, nbi_wait};
 pub use rgex_core::conduit::{AtomicOp, AtomicRequest, AtomicType, OpSet};
-
-use rgex_core::Rank;
 
 /// Handler indices the reference implementation uses (in rgex's reserved
 /// range 16..=23 set aside for atomics).
@@ -182,128 +180,11 @@ value!(f32, F32, |v| u64::from(v.to_bits()), |b| f32::from_bits(
 ));
 value!(f64, F64, |v| v.to_bits(), |b| f64::from_bits(b));
 
-/// `Result` with this crate's [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// What can go wrong with an atomic domain. Every message names the rank,
-/// the offset and the limit broken.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// An error of the layers below (out of segment, would block, bad
-    /// configuration, a failed collective...).
-    #[error(transparent)]
-    Core(#[from] rgex_core::Error),
-    /// An op the domain was not created for.
-    #[error("atomic {op:?} at {rank} + {offset:#x}: not in this {ty:?} domain's op set {{{set}}}")]
-    OpNotInSet {
-        /// The op asked for.
-        op: AtomicOp,
-        /// The domain's type.
-        ty: AtomicType,
-        /// The target rank.
-        rank: Rank,
-        /// The target offset.
-        offset: u64,
-        /// The domain's ops, by name.
-        set: String,
-    },
-    /// A word not aligned to its size.
-    #[error(
-        "atomic {ty:?} at {rank} + {offset:#x} is misaligned: it needs {align}-byte alignment"
-    )]
-    Misaligned {
-        /// The domain's type.
-        ty: AtomicType,
-        /// The target rank.
-        rank: Rank,
-        /// The offset given.
-        offset: u64,
-        /// The alignment required.
-        align: usize,
-    },
-    /// Bit ops asked for in a float domain.
-    #[error("an atomic domain of {ty:?} cannot offer {ops}: bitwise ops are defined for integer types only")]
-    BitOpOnFloat {
-        /// The float type.
-        ty: AtomicType,
-        /// The bitwise ops asked for, by name.
-        ops: String,
-    },
-    /// An empty op set at creation.
-    #[error("an atomic domain of {ty:?} needs at least one op; the op set is empty")]
-    EmptyOpSet {
-        /// The type.
-        ty: AtomicType,
-    },
-    /// A target that is not a member of the domain's team.
-    #[error("atomic op at {rank} + {offset:#x}: {rank} is not a member of this domain's team of {team_size} ranks")]
-    NotInTeam {
-        /// The target rank.
-        rank: Rank,
-        /// The target offset.
-        offset: u64,
-        /// Members of the team.
-        team_size: u32,
-    },
-    /// A locality flag whose assertion is false.
-    #[error("atomic op at {rank} + {offset:#x} with AtomicFlags::{flag}: the assertion is false on {me}")]
-    FlagBroken {
-        /// "TARGET_SELF" or "TARGET_LOCAL".
-        flag: &'static str,
-        /// The target rank.
-        rank: Rank,
-        /// The target offset.
-        offset: u64,
-        /// The calling rank.
-        me: Rank,
-    },
-    /// An implementation was required ([`Builder::implementation`] or
-    /// `RGEX_ATOMICS`) that not every member of the team can provide.
-    #[error("atomic domain of {ty:?} {{{set}}} on {me}: {imp:?} was required, but {why}")]
-    Unavailable {
-        /// The calling rank.
-        me: Rank,
-        /// The domain's type.
-        ty: AtomicType,
-        /// The domain's ops, by name.
-        set: String,
-        /// The implementation required.
-        imp: Implementation,
-        /// Why it is not available (this rank's reason, or that another
-        /// member lacks it).
-        why: String,
-    },
-    /// The members of the team asked for different domains.
-    #[error("atomic domain creation on {me}: the team's members asked for different types or op sets (this rank: {ty:?} {{{set}}})")]
-    Mismatch {
-        /// The calling rank.
-        me: Rank,
-        /// Its type.
-        ty: AtomicType,
-        /// Its ops, by name.
-        set: String,
-    },
-    /// The target reported a failure the initiator's checks should have
-    /// caught (the ranks disagree about a segment).
-    #[error("atomic op at {rank} + {offset:#x} failed at the target: {why}")]
-    Remote {
-        /// The target rank.
-        rank: Rank,
-        /// The target offset.
-        offset: u64,
-        /// What the target said.
-        why: &'static str,
-    },
-}
-
-impl Error {
-    /// True for a would-block (IMMEDIATE, reference path): retry later;
-    /// nothing was sent.
-    pub fn is_would_block(&self) -> bool {
-        matches!(self, Error::Core(e) if e.is_would_block())
-    }
-}
+/// `Result` with rgex's one [`Error`] (re-exported from rgex-core, which
+/// carries the atomics' variants: [`Error::OpNotInSet`],
+/// [`Error::Misaligned`], [`Error::NotInTeam`], [`Error::FlagBroken`],
+/// [`Error::DomainUnavailable`] and the rest).
+pub use rgex_core::{Error, Result};
 
 /// The names of the ops in `set`, comma-separated.
 ///

@@ -20,13 +20,7 @@ pub fn nbi_test(ep: &Endpoint) -> bool {
 }
 
 /// Poll the endpoint until every implicit atomic this thread issued has
-/// completed.
-pub fn nbi_wait(ep: &Endpoint) {
-    ep.nbi_wait(NbiCategory::Rmw)
-}
-
-/// Poll the endpoint until every implicit atomic this thread issued has
 /// completed; an error if one of them failed since the last sync.
-pub fn nbi_wait_checked(ep: &Endpoint) -> crate::Result<()> {
-    Ok(ep.nbi_wait_checked(NbiCategory::Rmw)?)
+pub fn nbi_wait(ep: &Endpoint) -> crate::Result<()> {
+    ep.nbi_wait(NbiCategory::Rmw)
 }

@@ -13,7 +13,7 @@
 //! the endpoint is created (before the creation's collective, so no member
 //! can send before every member has them).
 
-use crate::{cpu, reserved, Error, Result};
+use crate::{cpu, reserved, Result};
 use rgex_am::{Accepts, Endpoint, InFlight, ProtocolId};
 use rgex_core::conduit::{AtomicOp, AtomicType};
 use rgex_core::{Category, Completion, Flags, GlobalAddr};
@@ -94,7 +94,7 @@ impl Reference {
         );
         if let Err(e) = r {
             self.ops.abandon(&[i0, i1]);
-            return Err(Error::Core(e));
+            return Err(e);
         }
         Ok(())
     }

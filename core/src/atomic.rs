@@ -5,6 +5,18 @@
 
 use crate::Rank;
 
+/// How an atomic domain carries out its ops (chosen once, at creation,
+/// the same on every member; see rgex-atomics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Implementation {
+    /// The conduit performs them in the network (NIC atomics).
+    Offload,
+    /// CPU atomics on the target's segment mapped in this process.
+    SharedMemory,
+    /// Active messages; the target's handler applies a CPU atomic.
+    Reference,
+}
+
 /// The data type of a remote atomic (the offload SPI's vocabulary; the
 /// atomic domains live in rgex-atomics).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

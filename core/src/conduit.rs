@@ -124,15 +124,61 @@ pub trait Conduit: Send + Sync + 'static {
     /// As for [`commit`](Self::commit).
     unsafe fn cancel(&self, slot: SendSlot);
 
+    /// The claim step of the fixed-payload [`try_send`](Self::try_send):
+    /// [`try_prepare`](Self::try_prepare) with the refusal as the error.
+    /// A conduit whose own claim already returns a `Result` overrides it
+    /// to hand that straight over (smp does: the out-parameter form costs
+    /// a few nanoseconds a send there).
+    ///
+    /// ```no_run
+    /// # use rgex_core::{Conduit, Prepare, Result};
+    /// # fn demo(c: &dyn Conduit, spec: &Prepare) -> Result<()> {
+    /// let claim = c.claim_send(spec)?; // Err(WouldBlock) when no buffer is free
+    /// # let _ = claim; Ok(())
+    /// # }
+    /// ```
+    #[inline]
+    fn claim_send(&self, spec: &Prepare) -> Result<Claim> {
+        let mut refused = None;
+        match self.try_prepare(spec, &mut refused) {
+            Some(claim) => Ok(claim),
+            None => Err(Claim::refusal(refused, self.name())),
+        }
+    }
+
+    /// The publish step of the fixed-payload [`try_send`](Self::try_send):
+    /// [`commit`](Self::commit) of the claim for `spec`, its `len` payload
+    /// bytes in place. A conduit overrides it to publish from `spec` and
+    /// `claim` directly, without assembling the [`SendSlot`] a deferred
+    /// commit needs.
+    ///
+    /// # Safety
+    /// `claim` was returned by this conduit's
+    /// [`claim_send`](Self::claim_send) for `spec`, and is not yet
+    /// committed, cancelled or rung; `len <= spec.most`.
+    #[inline]
+    unsafe fn publish_send(
+        &self,
+        spec: &Prepare,
+        claim: Claim,
+        handler: u8,
+        args: &[u32],
+        len: usize,
+    ) {
+        // SAFETY: the claim is this conduit's, published once (the
+        // caller's contract), which is commit's.
+        unsafe { self.commit(SendSlot::new(spec, claim), handler, args, len) }
+    }
+
     /// Send a message whose whole payload the caller holds, without
     /// waiting: the fixed-payload path, written once. It is the same
     /// injection as a negotiated send, taken in one call:
-    /// [`try_prepare`](Self::try_prepare) for exactly `payload.len()`
+    /// [`claim_send`](Self::claim_send) for exactly `payload.len()`
     /// bytes, copy the payload into the claimed buffer,
-    /// [`commit`](Self::commit). Compiled against each conduit's own
-    /// methods, so a fixed-payload send makes one dynamic call, and the
-    /// claim and the publish inline into it. `spec` is validated as for
-    /// `try_prepare`, with `least == most == payload.len()`.
+    /// [`publish_send`](Self::publish_send). Compiled against each
+    /// conduit's own methods, so a fixed-payload send makes one dynamic
+    /// call, and the claim and the publish inline into it. `spec` is
+    /// validated as for `try_prepare`, with `least == most == payload.len()`.
     ///
     /// Returns [`Error::WouldBlock`](crate::Error::WouldBlock), with nothing
     /// claimed or sent, when a resource is not free.
@@ -150,10 +196,7 @@ pub trait Conduit: Send + Sync + 'static {
     #[inline]
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
         spec.check_payload(payload.len())?;
-        let mut refused = None;
-        let Some(claim) = self.try_prepare(spec, &mut refused) else {
-            return Err(Claim::refusal(refused, self.name()));
-        };
+        let claim = self.claim_send(spec)?;
         if !payload.is_empty() {
             // SAFETY: the conduit granted `most >= len` (checked above)
             // writable bytes at `claim.buf`, reserved for this message,
@@ -162,10 +205,9 @@ pub trait Conduit: Send + Sync + 'static {
                 std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
             };
         }
-        let slot = SendSlot::new(spec, claim);
-        // SAFETY: the claim was just made by this conduit and is published
-        // once, here.
-        unsafe { self.commit(slot, handler, args, payload.len()) };
+        // SAFETY: the claim was just made by this conduit's claim_send for
+        // `spec` and is published once, here; len <= most (checked above).
+        unsafe { self.publish_send(spec, claim, handler, args, payload.len()) };
         Ok(())
     }
 

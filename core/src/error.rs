@@ -2,6 +2,7 @@
 //! and the limit that was broken, so a report can be acted on without a
 //! debugger.
 
+use crate::atomic::{AtomicOp, AtomicType, Implementation};
 use crate::Rank;
 
 /// `Result` with [`Error`].
@@ -222,6 +223,107 @@ pub enum Error {
         second: u32,
         /// What `second` passed.
         second_value: String,
+    },
+    /// An atomic op the domain was not created for.
+    #[error("atomic {op:?} at {rank} + {offset:#x}: not in this {ty:?} domain's op set {{{set}}}")]
+    OpNotInSet {
+        /// The op asked for.
+        op: AtomicOp,
+        /// The domain's type.
+        ty: AtomicType,
+        /// The target rank.
+        rank: Rank,
+        /// The target offset.
+        offset: u64,
+        /// The domain's ops, by name.
+        set: String,
+    },
+    /// An atomic word not aligned to its size.
+    #[error(
+        "atomic {ty:?} at {rank} + {offset:#x} is misaligned: it needs {align}-byte alignment"
+    )]
+    Misaligned {
+        /// The domain's type.
+        ty: AtomicType,
+        /// The target rank.
+        rank: Rank,
+        /// The offset given.
+        offset: u64,
+        /// The alignment required.
+        align: usize,
+    },
+    /// Bit ops asked for in a float atomic domain.
+    #[error("an atomic domain of {ty:?} cannot offer {ops}: bitwise ops are defined for integer types only")]
+    BitOpOnFloat {
+        /// The float type.
+        ty: AtomicType,
+        /// The bitwise ops asked for, by name.
+        ops: String,
+    },
+    /// An empty op set at atomic domain creation.
+    #[error("an atomic domain of {ty:?} needs at least one op; the op set is empty")]
+    EmptyOpSet {
+        /// The type.
+        ty: AtomicType,
+    },
+    /// An atomic op's target that is not a member of the domain's team.
+    #[error("atomic op at {rank} + {offset:#x}: {rank} is not a member of this domain's team of {team_size} ranks")]
+    NotInTeam {
+        /// The target rank.
+        rank: Rank,
+        /// The target offset.
+        offset: u64,
+        /// Members of the team.
+        team_size: u32,
+    },
+    /// An atomic locality flag whose assertion is false.
+    #[error("atomic op at {rank} + {offset:#x} with AtomicFlags::{flag}: the assertion is false on {me}")]
+    FlagBroken {
+        /// "TARGET_SELF" or "TARGET_LOCAL".
+        flag: &'static str,
+        /// The target rank.
+        rank: Rank,
+        /// The target offset.
+        offset: u64,
+        /// The calling rank.
+        me: Rank,
+    },
+    /// An atomic domain implementation was required (the domain builder
+    /// or `RGEX_ATOMICS`) that not every member of the team can provide.
+    #[error("atomic domain of {ty:?} {{{set}}} on {me}: {imp:?} was required, but {why}")]
+    DomainUnavailable {
+        /// The calling rank.
+        me: Rank,
+        /// The domain's type.
+        ty: AtomicType,
+        /// The domain's ops, by name.
+        set: String,
+        /// The implementation required.
+        imp: Implementation,
+        /// Why it is not available (this rank's reason, or that another
+        /// member lacks it).
+        why: String,
+    },
+    /// The members of the team asked for different atomic domains.
+    #[error("atomic domain creation on {me}: the team's members asked for different types or op sets (this rank: {ty:?} {{{set}}})")]
+    DomainMismatch {
+        /// The calling rank.
+        me: Rank,
+        /// Its type.
+        ty: AtomicType,
+        /// Its ops, by name.
+        set: String,
+    },
+    /// The target of an atomic op reported a failure the initiator's
+    /// checks should have caught (the ranks disagree about a segment).
+    #[error("atomic op at {rank} + {offset:#x} failed at the target: {why}")]
+    AtomicRemote {
+        /// The target rank.
+        rank: Rank,
+        /// The target offset.
+        offset: u64,
+        /// What the target said.
+        why: &'static str,
     },
     /// A non-blocking operation failed after it was injected (reported by
     /// the conduit at completion, with the operation, ranks and cause).

@@ -1,8 +1,20 @@
 //! Events: the handles of non-blocking operations.
 
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::waker::AtomicWaker;
 use crate::Backoff;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+/// The top bit of a counter's word: a future has registered a waker, so
+/// the operation that brings the count to zero wakes it. Kept in the
+/// count's own word so the completing thread learns it from the
+/// decrement it makes anyway (no extra load, no fence, no RMW).
+const AWAITED: u64 = 1 << 63;
+/// The count's bits.
+const COUNT: u64 = AWAITED - 1;
 
 /// The completion counter behind one event (or an NBI group): operations
 /// outstanding. An operation is counted with [`add`](Self::add) before it
@@ -30,8 +42,20 @@ use std::sync::{Arc, OnceLock};
 /// counters track no demand, since nothing consults it. Bookkeeping that
 /// is not a wait looks with [`peek_done`](Self::peek_done), which asks
 /// for nothing.
+///
+/// # Awaiting
+///
+/// [`poll_done`](Self::poll_done) registers the polling task's waker
+/// (one per counter: the future of the one handle that owns it), and the
+/// [`done`](Self::done) that brings the count to zero wakes it, on
+/// whichever thread's progress finished the operation. Nothing is
+/// allocated and no atomic is added to `done` for a counter nobody
+/// awaits: the decrement it always makes returns the "awaited" bit too.
+/// A future completes only when someone drives progress (a wait, a poll,
+/// the endpoint's progress task).
 #[derive(Debug, Default)]
 pub struct Completion {
+    /// The count, with [`AWAITED`] in its top bit.
     outstanding: AtomicU64,
     /// `is_done` found operations outstanding since a conduit last took
     /// this (see [`take_wanted`](Self::take_wanted)); batched counters only.
@@ -40,6 +64,8 @@ pub struct Completion {
     batched: bool,
     /// Why an operation counted here failed (the first failure), if one did.
     failure: OnceLock<String>,
+    /// The task awaiting this counter, if one registered.
+    waker: AtomicWaker,
 }
 
 impl Completion {
@@ -50,6 +76,7 @@ impl Completion {
             wanted: AtomicBool::new(false),
             batched: false,
             failure: OnceLock::new(),
+            waker: AtomicWaker::new(),
         })
     }
 
@@ -71,6 +98,7 @@ impl Completion {
             wanted: AtomicBool::new(false),
             batched: true,
             failure: OnceLock::new(),
+            waker: AtomicWaker::new(),
         })
     }
 
@@ -118,18 +146,29 @@ impl Completion {
         self.outstanding.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Finish one operation.
+    /// Finish one operation; if that leaves nothing outstanding and a
+    /// task awaits the counter, wake it.
     #[inline]
     pub fn done(&self) {
         // Release: the operation's effects (bytes landed, value fetched)
         // happen before a waiter's Acquire load sees the count drop.
-        let before = self.outstanding.fetch_sub(1, Ordering::Release);
-        debug_assert!(before > 0, "Completion::done without a matching add");
+        // Acquire: when the word read has AWAITED, set by a poller's
+        // Release `fetch_or` after it registered, its waker is visible to
+        // the wake below (the slot's own protocol then hands it over).
+        // On x86 this is the same `lock xadd` as Release alone.
+        let before = self.outstanding.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(
+            before & COUNT > 0,
+            "Completion::done without a matching add"
+        );
+        if before == AWAITED | 1 {
+            self.waker.wake();
+        }
     }
 
     /// Finish one operation that failed (its peer went away, say): the
     /// count drops as for [`done`](Self::done), so no waiter hangs, and
-    /// [`Event::wait_checked`] reports `why` (the first failure recorded).
+    /// [`Event::wait`] reports `why` (the first failure recorded).
     ///
     /// ```
     /// use rgex_core::event::Completion;
@@ -148,7 +187,7 @@ impl Completion {
     }
 
     /// [`Error::Failed`](crate::Error::Failed) with the first failure
-    /// recorded here, if an operation failed: what a checked wait returns
+    /// recorded here, if an operation failed: what a wait returns
     /// once nothing is outstanding.
     ///
     /// ```
@@ -188,12 +227,46 @@ impl Completion {
     #[inline]
     pub fn peek_done(&self) -> bool {
         // Acquire: pairs with `done`, so the caller sees the effects.
-        self.outstanding.load(Ordering::Acquire) == 0
+        self.outstanding.load(Ordering::Acquire) & COUNT == 0
     }
 
     /// Operations outstanding (a snapshot).
     pub fn outstanding(&self) -> u64 {
-        self.outstanding.load(Ordering::Relaxed)
+        self.outstanding.load(Ordering::Relaxed) & COUNT
+    }
+
+    /// Ready with [`check`](Self::check)'s answer once nothing is
+    /// outstanding; else register `cx`'s waker, woken by the
+    /// [`done`](Self::done) that brings the count to zero. Does not poll
+    /// the endpoint: something else must drive progress.
+    ///
+    /// ```
+    /// use rgex_core::event::Completion;
+    /// use std::task::{Context, Poll, Waker};
+    /// let c = Completion::new(1);
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(c.poll_done(&mut cx).is_pending());
+    /// c.done(); // wakes the registered (here: no-op) waker
+    /// assert!(matches!(c.poll_done(&mut cx), Poll::Ready(Ok(()))));
+    /// ```
+    pub fn poll_done(&self, cx: &mut Context<'_>) -> Poll<crate::Result<()>> {
+        if self.is_done() {
+            return Poll::Ready(self.check());
+        }
+        self.waker.register(cx.waker());
+        // AcqRel: Release publishes the registration to the `done` whose
+        // decrement reads this bit (its Acquire); Acquire, when the count
+        // is already zero, pairs with that `done`'s Release so the
+        // operation's effects (and its failure) are visible. Both are
+        // read-modify-writes of one word: either `done`'s decrement comes
+        // later in its order and sees AWAITED (and wakes), or it came
+        // first and this sees the count at zero. No wake-up is lost.
+        let now = self.outstanding.fetch_or(AWAITED, Ordering::AcqRel);
+        if now & COUNT == 0 {
+            Poll::Ready(self.check())
+        } else {
+            Poll::Pending
+        }
     }
 }
 
@@ -216,7 +289,7 @@ pub trait Progress: Send + Sync {
 /// use rgex_core::event::Event;
 /// let e = Event::done();
 /// assert!(e.test() && e.is_invalid());
-/// e.wait();
+/// e.wait().unwrap();
 /// ```
 #[must_use = "an event must be tested or waited on to know the operation completed"]
 pub struct Event {
@@ -258,39 +331,62 @@ impl Event {
         self.pending.as_ref().is_none_or(|(c, _)| c.is_done())
     }
 
-    /// Poll until the operation completes.
-    pub fn wait(self) {
-        if let Some((c, p)) = &self.pending {
-            let mut backoff = Backoff::new(p.polite());
-            while !c.is_done() {
-                if p.progress() == 0 {
-                    backoff.snooze();
-                } else {
-                    backoff.reset();
-                }
+    /// Poll until the operation completes; an error if it failed (a peer
+    /// that went away, on a conduit that can tell), with the operation,
+    /// the ranks and the cause.
+    ///
+    /// ```
+    /// use rgex_core::event::{Completion, Event};
+    /// # struct Idle;
+    /// # impl rgex_core::Progress for Idle {
+    /// #     fn progress(&self) -> usize { 0 }
+    /// #     fn polite(&self) -> bool { true }
+    /// # }
+    /// let c = Completion::new(1);
+    /// c.fail("put to rank 1: rank 1 is unreachable".into());
+    /// let e = Event::pending(c, std::sync::Arc::new(Idle));
+    /// assert!(e.wait().unwrap_err().to_string().contains("rank 1"));
+    /// assert!(Event::done().wait().is_ok());
+    /// ```
+    pub fn wait(self) -> crate::Result<()> {
+        match &self.pending {
+            None => Ok(()),
+            Some((c, p)) => {
+                spin_until_done(c, &**p);
+                c.check()
             }
         }
     }
 
-    /// Poll until the operation completes; an error if it failed (a peer
-    /// that went away, on a conduit that can tell).
-    pub fn wait_checked(self) -> crate::Result<()> {
-        let c = self.pending.as_ref().map(|(c, _)| c.clone());
-        self.wait();
-        c.as_deref().map_or(Ok(()), Completion::check)
+    /// Poll until the operation completes, not asking whether it failed:
+    /// for a caller that learns of a failure another way (a drop that
+    /// must only wait until the transport is done with a buffer).
+    pub fn wait_unchecked(self) {
+        if let Some((c, p)) = &self.pending {
+            spin_until_done(c, &**p);
+        }
     }
 
-    /// Poll until every event completes; all become invalid.
-    pub fn wait_all(events: &mut [Event]) {
+    /// Poll until every event completes; all become invalid. The first
+    /// failure among them, if one failed (every event is waited for all
+    /// the same).
+    pub fn wait_all(events: &mut [Event]) -> crate::Result<()> {
+        let mut first = Ok(());
         for e in events.iter_mut() {
-            std::mem::replace(e, Event::done()).wait();
+            let r = std::mem::replace(e, Event::done()).wait();
+            if first.is_ok() {
+                first = r;
+            }
         }
+        first
     }
 
     /// Poll until at least one event completes (returns at once if one has,
     /// or if the slice holds only invalid events). Completed events become
-    /// invalid; their indices are returned.
-    pub fn wait_some(events: &mut [Event]) -> Vec<usize> {
+    /// invalid; their indices are returned. If a completed event failed,
+    /// the first such becomes invalid and its error is returned; the other
+    /// completed events are left as they are, so the next call reports them.
+    pub fn wait_some(events: &mut [Event]) -> crate::Result<Vec<usize>> {
         let progress = events
             .iter()
             .find_map(|e| e.pending.as_ref().map(|(_, p)| p.clone()));
@@ -304,17 +400,154 @@ impl Event {
                 }
                 live += 1;
                 if e.test() {
-                    *e = Event::done();
+                    let failed = e.pending.as_ref().and_then(|(c, _)| c.check().err());
+                    if let Some(err) = failed {
+                        *e = Event::done();
+                        return Err(err);
+                    }
                     done.push(i);
                 }
             }
             if !done.is_empty() || live == 0 {
-                return done;
+                for &i in &done {
+                    events[i] = Event::done();
+                }
+                return Ok(done);
             }
             match &progress {
                 Some(p) if p.progress() > 0 => backoff.reset(),
                 _ => backoff.snooze(),
             }
         }
+    }
+}
+
+/// An event is a future of the operation's outcome: `ev.await` is
+/// [`wait`](Event::wait) for async code, without the polling. It resolves
+/// when the operation completes, woken by whichever thread's progress
+/// completes it; it does not poll the endpoint itself, so someone must
+/// drive progress meanwhile (the endpoint's progress task, a thread that
+/// waits or polls).
+///
+/// ```
+/// use rgex_core::event::{Completion, Event};
+/// # struct Idle;
+/// # impl rgex_core::Progress for Idle {
+/// #     fn progress(&self) -> usize { 0 }
+/// #     fn polite(&self) -> bool { true }
+/// # }
+/// use std::future::Future;
+/// use std::task::{Context, Poll, Waker};
+/// let c = Completion::new(1);
+/// let mut ev = Event::pending(c.clone(), std::sync::Arc::new(Idle));
+/// let mut cx = Context::from_waker(Waker::noop());
+/// assert!(std::pin::Pin::new(&mut ev).poll(&mut cx).is_pending());
+/// c.done(); // another thread's progress, in real use
+/// assert!(matches!(std::pin::Pin::new(&mut ev).poll(&mut cx), Poll::Ready(Ok(()))));
+/// ```
+impl Future for Event {
+    type Output = crate::Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &self.pending {
+            None => Poll::Ready(Ok(())),
+            Some((c, _)) => c.poll_done(cx),
+        }
+    }
+}
+
+/// Poll `p` until `c` has nothing outstanding (backing off while nothing
+/// happens).
+#[inline]
+fn spin_until_done(c: &Completion, p: &dyn Progress) {
+    let mut backoff = Backoff::new(p.polite());
+    while !c.is_done() {
+        if p.progress() == 0 {
+            backoff.snooze();
+        } else {
+            backoff.reset();
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    //! The awaited counter under the model checker: a poll racing the
+    //! `done` that finishes the count never loses the wake-up.
+
+    use super::Completion;
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    /// Counts its wakes.
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn waker() -> (Arc<Count>, Waker) {
+        let c = Arc::new(Count(AtomicUsize::new(0)));
+        (c.clone(), Waker::from(c))
+    }
+
+    #[test]
+    fn loom_poll_racing_done_is_woken() {
+        loom::model(|| {
+            let c = Completion::new(1);
+            let c2 = c.clone();
+            let t = loom::thread::spawn(move || c2.done());
+            let (count, w) = waker();
+            let first = c.poll_done(&mut Context::from_waker(&w));
+            t.join().unwrap();
+            if first.is_pending() {
+                // Pending: the done came after the registration, so it
+                // must have woken this task.
+                assert!(count.0.load(Ordering::SeqCst) >= 1, "lost wake-up");
+            }
+            assert!(matches!(
+                c.poll_done(&mut Context::from_waker(&w)),
+                Poll::Ready(Ok(()))
+            ));
+        });
+    }
+
+    #[test]
+    fn loom_repoll_with_a_new_waker_and_a_failure() {
+        // Two polls (the task moved: a new waker) racing a failing op:
+        // the task is woken through the waker of its last poll, or a poll
+        // sees the count at zero, and the outcome is the failure.
+        loom::model(|| {
+            let c = Completion::new(1);
+            let c2 = c.clone();
+            let t = loom::thread::spawn(move || c2.fail("put to rank 1: gone".into()));
+            let (a, wa) = waker();
+            let (b, wb) = waker();
+            let p1 = c.poll_done(&mut Context::from_waker(&wa));
+            let p2 = c.poll_done(&mut Context::from_waker(&wb));
+            t.join().unwrap();
+            if p2.is_pending() {
+                assert!(
+                    b.0.load(Ordering::SeqCst) >= 1,
+                    "lost wake-up of the new waker"
+                );
+            }
+            // A poll that found the count at zero reports the failure.
+            for p in [&p1, &p2] {
+                if let Poll::Ready(r) = p {
+                    assert!(r.is_err(), "a failed op reported success");
+                }
+            }
+            // The first waker may be woken too (the new one replaced it
+            // only if they differ), never more than once per zero.
+            assert!(a.0.load(Ordering::SeqCst) <= 1);
+            match c.poll_done(&mut Context::from_waker(&wb)) {
+                Poll::Ready(Err(e)) => assert!(e.to_string().contains("rank 1")),
+                other => panic!("expected the failure, got {other:?}"),
+            }
+        });
     }
 }

@@ -27,6 +27,7 @@ pub mod segment;
 #[doc(hidden)]
 pub mod sync;
 pub mod team;
+pub mod waker;
 
 pub use addr::GlobalAddr;
 pub use backoff::Backoff;

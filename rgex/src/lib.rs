@@ -32,11 +32,11 @@ pub use rgex_am::rma::{
 };
 pub use rgex_am::team::{self, Element, Numeric, ReduceOp, TeamHandle, NO_COLOUR};
 pub use rgex_am::{
-    context, reserved, Accepts, Client, Endpoint, HandlerId, HandlerTable, Message, Prepared,
-    ProtocolId, Target, Token, CLIENT_MIN, MALFORMED_PRINTED,
+    context, progress_task, reserved, Accepts, Client, Endpoint, HandlerId, HandlerTable, Message,
+    Prepared, ProgressStop, ProgressTask, ProtocolId, Target, Token, CLIENT_MIN, MALFORMED_PRINTED,
 };
-/// Remote atomic domains (see [`rgex_atomics`]); its own `Error` and
-/// `Result` stay under `rgex::atomics`.
+/// Remote atomic domains (see [`rgex_atomics`]); their errors are
+/// variants of the one [`Error`] (`rgex::atomics::Error` is the same type).
 pub use rgex_atomics::{
     self as atomics, AtomicDomain, AtomicEvent, AtomicFlags, AtomicOp, AtomicType, AtomicValue,
     Implementation as AtomicImplementation, OpSet,

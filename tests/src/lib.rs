@@ -5,6 +5,7 @@
 use rgex::Client;
 use std::time::{Duration, Instant};
 
+pub mod executor;
 pub mod stalled;
 
 /// How long a conformance program waits for anything before it declares a

@@ -102,7 +102,8 @@ pub fn flood(
     let b = client.conduit().bootstrap().broadcast(0, &words)?;
     let word = |k: usize| u64::from_le_bytes(b[k..k + 8].try_into().expect("8 bytes"));
     if word(16) != 0 {
-        Event::wait_all(&mut in_flight);
+        // The flood's own failure is the one reported.
+        let _ = Event::wait_all(&mut in_flight);
         return match failed {
             Some(e) => Err(e),
             None => Err(rgex::Error::Failed(format!(
@@ -115,7 +116,7 @@ pub fn flood(
         refused_at: Some(word(0)).filter(|&r| r != u64::MAX),
         issued: word(8),
     };
-    Event::wait_all(&mut in_flight);
+    Event::wait_all(&mut in_flight)?;
     client.barrier()?;
     if me == 1 {
         let mut b = [0u8; 64];

@@ -23,8 +23,17 @@ const DEPARTURE: &str = env!("CARGO_BIN_EXE_job_departure");
 /// the peer's presence word and process, ofi by the goodbye a closing
 /// rank sends (and by asking smp about a rank on its node that ended
 /// without one).
-fn departs(what: &str, how: &str) {
-    let mut j = job(2, DEPARTURE, &[what, how]);
+fn departs(what: &str, how: &str) -> String {
+    departs_with(what, &[how])
+}
+
+/// As [`departs`], with `args` after the kind (how rank 1 leaves, then
+/// `await` to await the handle instead of calling its `wait()`).
+fn departs_with(what: &str, args: &[&str]) -> String {
+    let how = args[0];
+    let mut argv = vec![what];
+    argv.extend_from_slice(args);
+    let mut j = job(2, DEPARTURE, &argv);
     // A pending operation waits for the peer's handler to answer: with
     // the network's own RMA or atomics (ofi), the peer's provider answers
     // while it is still there, and the operation rightly succeeds.
@@ -35,7 +44,7 @@ fn departs(what: &str, how: &str) {
     // owns); the atomic scenario is held to the AM atomics everywhere
     // until that is found, so what it checks is the departure, not the
     // provider.
-    if shares_memory() || what.starts_with("pending_") || what == "atomic" {
+    if shares_memory() || what.starts_with("pending_") || what.starts_with("atomic") {
         j = j
             .env("RGEX_RMA", "reference")
             .env("RGEX_ATOMICS", "reference")
@@ -62,6 +71,63 @@ fn departs(what: &str, how: &str) {
         !err.contains("removed shared memory left behind"),
         "the conduit left shared memory behind"
     );
+    hits[0].to_string()
+}
+
+/// The handle kinds of `job_departure` (issue 28): each starts one
+/// operation and waits on its handle, whose `wait()` must report the
+/// departure (an unknown name fails the job with its usage line).
+const HANDLE_KINDS: [&str; 11] = [
+    "put_nb",
+    "put_defer",
+    "get_nb",
+    "atomic_nb",
+    "atomic_nbi",
+    "get_nbi",
+    "region",
+    "vis_put_nb",
+    "vis_put_defer",
+    "vis_get_nb",
+    "barrier_nb",
+];
+
+#[test]
+fn every_handle_to_a_departed_rank_fails_naming_it() {
+    // Started after rank 1 has gone: refused at the start, or injected
+    // and reported by the wait; either names rank 1.
+    for kind in HANDLE_KINDS {
+        departs(kind, "exit");
+    }
+}
+
+#[test]
+fn every_handle_s_wait_fails_when_its_target_leaves_while_pending() {
+    // Started while rank 1 is there (it does not poll), so the start
+    // succeeds and the handle's `wait()` must report the departure: an
+    // `Err` from every kind of wait, never success or a made-up value.
+    for kind in HANDLE_KINDS {
+        let line = departs(&format!("pending_{kind}"), "exit");
+        assert!(
+            line.contains("failed: wait: "),
+            "pending_{kind}: the failure did not come from the wait: {line}"
+        );
+    }
+    departs("pending_get_nb", "_exit");
+    departs("pending_atomic_nb", "_exit");
+}
+
+#[test]
+fn every_awaited_handle_fails_when_its_target_leaves_while_pending() {
+    // As above, with each handle awaited (`.await` on the tests'
+    // executor while the thread polls): the future resolves to the Err.
+    // The two NBI kinds have no handle and wait as above.
+    for kind in HANDLE_KINDS {
+        let line = departs_with(&format!("pending_{kind}"), &["exit", "await"]);
+        assert!(
+            line.contains("failed: wait: "),
+            "pending_{kind} awaited: the failure did not come from the future: {line}"
+        );
+    }
 }
 
 #[test]

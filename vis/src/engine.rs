@@ -21,7 +21,7 @@ impl Vis {
     /// The event of counter `c`: done at once if it is done already (and
     /// did not fail), else one that polls this endpoint.
     pub(crate) fn event(&self, c: Arc<Completion>) -> Event {
-        // A failed transfer keeps its counter so `wait_checked` sees why.
+        // A failed transfer keeps its counter so `wait` sees why.
         if c.peek_done() && c.failure().is_none() {
             Event::done()
         } else {
@@ -207,7 +207,8 @@ impl Vis {
                     (Err(e), Track::Event) => {
                         // Messages already sent are waited for: a get's
                         // buffer must not be handed back while written.
-                        self.event(c).wait();
+                        // The injection error is the one reported.
+                        self.event(c).wait_unchecked();
                         Err(e)
                     }
                     (Err(e), Track::Nbi(_)) => Err(e),

@@ -47,28 +47,46 @@ impl VisGet {
         self.event.as_ref().is_none_or(Event::test)
     }
 
-    /// Poll until the data has arrived; hand the buffer back.
-    pub fn wait(mut self) -> Vec<u8> {
-        if let Some(e) = self.event.take() {
-            e.wait();
-        }
-        self.buf.take().expect("buffer present until wait")
-    }
-
     /// Poll until the get is over; the buffer with the data, or the error
     /// that failed the get (its peer went away), the buffer dropped.
-    pub fn wait_checked(mut self) -> rgex_core::Result<Vec<u8>> {
+    pub fn wait(mut self) -> rgex_core::Result<Vec<u8>> {
         if let Some(e) = self.event.take() {
-            e.wait_checked()?;
+            e.wait()?;
         }
         Ok(self.buf.take().expect("buffer present until wait"))
     }
 }
 
+/// A VIS get is a future of [`wait`](VisGet::wait)'s answer: the buffer
+/// with the data, or the error that failed the get (the buffer dropped).
+/// Woken by whichever thread's progress completes it; someone must drive
+/// progress meanwhile. Polling again after it resolved is a panic.
+impl std::future::Future for VisGet {
+    type Output = rgex_core::Result<Vec<u8>>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(e) = this.event.as_mut() {
+            let r = std::task::ready!(std::pin::Pin::new(e).poll(cx));
+            this.event = None;
+            r?;
+        }
+        std::task::Poll::Ready(Ok(this
+            .buf
+            .take()
+            .expect("VisGet polled after it resolved")))
+    }
+}
+
 impl Drop for VisGet {
     fn drop(&mut self) {
+        // Only until the transport is done with the buffer: a drop has
+        // nobody to report a failure to.
         if let Some(e) = self.event.take() {
-            e.wait();
+            e.wait_unchecked();
         }
     }
 }

@@ -207,7 +207,7 @@ impl Vis {
         src: &[u8],
         flags: Flags,
     ) -> Result<()> {
-        self.put_nb(peer, meta, src, flags)?.rc.wait_checked()
+        self.put_nb(peer, meta, src, flags)?.rc.wait()
     }
 
     /// Non-blocking put; `src` may be reused when this returns (its local
@@ -244,9 +244,9 @@ impl Vis {
     /// let frags = [(0u64, 1u64 << 16), (1 << 20, 1 << 16)];
     /// let meta = Vector { peer: &frags, local: &[(0, 2 << 16)] };
     /// let put = vis.put_nb_defer(Rank(1), meta, vec![7u8; 2 << 16], Flags::empty())?;
-    /// let mut buf = put.lc.wait(); // the source may be reused now...
+    /// let mut buf = put.lc.wait()?; // the source may be reused now...
     /// buf.fill(0);
-    /// put.rc.wait(); // ...and every byte has arrived
+    /// put.rc.wait()?; // ...and every byte has arrived
     /// # Ok(()) }
     /// ```
     pub fn put_nb_defer<'m>(
@@ -325,7 +325,7 @@ impl Vis {
         // SAFETY: `dst` is borrowed mutably for the whole call, which waits
         // for completion.
         let ev = unsafe { self.with_event(peer, &meta.into(), local, dst.len(), flags)? };
-        ev.wait_checked()
+        ev.wait()
     }
 
     /// Non-blocking get into an owned buffer, handed back when complete.

@@ -82,8 +82,9 @@ impl Vis {
         });
         match err {
             Some(e) => {
-                self.event(lc.clone()).wait();
-                self.event(rc.clone()).wait();
+                // The injection error is the one reported.
+                self.event(lc.clone()).wait_unchecked();
+                self.event(rc.clone()).wait_unchecked();
                 Err(e)
             }
             None => Ok(()),
@@ -111,7 +112,7 @@ impl Vis {
         };
         // SAFETY: forwarded caller contract.
         unsafe { self.rma_chunks(peer, shape, local, &lc, &rc, flags)? };
-        self.event(lc).wait();
+        self.event(lc).wait()?;
         Ok(match track {
             Track::Event => self.event(rc),
             Track::Nbi(_) => Event::done(),

@@ -2,6 +2,9 @@
 //! cannot touch the buffer before the operation is done with it.
 
 use rgex_core::Event;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 /// A buffer held by an operation until its event fires: the source of a put
 /// until local completion ([`LocalCompletion`]), the destination of a get
@@ -30,7 +33,7 @@ impl<B> Held<B> {
     /// use rgex_am::rma::Held;
     /// let h = Held::new(vec![1u8; 4], rgex_core::Event::done());
     /// assert!(h.test());
-    /// assert_eq!(h.wait(), [1, 1, 1, 1]);
+    /// assert_eq!(h.wait().unwrap(), [1, 1, 1, 1]);
     /// ```
     pub fn new(buf: B, event: Event) -> Self {
         Held {
@@ -44,14 +47,6 @@ impl<B> Held<B> {
         self.event.as_ref().is_none_or(Event::test)
     }
 
-    /// Poll until the operation is done with the buffer; hand it back.
-    pub fn wait(mut self) -> B {
-        if let Some(e) = self.event.take() {
-            e.wait();
-        }
-        self.buf.take().expect("buffer present until wait")
-    }
-
     /// Poll until the operation is done with the buffer; hand it back, or
     /// the error that failed the operation (its peer went away: a get's
     /// bytes did not arrive). The buffer is dropped with the error.
@@ -59,20 +54,44 @@ impl<B> Held<B> {
     /// ```
     /// use rgex_am::rma::Held;
     /// let h = Held::new(vec![1u8; 4], rgex_core::Event::done());
-    /// assert_eq!(h.wait_checked().unwrap(), [1, 1, 1, 1]);
+    /// assert_eq!(h.wait().unwrap(), [1, 1, 1, 1]);
     /// ```
-    pub fn wait_checked(mut self) -> rgex_core::Result<B> {
+    pub fn wait(mut self) -> rgex_core::Result<B> {
         if let Some(e) = self.event.take() {
-            e.wait_checked()?;
+            e.wait()?;
         }
         Ok(self.buf.take().expect("buffer present until wait"))
     }
 }
 
+// The buffer is never pinned: it is moved out when the operation is done.
+impl<B> Unpin for Held<B> {}
+
+/// A held buffer is a future of [`wait`](Held::wait)'s answer: the buffer
+/// once the operation is done with it, or the error that failed it (the
+/// buffer dropped). Woken by whichever thread's progress completes the
+/// operation; someone must drive progress meanwhile (see
+/// [`Event`]'s `Future` impl). Polling again after it resolved is a panic.
+impl<B> Future for Held<B> {
+    type Output = rgex_core::Result<B>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(e) = this.event.as_mut() {
+            let r = std::task::ready!(Pin::new(e).poll(cx));
+            this.event = None;
+            r?;
+        }
+        Poll::Ready(Ok(this.buf.take().expect("Held polled after it resolved")))
+    }
+}
+
 impl<B> Drop for Held<B> {
     fn drop(&mut self) {
+        // Only until the transport is done with the buffer: a drop has
+        // nobody to report a failure to.
         if let Some(e) = self.event.take() {
-            e.wait();
+            e.wait_unchecked();
         }
     }
 }

@@ -212,7 +212,7 @@ impl Endpoint {
                 })?;
                 let lc = match lc {
                     LcCount::Now => {
-                        self.event(Some(lcc)).wait();
+                        self.event(Some(lcc)).wait()?;
                         None
                     }
                     LcCount::Fresh => Some(lcc),
@@ -300,7 +300,7 @@ impl Endpoint {
     }
 
     fn counted_event(&self, d: Arc<Completion>) -> Event {
-        // A failed operation keeps its counter so wait_checked sees why.
+        // A failed operation keeps its counter so `wait` sees why.
         if !d.peek_done() || d.failure().is_some() {
             Event::pending(d, self.progress_handle())
         } else {
@@ -320,7 +320,7 @@ impl Endpoint {
     /// # Ok(()) }
     /// ```
     pub fn put(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
-        self.put_nb(dst, src, flags)?.wait_checked()
+        self.put_nb(dst, src, flags)?.wait()
     }
 
     /// Blocking get: returns when `dst` holds the bytes at `src`.
@@ -328,7 +328,7 @@ impl Endpoint {
         // SAFETY: `dst` is borrowed for this whole call, which waits for
         // completion before returning.
         let done = unsafe { self.start_get(dst.as_mut_ptr(), dst.len(), src, fresh, flags)? };
-        self.event(done).wait_checked()
+        self.event(done).wait()
     }
 
     /// Put a `u64` by value (native byte order).
@@ -363,9 +363,9 @@ impl Endpoint {
     /// # fn demo(ep: &rgex_am::Endpoint) -> rgex_core::Result<()> {
     /// use rgex_core::{Flags, GlobalAddr, Rank};
     /// let put = ep.put_nb_defer(GlobalAddr::new(Rank(1), 0), vec![1u8; 1 << 20], Flags::empty())?;
-    /// let mut buf = put.lc.wait();   // the buffer may be reused now...
+    /// let mut buf = put.lc.wait()?;  // the buffer may be reused now...
     /// buf.fill(2);
-    /// put.rc.wait();                 // ...and the data has arrived now
+    /// put.rc.wait()?;                // ...and the data has arrived now
     /// # Ok(()) }
     /// ```
     #[inline]
@@ -556,19 +556,12 @@ impl Endpoint {
         nbi::category(cat).is_done()
     }
 
-    /// Poll until this thread's implicit operations of `cat` complete.
-    /// A failure among them is not reported (and not kept for a later
-    /// sync): [`nbi_wait_checked`](Self::nbi_wait_checked) reports it.
-    pub fn nbi_wait(&self, cat: NbiCategory) {
-        let _ = self.nbi_wait_checked(cat);
-    }
-
     /// Poll until this thread's implicit operations of `cat` complete; an
     /// error if one of them failed since the last sync of `cat` (its peer
     /// went away, on a conduit that can tell), with the first failure's
     /// cause. The next sync starts afresh.
-    pub fn nbi_wait_checked(&self, cat: NbiCategory) -> Result<()> {
-        self.event(Some(nbi::category(cat))).wait();
+    pub fn nbi_wait(&self, cat: NbiCategory) -> Result<()> {
+        self.event(Some(nbi::category(cat))).wait_unchecked();
         match nbi::take_failure(cat) {
             Some(why) => Err(Error::Failed(why)),
             None => Ok(()),

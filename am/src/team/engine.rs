@@ -306,7 +306,7 @@ impl Engine {
             drop(pending);
             match outcome {
                 Ok(()) => p.done.done(),
-                // The waiter's `wait_checked` reports it.
+                // The waiter's `wait` reports it.
                 Err(e) => p.done.fail(e.to_string()),
             }
             n += 1;

@@ -143,9 +143,9 @@ fn run_threads(
                             slot = 0;
                         }
                     }
-                    ep.nbi_wait(NbiCategory::Put);
+                    let synced = ep.nbi_wait(NbiCategory::Put);
                     let end = Instant::now();
-                    res.map(|()| (start, end))
+                    res.and(synced).map(|()| (start, end))
                 })
             })
             .collect();

@@ -110,7 +110,7 @@ fn measure<T: AtomicValue>(
         let lat = stats::repeat(opts.reps, || -> Res<f64> {
             let t = Instant::now();
             for _ in 0..lat_iters {
-                ad.op_nb(at, AtomicOp::Fadd, one, one, f)?.wait();
+                ad.op_nb(at, AtomicOp::Fadd, one, one, f)?.wait()?;
             }
             Ok(t.elapsed().as_nanos() as f64 / lat_iters as f64)
         })?;
@@ -121,7 +121,7 @@ fn measure<T: AtomicValue>(
                 evs.push(ad.op_nb(at, AtomicOp::Fadd, one, one, f)?);
             }
             for e in evs.drain(..) {
-                e.wait();
+                e.wait()?;
             }
             Ok(t.elapsed().as_nanos() as f64 / thr_iters as f64)
         })?;

@@ -361,11 +361,12 @@ impl Bench<'_> {
             vec![self.heap[..size].to_vec(); k]
         });
         // Wait for the window's events once it holds `per` operations'.
-        let window = |evs: &mut Vec<Event>, per: usize| {
+        let window = |evs: &mut Vec<Event>, per: usize| -> rgex::Result<()> {
             if evs.len() >= per * WINDOW {
-                Event::wait_all(evs);
+                Event::wait_all(evs)?;
                 evs.clear();
             }
+            Ok(())
         };
         let t = Instant::now();
         match (local, mode) {
@@ -373,7 +374,7 @@ impl Bench<'_> {
                 let b = &self.heap[..size];
                 for _ in 0..n {
                     evs.push(ep.put_nb(dst, b, f)?);
-                    window(&mut evs, 1);
+                    window(&mut evs, 1)?;
                 }
             }
             (Local::Segment, Mode::Now) => {
@@ -383,7 +384,7 @@ impl Bench<'_> {
                     // by anyone during the flood; LC is reached on return.
                     let e = unsafe { ep.put_nb_raw(dst, seg_ptr, size, Lc::Now, f)? };
                     evs.push(e.rc);
-                    window(&mut evs, 1);
+                    window(&mut evs, 1)?;
                 }
             }
             (Local::Heap, Mode::Defer) => {
@@ -396,14 +397,16 @@ impl Bench<'_> {
                 for _ in 0..n {
                     let b = match free.pop() {
                         Some(b) => b,
-                        None => flight.pop_front().expect("a buffer in flight").wait(),
+                        None => flight.pop_front().expect("a buffer in flight").wait()?,
                     };
                     let p = ep.put_nb_defer(dst, b, f)?;
                     flight.push_back(p.lc);
                     evs.push(p.rc);
-                    window(&mut evs, 1);
+                    window(&mut evs, 1)?;
                 }
-                free.extend(flight.into_iter().map(|lc| lc.wait()));
+                for lc in flight {
+                    free.push(lc.wait()?);
+                }
                 owned = Some(free);
             }
             (Local::Segment, Mode::Defer) => {
@@ -414,7 +417,7 @@ impl Bench<'_> {
                     let e = unsafe { ep.put_nb_raw(dst, seg_ptr, size, Lc::Defer, f)? };
                     evs.push(e.lc);
                     evs.push(e.rc);
-                    window(&mut evs, 2);
+                    window(&mut evs, 2)?;
                 }
             }
             (Local::Heap, Mode::Nbi) => {
@@ -422,7 +425,7 @@ impl Bench<'_> {
                 for _ in 0..n {
                     ep.put_nbi(dst, b, f)?;
                 }
-                ep.nbi_wait(NbiCategory::Put);
+                ep.nbi_wait(NbiCategory::Put)?;
             }
             (Local::Segment, Mode::Nbi) => {
                 // SAFETY: our own segment's first `size` bytes, not written
@@ -431,7 +434,7 @@ impl Bench<'_> {
                 for _ in 0..n {
                     ep.put_nbi(dst, b, f)?;
                 }
-                ep.nbi_wait(NbiCategory::Put);
+                ep.nbi_wait(NbiCategory::Put)?;
             }
             (_, Mode::GetNb) => {
                 for _ in 0..n {
@@ -444,7 +447,7 @@ impl Bench<'_> {
                     // peer's, unchanged during the flood), as GASNet's
                     // testsmall does with its one destination buffer.
                     evs.push(unsafe { ep.get_nb_raw(sink, size, dst, f)? });
-                    window(&mut evs, 1);
+                    window(&mut evs, 1)?;
                 }
             }
             (_, Mode::GetNbi) => {
@@ -452,10 +455,10 @@ impl Bench<'_> {
                     // SAFETY: as for NB; the sync is the `nbi_wait` below.
                     unsafe { ep.get_nbi(sink, size, dst, f)? };
                 }
-                ep.nbi_wait(NbiCategory::Get);
+                ep.nbi_wait(NbiCategory::Get)?;
             }
         }
-        Event::wait_all(&mut evs);
+        Event::wait_all(&mut evs)?;
         let elapsed = t.elapsed();
         drop(owned);
         Ok(elapsed)
@@ -739,7 +742,7 @@ fn pingpong(client: &Client, quick: bool, reps: usize) -> Res<Vec<(usize, Stats,
                     wait(round)?;
                 }
             }
-            client.nbi_wait(NbiCategory::Put);
+            client.nbi_wait(NbiCategory::Put)?;
             samples.push(t.elapsed().as_nanos() as f64 / (2 * rounds) as f64);
         }
         out.push((

@@ -238,7 +238,7 @@ fn flood_interleaved(
             for _ in 0..n {
                 op()?;
             }
-            client.nbi_wait(NbiCategory::Put);
+            client.nbi_wait(NbiCategory::Put)?;
             Ok(t.elapsed())
         };
     let mut iters = Vec::with_capacity(ops.len());
@@ -512,7 +512,7 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
         for (c, s) in [(c3, s3), (c8, s8), (c32, s32)] {
             verify_by(client, src, ELEM, PITCH, || {
                 naive(client, peer, src, ELEM, c, s, 0)?;
-                client.nbi_wait(NbiCategory::Put);
+                client.nbi_wait(NbiCategory::Put)?;
                 Ok(())
             })?;
         }
@@ -644,8 +644,8 @@ fn measure_lc(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
         // each fragment read back with a plain get.
         client.put(GlobalAddr::new(peer, 0), &vec![0u8; 2 * size], f)?;
         let p = vis.put_nb_defer(peer, meta, src, f)?;
-        let src = p.lc.wait();
-        p.rc.wait();
+        let src = p.lc.wait()?;
+        p.rc.wait()?;
         for (k, &(off, len)) in peer_frags.iter().enumerate() {
             let mut back = vec![0u8; len as usize];
             client.get(&mut back, GlobalAddr::new(peer, off), f)?;
@@ -660,14 +660,14 @@ fn measure_lc(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
             let (vis, held) = (&vis, &held);
             let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 2] = [
                 Box::new(move || {
-                    vis.put_nb(peer, meta, &held.borrow(), f)?.rc.wait();
+                    vis.put_nb(peer, meta, &held.borrow(), f)?.rc.wait()?;
                     Ok(())
                 }),
                 Box::new(move || {
                     let buf = std::mem::take(&mut *held.borrow_mut());
                     let p = vis.put_nb_defer(peer, meta, buf, f)?;
-                    *held.borrow_mut() = p.lc.wait();
-                    p.rc.wait();
+                    *held.borrow_mut() = p.lc.wait()?;
+                    p.rc.wait()?;
                     Ok(())
                 }),
             ];

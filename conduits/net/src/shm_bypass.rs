@@ -216,6 +216,33 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
     }
 
     #[inline]
+    fn claim_send(&self, spec: &Prepare) -> Result<Claim> {
+        if self.local(spec.peer) {
+            self.smp.claim_send(spec)
+        } else {
+            self.net.claim_send(spec)
+        }
+    }
+
+    #[inline]
+    unsafe fn publish_send(
+        &self,
+        spec: &Prepare,
+        claim: Claim,
+        handler: u8,
+        args: &[u32],
+        len: usize,
+    ) {
+        if self.local(spec.peer) {
+            // SAFETY: claim_send routed this peer to smp: the claim is
+            // smp's, passed on under the same contract.
+            unsafe { self.smp.publish_send(spec, claim, handler, args, len) }
+        } else {
+            // SAFETY: as above, the claim was the network's.
+            unsafe { self.net.publish_send(spec, claim, handler, args, len) }
+        }
+    }
+
     unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
         if self.local(slot.peer) {
             // SAFETY: the claim to a node-local peer was smp's (try_prepare

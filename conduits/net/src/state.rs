@@ -241,7 +241,7 @@ impl<T: Transport> State<T> {
     pub(crate) fn finish(&mut self, net: &Net<T>, id: usize, failed: bool) {
         let n_recv = net.geo.n_recv;
         let op = std::mem::replace(&mut self.ops[id], Op::Idle);
-        // A failed operation's waiters learn why (Event::wait_checked).
+        // A failed operation's waiters learn why (Event::wait).
         let failure = failed.then(|| self.failure_of(&op));
         let settle = |c: &Completion| match &failure {
             Some(why) => c.fail(why.clone()),

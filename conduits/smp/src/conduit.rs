@@ -463,6 +463,28 @@ impl Conduit for SmpConduit {
         self.is_local(peer).then(|| unsafe { MappedQueue::vouch() })
     }
 
+    #[inline]
+    fn claim_send(&self, spec: &Prepare) -> Result<Claim> {
+        self.claim(spec)
+    }
+
+    /// Rings the claim's doorbell straight from `spec` (no [`SendSlot`]).
+    #[inline]
+    unsafe fn publish_send(
+        &self,
+        spec: &Prepare,
+        claim: Claim,
+        handler: u8,
+        args: &[u32],
+        len: usize,
+    ) {
+        // SAFETY: the claim is from our claim_send (its ticket is the
+        // claimed cell's address), published once (publish_send's contract).
+        let bell = unsafe { Doorbell::of_ticket(claim.ticket) };
+        let kind = Kind::new(spec.category, spec.dir);
+        bell.ring(self.rank, kind, handler, args, len, spec.long_offset);
+    }
+
     /// Rings the claim's doorbell (the AM layer rings it itself for a
     /// negotiated-payload message: [`MappedQueue`]). This is also the
     /// publish step of the provided fixed-payload

@@ -184,16 +184,16 @@ fn model_type<T: Model>(client: &Client, win: u64, slot: u64) -> Res<AtomicImple
                     let form = (ix + ia) % 3;
                     let got = match form {
                         0 => Some(ad.op(at, op, a, b, f)?),
-                        1 => Some(ad.op_nb(at, op, a, b, f)?.wait()),
+                        1 => Some(ad.op_nb(at, op, a, b, f)?.wait()?),
                         2 if ia % 2 == 0 => {
                             ad.op_nbi(at, op, a, b, f)?;
-                            ad.nbi_wait();
+                            ad.nbi_wait()?;
                             None
                         }
                         _ => {
                             // The endpoint's own Rmw category syncs it too.
                             ad.op_nbi(at, op, a, b, f)?;
-                            client.nbi_wait(rgex::NbiCategory::Rmw);
+                            client.nbi_wait(rgex::NbiCategory::Rmw)?;
                             None
                         }
                     };
@@ -293,7 +293,7 @@ fn mixed_requirements(client: &Client) -> Res {
         _ => None,
     };
     match build(want) {
-        Err(e @ Error::Unavailable { .. }) => {
+        Err(e @ Error::DomainUnavailable { .. }) => {
             let s = e.to_string();
             assert!(s.contains("require SharedMemory and Reference"), "{s}");
         }
@@ -343,6 +343,7 @@ fn counters(client: &Arc<Client>, threads: u32, iters: u64) -> Res {
                             ad.op_nb(c(0), AtomicOp::Fadd, 1, 0, f)
                                 .expect("fadd nb")
                                 .wait()
+                                .expect("fadd nb wait")
                         };
                         out[0].push(v);
                         out[1].push(ad.fetch_inc(c(1), f).expect("finc"));
@@ -521,10 +522,7 @@ fn bad_input(client: &Client) -> Res {
         .fetch_add(GlobalAddr::new(peer, seg - 4), 1, f)
         .unwrap_err();
     let t = e.to_string();
-    assert!(
-        matches!(e, Error::Core(rgex::Error::OutOfSegment { .. })),
-        "{t}"
-    );
+    assert!(matches!(e, Error::OutOfSegment { .. }), "{t}");
     assert!(
         t.contains(&format!("rank {}", peer.0))
             && t.contains(&format!("{:#x}", seg - 4))
@@ -532,10 +530,7 @@ fn bad_input(client: &Client) -> Res {
         "{t}"
     );
     let e = ad.get(GlobalAddr::new(peer, u64::MAX - 3), f).unwrap_err();
-    assert!(
-        matches!(e, Error::Core(rgex::Error::OutOfSegment { .. })),
-        "{e}"
-    );
+    assert!(matches!(e, Error::OutOfSegment { .. }), "{e}");
 
     let e = ad.get(GlobalAddr::new(Rank(n), 0), f).unwrap_err();
     assert!(
@@ -611,7 +606,7 @@ fn bad_input(client: &Client) -> Res {
         let t = e.to_string();
         let own = if me == 0 { "Fadd" } else { "Get" };
         assert!(
-            matches!(e, Error::Mismatch { .. })
+            matches!(e, Error::DomainMismatch { .. })
                 && t.contains(&format!("rank {me}"))
                 && t.contains("U32")
                 && t.contains(own),

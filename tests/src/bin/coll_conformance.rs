@@ -187,7 +187,7 @@ fn barriers(client: &Client, st: &State) -> rgex::Result<()> {
         if k % 2 == 0 {
             w.barrier()?;
         } else if k % 3 == 1 {
-            w.barrier_nb()?.wait();
+            w.barrier_nb()?.wait()?;
         } else {
             // Driven by the client's plain poll alone.
             let ev = w.barrier_nb()?;
@@ -421,7 +421,7 @@ fn on_split_teams(client: &Client, teams: &[TeamHandle]) -> rgex::Result<()> {
                 t.id()
             );
         }
-        rgex::Event::wait_all(&mut events);
+        rgex::Event::wait_all(&mut events)?;
         for t in teams {
             broadcasts(t, &[0, 1000], round as u32)?;
         }
@@ -603,7 +603,7 @@ fn mismatches(client: &Client) -> rgex::Result<()> {
     if me == 0 {
         // The failure comes with the event (or at once, should the
         // agreement finish in the call).
-        let why = match t.barrier_nb().and_then(|ev| ev.wait_checked()) {
+        let why = match t.barrier_nb().and_then(|ev| ev.wait()) {
             Err(Error::Failed(why)) => why,
             Err(e @ Error::CollectiveMismatch { .. }) => e.to_string(),
             other => panic!("rank 0: barrier_nb against a broadcast: got {other:?}"),
@@ -637,7 +637,7 @@ fn mismatches(client: &Client) -> rgex::Result<()> {
     // A non-blocking barrier outlives the last handle of its team.
     let ev = rev.barrier_nb()?;
     drop(rev);
-    ev.wait_checked()?;
+    ev.wait()?;
     still_usable(t, 15)?;
     ok(client, "mismatch: on a split team");
     Ok(())

@@ -13,6 +13,18 @@
 //!   rank, so on a network it is injected and fails at completion (defect
 //!   5: those failures were reported as success);
 //! - `barrier`: as the four above, with a barrier of the world team;
+//! - the handle kinds, each an operation started and then its handle's
+//!   `wait()` (issue 28: every wait reports failure): `put_nb` (its
+//!   `Event`), `put_defer` (a put's local-completion `Held`, then its
+//!   remote-completion `Event`), `get_nb` (a get's `Held`), `atomic_nb`
+//!   (an `AtomicEvent`), `atomic_nbi` (the domain's `nbi_wait`), `get_nbi`
+//!   (`Endpoint::nbi_wait`), `region` (an access region's `Event`),
+//!   `vis_put_nb` (a VIS put's remote-completion `Event`), `vis_put_defer`,
+//!   `vis_get_nb` (a `VisGet`) and `barrier_nb` (a non-blocking barrier's
+//!   `Event`). The error line says where the failure came: `start:` (the
+//!   operation was refused) or `wait:` (its handle's wait reported it);
+//!   with the `pending_` prefix the start must succeed, so the wait is
+//!   what has to report;
 //! - `pending_vis_get`, `pending_atomic`, `pending_barrier`: rank 0 makes the operation at
 //!   once, while rank 1, which does not poll, is still there; its request
 //!   waits in rank 1's queue, rank 1 leaves without answering, and rank
@@ -31,7 +43,8 @@
 //! an error that does not name rank 1, or a hang fails the job.
 
 use rgex::{
-    AtomicDomain, Client, Flags, GlobalAddr, HandlerId, NbiCategory, Rank, Vector, Vis, CLIENT_MIN,
+    AtomicDomain, Client, Event, Flags, GlobalAddr, HandlerId, NbiCategory, Rank, Vector, Vis,
+    CLIENT_MIN,
 };
 use rgex_tests::{conduit_banner, ok, wait_until, HANG_LIMIT};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,6 +56,20 @@ const SINK: HandlerId = HandlerId(CLIENT_MIN);
 const BEFORE_LEAVING: u64 = 1000;
 /// Bound on the requests of a flood: far more than any queue holds.
 const FLOOD_MAX: u64 = 100_000_000;
+/// The kinds that start an operation and then wait on its handle.
+const HANDLE_KINDS: [&str; 11] = [
+    "put_nb",
+    "put_defer",
+    "get_nb",
+    "atomic_nb",
+    "atomic_nbi",
+    "get_nbi",
+    "region",
+    "vis_put_nb",
+    "vis_put_defer",
+    "vis_get_nb",
+    "barrier_nb",
+];
 
 fn main() -> rgex::Result<()> {
     let what = std::env::args().nth(1).unwrap_or_default();
@@ -57,8 +84,12 @@ fn main() -> rgex::Result<()> {
         "barrier",
         "pending_barrier",
     ];
+    let handles = HANDLE_KINDS
+        .iter()
+        .flat_map(|k| [k.to_string(), format!("pending_{k}")]);
+    let kinds: Vec<String> = kinds.iter().map(|k| k.to_string()).chain(handles).collect();
     let how = std::env::args().nth(2).unwrap_or_else(|| "exit".into());
-    if !kinds.contains(&what.as_str()) || !["exit", "_exit"].contains(&how.as_str()) {
+    if !kinds.contains(&what) || !["exit", "_exit"].contains(&how.as_str()) {
         eprintln!(
             "usage: job_departure {} [exit|_exit] (got {what:?} {how:?})",
             kinds.join("|")
@@ -78,7 +109,7 @@ fn main() -> rgex::Result<()> {
     let me = client.rank();
     // Collective set-up, while both ranks are there.
     let mut atomics = AtomicDomain::<u64>::builder(rgex::OpSet::of(&[rgex::AtomicOp::Fadd]));
-    if what == "pending_atomic" {
+    if what.starts_with("pending_atomic") {
         // An atomic that waits for its target is an AM request: an
         // offloaded one (scc) is done by this rank alone, before the
         // target leaves, and rightly succeeds.
@@ -166,20 +197,153 @@ fn one_op(
         peer: &frags,
         local: &[(0, 512)],
     };
+    if HANDLE_KINDS.contains(&what) {
+        return handle_op(client, vis, atomics, to, what);
+    }
     let r = match what {
         "vis_put" => vis.put(to, meta, &[7u8; 512], Flags::empty()),
         "vis_get" => vis.get(to, meta, &mut [0u8; 512], Flags::empty()),
         "atomic" => atomics
             .fetch_add(GlobalAddr::new(to, 8192), 1, rgex::AtomicFlags::empty())
-            .map(drop)
-            .map_err(|e| rgex::Error::Failed(e.to_string())),
+            .map(drop),
         "barrier" => client.barrier(),
         "nbi_put" => ep
             .put_nbi(GlobalAddr::new(to, 0), &[9u8; 4096], Flags::empty())
-            .and_then(|()| ep.nbi_wait_checked(NbiCategory::Put)),
+            .and_then(|()| ep.nbi_wait(NbiCategory::Put)),
         _ => unreachable!("checked in main"),
     };
     r.map_err(|e| e.to_string())
+}
+
+/// Start one operation of handle kind `what` to `to` (an error is
+/// `start: ...`), then wait on its handle (an error is `wait: ...`).
+fn handle_op(
+    client: &Client,
+    vis: &Vis,
+    atomics: &AtomicDomain<u64>,
+    to: Rank,
+    what: &str,
+) -> Result<(), String> {
+    let ep = client.endpoint();
+    let f = Flags::empty();
+    let at = GlobalAddr::new(to, 0);
+    let frags = [(0u64, 256u64), (4096, 256)];
+    let meta = Vector {
+        peer: &frags,
+        local: &[(0, 512)],
+    };
+    let start = |e: rgex::Error| format!("start: {e}");
+    let wait = |e: rgex::Error| format!("wait: {e}");
+    match what {
+        "put_nb" => fin(
+            client,
+            ep.put_nb(at, &[1u8; 64], f).map_err(start)?,
+            Event::wait,
+        )
+        .map_err(wait),
+        "put_defer" => {
+            let p = ep.put_nb_defer(at, vec![2u8; 64], f).map_err(start)?;
+            let lc = fin(client, p.lc, rgex::rma::Held::wait)
+                .map_err(wait)
+                .map(drop);
+            lc.and(fin(client, p.rc, Event::wait).map_err(wait))
+        }
+        "get_nb" => fin(
+            client,
+            ep.get_nb(vec![0u8; 64], at, f).map_err(start)?,
+            rgex::rma::Held::wait,
+        )
+        .map_err(wait)
+        .map(drop),
+        "atomic_nb" => fin(
+            client,
+            atomics
+                .op_nb(
+                    GlobalAddr::new(to, 8192),
+                    rgex::AtomicOp::Fadd,
+                    1,
+                    0,
+                    rgex::AtomicFlags::empty(),
+                )
+                .map_err(start)?,
+            rgex::AtomicEvent::wait,
+        )
+        .map_err(wait)
+        .map(drop),
+        "atomic_nbi" => {
+            atomics
+                .op_nbi(
+                    GlobalAddr::new(to, 8192),
+                    rgex::AtomicOp::Fadd,
+                    1,
+                    0,
+                    rgex::AtomicFlags::empty(),
+                )
+                .map_err(start)?;
+            atomics.nbi_wait().map_err(wait)
+        }
+        "get_nbi" => {
+            let mut dst = [0u8; 64];
+            // SAFETY: `dst` outlives the sync below, and nothing touches it
+            // until then.
+            unsafe { ep.get_nbi(dst.as_mut_ptr(), dst.len(), at, f) }.map_err(start)?;
+            ep.nbi_wait(NbiCategory::Get).map_err(wait)
+        }
+        "region" => {
+            ep.nbi_begin_region().map_err(start)?;
+            let put = ep.put_nbi(at, &[3u8; 64], f);
+            let ev = ep.nbi_end_region().map_err(start)?;
+            put.map_err(start)?;
+            fin(client, ev, Event::wait).map_err(wait)
+        }
+        "vis_put_nb" => fin(
+            client,
+            vis.put_nb(to, meta, &[4u8; 512], f).map_err(start)?.rc,
+            Event::wait,
+        )
+        .map_err(wait),
+        "vis_put_defer" => {
+            let p = vis
+                .put_nb_defer(to, meta, vec![5u8; 512], f)
+                .map_err(start)?;
+            let lc = fin(client, p.lc, rgex::rma::Held::wait)
+                .map_err(wait)
+                .map(drop);
+            lc.and(fin(client, p.rc, Event::wait).map_err(wait))
+        }
+        "vis_get_nb" => fin(
+            client,
+            vis.get_nb(to, meta, vec![0u8; 512], f).map_err(start)?,
+            rgex::VisGet::wait,
+        )
+        .map_err(wait)
+        .map(drop),
+        "barrier_nb" => fin(
+            client,
+            client.world_team().barrier_nb().map_err(start)?,
+            Event::wait,
+        )
+        .map_err(wait),
+        _ => unreachable!("checked in main"),
+    }
+}
+
+/// Finish handle `h`: with its `wait`, or, when the third argument is
+/// `await`, by awaiting it on the tests' executor while this thread polls
+/// the client (a dead peer must surface from `.await` too).
+fn fin<T, H: std::future::Future<Output = rgex::Result<T>>>(
+    client: &Client,
+    h: H,
+    wait: impl FnOnce(H) -> rgex::Result<T>,
+) -> rgex::Result<T> {
+    if std::env::args().nth(3).as_deref() == Some("await") {
+        rgex_tests::executor::block_on("an awaited handle", h, || {
+            let _ = client.poll();
+            true
+        })
+    } else {
+        wait(h)
+    }
 }
 
 /// Poll until process `pid` has exited (gone, or a zombie not yet reaped).

@@ -407,7 +407,7 @@ fn forged_get_replies(client: &Client) -> Res<()> {
             let mut errors = poll_until(client, "the echo after the forged get replies", || {
                 ECHOES.load(Ordering::Acquire) > echoes
             });
-            let got = ev.wait();
+            let got = ev.wait()?;
             errors.extend(poll_until(client, "nothing", || true));
             assert_eq!(got, real, "the get took forged bytes");
             let forged = if n >= 3 { 2 * ids.len() } else { ids.len() };

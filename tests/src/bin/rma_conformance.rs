@@ -99,21 +99,21 @@ fn every_form(client: &Client, win: u64) -> rgex::Result<()> {
             fill_pattern(&mut src, me, seq);
             match form {
                 0 => client.put(base, &src, f)?,
-                1 => client.put_nb(base, &src, f)?.wait(),
+                1 => client.put_nb(base, &src, f)?.wait()?,
                 2 => {
                     let p = client.put_nb_defer(base, src.clone(), f)?;
-                    drop(p.lc.wait());
-                    p.rc.wait();
+                    drop(p.lc.wait()?);
+                    p.rc.wait()?;
                 }
                 3 => {
                     client.put_nbi(base, &src, f)?;
-                    client.nbi_wait(NbiCategory::Put);
+                    client.nbi_wait(NbiCategory::Put)?;
                 }
                 _ => {
                     // SAFETY: `src` outlives the wait below.
                     let ev = unsafe { client.put_nb_raw(base, src.as_ptr(), len, Lc::Defer, f)? };
-                    ev.lc.wait();
-                    ev.rc.wait();
+                    ev.lc.wait()?;
+                    ev.rc.wait()?;
                 }
             }
             let back = match form {
@@ -122,19 +122,19 @@ fn every_form(client: &Client, win: u64) -> rgex::Result<()> {
                     client.get(&mut b, base, f)?;
                     b
                 }
-                1 => client.get_nb(vec![0u8; len], base, f)?.wait(),
+                1 => client.get_nb(vec![0u8; len], base, f)?.wait()?,
                 2 => {
                     let mut b = vec![0u8; len];
                     // SAFETY: `b` is not touched until the NBI sync below.
                     unsafe { client.get_nbi(b.as_mut_ptr(), len, base, f)? };
-                    client.nbi_wait(NbiCategory::Get);
+                    client.nbi_wait(NbiCategory::Get)?;
                     b
                 }
                 _ => {
                     let mut b = vec![0u8; len];
                     // SAFETY: `b` is not touched until the event fires.
                     let ev = unsafe { client.get_nb_raw(b.as_mut_ptr(), len, base, f)? };
-                    ev.wait();
+                    ev.wait()?;
                     b
                 }
             };
@@ -200,29 +200,29 @@ fn at_the_target(client: &Client, win: u64) -> rgex::Result<()> {
                 fill_pattern(&mut src, me, seed);
                 match form {
                     0 => client.put(at, &src, f)?,
-                    1 => client.put_nb(at, &src, f)?.wait(),
+                    1 => client.put_nb(at, &src, f)?.wait()?,
                     2 => {
                         let p = client.put_nb_defer(at, src, f)?;
-                        drop(p.lc.wait());
-                        p.rc.wait();
+                        drop(p.lc.wait()?);
+                        p.rc.wait()?;
                     }
                     3 => client.put_nbi(at, &src, f)?,
                     4 => {
                         // SAFETY: `src` outlives both waits.
                         let ev = unsafe { client.put_nb_raw(at, src.as_ptr(), len, Lc::Defer, f)? };
-                        ev.lc.wait();
-                        ev.rc.wait();
+                        ev.lc.wait()?;
+                        ev.rc.wait()?;
                     }
                     _ => {
                         // SAFETY: `src` outlives the call (Now).
                         let ev = unsafe { client.put_nb_raw(at, src.as_ptr(), len, Lc::Now, f)? };
-                        ev.rc.wait();
+                        ev.rc.wait()?;
                     }
                 }
             }
         }
     }
-    client.nbi_wait(NbiCategory::Put);
+    client.nbi_wait(NbiCategory::Put)?;
     // Every put is complete at its target before anyone reads.
     client.barrier()?;
     for from in 0..n {
@@ -263,16 +263,16 @@ fn at_the_target(client: &Client, win: u64) -> rgex::Result<()> {
                 let mut got = vec![0u8; len];
                 match form {
                     0 => client.get(&mut got, at, f)?,
-                    1 => got = client.get_nb(got, at, f)?.wait(),
+                    1 => got = client.get_nb(got, at, f)?.wait()?,
                     2 => {
                         // SAFETY: `got` is not touched until the sync below.
                         unsafe { client.get_nbi(got.as_mut_ptr(), len, at, f)? };
-                        client.nbi_wait(NbiCategory::Get);
+                        client.nbi_wait(NbiCategory::Get)?;
                     }
                     _ => {
                         // SAFETY: `got` is not touched until the event fires.
                         let ev = unsafe { client.get_nb_raw(got.as_mut_ptr(), len, at, f)? };
-                        ev.wait();
+                        ev.wait()?;
                     }
                 }
                 assert_eq!(
@@ -325,14 +325,14 @@ fn in_segment(client: &Client, win: u64) -> rgex::Result<()> {
     // range) and nothing writes it until both events below have fired.
     let ev =
         unsafe { client.put_nb_raw(dst, seg.as_ptr().add(src_off as usize), len, Lc::Defer, f)? };
-    ev.lc.wait();
-    ev.rc.wait();
+    ev.lc.wait()?;
+    ev.rc.wait()?;
     check("raw put")?;
     // SAFETY: as above; the slice is dropped before the segment is
     // written again.
     let slice = unsafe { std::slice::from_raw_parts(seg.as_ptr().add(src_off as usize), len) };
     client.put_nbi(dst, slice, f)?;
-    client.nbi_wait(NbiCategory::Put);
+    client.nbi_wait(NbiCategory::Put)?;
     check("NBI put")?;
     // A get into the segment: the pattern put back first, then fetched
     // over the zeroed source range.
@@ -341,7 +341,7 @@ fn in_segment(client: &Client, win: u64) -> rgex::Result<()> {
     // SAFETY: the destination lies in this rank's segment and nothing
     // reads or writes it until the event fires.
     let ev = unsafe { client.get_nb_raw(seg.as_ptr().add(src_off as usize), len, dst, f)? };
-    ev.wait();
+    ev.wait()?;
     let mut back = vec![0u8; len];
     seg.read(src_off, &mut back)?;
     assert_eq!(back, pattern, "raw get into the segment");
@@ -397,12 +397,12 @@ fn local_completion(client: &Client, win: u64) -> rgex::Result<()> {
     let mut src = vec![0u8; 1 << 20];
     fill_pattern(&mut src, me, 500);
     let put = client.put_nb_defer(dst, src, Flags::empty())?;
-    let mut src = put.lc.wait();
+    let mut src = put.lc.wait()?;
     src.fill(0xEE);
-    put.rc.wait();
+    put.rc.wait()?;
     let back = client
         .get_nb(vec![0u8; 1 << 20], dst, Flags::empty())?
-        .wait();
+        .wait()?;
     assert_eq!(
         pattern_mismatch(&back, me, 500),
         None,
@@ -425,10 +425,10 @@ fn local_completion(client: &Client, win: u64) -> rgex::Result<()> {
             };
             src[..len].fill(0xEE);
             match ev {
-                Some(ev) => ev.wait(),
-                None => client.nbi_wait(NbiCategory::Put),
+                Some(ev) => ev.wait()?,
+                None => client.nbi_wait(NbiCategory::Put)?,
             }
-            let back = client.get_nb(vec![0u8; len], dst, Flags::empty())?.wait();
+            let back = client.get_nb(vec![0u8; len], dst, Flags::empty())?.wait()?;
             assert_eq!(
                 pattern_mismatch(&back, me, seq),
                 None,
@@ -464,7 +464,7 @@ fn nbi_region(client: &Client, win: u64) -> rgex::Result<()> {
             Flags::empty(),
         )?;
     }
-    client.nbi_end_region()?.wait();
+    client.nbi_end_region()?.wait()?;
     let mut back = vec![0u8; 80_000];
     client.get(&mut back, GlobalAddr::new(peer, base), Flags::empty())?;
     for (i, c) in back.chunks_exact(8).enumerate() {
@@ -584,9 +584,9 @@ fn tests_do_not_poll(client: &Client, win: u64) -> rgex::Result<()> {
                     });
                     checked += u32::from(fair);
                 }
-                ev.wait();
-                vput.rc.wait();
-                client.nbi_wait(NbiCategory::Put);
+                ev.wait()?;
+                vput.rc.wait()?;
+                client.nbi_wait(NbiCategory::Put)?;
             }
             // Whether every tester saw its knock arrive unpolled.
             let all_fair = client
@@ -634,11 +634,11 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     let pending = evs.iter().filter(|e| !e.is_invalid()).count();
     let mut seen = 0;
     while evs.iter().any(|e| !e.is_invalid()) {
-        seen += Event::wait_some(&mut evs).len();
+        seen += Event::wait_some(&mut evs)?.len();
     }
     assert_eq!(seen, pending, "wait_some reported every pending event once");
     assert!(
-        Event::wait_some(&mut evs).is_empty(),
+        Event::wait_some(&mut evs)?.is_empty(),
         "only invalid events left"
     );
     let mut evs: Vec<Event> = (0..8u64)
@@ -650,7 +650,7 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
             )
         })
         .collect::<rgex::Result<_>>()?;
-    Event::wait_all(&mut evs);
+    Event::wait_all(&mut evs)?;
     assert!(evs.iter().all(Event::is_invalid));
     // `test` does not poll: on the reference path a get completes only
     // when this rank runs the reply, so without a poll it stays pending
@@ -677,7 +677,7 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
             "test() completed a get whose reply this rank never polled for"
         );
     }
-    ev.wait();
+    ev.wait()?;
     assert_eq!(got, [1u8; 64], "the get read what the last puts wrote");
     // The same for implicit operations: `nbi_test` does not poll, and a
     // category's sync waits for that category only (a sync of one with
@@ -703,7 +703,7 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
         early[1] |= client.nbi_test(NbiCategory::Get);
         std::thread::sleep(std::time::Duration::from_micros(50));
     }
-    client.nbi_wait(NbiCategory::Rmw);
+    client.nbi_wait(NbiCategory::Rmw)?;
     if reference {
         assert_eq!(
             early, [false; 2],
@@ -714,12 +714,12 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
             "the sync of the (idle) atomics category completed the gets"
         );
     }
-    client.nbi_wait(NbiCategory::Get);
+    client.nbi_wait(NbiCategory::Get)?;
     assert_eq!(
         got_nbi, [1u8; 64],
         "the implicit get read what the puts wrote"
     );
-    client.nbi_wait(NbiCategory::Put);
+    client.nbi_wait(NbiCategory::Put)?;
     assert!(client.nbi_test(NbiCategory::Put) && client.nbi_test(NbiCategory::Get));
     // wait_all and wait_some over events of different kinds at once: puts,
     // gets and a VIS put.
@@ -741,7 +741,7 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     evs.push(vis.put_nb(peer, strided, &[9u8; 512], Flags::empty())?.rc);
     let mut kinds = Vec::new();
     while evs.iter().any(|e| !e.is_invalid()) {
-        kinds.extend(Event::wait_some(&mut evs));
+        kinds.extend(Event::wait_some(&mut evs)?);
     }
     for i in 0..8u64 {
         let chunk = &mut back[4096 * i as usize..4096 * (i + 1) as usize];
@@ -758,7 +758,7 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     }
     let mut vis_back = vec![0u8; 512];
     vis.get(peer, strided, &mut vis_back, Flags::empty())?;
-    Event::wait_all(&mut evs);
+    Event::wait_all(&mut evs)?;
     assert!(evs.iter().all(Event::is_invalid));
     for i in 0..8usize {
         assert!(
@@ -849,8 +849,8 @@ fn bad_input(client: &Client) -> rgex::Result<()> {
             );
         }
     }
-    client.nbi_wait(NbiCategory::Put);
-    client.nbi_wait(NbiCategory::Get);
+    client.nbi_wait(NbiCategory::Put)?;
+    client.nbi_wait(NbiCategory::Get)?;
     // Zero bytes at the very end is inside the segment.
     client.put(GlobalAddr::new(peer, seg), &[], f)?;
     client.barrier()?;
@@ -1055,7 +1055,7 @@ fn unwatched_puts(client: &Client, win: u64) -> rgex::Result<()> {
                 counter.outstanding()
             );
         }
-        client.nbi_wait(NbiCategory::Put);
+        client.nbi_wait(NbiCategory::Put)?;
     }
     client.barrier()?;
     if me < 2 && n >= 2 {

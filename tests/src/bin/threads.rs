@@ -67,9 +67,9 @@ fn main() -> rgex::Result<()> {
                         client.put(at, &buf[..len], Flags::empty())?;
                     } else {
                         client.put_nbi(at, &buf[..len], Flags::empty())?;
-                        client.nbi_wait(NbiCategory::Put);
+                        client.nbi_wait(NbiCategory::Put)?;
                     }
-                    let back = client.get_nb(vec![0u8; len], at, Flags::empty())?.wait();
+                    let back = client.get_nb(vec![0u8; len], at, Flags::empty())?.wait()?;
                     assert_eq!(
                         pattern_mismatch(&back, id, round),
                         None,

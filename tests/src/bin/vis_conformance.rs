@@ -237,24 +237,24 @@ fn transfer(
         (true, 1) => {
             let p = vis.put_nb(peer, meta, local, f)?;
             assert!(p.lc.test(), "local completion is immediate");
-            p.rc.wait();
+            p.rc.wait()?;
             Ok(())
         }
         (true, _) => {
             vis.put_nbi(peer, meta, local, f)?;
-            client.nbi_wait(NbiCategory::Put);
+            client.nbi_wait(NbiCategory::Put)?;
             Ok(())
         }
         (false, 0) => vis.get(peer, meta, local, f),
         (false, 1) => {
             let g = vis.get_nb(peer, meta, std::mem::take(local), f)?;
-            *local = g.wait();
+            *local = g.wait()?;
             Ok(())
         }
         (false, _) => {
             // SAFETY: `local` is not touched until the NBI sync below.
             unsafe { vis.get_nbi(peer, meta, local.as_mut_ptr(), local.len(), f)? };
-            client.nbi_wait(NbiCategory::Get);
+            client.nbi_wait(NbiCategory::Get)?;
             Ok(())
         }
     }
@@ -469,9 +469,9 @@ fn reuse_after_lc(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     let s = words(&counts, at, &[32, 128], &[8, 32]);
     set_remote(client, GlobalAddr::new(peer, at), &vec![0u8; 8192 * 128])?;
     let p = vis.put_nb(peer, s, &src, Flags::empty())?;
-    p.lc.wait();
+    p.lc.wait()?;
     src.fill(0xEE);
-    p.rc.wait();
+    p.rc.wait()?;
     let mut back = vec![0u8; src.len()];
     vis.get(peer, s, &mut back, Flags::empty())?;
     assert_eq!(
@@ -527,9 +527,9 @@ fn reuse_after_deferred_lc(vis: &Vis, client: &Client, win: u64) -> rgex::Result
         let sent = src.clone();
         let p = vis.put_nb_defer(peer, meta, src, f)?;
         later += usize::from(!p.lc.test());
-        let mut src = p.lc.wait();
+        let mut src = p.lc.wait()?;
         src.fill(0xEE);
-        p.rc.wait();
+        p.rc.wait()?;
         let mut back = vec![0u8; len];
         vis.get(peer, meta, &mut back, f)?;
         assert_eq!(
@@ -604,8 +604,8 @@ fn metadata_consumed(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         spoil(&mut c, &mut ps, &mut ls);
         drop((c, ps, ls));
         match pending {
-            Some(p) => p.rc.wait(),
-            None => client.nbi_wait(NbiCategory::Put),
+            Some(p) => p.rc.wait()?,
+            None => client.nbi_wait(NbiCategory::Put)?,
         }
         assert_eq!(
             read_back()?,
@@ -629,8 +629,8 @@ fn metadata_consumed(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         local_frags.fill((7, 1));
         drop((peer_frags, local_frags));
         match pending {
-            Some(p) => p.rc.wait(),
-            None => client.nbi_wait(NbiCategory::Put),
+            Some(p) => p.rc.wait()?,
+            None => client.nbi_wait(NbiCategory::Put)?,
         }
         assert_eq!(
             read_back()?,
@@ -643,13 +643,13 @@ fn metadata_consumed(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         let got = if form == "NB" {
             let g = vis.get_nb(peer, s, vec![0u8; payload], f)?;
             spoil(&mut c, &mut ps, &mut ls);
-            g.wait()
+            g.wait()?
         } else {
             let mut back = vec![0u8; payload];
             // SAFETY: `back` is not touched until the NBI sync below.
             unsafe { vis.get_nbi(peer, s, back.as_mut_ptr(), back.len(), f)? };
             spoil(&mut c, &mut ps, &mut ls);
-            client.nbi_wait(NbiCategory::Get);
+            client.nbi_wait(NbiCategory::Get)?;
             back
         };
         drop((c, ps, ls));
@@ -833,9 +833,9 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         expect_err(what, unsafe {
             vis.get_nbi(peer, meta, dst.as_mut_ptr(), dst.len(), f)
         });
-        client.nbi_wait(NbiCategory::Get);
+        client.nbi_wait(NbiCategory::Get)?;
     }
-    client.nbi_wait(NbiCategory::Put);
+    client.nbi_wait(NbiCategory::Put)?;
     assert!(
         dst.iter().all(|&b| b == 5),
         "a refused get wrote the local buffer"
