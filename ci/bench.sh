@@ -7,7 +7,9 @@
 # loopback), testfaddperf over tcp and sockets, and testvisperf over tcp
 # and shm, each against the provider's own floor (fi_pingpong), skipped
 # if this build has no ofi
-# conduit; last the scc epochs in modelled cycles. Arguments go to every
+# conduit; testam, testsmall and testfaddperf over the ibv conduit on the
+# software verbs device (the emulation's figures, labelled so); last the
+# scc epochs in modelled cycles. Arguments go to every
 # bench: --quick (a smoke run, < 20 s each), --reps N, --json PATH
 # (testam's records; the other benches write <bench>.json in the same
 # directory).
@@ -142,6 +144,23 @@ if [ -n "$ofi_skipped" ]; then
     echo "skipped: the ofi conduit is not available in this build ($ofi_skipped)"
 fi
 
+# The ibv conduit on the software verbs device (RGEX_IBV_DEVICE=soft, the
+# bypass off so both ranks go through it): testam, testsmall and
+# testfaddperf as a functional check. Their figures are the emulation's
+# (an HCA emulated over shared memory by the ranks' own engines), not a
+# network's: every record names the device so (rgex_benches::label), and
+# there is no provider floor to compare with. Records go to $dir/ibv-soft/.
+ibv_out="$dir/ibv-soft"
+mkdir -p "$ibv_out"
+for bench in testam testsmall testfaddperf; do
+    bind=--bind
+    [ 2 -le "$(nproc)" ] || bind=
+    section "ibv (software verbs device: the emulation's figures) $bench: 2 ranks${bind:+, bound to CPUs}"
+    env RGEX_CONDUIT=ibv RGEX_IBV_DEVICE=soft RGEX_SHM_BYPASS=0 \
+        target/release/rgex-run -n 2 $bind --timeout 900 "target/release/$bench" \
+        "${args[@]}" --json "$ibv_out/$bench.json" 2>&1 | tee "$ibv_out/$bench.log"
+done
+
 # The scc conduit's epochs in modelled cycles (48 emulated cores in one
 # process; deterministic, under a second).
 section "scc_epochs: modelled cycles of post/start/complete/wait vs targets"
@@ -157,6 +176,7 @@ for bench in testsmall testimm rma_mt testfaddperf testvisperf; do
     echo "$bench: $(realpath -- "$dir/$bench.json") $(realpath -- "$dir/$bench.svg") $(realpath -- "$dir/$bench.log")"
 done
 echo "scc_epochs: $(realpath -- "$dir/scc_epochs.json") $(realpath -- "$dir/scc_epochs.log")"
+echo "ibv (software verbs device): $(realpath -- "$ibv_out")"
 for out in "${ofi_dirs[@]}"; do
     for bench in testam testsmall testfaddperf testvisperf; do
         [ -f "$out/$bench.log" ] || continue

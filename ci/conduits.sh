@@ -3,8 +3,10 @@
 # IMMEDIATE, NBI, teams, collectives, atomics, VIS, jobs started by mpirun
 # through PMIx, jobs spanning two emulated nodes, the examples, faults) on
 # every conduit
-# and provider this machine can run: ofi on loopback only, and scc on its
-# emulated non-coherent memory with the stale-read checker on. Called by ci/test.sh;
+# and provider this machine can run: ofi on loopback only, ibv on the
+# software verbs device (RGEX_IBV_DEVICE=soft: an HCA emulated over shared
+# memory), and scc on its emulated non-coherent memory with the stale-read
+# checker on. Called by ci/test.sh;
 # run alone with `bash ci/conduits.sh [ROW...]` (rows: see `rows` below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,8 @@ rows=(
     "ofi-tcp-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=tcp;ofi_rxm RGEX_SHM_BYPASS=1"
     "ofi-sockets-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=sockets RGEX_SHM_BYPASS=1"
     "ofi-shm-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=shm RGEX_SHM_BYPASS=1"
+    "ibv-soft|RGEX_CONDUIT=ibv RGEX_IBV_DEVICE=soft RGEX_SHM_BYPASS=0"
+    "ibv-soft-bypass|RGEX_CONDUIT=ibv RGEX_IBV_DEVICE=soft RGEX_SHM_BYPASS=1"
     "scc|RGEX_CONDUIT=scc RGEX_SCC_CHECK=1"
 )
 # mixed: jobs spanning two emulated nodes (runs on the rows with the

@@ -15,12 +15,15 @@
 //! - [`ucx`]: run the `ucx_perftest` peer tool and parse its output;
 //! - [`fabric`]: the libfabric provider floor (`fi_pingpong`) for benches
 //!   run with `RGEX_CONDUIT=ofi`;
-//! - [`proc`]: the peer tools' child processes (deadlines, no orphans).
+//! - [`proc`]: the peer tools' child processes (deadlines, no orphans);
+//! - [`label`]: what a run's records name as their provider (the
+//!   software verbs device's figures labelled as the emulation's).
 
 pub mod affinity;
 pub mod cli;
 pub mod fabric;
 pub mod floor;
+pub mod label;
 pub mod payload;
 pub mod proc;
 pub mod report;

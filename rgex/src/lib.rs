@@ -45,6 +45,7 @@ pub use rgex_core::{
     bootstrap, event, segment, Backoff, Category, Completion, Conduit, Error, Event, Flags,
     GlobalAddr, Progress, Rank, Result, Segment, Team, MAX_ARGS,
 };
+pub use rgex_ibv::{IbvConduit, IbvConfig, SoftIbvConduit};
 pub use rgex_ofi::{OfiConduit, OfiConfig};
 pub use rgex_scc::{SccConduit, SccConfig};
 pub use rgex_smp::{SmpConduit, SmpConfig};
@@ -115,10 +116,21 @@ pub fn init_with(register: impl FnOnce(&HandlerTable) -> Result<()>) -> Result<C
             SmpConfig::from_env()?,
             OfiConfig::from_env()?,
         )?),
+        Some("ibv") => {
+            // The backend is chosen at run time: the software device, or
+            // libibverbs (which says "no RDMA device" where there is none).
+            let cfg = IbvConfig::from_env()?;
+            let smp = SmpConfig::from_env()?;
+            if cfg.soft() {
+                Arc::new(SoftIbvConduit::new(&env, boot, smp, cfg)?)
+            } else {
+                Arc::new(IbvConduit::new(&env, boot, smp, cfg)?)
+            }
+        }
         Some("scc") => Arc::new(SccConduit::new(&env, boot, SccConfig::from_env()?)?),
         Some(other) => {
             return Err(Error::Config(format!(
-                "RGEX_CONDUIT={other:?}: this build offers the smp, ofi and scc conduits (ibv is not built yet)"
+                "RGEX_CONDUIT={other:?}: this build offers the smp, ofi, ibv and scc conduits"
             )))
         }
     };

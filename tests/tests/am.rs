@@ -49,6 +49,7 @@ fn unequal_limit_settings_three_ranks() {
     let vars = [
         "RGEX_SMP_MAX_MEDIUM",
         "RGEX_OFI_MAX_MEDIUM",
+        "RGEX_IBV_MAX_MEDIUM",
         "RGEX_SCC_MAX_MEDIUM",
     ];
     let rank1: Vec<String> = vars.iter().map(|v| format!("{v}=2K")).collect();
@@ -84,8 +85,8 @@ fn four_ranks_flood_a_million_each() {
 
 #[test]
 fn two_ranks_flood_with_tiny_queues() {
-    // Two-cell queues (and, on ofi, two-message credit windows and four
-    // send buffers): nearly every send meets a full queue.
+    // Two-cell queues (and, on ofi and ibv, two-message credit windows
+    // and four send buffers; on ibv, two-request send queues too): nearly every send meets a full queue.
     let n = if conduit() == "smp" {
         "200000"
     } else {
@@ -95,7 +96,10 @@ fn two_ranks_flood_with_tiny_queues() {
         &job(2, FLOOD, &[n])
             .env("RGEX_SMP_QUEUE_DEPTH", "2")
             .env("RGEX_OFI_WINDOW", "2")
-            .env("RGEX_OFI_SEND_BUFFERS", "4"),
+            .env("RGEX_OFI_SEND_BUFFERS", "4")
+            .env("RGEX_IBV_WINDOW", "2")
+            .env("RGEX_IBV_SEND_BUFFERS", "4")
+            .env("RGEX_IBV_SQ_DEPTH", "2"),
         (1, 0),
     );
     assert!(out.contains(&format!("{n} AMs from each of 2 ranks")));

@@ -9,8 +9,9 @@ const AD: &str = env!("CARGO_BIN_EXE_atomics_conformance");
 
 /// The implementation domains pick on this conduit when not forced: CPU
 /// atomics where segments are mapped, else the conduit's offload (ofi
-/// offloads the integer types on tcp and sockets; scc's lock registers
-/// take every type).
+/// offloads the integer types on tcp and sockets, ibv the 64-bit integer
+/// domains of add and compare-and-swap ops, such as the central counters;
+/// scc's lock registers take every type).
 fn native() -> &'static str {
     if shares_memory() {
         "SharedMemory"
@@ -19,7 +20,7 @@ fn native() -> &'static str {
         // conduits/ofi/src/atomics.rs).
         "Reference"
     } else {
-        assert!(matches!(conduit().as_str(), "ofi" | "scc"));
+        assert!(matches!(conduit().as_str(), "ofi" | "ibv" | "scc"));
         "Offload"
     }
 }
@@ -88,7 +89,7 @@ fn required_implementation_two_ranks() {
         ("reference", "Reference", true),
         ("shared", "SharedMemory", shares_memory()),
         // For all six types: only scc's lock registers take floats too
-        // (ofi offloads the integer types only).
+        // (ofi offloads the integer types only, ibv the 64-bit ones).
         ("offload", "Offload", conduit() == "scc"),
     ];
     for (env, imp, available) in cases {

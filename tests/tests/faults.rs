@@ -4,7 +4,7 @@
 //! turn a hang into status 124 and fail the test).
 
 mod common;
-use common::{job, run};
+use common::{job, report_skip, run};
 
 const FAULTS: &str = env!("CARGO_BIN_EXE_job_faults");
 
@@ -118,6 +118,38 @@ fn bad_conduit_setting_is_a_clear_error() {
     assert_ne!(outcome.status, 0);
     assert!(
         err.contains("RGEX_SMP_QUEUE_DEPTH=3 must be a power of two"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ibv_without_an_rdma_device_or_with_a_bad_setting_is_a_clear_error() {
+    // A bad ibv setting names the variable, the value and the limit.
+    let (outcome, _out, err, _) = run_alone(
+        &job(2, FAULTS, &["die"])
+            .conduit(Some("ibv".into()))
+            .env("RGEX_IBV_DEVICE", "soft")
+            .env("RGEX_IBV_RETRY_COUNT", "9"),
+    );
+    assert_ne!(outcome.status, 0);
+    assert!(
+        err.contains("RGEX_IBV_RETRY_COUNT=9 must be in 0..=7"),
+        "{err}"
+    );
+    // Without RGEX_IBV_DEVICE=soft the conduit takes libibverbs, which
+    // finds no device here: it says so, and how to get the software one.
+    if std::path::Path::new("/sys/class/infiniband").exists() {
+        report_skip("no-device error: this machine has an RDMA device");
+        return;
+    }
+    let (outcome, _out, err, _) = run_alone(
+        &job(2, FAULTS, &["die"])
+            .conduit(Some("ibv".into()))
+            .env("RGEX_IBV_DEVICE", ""),
+    );
+    assert_ne!(outcome.status, 0);
+    assert!(
+        err.contains("no RDMA device") && err.contains("set RGEX_IBV_DEVICE=soft"),
         "{err}"
     );
 }

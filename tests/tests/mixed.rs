@@ -18,11 +18,13 @@ const AD: &str = env!("CARGO_BIN_EXE_atomics_conformance");
 const COLL: &str = env!("CARGO_BIN_EXE_coll_conformance");
 const VIS: &str = env!("CARGO_BIN_EXE_vis_conformance");
 
-const WHY: &str = "only ofi with its shared-memory bypass on mixes node-local peers (smp) with remote ones (network) in one job";
+const WHY: &str = "only a network conduit (ofi, ibv) with its shared-memory bypass on mixes node-local peers (smp) with remote ones (network) in one job";
 
-/// True where the mixed setup exists: ofi with the bypass on (the default).
+/// True where the mixed setup exists: a network conduit (ofi, ibv) with
+/// the bypass on (the default).
 fn mixes() -> bool {
-    conduit() == "ofi" && std::env::var("RGEX_SHM_BYPASS").as_deref() != Ok("0")
+    matches!(conduit().as_str(), "ofi" | "ibv")
+        && std::env::var("RGEX_SHM_BYPASS").as_deref() != Ok("0")
 }
 
 /// Four ranks of `exe` on two emulated nodes of two ranks each.

@@ -235,10 +235,13 @@ fn run() -> Res<bool> {
         return Ok(true);
     };
 
+    if let Some(n) = rgex_benches::label::note() {
+        println!("{n}");
+    }
     let job = Job {
         bench: "testfaddperf".into(),
         conduit: client.conduit().name().into(),
-        provider: provider.clone(),
+        provider: rgex_benches::label::provider(),
         ranks: n,
         oversubscribed: n as usize > cpus,
     };

@@ -619,11 +619,14 @@ fn run() -> Res<()> {
         }
         flood.push((size, row));
     }
+    if let Some(n) = rgex_benches::label::note() {
+        println!("{n}");
+    }
     let r = Results {
         job: Job {
             bench: "testsmall".into(),
             conduit: client.conduit().name().to_owned(),
-            provider: provider.clone(),
+            provider: rgex_benches::label::provider(),
             ranks: client.size(),
             oversubscribed: client.polite() || client.size() as usize > online_cpus(),
         },

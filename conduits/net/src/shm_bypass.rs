@@ -59,6 +59,24 @@ impl<N: Conduit> std::fmt::Debug for ShmBypass<N> {
     }
 }
 
+/// `RGEX_SHM_BYPASS`, the bypass setting every network conduit reads:
+/// on unless set to `0`, `false` or `no`; anything but those and `1`,
+/// `true` or `yes` is an error naming the variable and its value.
+///
+/// ```
+/// std::env::remove_var("RGEX_SHM_BYPASS");
+/// assert!(rgex_net::shm_bypass::from_env().unwrap());
+/// ```
+pub fn from_env() -> Result<bool> {
+    match std::env::var("RGEX_SHM_BYPASS").as_deref().map(str::trim) {
+        Err(_) | Ok("") | Ok("1") | Ok("true") | Ok("yes") => Ok(true),
+        Ok("0") | Ok("false") | Ok("no") => Ok(false),
+        Ok(other) => Err(Error::Config(format!(
+            "RGEX_SHM_BYPASS={other:?}: use 1 or 0"
+        ))),
+    }
+}
+
 /// Per peer of `smp`'s job: node-local (its segment is mapped here) and
 /// so sent through shared memory, when the bypass is `on`; with it off,
 /// no peer is. The route [`ShmBypass::over`] takes.

@@ -84,15 +84,7 @@ impl OfiConfig {
     /// Read the environment over the defaults, and check the values.
     pub fn from_env() -> Result<Self> {
         let d = OfiConfig::default();
-        let shm_bypass = match var("RGEX_SHM_BYPASS").as_deref() {
-            None | Some("1") | Some("true") | Some("yes") => true,
-            Some("0") | Some("false") | Some("no") => false,
-            Some(other) => {
-                return Err(Error::Config(format!(
-                    "RGEX_SHM_BYPASS={other:?}: use 1 or 0"
-                )));
-            }
-        };
+        let shm_bypass = rgex_net::shm_bypass::from_env()?;
         let timeout_secs = match var("RGEX_OFI_TIMEOUT") {
             None => d.timeout_secs,
             Some(t) => t.parse().map_err(|_| {

@@ -82,14 +82,14 @@ pub fn conduit() -> String {
         .unwrap_or_else(|| "smp".into())
 }
 
-/// True if node-local peers' segments are mapped (smp, or ofi with its
-/// shared-memory bypass on): what the direct VIS mechanism and the
+/// True if node-local peers' segments are mapped (smp, or a network
+/// conduit, ofi or ibv, with its shared-memory bypass on): what the direct VIS mechanism and the
 /// shared-memory atomics need.
 #[allow(dead_code)] // not every test file uses it
 pub fn shares_memory() -> bool {
     match conduit().as_str() {
         "smp" => true,
-        "ofi" => std::env::var("RGEX_SHM_BYPASS").as_deref() != Ok("0"),
+        "ofi" | "ibv" => std::env::var("RGEX_SHM_BYPASS").as_deref() != Ok("0"),
         _ => false,
     }
 }

@@ -131,10 +131,13 @@ fn run() -> Result<(), Box<dyn Error>> {
         bench.progress = progress;
         let am = bench.run_all()?;
         handlers::stop_others(&client, &ids)?;
+        if let Some(n) = rgex_benches::label::note() {
+            println!("{n}");
+        }
         let job = Job {
             bench: "testam".into(),
             conduit: client.conduit().name().to_owned(),
-            provider: provider.clone(),
+            provider: rgex_benches::label::provider(),
             ranks: client.size(),
             oversubscribed: client.polite() || client.size() as usize > online_cpus(),
         };
