@@ -60,18 +60,27 @@
 //!   QP's later requests complete flushed, naming the first failure, and
 //!   later posts to it fail at once the same way.
 
+#[cfg(not(loom))]
 pub mod atomics;
+#[cfg(not(loom))]
 mod card;
+#[cfg(not(loom))]
 mod config;
+#[cfg(not(loom))]
 mod error;
 pub mod real;
 pub mod soft;
+#[cfg(not(loom))]
 mod transport;
 pub mod verbs;
+#[cfg(not(loom))]
 mod wr_id;
 
+#[cfg(not(loom))]
 pub use config::{IbvConfig, SOFT};
+#[cfg(not(loom))]
 pub use error::IbvError;
+#[cfg(not(loom))]
 pub use transport::Ibv;
 
 /// Ranks over an HCA through libibverbs, node-local ranks over shared
@@ -86,7 +95,9 @@ pub use transport::Ibv;
 /// println!("{} of {} on {}", ibv.rank(), ibv.size(), rgex_ibv::verbs::Verbs::device_name(ibv.transport().device()));
 /// # Ok::<(), rgex_core::Error>(())
 /// ```
+#[cfg(not(loom))]
 pub type IbvConduit = rgex_net::ShmBypass<rgex_net::NetConduit<Ibv<real::RealVerbs>>>;
 
 /// The same conduit on the software verbs device (`RGEX_IBV_DEVICE=soft`).
+#[cfg(not(loom))]
 pub type SoftIbvConduit = rgex_net::ShmBypass<rgex_net::NetConduit<Ibv<soft::SoftVerbs>>>;
