@@ -2,10 +2,11 @@
 # System packages the build needs, installed when missing (Debian, as root):
 #   libfabric-dev, libfabric-bin  the ofi conduit's tests (libfabric1, loaded at run time;
 #                                 the headers for ci/bindings.sh; fi_info, fi_pingpong)
-#   clang, libclang-dev           bindgen: pmix-sys at build time, and ci/bindings.sh's
-#                                 check of libfabric-sys's committed bindings
-#   pkg-config                    finds libfabric and PMIx
-#   libpmix-dev                   the PMIx bootstrap (jobs under srun --mpi=pmix, mpirun, prterun)
+#   clang, libclang-dev           bindgen, only for ci/bindings.sh's check of the committed
+#                                 bindings (libfabric-sys, pmix-sys); the build needs neither
+#   pkg-config                    finds the libfabric and PMIx headers for that check
+#   libpmix-dev                   the PMIx bootstrap's tests (libpmix2, loaded at run time
+#                                 under srun --mpi=pmix, mpirun, prterun; headers for the check)
 #   openmpi-bin                   mpirun, a PMIx launcher for the bootstrap's tests
 #   libibverbs1, ibverbs-providers  the ibv conduit's real backend, loaded at run time
 #                                 (no -dev package: nothing is linked; its tests load it)

@@ -21,6 +21,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 section "committed bindings match the installed headers"
 bash ci/bindings.sh
 
+section "the build needs only Rust: no pkg-config, clang, libclang or -dev headers"
+bash ci/nodev.sh
+
 section "the declared minimum Rust version (workspace rust-version) still builds"
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 if rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then

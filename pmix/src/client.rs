@@ -14,32 +14,48 @@ static LIVE: Mutex<u32> = Mutex::new(0);
 
 /// Finalize what is still initialized: the process is exiting.
 extern "C" fn finalize_at_exit() {
+    let Some(lib) = sys::Library::loaded() else {
+        return;
+    };
     let mut live = LIVE.lock();
     while *live > 0 {
         // SAFETY: PMIx was initialized once per count; finalizing with no
         // info is the plain form.
-        unsafe { sys::PMIx_Finalize(std::ptr::null(), 0) };
+        unsafe { lib.PMIx_Finalize(std::ptr::null(), 0) };
         *live -= 1;
     }
 }
 
 /// An error naming the PMIx call and PMIx's text for `status`.
-fn fail(what: &str, status: sys::pmix_status_t) -> Error {
-    // SAFETY: PMIx_Error_string returns a static NUL-terminated string for
-    // any status.
-    let text = unsafe { CStr::from_ptr(sys::PMIx_Error_string(status)) };
+fn fail(lib: &sys::Library, what: &str, status: sys::pmix_status_t) -> Error {
     Error::Bootstrap(format!(
         "PMIx {what}: {} (status {status})",
-        text.to_string_lossy()
+        lib.PMIx_Error_string(status)
     ))
 }
 
-fn check(what: impl FnOnce() -> String, status: sys::pmix_status_t) -> Result<()> {
+fn check(
+    lib: &sys::Library,
+    what: impl FnOnce() -> String,
+    status: sys::pmix_status_t,
+) -> Result<()> {
     if status == sys::PMIX_SUCCESS as sys::pmix_status_t {
         Ok(())
     } else {
-        Err(fail(&what(), status))
+        Err(fail(lib, &what(), status))
     }
+}
+
+/// The process's libpmix, loaded on first use; a missing or unusable
+/// library is an error naming the file, where it was looked for and the
+/// packages that provide it.
+pub(crate) fn library() -> Result<&'static sys::Library> {
+    sys::Library::system().map_err(|e| {
+        Error::Bootstrap(format!(
+            "PMIx bootstrap (this process was started by a PMIx launcher: PMIX_NAMESPACE \
+             and PMIX_RANK are set): loading libpmix: {e}"
+        ))
+    })
 }
 
 /// A copy of a NUL-terminated C array of `N` chars as a Rust string.
@@ -54,6 +70,7 @@ fn c_array<const N: usize>(a: &[c_char; N]) -> String {
 
 /// This process as a PMIx client.
 pub(crate) struct Client {
+    lib: &'static sys::Library,
     me: sys::pmix_proc_t,
 }
 
@@ -66,10 +83,12 @@ unsafe impl Sync for Client {}
 impl Client {
     /// Connect to the PMIx server that started this process.
     pub(crate) fn init() -> Result<Client> {
+        let lib = library()?;
         let mut me = sys::pmix_proc_t::default();
         // SAFETY: `me` is a valid pmix_proc_t for PMIx to fill in; no info.
-        let status = unsafe { sys::PMIx_Init(&mut me, std::ptr::null_mut(), 0) };
+        let status = unsafe { lib.PMIx_Init(&mut me, std::ptr::null_mut(), 0) };
         check(
+            lib,
             || {
                 "PMIx_Init (is this process started by a PMIx launcher: srun --mpi=pmix, mpirun, prterun?)".into()
             },
@@ -81,7 +100,7 @@ impl Client {
             // SAFETY: registering a plain extern "C" fn with no captures.
             unsafe { libc::atexit(finalize_at_exit) };
         });
-        Ok(Client { me })
+        Ok(Client { lib, me })
     }
 
     /// This process's rank in its namespace.
@@ -113,8 +132,15 @@ impl Client {
         let mut val: *mut sys::pmix_value_t = std::ptr::null_mut();
         // SAFETY: `who` and `key` are valid for the call; PMIx allocates
         // the value and hands it to us in `val`.
-        let status = unsafe { sys::PMIx_Get(&who, key.as_ptr(), std::ptr::null(), 0, &mut val) };
-        check(|| format!("PMIx_Get of {key:?} for rank {rank}"), status)?;
+        let status = unsafe {
+            self.lib
+                .PMIx_Get(&who, key.as_ptr(), std::ptr::null(), 0, &mut val)
+        };
+        check(
+            self.lib,
+            || format!("PMIx_Get of {key:?} for rank {rank}"),
+            status,
+        )?;
         if val.is_null() {
             return Err(Error::Bootstrap(format!(
                 "PMIx_Get of {key:?} for rank {rank} returned no value"
@@ -125,7 +151,7 @@ impl Client {
         // SAFETY: PMIX_VALUE_RELEASE: destruct the contents, then free the
         // malloc'd struct itself.
         unsafe {
-            sys::PMIx_Value_destruct(val);
+            self.lib.PMIx_Value_destruct(val);
             libc::free(val.cast::<c_void>());
         }
         out
@@ -162,27 +188,30 @@ impl Client {
         // the loaded copy.
         unsafe {
             check(
+                self.lib,
                 || format!("PMIx_Value_load of {} bytes", bytes.len()),
-                sys::PMIx_Value_load(
+                self.lib.PMIx_Value_load(
                     &mut val,
                     (&bo as *const sys::pmix_byte_object_t).cast::<c_void>(),
                     sys::PMIX_BYTE_OBJECT as sys::pmix_data_type_t,
                 ),
             )?;
-            let status = sys::PMIx_Put(
+            let status = self.lib.PMIx_Put(
                 sys::PMIX_GLOBAL as sys::pmix_scope_t,
                 key.as_ptr(),
                 &mut val,
             );
-            sys::PMIx_Value_destruct(&mut val);
-            check(|| format!("PMIx_Put of {key:?}"), status)
+            self.lib.PMIx_Value_destruct(&mut val);
+            check(self.lib, || format!("PMIx_Put of {key:?}"), status)
         }
     }
 
     /// Push what was put to the server.
     pub(crate) fn commit(&self) -> Result<()> {
         // SAFETY: no arguments.
-        check(|| "PMIx_Commit".into(), unsafe { sys::PMIx_Commit() })
+        check(self.lib, || "PMIx_Commit".into(), unsafe {
+            self.lib.PMIx_Commit()
+        })
     }
 
     /// Wait for every rank of the namespace; with `collect`, also gather
@@ -201,8 +230,8 @@ impl Client {
         };
         // SAFETY: no procs means every proc of our namespace; `info` (a
         // key and a bool, nothing allocated) outlives the call.
-        let status = unsafe { sys::PMIx_Fence(std::ptr::null(), 0, infos, n) };
-        check(|| "PMIx_Fence".into(), status)
+        let status = unsafe { self.lib.PMIx_Fence(std::ptr::null(), 0, infos, n) };
+        check(self.lib, || "PMIx_Fence".into(), status)
     }
 
     /// The bytes `rank` put under `key`.
@@ -235,7 +264,7 @@ impl Drop for Client {
         let mut live = LIVE.lock();
         if *live > 0 {
             // SAFETY: this client's PMIx_Init is still counted.
-            unsafe { sys::PMIx_Finalize(std::ptr::null(), 0) };
+            unsafe { self.lib.PMIx_Finalize(std::ptr::null(), 0) };
             *live -= 1;
         }
     }

@@ -25,6 +25,7 @@
 //! # Ok::<(), rgex::Error>(())
 //! ```
 
+pub mod info;
 pub mod launch;
 
 pub use rgex_am::rma::{

@@ -77,3 +77,19 @@ fn an_ofi_job_without_libfabric_names_the_library_and_the_packages() {
         assert!(err.contains(needle), "{needle:?} not in {err}");
     }
 }
+
+#[test]
+fn no_binary_links_a_network_library() {
+    // Nothing is linked at build time: the dynamic loader's list for a
+    // test binary (which depends on every conduit and the PMIx
+    // bootstrap) holds no network library.
+    let out = std::process::Command::new("ldd")
+        .arg(LIBS)
+        .output()
+        .expect("ldd (glibc's libc-bin) runs");
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(list.contains("libc.so"), "ldd listed nothing: {list}");
+    for lib in ["libfabric", "libpmix", "libibverbs", "librdmacm", "libpsm"] {
+        assert!(!list.contains(lib), "{LIBS} links {lib}: {list}");
+    }
+}

@@ -15,6 +15,7 @@ const RMA: &str = env!("CARGO_BIN_EXE_rma_conformance");
 const COLL: &str = env!("CARGO_BIN_EXE_coll_conformance");
 const ATOMICS: &str = env!("CARGO_BIN_EXE_atomics_conformance");
 const FLOOD: &str = env!("CARGO_BIN_EXE_am_flood");
+const LIBS: &str = env!("CARGO_BIN_EXE_job_libraries");
 
 fn have_mpirun() -> bool {
     Command::new("mpirun")
@@ -35,9 +36,17 @@ fn skipped() -> bool {
 /// Run `exe args` on `n` ranks under mpirun, bounded by 180 s; returns
 /// (success, stdout, stderr).
 fn mpirun(n: u32, exe: &str, args: &[&str]) -> (bool, String, String) {
+    mpirun_env(n, exe, args, &[])
+}
+
+/// [`mpirun`] with `env` set for every rank.
+fn mpirun_env(n: u32, exe: &str, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     let mut cmd = Command::new("mpirun");
     cmd.args(["--oversubscribe", "--bind-to", "none", "-n"])
         .arg(n.to_string());
+    for (k, v) in env {
+        cmd.env(k, v).args(["-x", k]);
+    }
     // Forward the conduit matrix's settings to every rank.
     for (k, _) in std::env::vars() {
         if k.starts_with("RGEX_") || k.starts_with("FI_") {
@@ -154,4 +163,42 @@ fn flood_on_four_ranks() {
         return;
     }
     run_ok(4, FLOOD, &["100000"], (1, 0));
+}
+
+#[test]
+fn a_pmix_job_loads_libpmix_at_run_time() {
+    if skipped() {
+        return;
+    }
+    let out = run_ok(2, LIBS, &[], (0, 0));
+    for r in 0..2 {
+        let line = out
+            .lines()
+            .find(|l| l.contains(&format!("rank {r}: mapped: ")))
+            .unwrap_or_else(|| panic!("no line from rank {r}: {out}"));
+        assert!(line.contains("libpmix"), "{line}");
+    }
+}
+
+#[test]
+fn a_pmix_job_without_libpmix_names_the_library_and_the_packages() {
+    if skipped() {
+        return;
+    }
+    let (ok, _out, err) = mpirun_env(
+        1,
+        LIBS,
+        &[],
+        &[("RGEX_PMIX_LIBRARY", "/nonexistent/libpmix.so.2")],
+    );
+    assert!(!ok, "the job must fail without libpmix");
+    for needle in [
+        "PMIx bootstrap (this process was started by a PMIx launcher",
+        "cannot load libpmix (/nonexistent/libpmix.so.2)",
+        "at the path /nonexistent/libpmix.so.2 (RGEX_PMIX_LIBRARY names it)",
+        "Debian/Ubuntu package libpmix2",
+        "RHEL/Fedora/SUSE package pmix",
+    ] {
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
 }

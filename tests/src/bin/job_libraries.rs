@@ -1,13 +1,15 @@
 //! Reports which network libraries each rank has mapped after
 //! `rgex::init`: one line per rank, `rank R: mapped: <names>` (`none` when
 //! none is), so the launching test can check that an smp job loads no
-//! network library and that an ofi job loads libfabric only then. An init
+//! network library, that an ofi job loads libfabric only then, and that
+//! a job under a PMIx launcher loads libpmix. An init
 //! failure is printed with rgex's error text and exits 1.
 
-/// The libraries a network conduit may load (libfabric, and what its
-/// providers pull in: PSM, PSM2, verbs).
-const NETWORK: [&str; 5] = [
+/// The libraries a network conduit or a bootstrap may load (libfabric,
+/// and what its providers pull in: PSM, PSM2, verbs; libpmix).
+const NETWORK: [&str; 6] = [
     "libfabric",
+    "libpmix",
     "libpsm_infinipath",
     "libpsm2",
     "libibverbs",

@@ -14,6 +14,7 @@ mod close;
 mod cq;
 mod domain;
 mod endpoint;
+mod entry;
 mod error;
 #[allow(clippy::module_inception)]
 mod fabric;
@@ -24,6 +25,7 @@ pub use av::AddressVector;
 pub use cq::{CompletionQueue, CqError, CqRead};
 pub use domain::Domain;
 pub use endpoint::{Endpoint, Remote};
+pub use entry::{caps_names, Entry};
 pub use error::{strerror, FiError};
 pub use fabric::Fabric;
 pub use info::{Hints, Info, API_VERSION};

@@ -1,2 +1,0 @@
-/* The PMIx client API rgex's bootstrap uses. */
-#include <pmix.h>

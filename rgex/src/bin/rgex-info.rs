@@ -1,0 +1,27 @@
+//! rgex-info: which conduits this machine can run and why not the others,
+//! libfabric's providers, the verbs devices, each conduit's limits, the
+//! bootstrap a job would use, and every RGEX_ variable with its value and
+//! meaning. `--json` prints the same as JSON.
+
+fn main() {
+    let mut json = false;
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--json" => json = true,
+            "-h" | "--help" => {
+                println!("usage: rgex-info [--json]\n\nShows which rgex conduits this machine can run (and why not the others), libfabric's providers, the verbs devices and ports, each conduit's limits, the bootstrap a job would use, and every RGEX_ environment variable with its value and meaning.");
+                return;
+            }
+            other => {
+                eprintln!("rgex-info: unknown argument {other:?} (usage: rgex-info [--json])");
+                std::process::exit(2);
+            }
+        }
+    }
+    let report = rgex::info::Report::collect();
+    if json {
+        println!("{}", report.json());
+    } else {
+        print!("{}", report.text());
+    }
+}

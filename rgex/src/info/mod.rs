@@ -1,0 +1,87 @@
+//! What this machine can run: the report `rgex-info` prints (like
+//! `fi_info` and `ucx_info`). Collecting it loads the network libraries
+//! (libfabric, libibverbs) to ask them, but starts no job.
+
+mod conduits;
+mod env;
+mod render;
+
+pub use conduits::{ConduitReport, DeviceReport, ProviderReport};
+pub use env::{lookup, EnvVar, ENV_VARS};
+
+/// Everything `rgex-info` shows.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Report {
+    /// Each conduit: runnable or why not, and its limits.
+    pub conduits: Vec<ConduitReport>,
+    /// libfabric's RDM providers, or why there are none.
+    pub providers: std::result::Result<Vec<ProviderReport>, String>,
+    /// The verbs devices and ports, or why there are none.
+    pub verbs_devices: std::result::Result<Vec<DeviceReport>, String>,
+    /// The bootstrap a job started like this process would use.
+    pub bootstrap: String,
+    /// Every `RGEX_` variable: name, current value (`None`: unset), meaning.
+    pub environment: Vec<EnvSetting>,
+}
+
+/// A variable of [`ENV_VARS`] with its value in this process.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EnvSetting {
+    /// The name.
+    pub name: &'static str,
+    /// Its value here, `None` when unset.
+    pub value: Option<String>,
+    /// What it means.
+    pub meaning: &'static str,
+}
+
+/// The bootstrap `rgex::init` would use in this process.
+pub fn bootstrap() -> String {
+    if std::env::var_os("RGEX_BOOTSTRAP").is_some() {
+        return "rgex-run (RGEX_BOOTSTRAP is set)".into();
+    }
+    match rgex_pmix::announced_rank() {
+        Ok(Some(r)) => format!("pmix (started by a PMIx launcher, PMIX_RANK={r}; libpmix is loaded then)"),
+        Ok(None) => "none: a job of one rank (start a job with rgex-run, or srun --mpi=pmix / mpirun / prterun for PMIx)".into(),
+        Err(e) => format!("pmix, but: {e}"),
+    }
+}
+
+impl Report {
+    /// Ask every conduit and library.
+    pub fn collect() -> Report {
+        let providers = conduits::providers();
+        let verbs_devices = conduits::verbs_devices();
+        let conduits = vec![
+            conduits::smp(),
+            conduits::ofi(&providers),
+            conduits::ibv(&verbs_devices),
+            conduits::scc(),
+        ];
+        let environment = ENV_VARS
+            .iter()
+            .map(|e| EnvSetting {
+                name: e.name,
+                value: std::env::var(e.name).ok(),
+                meaning: e.meaning,
+            })
+            .collect();
+        Report {
+            conduits,
+            providers,
+            verbs_devices,
+            bootstrap: bootstrap(),
+            environment,
+        }
+    }
+
+    /// The report as plain text.
+    pub fn text(&self) -> String {
+        render::text(self)
+    }
+
+    /// The report as JSON.
+    pub fn json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("the report is plain data")
+    }
+}
