@@ -55,6 +55,8 @@ pub struct Endpoint {
     dropped: AtomicU64,
     /// Malformed protocol messages received (see [`Endpoint::malformed`]).
     malformed: AtomicU64,
+    /// Client handlers that returned an error (see [`crate::outcome`]).
+    handler_errors: AtomicU64,
     /// The refusal's handler, for [`Endpoint::drop_unhandled`].
     refused: ProtocolId,
     /// Dropped AMs and malformed messages the next `poll` reports.
@@ -131,6 +133,7 @@ impl Endpoint {
             polite,
             dropped: AtomicU64::new(0),
             malformed: AtomicU64::new(0),
+            handler_errors: AtomicU64::new(0),
             refused,
             refusals: Refusals::default(),
             me: me.clone(),
@@ -256,6 +259,32 @@ impl Endpoint {
         self.refusals.record(e);
     }
 
+    /// Client handlers on this rank that returned an error (each is also
+    /// printed, the first few, and returned by a later
+    /// [`poll`](Endpoint::poll); see [`crate::outcome`]).
+    pub fn handler_errors(&self) -> u64 {
+        self.handler_errors.load(Ordering::Relaxed)
+    }
+
+    /// Report that the client handler at `index` failed on a message from
+    /// `from`, saying `why` (see [`crate::outcome`]).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn handler_failed(&self, from: Rank, index: u8, why: String) {
+        // Relaxed: a statistic and a print limit; nothing is published
+        // through it.
+        let n = self.handler_errors.fetch_add(1, Ordering::Relaxed);
+        let e = Error::HandlerFailed {
+            from,
+            to: self.rank(),
+            handler: self.handlers.name(index),
+            index,
+            why,
+        };
+        self.print_report(n, &e, "handler errors", "handler_errors");
+        self.refusals.record(e);
+    }
+
     /// Run handlers for messages that have arrived (and blocks of shared
     /// work, see [`share`](Endpoint::share)). Returns how many of both
     /// ran.
@@ -264,6 +293,10 @@ impl Endpoint {
     /// An error also reports an AM dropped for want of a handler that
     /// this rank waits for ([`Error::Dropped`]: a request of ours the
     /// receiver refused, a reply to us we could not run), once each.
+    /// It also reports, once each, a client handler of this rank that
+    /// returned an error ([`Error::HandlerFailed`], naming the handler and
+    /// the sender) and a malformed protocol message ([`Error::Malformed`]).
+    /// The messages polled before the error was returned were handled.
     pub fn poll(&self) -> Result<usize> {
         if in_handler() {
             return Err(Error::InHandler { what: "poll" });

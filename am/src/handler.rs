@@ -1,6 +1,6 @@
 //! The handler table: which function runs for which handler index.
 
-use crate::{Message, Token};
+use crate::{HandlerOutcome, Message, Token};
 use rgex_core::{Category, Direction, Error, Result};
 use std::sync::OnceLock;
 
@@ -206,6 +206,21 @@ impl Entry {
     }
 }
 
+/// `f` boxed so that its error, if it returns one, is reported by the
+/// endpoint that ran it (for `()` the check compiles away).
+fn reporting<F, R>(f: F) -> Box<HandlerFn>
+where
+    F: Fn(&Token<'_>, &Message<'_>) -> R + Send + Sync + 'static,
+    R: HandlerOutcome,
+{
+    Box::new(move |tok, msg| {
+        if let Some(why) = f(tok, msg).failure() {
+            tok.endpoint()
+                .handler_failed(tok.src(), tok.handler().index(), why);
+        }
+    })
+}
+
 /// 256 handler slots, each set at most once.
 ///
 /// Registration may happen at any time from any thread; lookups are a
@@ -255,14 +270,17 @@ impl HandlerTable {
         }
     }
 
-    /// Register `f` at the lowest free client index.
-    pub fn register<F>(&self, name: &str, f: F) -> Result<HandlerId>
+    /// Register `f` at the lowest free client index. `f` returns `()` or
+    /// a `Result`; an error is reported by this endpoint, naming the
+    /// handler and the sender (see [`HandlerOutcome`]).
+    pub fn register<F, R>(&self, name: &str, f: F) -> Result<HandlerId>
     where
-        F: Fn(&Token<'_>, &Message<'_>) + Send + Sync + 'static,
+        F: Fn(&Token<'_>, &Message<'_>) -> R + Send + Sync + 'static,
+        R: HandlerOutcome,
     {
         let mut entry = Entry {
             name: name.to_owned(),
-            f: Box::new(f),
+            f: reporting(f),
         };
         for i in CLIENT_MIN..=u8::MAX {
             match self.slots[i as usize].set(entry) {
@@ -279,10 +297,12 @@ impl HandlerTable {
         })
     }
 
-    /// Register `f` at client index `index` (`CLIENT_MIN..=255`).
-    pub fn register_at<F>(&self, index: u8, name: &str, f: F) -> Result<HandlerId>
+    /// Register `f` at client index `index` (`CLIENT_MIN..=255`); as
+    /// [`register`](Self::register) otherwise.
+    pub fn register_at<F, R>(&self, index: u8, name: &str, f: F) -> Result<HandlerId>
     where
-        F: Fn(&Token<'_>, &Message<'_>) + Send + Sync + 'static,
+        F: Fn(&Token<'_>, &Message<'_>) -> R + Send + Sync + 'static,
+        R: HandlerOutcome,
     {
         if index < CLIENT_MIN {
             return Err(Error::BadHandlerIndex {
@@ -292,7 +312,7 @@ impl HandlerTable {
                 ),
             });
         }
-        self.set(index, name, Box::new(f))
+        self.set(index, name, reporting(f))
     }
 
     /// Register one of rgex's own protocol handlers at a reserved index

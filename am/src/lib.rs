@@ -28,6 +28,7 @@ mod handler;
 mod in_flight;
 mod inject;
 mod message;
+pub mod outcome;
 mod prepared;
 pub mod progress_task;
 mod refusal;
@@ -46,6 +47,7 @@ pub use handler::{
 };
 pub use in_flight::InFlight;
 pub use message::Message;
+pub use outcome::HandlerOutcome;
 pub use prepared::Prepared;
 pub use progress_task::{ProgressStop, ProgressTask};
 pub use team::TeamHandle;

@@ -149,6 +149,23 @@ pub enum Error {
         /// What was wrong.
         why: String,
     },
+    /// A client handler returned an error for a message from `from`. The
+    /// receiving endpoint counts it
+    /// (`Endpoint::handler_errors`), prints the first few on stderr, and
+    /// returns it from its next poll (rgex-am's `Endpoint::poll`).
+    #[error("handler {handler:?} (index {index}) on {to} failed on a message from {from}: {why}")]
+    HandlerFailed {
+        /// The sender of the message.
+        from: Rank,
+        /// The rank whose handler failed.
+        to: Rank,
+        /// The handler's name, as registered.
+        handler: String,
+        /// Its index.
+        index: u8,
+        /// The handler's error, as text.
+        why: String,
+    },
     /// A handler index that cannot be registered.
     #[error("handler index {index} cannot be registered: {why}")]
     BadHandlerIndex {

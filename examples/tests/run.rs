@@ -63,3 +63,17 @@ fn halo_on_one_two_and_three_ranks_matches_the_whole_grid() {
         );
     }
 }
+
+#[test]
+fn async_dht_on_one_two_and_three_ranks() {
+    for n in [1u32, 2, 3] {
+        let out = run(n, env!("CARGO_BIN_EXE_async_dht"), &["2000"]);
+        let total = 2000 * n;
+        assert!(
+            out.contains(&format!(
+                "async_dht: {total} keys on {n} ranks (2000 inserted by each, one task a key), every lookup exact"
+            )),
+            "{out}"
+        );
+    }
+}

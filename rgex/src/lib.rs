@@ -6,24 +6,33 @@
 //! [`Client`].
 //!
 //! ```no_run
-//! use rgex::{Flags, Rank};
+//! use rgex::{Flags, HandlerId, Rank};
 //! use std::sync::atomic::{AtomicU32, Ordering};
 //! use std::sync::Arc;
 //!
+//! /// The ids this program's handlers got, the same on every rank.
+//! struct Handlers {
+//!     hit: HandlerId,
+//! }
+//!
 //! let hits = Arc::new(AtomicU32::new(0));
 //! let h = hits.clone();
-//! let client = rgex::init_with(|t| {
-//!     t.register("hit", move |_tok, msg| {
-//!         h.fetch_add(msg.arg(0), Ordering::Relaxed);
-//!     })?;
-//!     Ok(())
+//! let (client, ids) = rgex::init_with(|t| {
+//!     Ok(Handlers {
+//!         hit: t.register("hit", move |_tok, msg| {
+//!             h.fetch_add(msg.arg(0), Ordering::Relaxed);
+//!         })?,
+//!     })
 //! })?;
-//! let hit = rgex::HandlerId(rgex::CLIENT_MIN);
-//! client.request_short(Rank(0), hit, &[1], Flags::empty())?;
+//! client.request_short(Rank(0), ids.hit, &[1], Flags::empty())?;
 //! client.barrier()?;
 //! client.barrier()?;
 //! # Ok::<(), rgex::Error>(())
 //! ```
+//!
+//! A handler may also return a `Result`; its error is reported by the
+//! rank that ran it, naming the handler and the sender (see
+//! [`outcome`]).
 
 pub mod info;
 pub mod launch;
@@ -33,8 +42,9 @@ pub use rgex_am::rma::{
 };
 pub use rgex_am::team::{self, Element, Numeric, ReduceOp, TeamHandle, NO_COLOUR};
 pub use rgex_am::{
-    context, progress_task, reserved, Accepts, Client, Endpoint, HandlerId, HandlerTable, Message,
-    Prepared, ProgressStop, ProgressTask, ProtocolId, Target, Token, CLIENT_MIN, MALFORMED_PRINTED,
+    context, outcome, progress_task, reserved, Accepts, Client, Endpoint, HandlerId,
+    HandlerOutcome, HandlerTable, Message, Prepared, ProgressStop, ProgressTask, ProtocolId,
+    Target, Token, CLIENT_MIN, MALFORMED_PRINTED,
 };
 /// Remote atomic domains (see [`rgex_atomics`]); their errors are
 /// variants of the one [`Error`] (`rgex::atomics::Error` is the same type).
@@ -97,15 +107,35 @@ pub fn launcher_rank() -> Result<u32> {
     Ok(rgex_pmix::announced_rank()?.unwrap_or(0))
 }
 
-/// Initialise rgex for this process (collective: every rank calls it).
+/// Initialise rgex for this process (collective: every rank calls it),
+/// with no handlers of its own (see [`init_with`]).
 pub fn init() -> Result<Client> {
-    init_with(|_| Ok(()))
+    init_with(|_| Ok(())).map(|(client, ())| client)
 }
 
 /// Initialise rgex, registering handlers with `register` before the
 /// closing barrier, so no rank can send to a handler its peer has not
-/// registered yet.
-pub fn init_with(register: impl FnOnce(&HandlerTable) -> Result<()>) -> Result<Client> {
+/// registered yet. Whatever `register` returns (typically a struct of the
+/// [`HandlerId`]s that [`HandlerTable::register`] gave it) comes back
+/// with the client: send with those ids, never with guessed indices.
+///
+/// ```no_run
+/// use rgex::{Flags, HandlerId, Rank};
+/// struct Handlers {
+///     ping: HandlerId,
+///     pong: HandlerId,
+/// }
+/// let (client, h) = rgex::init_with(|t| {
+///     // Register a reply's handler before the request that needs its id.
+///     let pong = t.register("pong", |tok, _msg| println!("pong from {}", tok.src()))?;
+///     let ping = t.register("ping", move |tok, msg| tok.reply_short(pong, msg.args(), Flags::empty()))?;
+///     Ok(Handlers { ping, pong })
+/// })?;
+/// client.request_short(Rank(0), h.ping, &[7], Flags::empty())?;
+/// # let _ = h.pong;
+/// # Ok::<(), rgex::Error>(())
+/// ```
+pub fn init_with<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result<(Client, H)> {
     let (env, boot) = job_bootstrap()?;
     let conduit: Arc<dyn Conduit> = match std::env::var("RGEX_CONDUIT").ok().as_deref() {
         None | Some("") | Some("smp") => {
@@ -142,9 +172,9 @@ pub fn init_with(register: impl FnOnce(&HandlerTable) -> Result<()>) -> Result<C
     // VIS's protocol handlers, on every rank before the barrier (a VIS
     // context is made by one rank alone, whenever it likes).
     rgex_vis::install(client.endpoint())?;
-    register(client.handlers())?;
+    let ids = register(client.handlers())?;
     client.barrier()?;
-    Ok(client)
+    Ok((client, ids))
 }
 
 /// The README's examples, compiled as doc tests so they stay true.

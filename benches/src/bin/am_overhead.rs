@@ -5,7 +5,7 @@
 //!
 //! Usage: am_overhead [ITERATIONS [SIZE,SIZE,...]]
 
-use rgex::{Flags, HandlerId, Rank, CLIENT_MIN};
+use rgex::{Flags, Rank};
 use std::time::Instant;
 
 fn main() -> rgex::Result<()> {
@@ -13,13 +13,11 @@ fn main() -> rgex::Result<()> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(2_000_000);
-    let client = rgex::init_with(|t| {
+    let (client, sink) = rgex::init_with(|t| {
         t.register("sink", |_tok, msg| {
             std::hint::black_box(msg.payload().first());
-        })?;
-        Ok(())
+        })
     })?;
-    let sink = HandlerId(CLIENT_MIN);
     let me = Rank(client.rank().0);
     let mut buf = vec![0u8; 65536];
     // AM_OVERHEAD_ONLY=fp|np runs one variant (to count instructions of

@@ -240,15 +240,12 @@ fn run() -> Res<bool> {
     });
 
     let recv = Arc::new(Recv::default());
-    let mut h = None;
-    let client = rgex::init_with(|t| {
+    let (client, h) = rgex::init_with(|t| {
         let r = recv.clone();
-        h = Some(t.register("testimm.msg", move |_tok, msg| {
+        t.register("testimm.msg", move |_tok, msg| {
             r.deliver(msg.arg(0), msg.arg(1), msg.payload());
-        })?);
-        Ok(())
+        })
     })?;
-    let h = h.expect("registered");
     let n_recv = client.size() as usize - 1;
     if n_recv == 0 {
         return Err(

@@ -6,7 +6,7 @@
 //!
 //! Run: `rgex-run -n 4 target/release/counter [N]`
 
-use rgex::{Flags, HandlerId, Rank};
+use rgex::{Flags, Rank};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -18,7 +18,7 @@ fn main() -> rgex::Result<()> {
     let counter = Arc::new(AtomicU64::new(0));
     let fetched = Arc::new(Mutex::new(Vec::with_capacity(n as usize)));
     let (c, f) = (counter.clone(), fetched.clone());
-    let client = rgex::init_with(|t| {
+    let (client, add) = rgex::init_with(|t| {
         let got = t.register("counter.got", move |_tok, msg| {
             let v = u64::from(msg.arg(0)) | u64::from(msg.arg(1)) << 32;
             f.lock().unwrap().push(v);
@@ -28,11 +28,8 @@ fn main() -> rgex::Result<()> {
             // so the add itself is atomic.
             let old = c.fetch_add(u64::from(msg.arg(0)), Ordering::Relaxed);
             tok.reply_short(got, &[old as u32, (old >> 32) as u32], Flags::empty())
-                .expect("reply");
-        })?;
-        Ok(())
+        })
     })?;
-    let add = HandlerId(rgex::CLIENT_MIN + 1);
     for _ in 0..n {
         client.request_short(Rank(0), add, &[1], Flags::empty())?;
     }

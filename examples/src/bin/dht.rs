@@ -74,8 +74,9 @@ fn register(t: &rgex::HandlerTable, sh: &Arc<Shared>) -> rgex::Result<Handlers> 
     let insert = t.register("dht.insert", move |tok, msg| {
         let key = join(msg.args());
         s.table.lock().unwrap().insert(key, msg.payload().to_vec());
+        // A failed reply is returned: rgex reports it with the handler's
+        // name and the sender's rank from this rank's next poll.
         tok.reply_short(ack, msg.args(), Flags::empty())
-            .expect("an insert's acknowledgement");
     })?;
     let s = sh.clone();
     let lookup = t.register("dht.lookup", move |tok, msg| {
@@ -86,7 +87,6 @@ fn register(t: &rgex::HandlerTable, sh: &Arc<Shared>) -> rgex::Result<Handlers> 
             Some(v) => reply_value(tok, found, msg.args(), &v),
             None => tok.reply_short(absent, msg.args(), Flags::empty()),
         }
-        .expect("a lookup's answer");
     })?;
     Ok(Handlers { insert, lookup })
 }
@@ -112,12 +112,7 @@ fn main() -> rgex::Result<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_000);
     let sh = Arc::new(Shared::default());
-    let mut ids = None;
-    let client = rgex::init_with(|t| {
-        ids = Some(register(t, &sh)?);
-        Ok(())
-    })?;
-    let h = ids.expect("handlers registered");
+    let (client, h) = rgex::init_with(|t| register(t, &sh))?;
     let (me, n) = (client.rank().0, client.size());
     let key = |r: u32, i: u64| u64::from(r) * k + i;
 

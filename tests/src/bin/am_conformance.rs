@@ -54,6 +54,8 @@ struct State {
     echo_sent: Mutex<Option<(Category, usize, usize)>>,
     /// Longs of max_long bytes received (sender, length), verified.
     max_long_got: Mutex<Vec<(u32, usize)>>,
+    /// Messages the `may.fail` handler accepted (returned `Ok`).
+    may_fail_ok: AtomicU64,
 }
 
 impl State {
@@ -127,7 +129,10 @@ fn verify(state: &State, who: &str, src: u32, c: Category, args: &[u32], payload
     }
 }
 
-fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex::Result<()> {
+/// Register the handlers; returns the id of `may.fail` (which returns
+/// `Err` for an odd argument), the one handler checked by the id
+/// registration gave it rather than by a fixed index.
+fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex::Result<HandlerId> {
     let s = st.clone();
     let a = areas.clone();
     t.register("echo.req", move |tok, msg| {
@@ -346,13 +351,20 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
         s.fixed.fetch_add(1, Ordering::Release);
     })?;
     assert_eq!(id, FIXED);
-    Ok(())
+    let s = st.clone();
+    t.register("may.fail", move |_tok, msg| {
+        if msg.arg(0) % 2 == 1 {
+            return Err(format!("odd argument {}", msg.arg(0)));
+        }
+        s.may_fail_ok.fetch_add(1, Ordering::Release);
+        Ok(())
+    })
 }
 
 fn main() -> rgex::Result<()> {
     let st = Arc::new(State::default());
     let areas = Arc::new(Areas::default());
-    let client = rgex::init_with(|t| register(t, &st, areas.clone()))?;
+    let (client, may_fail) = rgex::init_with(|t| register(t, &st, areas.clone()))?;
     let areas = areas.get(client.endpoint());
     rgex_tests::conduit_banner(&client);
     assert_eq!(client.handlers().name(IMM_SINK.0), "imm.sink");
@@ -378,6 +390,7 @@ fn main() -> rgex::Result<()> {
     let limits = queries(&client)?;
     fixed_index(&client, &st)?;
     unmatched_tables(&client)?;
+    handler_errors(&client, &st, may_fail)?;
     every_category(&client, &st, areas)?;
     negotiated_payload(&client, &st)?;
     bad_input(&client, &st)?;
@@ -548,6 +561,61 @@ fn poll_for_error(client: &Client, what: &str) -> Error {
         );
         std::thread::yield_now();
     }
+}
+
+/// A handler that returns `Err` has its error reported by the rank that
+/// ran it, from that rank's poll, naming the handler and the sender, once
+/// each, and counted; the messages it accepted ran as usual.
+fn handler_errors(client: &Client, st: &State, may_fail: HandlerId) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let (right, left) = (Rank((me + 1) % n), Rank((me + n - 1) % n));
+    for k in 0..4 {
+        client.request_short(right, may_fail, &[k], Flags::empty())?;
+    }
+    let mut why = Vec::new();
+    for _ in 0..2 {
+        match poll_for_error(client, "a may.fail handler's error") {
+            Error::HandlerFailed {
+                from,
+                to,
+                handler,
+                index,
+                why: w,
+            } => {
+                assert_eq!(
+                    (from, to, handler.as_str(), index),
+                    (left, client.rank(), "may.fail", may_fail.index()),
+                    "{}: the error names the wrong message: {w}",
+                    client.rank()
+                );
+                why.push(w);
+            }
+            other => panic!("{}: expected may.fail's error, got {other}", client.rank()),
+        }
+    }
+    why.sort();
+    assert_eq!(why, ["odd argument 1", "odd argument 3"]);
+    wait_until(client, "may.fail's two accepted messages", || {
+        st.may_fail_ok.load(Ordering::Acquire) == 2
+    });
+    assert_eq!(
+        client.handler_errors(),
+        2,
+        "{}: handler_errors",
+        client.rank()
+    );
+    // Reported once each: nothing more comes back.
+    client.barrier()?;
+    assert!(
+        client.poll().is_ok(),
+        "{}: a handler error was reported twice",
+        client.rank()
+    );
+    ok(
+        client,
+        "a handler's Err is reported by its rank's poll with the handler's name and the sender, once each",
+    );
+    Ok(())
 }
 
 /// Handler tables that differ between ranks (one registered an index the

@@ -8,12 +8,10 @@
 //!
 //! Usage: `am_flood [N]`
 
-use rgex::{Flags, HandlerId, Rank, CLIENT_MIN};
+use rgex::{Flags, Rank};
 use rgex_tests::{fill_pattern, ok, pattern_mismatch, wait_until};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-
-const SINK: HandlerId = HandlerId(CLIENT_MIN);
 
 #[derive(Default)]
 struct State {
@@ -37,7 +35,7 @@ fn main() -> rgex::Result<()> {
         .unwrap_or(1_000_000);
     let st = Arc::new(State::default());
     let s = st.clone();
-    let client = rgex::init_with(|t| {
+    let (client, sink) = rgex::init_with(|t| {
         t.register("flood.sink", move |tok, msg| {
             let src = tok.src().index();
             let seq = u64::from(msg.arg(0)) | u64::from(msg.arg(1)) << 32;
@@ -59,8 +57,7 @@ fn main() -> rgex::Result<()> {
                 }
             }
             next[src].store(seq + 1, Ordering::Release);
-        })?;
-        Ok(())
+        })
     })?;
     let (me, size) = (client.rank().0, client.size());
     let mut seq = vec![0u64; size as usize];
@@ -71,9 +68,9 @@ fn main() -> rgex::Result<()> {
         let args = [s as u32, (s >> 32) as u32];
         if i % 16 == 15 {
             fill_pattern(&mut payload, me, s as u32);
-            client.request_medium(Rank(dest), SINK, &args, &payload, Flags::empty())?;
+            client.request_medium(Rank(dest), sink, &args, &payload, Flags::empty())?;
         } else {
-            client.request_short(Rank(dest), SINK, &args, Flags::empty())?;
+            client.request_short(Rank(dest), sink, &args, Flags::empty())?;
         }
         seq[dest as usize] += 1;
     }

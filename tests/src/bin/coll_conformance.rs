@@ -650,7 +650,7 @@ fn main() -> rgex::Result<()> {
         in_handler: Mutex::new(Vec::new()),
         world: OnceLock::new(),
     });
-    let client = rgex::init_with(|t| register(t, &st))?;
+    let (client, ()) = rgex::init_with(|t| register(t, &st))?;
     rgex_tests::conduit_banner(&client);
     assert_eq!(client.handlers().name(INHANDLER.0), "inhandler");
     let _ = st.world.set(client.world_team().clone());

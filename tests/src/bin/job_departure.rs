@@ -44,14 +44,12 @@
 
 use rgex::{
     AtomicDomain, Client, Event, Flags, GlobalAddr, HandlerId, NbiCategory, Rank, Vector, Vis,
-    CLIENT_MIN,
 };
 use rgex_tests::{conduit_banner, ok, wait_until, HANG_LIMIT};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-const SINK: HandlerId = HandlerId(CLIENT_MIN);
 /// Requests rank 1 handles before it leaves a flood.
 const BEFORE_LEAVING: u64 = 1000;
 /// Bound on the requests of a flood: far more than any queue holds.
@@ -98,11 +96,10 @@ fn main() -> rgex::Result<()> {
     }
     let handled = Arc::new(AtomicU64::new(0));
     let h = handled.clone();
-    let client = rgex::init_with(|t| {
+    let (client, sink) = rgex::init_with(|t| {
         t.register("departure.sink", move |_tok, _msg| {
             h.fetch_add(1, Ordering::Relaxed);
-        })?;
-        Ok(())
+        })
     })?;
     assert_eq!(client.size(), 2, "job_departure runs on two ranks");
     conduit_banner(&client);
@@ -146,7 +143,7 @@ fn main() -> rgex::Result<()> {
     }
     let gone = Rank(1);
     let result = match what.as_str() {
-        "flood" => flood(&client, gone),
+        "flood" => flood(&client, sink, gone),
         pending if pending.starts_with("pending_") => {
             let kind = &pending["pending_".len()..];
             one_op(&client, &vis, &atomics, gone, kind)
@@ -174,10 +171,10 @@ fn main() -> rgex::Result<()> {
 
 /// Send requests to `to` until one is refused (its error) or the bound
 /// is reached (`Ok`: a wrong outcome).
-fn flood(client: &Client, to: Rank) -> Result<(), String> {
+fn flood(client: &Client, sink: HandlerId, to: Rank) -> Result<(), String> {
     for i in 0..FLOOD_MAX {
         client
-            .request_short(to, SINK, &[i as u32], Flags::empty())
+            .request_short(to, sink, &[i as u32], Flags::empty())
             .map_err(|e| e.to_string())?;
     }
     Ok(())

@@ -206,7 +206,7 @@ fn next_mark(from: Rank) -> u64 {
 }
 
 fn main() -> Res<()> {
-    let client = rgex::init_with(|t| {
+    let (client, ()) = rgex::init_with(|t| {
         t.register_at(FORGE_REPLY, "forge reply", |tok, msg| {
             forge_reply(tok, msg.args())
         })?;

@@ -4,13 +4,10 @@
 //!
 //! Usage: `threads [THREADS] [ROUNDS]`
 
-use rgex::{Flags, GlobalAddr, HandlerId, NbiCategory, Rank, CLIENT_MIN};
+use rgex::{Flags, GlobalAddr, NbiCategory, Rank};
 use rgex_tests::{fill_pattern, ok, pattern_mismatch, wait_until};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-
-const ECHO: HandlerId = HandlerId(CLIENT_MIN);
-const BACK: HandlerId = HandlerId(CLIENT_MIN + 1);
 
 fn main() -> rgex::Result<()> {
     let mut a = std::env::args().skip(1);
@@ -20,13 +17,8 @@ fn main() -> rgex::Result<()> {
     let replies: Arc<Vec<AtomicU64>> = Arc::new((0..threads).map(|_| AtomicU64::new(0)).collect());
     let problems = Arc::new(Mutex::new(Vec::<String>::new()));
     let (r, p) = (replies.clone(), problems.clone());
-    let client = Arc::new(rgex::init_with(|t| {
-        t.register("echo", |tok, msg| {
-            // Echo the payload back; its checksum travels in arg 1.
-            tok.reply_medium(BACK, msg.args(), msg.payload(), Flags::empty())
-                .expect("reply");
-        })?;
-        t.register("back", move |tok, msg| {
+    let (client, echo) = rgex::init_with(|t| {
+        let back = t.register("back", move |tok, msg| {
             let (thread, seq) = (msg.arg(0), msg.arg(1));
             if let Some(j) =
                 pattern_mismatch(msg.payload(), tok.endpoint().rank().0 * 1000 + thread, seq)
@@ -37,8 +29,12 @@ fn main() -> rgex::Result<()> {
             }
             r[thread as usize].fetch_add(1, Ordering::Release);
         })?;
-        Ok(())
-    })?);
+        // Echo the payload back; a failed reply is reported by the poll.
+        t.register("echo", move |tok, msg| {
+            tok.reply_medium(back, msg.args(), msg.payload(), Flags::empty())
+        })
+    })?;
+    let client = Arc::new(client);
     let (me, n) = (client.rank().0, client.size());
     // Thread t of rank r owns bytes [slot(r, t), +SLOT) of every segment.
     const SLOT: u64 = 64 << 10;
@@ -80,7 +76,7 @@ fn main() -> rgex::Result<()> {
                     let cap = client.max_medium(peer, 2).min(2000);
                     let m = (len % cap) + 1;
                     fill_pattern(&mut buf[..m], id, round);
-                    client.request_medium(peer, ECHO, &[t, round], &buf[..m], Flags::empty())?;
+                    client.request_medium(peer, echo, &[t, round], &buf[..m], Flags::empty())?;
                     let want = u64::from(round) + 1;
                     wait_until(&client, "an echo", || {
                         replies[t as usize].load(Ordering::Acquire) >= want

@@ -10,10 +10,10 @@ use super::shares_memory;
 /// am_conformance on `n` ranks; `launched`: started by rgex-run (which
 /// names the job, so the program can look for its leftovers in /dev/shm).
 /// The limits and every category are checked twice (again after the bad
-/// input), and a Long of max_long bytes last. One rank skips the
+/// input), handler errors once, and a Long of max_long bytes last. One rank skips the
 /// unmatched handler tables and IMMEDIATE.
 pub fn am(n: u32, launched: bool) -> (usize, usize) {
-    split(12, usize::from(!launched) + if n == 1 { 2 } else { 0 })
+    split(13, usize::from(!launched) + if n == 1 { 2 } else { 0 })
 }
 
 /// rma_conformance on `n` ranks, on the reference path if `reference`.

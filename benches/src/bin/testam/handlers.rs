@@ -152,8 +152,7 @@ fn reply_medium(
 /// Initialise rgex with testam's handlers.
 pub fn init() -> rgex::Result<(Client, Ids, Arc<State>)> {
     let state = Arc::new(State::default());
-    let mut ids = None;
-    let client = rgex::init_with(|t| {
+    let (client, ids) = rgex::init_with(|t| {
         let st = state.clone();
         let pong = t.register("testam.pong", move |_tok, _msg| {
             // Release: the reply's effects are visible to whoever sees the count.
@@ -209,15 +208,13 @@ pub fn init() -> rgex::Result<(Client, Ids, Arc<State>)> {
         let stop = t.register("testam.stop", move |_tok, _msg| {
             st.stop.store(true, Ordering::Release);
         })?;
-        ids = Some(Ids {
+        Ok(Ids {
             ping,
             flood,
             med_ping,
             stop,
-        });
-        Ok(())
+        })
     })?;
-    let ids = ids.expect("init_with ran the registration closure");
     Ok((client, ids, state))
 }
 
