@@ -27,6 +27,8 @@
 
 use crate::geometry::POOL_REP;
 use crate::net::Net;
+use crate::ops::Op;
+use crate::readback;
 use crate::state::State;
 use crate::transport::Transport;
 use crate::wire::{self, control_header};
@@ -93,6 +95,7 @@ impl<T: Transport> State<T> {
         self.mark_gone(peer, &why);
         self.peers[peer].departed = true;
         self.reported_dead[peer] = true;
+        self.abandon_ops_to(peer);
     }
 
     /// `peer` runs on this node but is carried by the network, and smp
@@ -114,6 +117,7 @@ impl<T: Transport> State<T> {
                     let why = format!("rank {peer}: {why}");
                     self.mark_gone(peer, &why);
                     self.reported_dead[peer] = true;
+                    self.abandon_ops_to(peer);
                 }
             }
             _ => p.node_gone_since = Some((now, p.received)),
@@ -128,5 +132,64 @@ impl<T: Transport> State<T> {
         let why = p.dead.as_ref()?;
         let delivered = p.consumed[0].wrapping_add(p.consumed[1]);
         (p.received == delivered).then(|| why.to_string())
+    }
+
+    /// `peer`'s process can no longer act (it left, or smp saw it end):
+    /// fail the completions of every RMA, atomic and read-back operation
+    /// to it that the transport still holds, and keep what the post owns
+    /// until the transport hands it back ([`Op::Abandoned`]).
+    ///
+    /// A network need not ever complete a post to a process that is gone:
+    /// libfabric's shm provider leaves it in the departed peer's queue
+    /// forever, and the waiter would hang. Firing the completion early is
+    /// safe because nothing but this rank's own provider can touch the
+    /// caller's memory now: a put's source is only read (its registration
+    /// stays alive in the abandoned slot), and a get's destination is
+    /// written only with data the departed peer would have to send.
+    pub(crate) fn abandon_ops_to(&mut self, peer: usize) {
+        let why = self.unreachable(peer);
+        for op in self.ops.iter_mut() {
+            if op.peer() != Some(peer as u32) {
+                continue;
+            }
+            let held = match std::mem::replace(op, Op::Idle) {
+                Op::Put {
+                    rc, lc, bounce, mr, ..
+                } => {
+                    // As a failed put's completion does: the source is free.
+                    if let Some(lc) = lc {
+                        lc.done();
+                    }
+                    rc.fail(why.clone());
+                    (bounce, mr)
+                }
+                Op::Get {
+                    done, bounce, mr, ..
+                } => {
+                    done.fail(why.clone());
+                    (bounce.map(|(slot, _, _)| slot), mr)
+                }
+                Op::Atomic { slot, done, .. } => {
+                    done.fail(why.clone());
+                    (Some(slot), None)
+                }
+                Op::Flush { counters, .. } => {
+                    readback::settle(counters, Some(&why));
+                    (None, None)
+                }
+                // No waiter of the caller's: left to complete as it will.
+                other => {
+                    *op = other;
+                    continue;
+                }
+            };
+            *op = Op::Abandoned {
+                peer: peer as u32,
+                slot: held.0,
+                mr: held.1,
+            };
+            self.abandoned_ops += 1;
+            self.abandoned_slots += usize::from(held.0.is_some());
+        }
     }
 }

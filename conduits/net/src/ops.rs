@@ -57,6 +57,16 @@ pub(crate) enum Op<R> {
         fetched: Arc<AtomicU64>,
         done: Arc<Completion>,
     },
+    /// Given up on: its peer's process can no longer act (it left the
+    /// job, or it is gone from this node), so its completions already
+    /// fired with the error ([`State::abandon_ops_to`]). The transport
+    /// still owns the post; what it held (a send buffer, a registration)
+    /// is released when the transport hands it back, or at close.
+    Abandoned {
+        peer: u32,
+        slot: Option<u32>,
+        mr: Option<Arc<R>>,
+    },
 }
 
 impl<R> Op<R> {
@@ -69,7 +79,8 @@ impl<R> Op<R> {
             | Op::Put { peer, .. }
             | Op::Flush { peer, .. }
             | Op::Get { peer, .. }
-            | Op::Atomic { peer, .. } => Some(*peer),
+            | Op::Atomic { peer, .. }
+            | Op::Abandoned { peer, .. } => Some(*peer),
             Op::Recv | Op::Idle => None,
         }
     }

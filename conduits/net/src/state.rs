@@ -62,6 +62,10 @@ pub struct State<T: Transport> {
     pub(crate) closing: bool,
     pub(crate) timeout: Option<Duration>,
     pub(crate) me: Rank,
+    /// Dynamic operation slots given up on ([`Op::Abandoned`]), and the
+    /// send buffers they hold: not waited for by [`quiet`](Self::quiet).
+    pub(crate) abandoned_ops: usize,
+    pub(crate) abandoned_slots: usize,
 }
 
 impl<T: Transport> State<T> {
@@ -101,6 +105,8 @@ impl<T: Transport> State<T> {
             closing: false,
             timeout: (timeout_secs > 0).then(|| Duration::from_secs(timeout_secs)),
             me,
+            abandoned_ops: 0,
+            abandoned_slots: 0,
         }
     }
 
@@ -119,16 +125,20 @@ impl<T: Transport> State<T> {
     /// True when nothing we posted is outstanding: no backlog, every send
     /// buffer back in its pool, every dynamic operation slot free, no put
     /// waiting for a read back, and (while closing) every network peer
-    /// still there told goodbye.
+    /// still there told goodbye. Operations abandoned to a departed peer
+    /// (and the send buffers they hold) do not count: they may never come
+    /// back.
     pub(crate) fn quiet(&self, net: &Net<T>) -> bool {
+        let lent: usize = self
+            .pools
+            .iter()
+            .zip(&net.geo.pools)
+            .map(|(p, &n)| n - p.len())
+            .sum();
         self.backlog.is_empty()
             && self.reading_back.is_empty()
-            && self
-                .pools
-                .iter()
-                .zip(&net.geo.pools)
-                .all(|(p, &n)| p.len() == n)
-            && self.free_ops.len() == DYNAMIC_OPS
+            && lent == self.abandoned_slots
+            && self.free_ops.len() + self.abandoned_ops == DYNAMIC_OPS
             && (!self.closing || self.said_goodbyes())
     }
 
@@ -254,6 +264,16 @@ impl<T: Transport> State<T> {
         };
         match op {
             Op::Idle | Op::Recv => {}
+            Op::Abandoned { slot, mr, .. } => {
+                // Its completions already fired: only release what it held.
+                drop(mr);
+                if let Some(slot) = slot {
+                    self.release_slot(net, slot as usize);
+                    self.abandoned_slots -= 1;
+                }
+                self.abandoned_ops -= 1;
+                self.free_op(id);
+            }
             Op::AmSend { peer } => {
                 touch(&mut self.peers, peer);
                 self.release_slot(net, id - n_recv);
