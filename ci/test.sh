@@ -5,7 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-section() { printf '\n=== %s ===\n' "$*"; }
+# Each section says how long the one before it took (the whole run must
+# stay under 30 minutes on 2 cores: see which part to look at).
+last=$SECONDS
+section() {
+    printf '\n(%d s)\n=== %s ===\n' "$((SECONDS - last))" "$*"
+    last=$SECONDS
+}
 
 section "system packages"
 bash ci/deps.sh
@@ -73,5 +79,6 @@ else
     echo "Miri skipped: could not install a nightly toolchain with the miri component (no network?)"
 fi
 
-section "conduit matrix: the conformance suite on ofi (tcp, sockets, shm; loopback only)"
+section "conduit matrix: the conformance suite on ofi (tcp, sockets, shm; loopback only), ibv (software verbs device) and scc"
 bash ci/conduits.sh
+printf '\n(%d s)\nci/test.sh: every step passed in %d s\n' "$((SECONDS - last))" "$SECONDS"

@@ -589,3 +589,57 @@ fn a_get_reads_the_peers_segment_small_and_split() {
     let why = done.failure().expect("the get failed");
     assert!(why.contains("rank 1"), "{why}");
 }
+
+#[test]
+fn operations_held_by_the_network_fail_when_their_peer_leaves() {
+    let cfg = LoopConfig::new(2);
+    let fabric = cfg.fabric.clone();
+    let mut job = job(&cfg);
+    // Everything to rank 1 stays on the wire, never completed: as
+    // libfabric's shm provider does with a post to a process that left.
+    fabric.set_fate(1, Fate::Silent);
+    let b = job.pop().expect("rank 1");
+    let a = job.pop().expect("rank 0");
+    let small = data(200, 6);
+    let large = data(100_000, 7);
+    let mut dst = vec![0u8; 100];
+    let puts: Vec<_> = (0..2)
+        .map(|_| (Completion::new(0), Completion::new(0)))
+        .collect();
+    let got = Completion::new(0);
+    for (src, (lc, rc)) in [&small, &large].into_iter().zip(&puts) {
+        // SAFETY: the sources stay alive and unmodified until their local
+        // completions (checked below, before they are dropped).
+        unsafe { a.try_put(Rank(1), 0, src.as_ptr(), src.len(), lc, rc) }.unwrap();
+    }
+    // SAFETY: `dst` stays alive until `got` completes (checked below).
+    unsafe { a.try_get(dst.as_mut_ptr(), Rank(1), 0, dst.len(), &got) }.unwrap();
+    for _ in 0..10 {
+        poll(&a);
+    }
+    assert!(!got.peek_done() && puts.iter().all(|(_, rc)| !rc.peek_done()));
+    // Rank 1 closes: its goodbye reaches rank 0, whose operations to it
+    // are still held by the network.
+    drop(b);
+    for (_, rc) in &puts {
+        wait(&a, rc, || {});
+        let why = rc.failure().expect("a put to a rank that left failed");
+        assert!(why.contains("rank 1 left the job"), "{why}");
+    }
+    wait(&a, &got, || {});
+    let why = got.failure().expect("a get from a rank that left failed");
+    assert!(why.contains("rank 1 left the job"), "{why}");
+    assert!(
+        puts.iter().all(|(lc, _)| lc.peek_done()),
+        "sources are free"
+    );
+    assert!(
+        dst.iter().all(|&b| b == 0),
+        "nothing written after the failure"
+    );
+    // Later operations to it are refused at the start, naming it.
+    let (lc, rc) = (Completion::new(0), Completion::new(0));
+    // SAFETY: as above.
+    let e = unsafe { a.try_put(Rank(1), 0, small.as_ptr(), small.len(), &lc, &rc) }.unwrap_err();
+    assert!(e.to_string().contains("rank 1"), "{e}");
+}
