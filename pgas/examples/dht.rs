@@ -1,0 +1,145 @@
+//! A distributed hash table through rgex-pgas: every key lives on rank
+//! `key % n` in a local `HashMap`; inserts and finds are RPCs that run
+//! there. Values have mixed sizes (from 1 byte to 100 KB, so some calls
+//! are staged and read by their target); a find of a missing key is
+//! reported as absent. Checks every result exactly and prints
+//! throughput.
+//!
+//! Usage: `dht [KEYS_PER_RANK] [WINDOW]`
+
+use rgex::Rank;
+use rgex_pgas::{Pgas, RpcFuture};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// This rank's part of the table.
+#[derive(Default)]
+struct Table(Mutex<HashMap<u64, Vec<u8>>>);
+
+/// The value stored for `key`: its length varies with the key, and every
+/// 500th is 100 KB.
+fn value_of(key: u64) -> Vec<u8> {
+    let len = if key % 500 == 7 {
+        100_000
+    } else {
+        (key % 13) as usize * 37 + 1
+    };
+    (0..len)
+        .map(|i| (key as usize).wrapping_mul(31).wrapping_add(i) as u8)
+        .collect()
+}
+
+/// Insert at the owner: true if the key was new.
+fn insert(pg: &Pgas, (key, value): (u64, Vec<u8>)) -> bool {
+    let t = pg
+        .state::<Table>()
+        .expect("the table is set before any insert");
+    let fresh = t.0.lock().expect("table").insert(key, value).is_none();
+    fresh
+}
+
+/// Find at the owner.
+fn find(pg: &Pgas, key: u64) -> Option<Vec<u8>> {
+    let t = pg
+        .state::<Table>()
+        .expect("the table is set before any find");
+    let v = t.0.lock().expect("table").get(&key).cloned();
+    v
+}
+
+/// Wait for `window` futures at a time; check each with `check`.
+fn drain<R: serde::de::DeserializeOwned>(
+    pg: &Pgas,
+    pending: &mut Vec<(u64, RpcFuture<R>)>,
+    check: impl Fn(u64, R),
+) -> rgex_pgas::Result<()> {
+    for (key, f) in pending.drain(..) {
+        check(key, pg.wait(f)?);
+    }
+    Ok(())
+}
+
+fn main() -> rgex_pgas::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let k: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(2000);
+    let window: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(64);
+    let pg = rgex_pgas::init()?;
+    pg.set_state(Table::default());
+    pg.barrier()?;
+    let (me, n) = (u64::from(pg.rank().0), u64::from(pg.size()));
+    let owner = |key: u64| Rank((key % n) as u32);
+    let key = |r: u64, i: u64| r * k + i;
+
+    let t0 = Instant::now();
+    let mut pending = Vec::with_capacity(window);
+    for i in 0..k {
+        let kk = key(me, i);
+        pending.push((kk, pg.rpc(owner(kk), insert, (kk, value_of(kk)))?));
+        if pending.len() == window {
+            drain(&pg, &mut pending, |kk, fresh| {
+                assert!(fresh, "key {kk} inserted twice")
+            })?;
+        }
+    }
+    drain(&pg, &mut pending, |kk, fresh| {
+        assert!(fresh, "key {kk} inserted twice")
+    })?;
+    let inserts = t0.elapsed();
+    pg.barrier()?;
+
+    // Find the keys of the next rank, and as many that nobody inserted.
+    let other = (me + 1) % n;
+    let t1 = Instant::now();
+    let mut pending = Vec::with_capacity(window);
+    let check = |kk: u64, got: Option<Vec<u8>>| {
+        if kk >= n * k {
+            assert!(got.is_none(), "rank {me}: missing key {kk} was found");
+        } else {
+            assert_eq!(
+                got.as_deref(),
+                Some(&value_of(kk)[..]),
+                "rank {me}: key {kk}"
+            );
+        }
+    };
+    for i in 0..k {
+        for kk in [key(other, i), n * k + me * k + i] {
+            pending.push((kk, pg.rpc(owner(kk), find, kk)?));
+        }
+        if pending.len() >= window {
+            drain(&pg, &mut pending, check)?;
+        }
+    }
+    drain(&pg, &mut pending, check)?;
+    let finds = t1.elapsed();
+    pg.barrier()?;
+    let held = pg.state::<Table>()?.0.lock().expect("table").len() as u64;
+    let total = pg
+        .client()
+        .world_team()
+        .allreduce(&[held], rgex::ReduceOp::Sum)?;
+    assert_eq!(total[0], n * k, "keys held by the owners");
+    let rate = |ops: u64, d: std::time::Duration| ops as f64 / d.as_secs_f64();
+    let ins = pg
+        .client()
+        .world_team()
+        .allreduce(&[rate(k, inserts)], rgex::ReduceOp::Sum)?;
+    let fnd = pg
+        .client()
+        .world_team()
+        .allreduce(&[rate(2 * k, finds)], rgex::ReduceOp::Sum)?;
+    if me == 0 {
+        println!(
+            "pgas dht: {} keys on {n} ranks ({k} inserted by each), every find exact, {} missing keys absent",
+            n * k,
+            n * k
+        );
+        println!(
+            "pgas dht: {:.0} inserts/s, {:.0} finds/s (all ranks, window {window})",
+            ins[0], fnd[0]
+        );
+    }
+    pg.barrier()?;
+    Ok(())
+}

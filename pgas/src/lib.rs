@@ -1,0 +1,61 @@
+//! rgex-pgas: a UPC++-style PGAS library on rgex.
+//!
+//! - a **shared heap** on every rank ([`Pgas::new_`], [`Pgas::new_array`],
+//!   [`Pgas::delete_`]) and typed **global pointers** ([`GlobalPtr`]) into
+//!   it, with [`Pgas::local`] for memory this process can reach directly;
+//! - **one-sided** [`rput`](Pgas::rput) / [`rget`](Pgas::rget) of
+//!   [`Plain`] values and slices, with source, operation and remote
+//!   completion ([`rput_then`](Pgas::rput_then));
+//! - **RPC** ([`rpc`](Pgas::rpc), [`rpc_ff`](Pgas::rpc_ff)) of `fn` items
+//!   and non-capturing closures with serde arguments and results;
+//! - **distributed objects** ([`DistObject`]), **atomics**
+//!   ([`AtomicDomain`]) and the world's **barrier**;
+//! - every operation returns a `Future`: await it on any executor with a
+//!   [`progress_task`](Pgas::progress_task) beside it, or block on it with
+//!   [`Pgas::wait`].
+//!
+//! **Progress** follows UPC++: RPC bodies run only in user-level progress
+//! ([`Pgas::progress`], [`Pgas::wait`], the progress task), on the thread
+//! that makes it; see [`runtime`](crate::runtime).
+//!
+//! ```no_run
+//! use rgex::Rank;
+//! let pg = rgex_pgas::init()?;
+//! let next = Rank((pg.rank().0 + 1) % pg.size());
+//! // One u64 in my heap; my right neighbour writes its rank there.
+//! let slot = pg.new_(u64::MAX)?;
+//! let slots = rgex_pgas::DistObject::new(&pg, slot)?;
+//! let theirs = pg.wait(slots.fetch(next)?)?;
+//! pg.wait(pg.rput(u64::from(pg.rank().0), theirs)?)?;
+//! pg.barrier()?;
+//! let left = (pg.rank().0 + pg.size() - 1) % pg.size();
+//! assert_eq!(pg.wait(pg.rget(slot)?)?, u64::from(left));
+//! // And a question for it, answered there.
+//! let twice = pg.wait(pg.rpc(next, |_pg, x: u64| 2 * x, 21)?)?;
+//! assert_eq!(twice, 42);
+//! # Ok::<(), rgex_pgas::Error>(())
+//! ```
+
+mod alloc;
+mod atomic;
+mod dist_object;
+mod error;
+mod fn_id;
+mod global_ptr;
+pub mod heap;
+mod mailbox;
+mod plain;
+mod progress_task;
+mod rma;
+mod rpc;
+pub mod runtime;
+
+pub use atomic::AtomicDomain;
+pub use dist_object::DistObject;
+pub use error::{Error, Result};
+pub use global_ptr::GlobalPtr;
+pub use plain::Plain;
+pub use progress_task::{ProgressStop, ProgressTask};
+pub use rma::{Rget, Rput};
+pub use rpc::RpcFuture;
+pub use runtime::{init, Pgas};

@@ -1,0 +1,604 @@
+//! The runtime: the rgex client underneath, the shared heap, the
+//! handlers of rgex-pgas's messages, and progress.
+//!
+//! **Progress, as UPC++ has it.** Messages are received whenever rgex is
+//! polled (internal progress: any wait of this crate, any send that
+//! waits for room). RPC bodies, dist_object fetches and the remote
+//! completions of `rput_then` run only in *user-level* progress: a call
+//! of [`Pgas::progress`], a [`Pgas::wait`], or the
+//! [`progress_task`](Pgas::progress_task) future, on the thread that makes
+//! it. A program that computes for long stretches calls `progress()` now
+//! and then, or leaves a thread polling. An RPC body itself may send,
+//! wait and make RPCs; the progress it makes inside is internal only, so
+//! bodies never nest.
+
+use crate::error::{Error, Result};
+use crate::fn_id::Names;
+use crate::heap::Heap;
+use crate::mailbox::{Incoming, Mailbox};
+use rgex::{Client, Endpoint, Flags, GlobalAddr, HandlerId, Rank};
+use std::any::{Any, TypeId};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+/// The ids of rgex-pgas's own handlers.
+#[derive(Clone, Copy)]
+pub(crate) struct Ids {
+    /// A call: args [ticket, body kind]; payload: FnId, then the
+    /// arguments inline or where they are staged.
+    pub call: HandlerId,
+    /// A result: args [ticket, status]; payload: the result's bytes,
+    /// where they are staged, or the error's text.
+    pub ret: HandlerId,
+    /// A dist_object fetch: args [ticket]; payload: the object's id.
+    pub fetch: HandlerId,
+    /// "I have read what you staged at this offset": payload: offset.
+    pub free: HandlerId,
+}
+
+/// Body kinds (a call's args[1], a result's status).
+pub(crate) const INLINE: u32 = 0;
+pub(crate) const STAGED: u32 = 1;
+pub(crate) const FAILED: u32 = 2;
+
+/// What a `ret` carries.
+pub(crate) enum Returned {
+    Bytes(Vec<u8>),
+    Staged { at: u64, len: u64 },
+    Failed(String),
+}
+
+/// A handle on rgex-pgas for this rank: cheap to clone, shareable
+/// across threads. Made once per process by [`init`](crate::init).
+#[derive(Clone)]
+pub struct Pgas {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub client: Client,
+    pub ep: Arc<Endpoint>,
+    pub heap: Heap,
+    pub names: Names,
+    pub ids: Ids,
+    pub mail: Arc<Mailbox>,
+    pub dist: crate::dist_object::Registry,
+    states: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    progress_calls: AtomicU64,
+    /// RPC bodies that failed with nobody to tell (rpc_ff).
+    pub lost_failures: AtomicU64,
+}
+
+thread_local! {
+    /// This thread is inside user-level progress (running a body).
+    static IN_USER_PROGRESS: Cell<bool> = const { Cell::new(false) };
+    /// This thread is doing chores.
+    static IN_CHORES: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Clears a thread-local flag when dropped.
+struct Leave(&'static std::thread::LocalKey<Cell<bool>>);
+
+impl Drop for Leave {
+    fn drop(&mut self) {
+        self.0.with(|c| c.set(false));
+    }
+}
+
+/// A body to send: bytes already encoded, or a value to serialize.
+pub(crate) enum Body<'a> {
+    Bytes(&'a [u8]),
+    Value(&'a dyn erased::Encode),
+}
+
+impl Body<'_> {
+    /// Encode into `out`; the bytes used.
+    fn write(&self, out: &mut [u8]) -> std::result::Result<usize, postcard::Error> {
+        match self {
+            Body::Bytes(b) => {
+                let d = out
+                    .get_mut(..b.len())
+                    .ok_or(postcard::Error::SerializeBufferFull)?;
+                d.copy_from_slice(b);
+                Ok(b.len())
+            }
+            Body::Value(v) => v.encode_into(out),
+        }
+    }
+
+    fn to_vec(&self) -> std::result::Result<Vec<u8>, postcard::Error> {
+        match self {
+            Body::Bytes(b) => Ok(b.to_vec()),
+            Body::Value(v) => v.encode(),
+        }
+    }
+}
+
+/// Serialization without naming the type (so `send_body` is one function).
+pub(crate) mod erased {
+    /// A value postcard can encode.
+    pub trait Encode {
+        fn encode_into(&self, out: &mut [u8]) -> Result<usize, postcard::Error>;
+        fn encode(&self) -> Result<Vec<u8>, postcard::Error>;
+    }
+
+    impl<T: serde::Serialize> Encode for T {
+        fn encode_into(&self, out: &mut [u8]) -> Result<usize, postcard::Error> {
+            postcard::to_slice(self, out).map(|b| b.len())
+        }
+        fn encode(&self) -> Result<Vec<u8>, postcard::Error> {
+            postcard::to_allocvec(self)
+        }
+    }
+}
+
+/// How often progress asks the conduit whether the targets of calls
+/// still waiting for results are alive.
+const LIVENESS_EVERY: u64 = 256;
+
+/// Initialise rgex and rgex-pgas (collective: every rank calls it once).
+///
+/// ```no_run
+/// let pg = rgex_pgas::init()?;
+/// println!("rank {} of {}", pg.rank(), pg.size());
+/// # Ok::<(), rgex_pgas::Error>(())
+/// ```
+pub fn init() -> Result<Pgas> {
+    let mail = Arc::new(Mailbox::default());
+    let m = mail.clone();
+    let (client, ids) = rgex::init_with(move |t| crate::mailbox::register(t, m))?;
+    let ep = client.endpoint().clone();
+    let (me, n) = (client.rank(), client.size());
+    // A key for the functions' tags, drawn by rank 0, and every rank's
+    // program fingerprint checked against rank 0's.
+    let mine = [crate::fn_id::fingerprint(), fresh_key()];
+    let root = client.world_team().broadcast_elems(0, &mine)?;
+    if root[0] != mine[0] {
+        return Err(Error::NotSameProgram {
+            rank: me,
+            why: format!(
+                "this rank runs a different program than rank 0 (fingerprint {:#x}, rank 0's {:#x}): an RPC names functions by their place in the program, so every rank must run the same executable",
+                mine[0], root[0]
+            ),
+        });
+    }
+    let seg = client.segment().len() as u64;
+    let inner = Inner {
+        heap: Heap::new(me, 0, seg),
+        names: Names::new(root[1]),
+        ids,
+        mail,
+        dist: Default::default(),
+        states: Mutex::default(),
+        progress_calls: AtomicU64::new(0),
+        lost_failures: AtomicU64::new(0),
+        ep,
+        client,
+    };
+    let pg = Pgas {
+        inner: Arc::new(inner),
+    };
+    let _ = n;
+    pg.barrier()?;
+    Ok(pg)
+}
+
+/// A key nobody else draws: the clock and this process's identity.
+fn fresh_key() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+impl Pgas {
+    /// This rank.
+    pub fn rank(&self) -> Rank {
+        self.inner.client.rank()
+    }
+
+    /// Ranks in the job.
+    pub fn size(&self) -> u32 {
+        self.inner.client.size()
+    }
+
+    /// The rgex client underneath, for what this crate does not wrap.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    pub(crate) fn ep(&self) -> &Arc<Endpoint> {
+        &self.inner.ep
+    }
+
+    /// Keep `state` for RPC bodies on this rank to find with
+    /// [`state`](Self::state) (one value per type; a second replaces it).
+    ///
+    /// ```no_run
+    /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {
+    /// use std::sync::Mutex;
+    /// struct Table(Mutex<Vec<u64>>);
+    /// pg.set_state(Table(Mutex::new(Vec::new())));
+    /// let t = pg.state::<Table>()?;
+    /// t.0.lock().unwrap().push(1);
+    /// # Ok(()) }
+    /// ```
+    pub fn set_state<S: Any + Send + Sync>(&self, state: S) {
+        lock(&self.inner.states).insert(TypeId::of::<S>(), Arc::new(state));
+    }
+
+    /// The state of type `S` kept by [`set_state`](Self::set_state).
+    pub fn state<S: Any + Send + Sync>(&self) -> Result<Arc<S>> {
+        let s = lock(&self.inner.states).get(&TypeId::of::<S>()).cloned();
+        s.and_then(|s| s.downcast::<S>().ok()).ok_or_else(|| {
+            rgex::Error::Failed(format!(
+                "rgex-pgas: {}: no state of type {} was set on this rank (Pgas::set_state)",
+                self.rank(),
+                std::any::type_name::<S>()
+            ))
+            .into()
+        })
+    }
+
+    /// Internal progress: receive (handlers only queue work), then do
+    /// the chores any progress may do. Errors rgex reports from its
+    /// handlers come back here.
+    pub(crate) fn poll(&self) -> Result<usize> {
+        let n = self.inner.ep.poll()?;
+        Ok(n + self.chores()?)
+    }
+
+    /// Read staged results, free what peers have read (not nested: a
+    /// chore that waits makes plain rgex progress).
+    fn chores(&self) -> Result<usize> {
+        if IN_CHORES.with(|c| c.replace(true)) {
+            return Ok(0);
+        }
+        let _leave = Leave(&IN_CHORES);
+        let mut n = 0;
+        while let Some(c) = self.inner.mail.pop_chore() {
+            n += 1;
+            match c {
+                Incoming::Result {
+                    src,
+                    ticket,
+                    at,
+                    len,
+                } => {
+                    let got = self.fetch_staged(src, at, len);
+                    let r = got.map_or_else(|e| Returned::Failed(e.to_string()), Returned::Bytes);
+                    self.inner.mail.complete(ticket, r);
+                }
+                Incoming::Free { at } => {
+                    if let Err(e) = self.inner.heap.free::<Staged>(at) {
+                        self.inner.ep.malformed(
+                            self.rank(),
+                            self.inner.ids.free.index(),
+                            &e.to_string(),
+                        );
+                    }
+                }
+                Incoming::Call { .. } | Incoming::Fetch { .. } => {
+                    unreachable!("calls and fetches are work, not chores")
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// User-level progress: receive, then run the RPC bodies, dist_object
+    /// fetches and remote completions that arrived, on this thread.
+    /// Returns how many things happened. Inside an RPC body it makes
+    /// internal progress only.
+    ///
+    /// ```no_run
+    /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {
+    /// for _step in 0..100 {
+    ///     // ... compute ...
+    ///     pg.progress()?; // serve the RPCs other ranks sent meanwhile
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn progress(&self) -> Result<usize> {
+        let mut n = self.poll()?;
+        if IN_USER_PROGRESS.with(|c| c.replace(true)) {
+            return Ok(n);
+        }
+        let _leave = Leave(&IN_USER_PROGRESS);
+        // What was there when we started: work arriving meanwhile waits
+        // for the next call (so a flood cannot keep this one going).
+        let mut budget = self.inner.mail.queued();
+        while budget > 0 {
+            let Some(item) = self.inner.mail.pop() else {
+                break;
+            };
+            budget -= 1;
+            n += 1;
+            self.serve(item)?;
+        }
+        n += crate::rma::run_remote_completions(self)?;
+        let k = self.inner.progress_calls.fetch_add(1, Ordering::Relaxed);
+        if k.is_multiple_of(LIVENESS_EVERY) {
+            self.inner.mail.fail_calls_to_gone(self);
+        }
+        Ok(n)
+    }
+
+    /// Run one piece of arrived work.
+    fn serve(&self, item: Incoming) -> Result<()> {
+        match item {
+            Incoming::Call {
+                src,
+                ticket,
+                id,
+                body,
+            } => {
+                let out = self.take_body(src, body).and_then(|args| {
+                    let Some(run) = self.inner.names.resolve(id) else {
+                        self.inner.ep.malformed(
+                            src,
+                            self.inner.ids.call.index(),
+                            "rgex-pgas: an rpc names no function of this program (bad tag)",
+                        );
+                        return Err(rgex::Error::Failed(format!(
+                            "{} found no function for the call's name (a damaged message?)",
+                            self.rank()
+                        ))
+                        .into());
+                    };
+                    run(self, src, &args)
+                });
+                self.answer(src, ticket, out.map_err(|e| e.to_string()))
+            }
+            Incoming::Fetch { src, ticket, id } => {
+                match self.inner.dist.serve(self, id, src, ticket) {
+                    Some(out) => self.answer(src, ticket, out),
+                    None => Ok(()), // queued until the object exists here
+                }
+            }
+            Incoming::Result { .. } | Incoming::Free { .. } => {
+                unreachable!("results and frees are chores, not work")
+            }
+        }
+    }
+
+    /// The bytes of a body: inline, or read from where the sender staged
+    /// them.
+    fn take_body(&self, src: Rank, body: Returned) -> Result<Vec<u8>> {
+        match body {
+            Returned::Bytes(b) => Ok(b),
+            Returned::Staged { at, len } => self.fetch_staged(src, at, len),
+            Returned::Failed(why) => Err(rgex::Error::Failed(why).into()),
+        }
+    }
+
+    /// Read `len` bytes that `src` staged at `at` in its segment, then
+    /// tell it to free them.
+    fn fetch_staged(&self, src: Rank, at: u64, len: u64) -> Result<Vec<u8>> {
+        let got = self.wait(async {
+            let g = self.inner.ep.get_nb(
+                vec![0u8; len as usize],
+                GlobalAddr::new(src, at),
+                Flags::empty(),
+            )?;
+            Ok(g.await?)
+        });
+        let freed = self.send(src, self.inner.ids.free, &[], &at.to_le_bytes());
+        let bytes = got?;
+        freed?;
+        Ok(bytes)
+    }
+
+    /// Send a call's outcome back (nothing for a fire-and-forget call,
+    /// ticket 0: a failure there is printed and counted).
+    pub(crate) fn answer(
+        &self,
+        src: Rank,
+        ticket: u32,
+        out: std::result::Result<Vec<u8>, String>,
+    ) -> Result<()> {
+        if ticket == 0 {
+            if let Err(why) = out {
+                let n = self.inner.lost_failures.fetch_add(1, Ordering::Relaxed);
+                if n < 16 {
+                    eprintln!(
+                        "rgex-pgas: {}: an rpc_ff from {src} failed: {why}",
+                        self.rank()
+                    );
+                }
+            }
+            return Ok(());
+        }
+        let ret = self.inner.ids.ret;
+        match out {
+            Ok(bytes) => self.send_body(src, ret, ticket, &[], &Body::Bytes(&bytes), || {
+                unreachable!("bytes always encode")
+            }),
+            Err(why) => self.send(src, ret, &[ticket, FAILED], why.as_bytes()),
+        }
+    }
+
+    /// Send `payload` to handler `h` of `peer` with `args`.
+    pub(crate) fn send(
+        &self,
+        peer: Rank,
+        h: HandlerId,
+        args: &[u32],
+        payload: &[u8],
+    ) -> Result<()> {
+        let n = payload.len();
+        self.send_with(peer, h, args, n, n, |b| {
+            b[..n].copy_from_slice(payload);
+            Ok(Some(n))
+        })?;
+        Ok(())
+    }
+
+    /// Prepare a Medium of `least..=most` bytes for `peer`, let `fill`
+    /// write it in place and say how many bytes it used, and send them.
+    /// Waits (with internal progress) while there is no room:
+    /// back-pressure by IMMEDIATE, never an unbounded queue. `fill` may
+    /// say it does not fit (`None`: nothing sent, `Ok(false)`) or fail.
+    pub(crate) fn send_with(
+        &self,
+        peer: Rank,
+        h: HandlerId,
+        args: &[u32],
+        least: usize,
+        most: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<Option<usize>>,
+    ) -> Result<bool> {
+        let mut fill = Some(fill);
+        let mut spins = 0u64;
+        loop {
+            let ep = &self.inner.ep;
+            match ep.prepare_request_medium(peer, None, least, most, args.len(), Flags::IMMEDIATE) {
+                Ok(mut p) => {
+                    let f = fill.take().expect("fill runs once");
+                    return match f(p.buf()) {
+                        Ok(Some(len)) => {
+                            p.commit(h, args, len)?;
+                            Ok(true)
+                        }
+                        Ok(None) => {
+                            p.cancel();
+                            Ok(false)
+                        }
+                        Err(e) => {
+                            p.cancel();
+                            Err(e)
+                        }
+                    };
+                }
+                Err(rgex::Error::WouldBlock { .. }) => {
+                    spins += 1;
+                    if self.poll()? == 0 && spins.is_multiple_of(64) {
+                        std::thread::yield_now();
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Send `prefix` then `body` to handler `h` of `peer` with args
+    /// `[ticket, kind]`: in place in a Medium when it fits (serialized
+    /// straight into rgex's buffer), else staged in this rank's heap for
+    /// the peer to read (a rendezvous; the peer frees it by `free`).
+    /// `what` names the body for a serialization error.
+    pub(crate) fn send_body(
+        &self,
+        peer: Rank,
+        h: HandlerId,
+        ticket: u32,
+        prefix: &[u8],
+        body: &Body<'_>,
+        what: impl Fn() -> String,
+    ) -> Result<()> {
+        let ser = |e: postcard::Error| Error::Serialization {
+            rank: self.rank(),
+            what: what(),
+            why: e.to_string(),
+        };
+        let max = self.inner.ep.max_medium(peer, 2);
+        let k = prefix.len();
+        if k <= max {
+            let sent = self.send_with(peer, h, &[ticket, INLINE], k, max, |b| {
+                b[..k].copy_from_slice(prefix);
+                match body.write(&mut b[k..]) {
+                    Ok(used) => Ok(Some(k + used)),
+                    Err(postcard::Error::SerializeBufferFull) => Ok(None),
+                    Err(e) => Err(ser(e)),
+                }
+            })?;
+            if sent {
+                return Ok(());
+            }
+        }
+        let bytes = body.to_vec().map_err(ser)?;
+        let at = self.inner.heap.alloc::<Staged>(bytes.len() as u64, 1)?;
+        let mut b = prefix.to_vec();
+        b.extend_from_slice(&at.to_le_bytes());
+        b.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        let sent = self
+            .client()
+            .segment()
+            .write(at, &bytes)
+            .map_err(Error::from)
+            .and_then(|()| self.send(peer, h, &[ticket, STAGED], &b));
+        if sent.is_err() {
+            self.inner.heap.free::<Staged>(at)?;
+        }
+        sent
+    }
+
+    /// Run `fut` to completion on this thread, making user-level progress
+    /// while it is pending (UPC++'s `future.wait()`).
+    ///
+    /// ```no_run
+    /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {
+    /// let p = pg.new_::<u64>(5)?;
+    /// assert_eq!(pg.wait(pg.rget(p)?)?, 5);
+    /// # Ok(()) }
+    /// ```
+    pub fn wait<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        let mut fut = pin!(fut);
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let mut idle = 0u32;
+        loop {
+            if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                return v;
+            }
+            if self.progress()? == 0 {
+                idle += 1;
+                if idle.is_multiple_of(64) {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// A future that makes user-level progress each time it is polled and
+    /// stays pending until its [`stopper`](crate::ProgressTask::stopper)
+    /// says stop: run it as one more task on an executor whose other
+    /// tasks await rgex-pgas futures.
+    pub fn progress_task(&self) -> crate::ProgressTask {
+        crate::ProgressTask::new(self.clone())
+    }
+
+    /// Wait at a barrier of every rank, making user-level progress.
+    pub fn barrier(&self) -> Result<()> {
+        self.wait(self.barrier_async()?)
+    }
+
+    /// A barrier of every rank as a future.
+    pub fn barrier_async(&self) -> Result<impl Future<Output = Result<()>> + 'static> {
+        let ev = self.inner.client.world_team().barrier_nb()?;
+        Ok(async move { Ok(ev.await?) })
+    }
+
+    /// RPC bodies that failed on this rank with nobody to tell (called by
+    /// [`rpc_ff`](Self::rpc_ff)); each was printed (the first 16).
+    pub fn lost_failures(&self) -> u64 {
+        self.inner.lost_failures.load(Ordering::Relaxed)
+    }
+}
+
+/// The type staged bodies are allocated as (so nothing else frees them).
+pub(crate) struct Staged;
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
