@@ -49,6 +49,7 @@ impl Heap {
     /// A heap for `rank` over segment offsets `start..end`.
     pub fn new(rank: Rank, start: u64, end: u64) -> Heap {
         let start = start.next_multiple_of(MIN_ALIGN);
+        let end = end - end % MIN_ALIGN;
         let mut free = BTreeMap::new();
         if end > start {
             free.insert(start, end - start);
