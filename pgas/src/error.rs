@@ -61,7 +61,7 @@ pub enum Error {
     },
     /// An RPC failed at its target (its result could not be sent back,
     /// or the target refused the call), reported at the caller.
-    #[error("rgex-pgas: rpc from {from} to rank {target} failed there: {why}")]
+    #[error("rgex-pgas: an rpc from {from} to {target} failed: {why}")]
     Remote {
         /// The caller.
         from: Rank,

@@ -1,0 +1,269 @@
+//! rgex-pgas's own checks, as a job (run by tests/run.rs on 1, 2 and 4
+//! ranks): every piece of the crate, from several threads and under an
+//! executor, with the errors it must give. Prints one `ok:` line per
+//! check on rank 0 and exits 0 only if every check held.
+//!
+//! Usage: `conformance [all|departure]`. `departure`: rank 1 leaves the
+//! job at once; rank 0's RPC to it must fail naming it.
+
+use rgex::{AtomicOp, OpSet, Rank};
+use rgex_pgas::{AtomicDomain, DistObject, Error, GlobalPtr, Pgas};
+use rgex_tests::executor::{run_all, Task};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+fn ok(pg: &Pgas, what: &str) {
+    if pg.rank() == Rank(0) {
+        println!("ok: {what}");
+    }
+}
+
+fn next(pg: &Pgas) -> Rank {
+    Rank((pg.rank().0 + 1) % pg.size())
+}
+
+/// A value whose serialization fails.
+#[derive(Debug)]
+struct Unserializable;
+
+impl Serialize for Unserializable {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom("this value refuses to be serialized"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Unserializable {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Ok(Unserializable)
+    }
+}
+
+fn heap(pg: &Pgas) -> rgex_pgas::Result<()> {
+    let a = pg.new_array::<u64>(100, 7)?;
+    let b = pg.new_(1.5f64)?;
+    assert_eq!(pg.wait(pg.rget_slice(a, 100)?)?, vec![7u64; 100]);
+    assert_eq!(pg.wait(pg.rget(b)?)?, 1.5);
+    let e = pg.delete_(a.cast::<u32>()).unwrap_err().to_string();
+    assert!(e.contains("allocated for u64, not u32"), "{e}");
+    pg.delete_(a)?;
+    let e = pg.delete_(a).unwrap_err().to_string();
+    assert!(e.contains("already freed"), "{e}");
+    let e = pg.delete_(GlobalPtr::<u64>::null()).unwrap_err().to_string();
+    assert!(e.contains("null"), "{e}");
+    let seg = pg.client().segment().len();
+    let e = pg.new_array::<u8>(seg + 1, 0).unwrap_err().to_string();
+    assert!(e.contains("cannot allocate") && e.contains(&format!("{}", pg.rank())), "{e}");
+    // local(): this rank's memory always; a peer's where mapped.
+    let raw = pg.local(b)?;
+    // SAFETY: `b` is this rank's and nobody else knows it.
+    unsafe { *raw = 2.5 };
+    assert_eq!(pg.wait(pg.rget(b)?)?, 2.5);
+    pg.delete_(b)?;
+    ok(pg, "heap: new_, new_array, rget of them, wrong-type, double and null delete_, exhaustion, local()");
+    Ok(())
+}
+
+fn rma(pg: &Pgas) -> rgex_pgas::Result<()> {
+    let n = 1000usize;
+    let mine = pg.new_array::<u32>(n, 0)?;
+    let all = DistObject::new(pg, mine)?;
+    let theirs = pg.wait(all.fetch(next(pg))?)?;
+    let me = pg.rank().0;
+    // Four threads each write a quarter of the next rank's array.
+    std::thread::scope(|s| {
+        for t in 0..4usize {
+            let pg = pg.clone();
+            s.spawn(move || -> rgex_pgas::Result<()> {
+                let part: Vec<u32> = (t * n / 4..(t + 1) * n / 4).map(|i| me * 1_000_000 + i as u32).collect();
+                let at = theirs.plus((t * n / 4) as i64)?;
+                pg.wait(pg.rput_slice(&part, at)?)
+            });
+        }
+    });
+    pg.barrier()?;
+    let left = (me + pg.size() - 1) % pg.size();
+    let got = pg.wait(pg.rget_slice(mine, n)?)?;
+    assert!(got.iter().enumerate().all(|(i, &v)| v == left * 1_000_000 + i as u32), "rank {me}: rput_slice from 4 threads");
+    // Out of the segment: rgex's error, naming the rank and the limit.
+    let far = theirs.plus(1 << 40)?;
+    let e = pg.rput(1u32, far).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains(&format!("{}", next(pg))), "out of segment: {e}");
+    pg.barrier()?;
+    pg.delete_(mine)?;
+    ok(pg, "rma: rput_slice from 4 threads, rget_slice, out-of-segment error");
+    Ok(())
+}
+
+fn double(_: &Pgas, x: u64) -> u64 {
+    2 * x
+}
+
+fn rpc(pg: &Pgas) -> rgex_pgas::Result<()> {
+    let to = next(pg);
+    assert_eq!(pg.wait(pg.rpc(to, double, 21)?)?, 42);
+    let s = pg.wait(pg.rpc(to, |pg, (a, b): (String, u32)| format!("{a} {b} at {}", pg.rank()), ("hi".to_string(), 3))?)?;
+    assert_eq!(s, format!("hi 3 at {to}"));
+    // Large arguments and results: staged and read by the other side.
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let back = pg.wait(pg.rpc(to, |_, v: Vec<u8>| v.iter().rev().copied().collect::<Vec<u8>>(), big.clone())?)?;
+    assert!(back.iter().eq(big.iter().rev()), "a 300 KB round trip");
+    let sum = pg.wait(pg.rpc(to, |_, v: Vec<u8>| v.iter().map(|&b| u64::from(b)).sum::<u64>(), big.clone())?)?;
+    assert_eq!(sum, big.iter().map(|&b| u64::from(b)).sum::<u64>());
+    // Errors: serialization at the caller and at the target, a body that panics.
+    let e = pg.rpc(to, |_, _: Unserializable| 0u8, Unserializable).err().map(|e| e.to_string()).unwrap_or_default();
+    // (postcard keeps no custom message: the error names the type and the call.)
+    assert!(e.contains("arguments (conformance::Unserializable)") && e.contains("Serializ"), "{e}");
+    let e = pg.wait(pg.rpc(to, |_, ()| Unserializable, ())?).unwrap_err().to_string();
+    assert!(e.contains("result (conformance::Unserializable)") && e.contains(&format!("{to}")), "{e}");
+    let e = pg.wait(pg.rpc(to, |_, x: u32| -> u32 { assert!(x == 0, "x is {x}"); x }, 5)?).unwrap_err();
+    assert!(matches!(e, Error::Remote { .. }) && e.to_string().contains("x is 5"), "{e}");
+    // Many at once from several threads, each waiting for its own.
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let pg = pg.clone();
+            s.spawn(move || -> rgex_pgas::Result<()> {
+                let fs: Vec<_> = (0..300u64).map(|i| pg.rpc(to, double, t * 1000 + i)).collect::<Result<_, _>>()?;
+                for (i, f) in fs.into_iter().enumerate() {
+                    assert_eq!(pg.wait(f)?, 2 * (t * 1000 + i as u64));
+                }
+                Ok(())
+            });
+        }
+    });
+    // rpc_ff: counted at the target.
+    pg.set_state(AtomicU64::new(0));
+    pg.barrier()?;
+    for i in 0..500u64 {
+        pg.rpc_ff(to, |pg, v: u64| {
+            pg.state::<AtomicU64>().expect("set").fetch_add(v, Ordering::Relaxed);
+        }, i)?;
+    }
+    let want = (0..500u64).sum::<u64>();
+    let c = pg.state::<AtomicU64>()?;
+    let start = Instant::now();
+    while c.load(Ordering::Relaxed) < want {
+        pg.progress()?;
+        assert!(start.elapsed() < Duration::from_secs(60), "rpc_ff: {} of {want}", c.load(Ordering::Relaxed));
+    }
+    pg.barrier()?;
+    assert_eq!(c.load(Ordering::Relaxed), want);
+    ok(pg, "rpc: values, strings, 300 KB arguments and results, serialization errors both sides, a panicking body, 4 threads x 300 calls, 500 rpc_ff");
+    Ok(())
+}
+
+fn dist_object_early(pg: &Pgas) -> rgex_pgas::Result<()> {
+    // Rank 0 fetches rank 1's next object before rank 1 has made it.
+    if pg.size() > 1 && pg.rank() == Rank(1) {
+        std::thread::sleep(Duration::from_millis(300));
+        for _ in 0..100 {
+            pg.progress()?; // the early fetch arrives and waits
+        }
+    }
+    let d = DistObject::new(pg, vec![pg.rank().0; 3])?;
+    if pg.size() > 1 && pg.rank() == Rank(0) {
+        assert_eq!(pg.wait(d.fetch(Rank(1))?)?, vec![1; 3]);
+    }
+    let back = pg.wait(d.fetch(next(pg))?)?;
+    assert_eq!(back, vec![next(pg).0; 3]);
+    pg.barrier()?;
+    ok(pg, "dist_object: fetch from every rank, a fetch before the target made its instance waits for it");
+    Ok(())
+}
+
+fn atomics(pg: &Pgas) -> rgex_pgas::Result<()> {
+    let ad = AtomicDomain::<u64>::new(pg, OpSet::of(&[AtomicOp::Fadd, AtomicOp::Get, AtomicOp::Set, AtomicOp::Fcas, AtomicOp::Add]))?;
+    let c = DistObject::new(pg, pg.new_(0u64)?)?;
+    let target = pg.wait(c.fetch(Rank(0))?)?;
+    for _ in 0..500 {
+        pg.wait(ad.fetch_add(target, 1)?)?;
+        pg.wait(ad.add(target, 2)?)?;
+    }
+    pg.barrier()?;
+    let total = pg.wait(ad.load(target)?)?;
+    assert_eq!(total, 1500 * u64::from(pg.size()));
+    pg.barrier()?;
+    if pg.rank() == Rank(0) {
+        assert_eq!(pg.wait(ad.compare_exchange(target, total, 7)?)?, total);
+        assert_eq!(pg.wait(ad.compare_exchange(target, total, 9)?)?, 7);
+    }
+    pg.barrier()?;
+    ok(pg, "atomics: fetch_add and add from every rank exact, load, compare_exchange");
+    Ok(())
+}
+
+fn executor(pg: &Pgas) -> rgex_pgas::Result<()> {
+    // A thousand tasks, each an RPC, a put and a get, awaited on the test
+    // suite's executor (wakers woken by the handlers), progress as the
+    // executor's idle step.
+    let to = next(pg);
+    let area = pg.new_array::<u64>(1000, 0)?;
+    let d = DistObject::new(pg, area)?;
+    let theirs = pg.wait(d.fetch(to)?)?;
+    let me = u64::from(pg.rank().0);
+    let tasks: Vec<Task<'_, rgex_pgas::Result<()>>> = (0..1000u64)
+        .map(|i| {
+            let pg = pg.clone();
+            Box::pin(async move {
+                assert_eq!(pg.rpc(to, double, i)?.await?, 2 * i);
+                let at = theirs.plus(i as i64)?;
+                pg.rput(me * 10_000 + i, at)?.await?;
+                assert_eq!(pg.rget(at)?.await?, me * 10_000 + i);
+                Ok(())
+            }) as Task<'_, _>
+        })
+        .collect();
+    let (outs, stats) = run_all("pgas executor", tasks, || pg.progress().map(|n| n > 0).unwrap_or(false));
+    outs.into_iter().collect::<rgex_pgas::Result<Vec<()>>>()?;
+    assert!(stats.polls >= 1000);
+    let (outs, _) = run_all("pgas barrier", vec![Box::pin(pg.barrier_async()?) as Task<'_, _>], || pg.progress().is_ok());
+    outs.into_iter().collect::<rgex_pgas::Result<Vec<()>>>()?;
+    ok(pg, "executor: 1000 tasks each awaiting an rpc, an rput and an rget; barrier_async");
+    Ok(())
+}
+
+fn departure(pg: &Pgas) -> rgex_pgas::Result<()> {
+    if pg.size() < 2 {
+        println!("skip: departure needs two ranks");
+        return Ok(());
+    }
+    if pg.rank() == Rank(1) {
+        std::process::exit(0);
+    }
+    let start = Instant::now();
+    loop {
+        match pg.rpc(Rank(1), double, 1).map(|f| pg.wait(f)) {
+            Err(e) | Ok(Err(e)) => {
+                let e = e.to_string();
+                assert!(e.contains("rank 1"), "the error names rank 1: {e}");
+                println!("ok: an rpc to a rank that left fails naming it: {e}");
+                return Ok(());
+            }
+            Ok(Ok(_)) => {
+                // Rank 1 answered before it left: try again.
+                assert!(start.elapsed() < Duration::from_secs(60), "rank 1 never left");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+fn main() -> rgex_pgas::Result<()> {
+    let what = std::env::args().nth(1).unwrap_or_else(|| "all".into());
+    let pg = rgex_pgas::init()?;
+    match what.as_str() {
+        "all" => {
+            heap(&pg)?;
+            rma(&pg)?;
+            rpc(&pg)?;
+            dist_object_early(&pg)?;
+            atomics(&pg)?;
+            executor(&pg)?;
+            pg.barrier()?;
+            ok(&pg, &format!("all checks on {} ranks", pg.size()));
+        }
+        "departure" => departure(&pg)?,
+        other => panic!("unknown check {other:?}: all or departure"),
+    }
+    Ok(())
+}
