@@ -27,6 +27,11 @@ pub struct AtomicDomain<T: AtomicValue> {
 impl<T: AtomicValue> AtomicDomain<T> {
     /// A domain for `ops` (collective over every rank).
     pub fn new(pg: &Pgas, ops: OpSet) -> Result<Self> {
+        // rgex's collective underneath polls rgex only; a barrier with
+        // user-level progress first lets every rank finish serving what
+        // the others wait for (a dist_object fetch, an RPC) before any
+        // of them stops serving.
+        pg.barrier()?;
         Ok(AtomicDomain {
             ad: rgex::AtomicDomain::new(pg.ep(), pg.client().world_team(), ops)?,
         })

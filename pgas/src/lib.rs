@@ -38,6 +38,7 @@
 
 mod alloc;
 mod atomic;
+mod collectives;
 mod dist_object;
 mod error;
 mod fn_id;

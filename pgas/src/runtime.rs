@@ -483,7 +483,7 @@ impl Pgas {
                 }
                 Err(rgex::Error::WouldBlock { .. }) => {
                     spins += 1;
-                    if self.poll()? == 0 && spins.is_multiple_of(64) {
+                    if self.poll()? == 0 && (self.inner.ep.polite() || spins.is_multiple_of(64)) {
                         std::thread::yield_now();
                     }
                 }
@@ -563,7 +563,9 @@ impl Pgas {
             }
             if self.progress()? == 0 {
                 idle += 1;
-                if idle.is_multiple_of(64) {
+                // Oversubscribed (more ranks than cores: rgex's polite
+                // mode), give the core away at once.
+                if self.inner.ep.polite() || idle.is_multiple_of(64) {
                     std::thread::yield_now();
                 }
             }
@@ -578,8 +580,10 @@ impl Pgas {
         crate::ProgressTask::new(self.clone())
     }
 
-    /// Wait at a barrier of every rank, making user-level progress.
+    /// Wait at a barrier of every rank, making user-level progress
+    /// (at least once, so work that arrived before it runs).
     pub fn barrier(&self) -> Result<()> {
+        self.progress()?;
         self.wait(self.barrier_async()?)
     }
 
