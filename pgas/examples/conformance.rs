@@ -29,7 +29,9 @@ struct Unserializable;
 
 impl Serialize for Unserializable {
     fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
-        Err(serde::ser::Error::custom("this value refuses to be serialized"))
+        Err(serde::ser::Error::custom(
+            "this value refuses to be serialized",
+        ))
     }
 }
 
@@ -49,11 +51,17 @@ fn heap(pg: &Pgas) -> rgex_pgas::Result<()> {
     pg.delete_(a)?;
     let e = pg.delete_(a).unwrap_err().to_string();
     assert!(e.contains("already freed"), "{e}");
-    let e = pg.delete_(GlobalPtr::<u64>::null()).unwrap_err().to_string();
+    let e = pg
+        .delete_(GlobalPtr::<u64>::null())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("null"), "{e}");
     let seg = pg.client().segment().len();
     let e = pg.new_array::<u8>(seg + 1, 0).unwrap_err().to_string();
-    assert!(e.contains("cannot allocate") && e.contains(&format!("{}", pg.rank())), "{e}");
+    assert!(
+        e.contains("cannot allocate") && e.contains(&format!("{}", pg.rank())),
+        "{e}"
+    );
     // local(): this rank's memory always; a peer's where mapped.
     let raw = pg.local(b)?;
     // SAFETY: `b` is this rank's and nobody else knows it.
@@ -75,7 +83,9 @@ fn rma(pg: &Pgas) -> rgex_pgas::Result<()> {
         for t in 0..4usize {
             let pg = pg.clone();
             s.spawn(move || -> rgex_pgas::Result<()> {
-                let part: Vec<u32> = (t * n / 4..(t + 1) * n / 4).map(|i| me * 1_000_000 + i as u32).collect();
+                let part: Vec<u32> = (t * n / 4..(t + 1) * n / 4)
+                    .map(|i| me * 1_000_000 + i as u32)
+                    .collect();
                 let at = theirs.plus((t * n / 4) as i64)?;
                 pg.wait(pg.rput_slice(&part, at)?)
             });
@@ -84,14 +94,26 @@ fn rma(pg: &Pgas) -> rgex_pgas::Result<()> {
     pg.barrier()?;
     let left = (me + pg.size() - 1) % pg.size();
     let got = pg.wait(pg.rget_slice(mine, n)?)?;
-    assert!(got.iter().enumerate().all(|(i, &v)| v == left * 1_000_000 + i as u32), "rank {me}: rput_slice from 4 threads");
+    assert!(
+        got.iter()
+            .enumerate()
+            .all(|(i, &v)| v == left * 1_000_000 + i as u32),
+        "rank {me}: rput_slice from 4 threads"
+    );
     // Out of the segment: rgex's error, naming the rank and the limit.
     let far = theirs.plus(1 << 40)?;
-    let e = pg.rput(1u32, far).err().map(|e| e.to_string()).unwrap_or_default();
+    let e = pg
+        .rput(1u32, far)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     assert!(e.contains(&format!("{}", next(pg))), "out of segment: {e}");
     pg.barrier()?;
     pg.delete_(mine)?;
-    ok(pg, "rma: rput_slice from 4 threads, rget_slice, out-of-segment error");
+    ok(
+        pg,
+        "rma: rput_slice from 4 threads, rget_slice, out-of-segment error",
+    );
     Ok(())
 }
 
@@ -102,28 +124,67 @@ fn double(_: &Pgas, x: u64) -> u64 {
 fn rpc(pg: &Pgas) -> rgex_pgas::Result<()> {
     let to = next(pg);
     assert_eq!(pg.wait(pg.rpc(to, double, 21)?)?, 42);
-    let s = pg.wait(pg.rpc(to, |pg, (a, b): (String, u32)| format!("{a} {b} at {}", pg.rank()), ("hi".to_string(), 3))?)?;
+    let s = pg.wait(pg.rpc(
+        to,
+        |pg, (a, b): (String, u32)| format!("{a} {b} at {}", pg.rank()),
+        ("hi".to_string(), 3),
+    )?)?;
     assert_eq!(s, format!("hi 3 at {to}"));
     // Large arguments and results: staged and read by the other side.
     let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-    let back = pg.wait(pg.rpc(to, |_, v: Vec<u8>| v.iter().rev().copied().collect::<Vec<u8>>(), big.clone())?)?;
+    let back = pg.wait(pg.rpc(
+        to,
+        |_, v: Vec<u8>| v.iter().rev().copied().collect::<Vec<u8>>(),
+        big.clone(),
+    )?)?;
     assert!(back.iter().eq(big.iter().rev()), "a 300 KB round trip");
-    let sum = pg.wait(pg.rpc(to, |_, v: Vec<u8>| v.iter().map(|&b| u64::from(b)).sum::<u64>(), big.clone())?)?;
+    let sum = pg.wait(pg.rpc(
+        to,
+        |_, v: Vec<u8>| v.iter().map(|&b| u64::from(b)).sum::<u64>(),
+        big.clone(),
+    )?)?;
     assert_eq!(sum, big.iter().map(|&b| u64::from(b)).sum::<u64>());
     // Errors: serialization at the caller and at the target, a body that panics.
-    let e = pg.rpc(to, |_, _: Unserializable| 0u8, Unserializable).err().map(|e| e.to_string()).unwrap_or_default();
+    let e = pg
+        .rpc(to, |_, _: Unserializable| 0u8, Unserializable)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     // (postcard keeps no custom message: the error names the type and the call.)
-    assert!(e.contains("arguments (conformance::Unserializable)") && e.contains("Serializ"), "{e}");
-    let e = pg.wait(pg.rpc(to, |_, ()| Unserializable, ())?).unwrap_err().to_string();
-    assert!(e.contains("result (conformance::Unserializable)") && e.contains(&format!("{to}")), "{e}");
-    let e = pg.wait(pg.rpc(to, |_, x: u32| -> u32 { assert!(x == 0, "x is {x}"); x }, 5)?).unwrap_err();
-    assert!(matches!(e, Error::Remote { .. }) && e.to_string().contains("x is 5"), "{e}");
+    assert!(
+        e.contains("arguments (conformance::Unserializable)") && e.contains("Serializ"),
+        "{e}"
+    );
+    let e = pg
+        .wait(pg.rpc(to, |_, ()| Unserializable, ())?)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("result (conformance::Unserializable)") && e.contains(&format!("{to}")),
+        "{e}"
+    );
+    let e = pg
+        .wait(pg.rpc(
+            to,
+            |_, x: u32| -> u32 {
+                assert!(x == 0, "x is {x}");
+                x
+            },
+            5,
+        )?)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::Remote { .. }) && e.to_string().contains("x is 5"),
+        "{e}"
+    );
     // Many at once from several threads, each waiting for its own.
     std::thread::scope(|s| {
         for t in 0..4u64 {
             let pg = pg.clone();
             s.spawn(move || -> rgex_pgas::Result<()> {
-                let fs: Vec<_> = (0..300u64).map(|i| pg.rpc(to, double, t * 1000 + i)).collect::<Result<_, _>>()?;
+                let fs: Vec<_> = (0..300u64)
+                    .map(|i| pg.rpc(to, double, t * 1000 + i))
+                    .collect::<Result<_, _>>()?;
                 for (i, f) in fs.into_iter().enumerate() {
                     assert_eq!(pg.wait(f)?, 2 * (t * 1000 + i as u64));
                 }
@@ -135,16 +196,26 @@ fn rpc(pg: &Pgas) -> rgex_pgas::Result<()> {
     pg.set_state(AtomicU64::new(0));
     pg.barrier()?;
     for i in 0..500u64 {
-        pg.rpc_ff(to, |pg, v: u64| {
-            pg.state::<AtomicU64>().expect("set").fetch_add(v, Ordering::Relaxed);
-        }, i)?;
+        pg.rpc_ff(
+            to,
+            |pg, v: u64| {
+                pg.state::<AtomicU64>()
+                    .expect("set")
+                    .fetch_add(v, Ordering::Relaxed);
+            },
+            i,
+        )?;
     }
     let want = (0..500u64).sum::<u64>();
     let c = pg.state::<AtomicU64>()?;
     let start = Instant::now();
     while c.load(Ordering::Relaxed) < want {
         pg.progress()?;
-        assert!(start.elapsed() < Duration::from_secs(60), "rpc_ff: {} of {want}", c.load(Ordering::Relaxed));
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "rpc_ff: {} of {want}",
+            c.load(Ordering::Relaxed)
+        );
     }
     pg.barrier()?;
     assert_eq!(c.load(Ordering::Relaxed), want);
@@ -172,7 +243,16 @@ fn dist_object_early(pg: &Pgas) -> rgex_pgas::Result<()> {
 }
 
 fn atomics(pg: &Pgas) -> rgex_pgas::Result<()> {
-    let ad = AtomicDomain::<u64>::new(pg, OpSet::of(&[AtomicOp::Fadd, AtomicOp::Get, AtomicOp::Set, AtomicOp::Fcas, AtomicOp::Add]))?;
+    let ad = AtomicDomain::<u64>::new(
+        pg,
+        OpSet::of(&[
+            AtomicOp::Fadd,
+            AtomicOp::Get,
+            AtomicOp::Set,
+            AtomicOp::Fcas,
+            AtomicOp::Add,
+        ]),
+    )?;
     let c = DistObject::new(pg, pg.new_(0u64)?)?;
     let target = pg.wait(c.fetch(Rank(0))?)?;
     for _ in 0..500 {
@@ -188,7 +268,10 @@ fn atomics(pg: &Pgas) -> rgex_pgas::Result<()> {
         assert_eq!(pg.wait(ad.compare_exchange(target, total, 9)?)?, 7);
     }
     pg.barrier()?;
-    ok(pg, "atomics: fetch_add and add from every rank exact, load, compare_exchange");
+    ok(
+        pg,
+        "atomics: fetch_add and add from every rank exact, load, compare_exchange",
+    );
     Ok(())
 }
 
@@ -213,12 +296,21 @@ fn executor(pg: &Pgas) -> rgex_pgas::Result<()> {
             }) as Task<'_, _>
         })
         .collect();
-    let (outs, stats) = run_all("pgas executor", tasks, || pg.progress().map(|n| n > 0).unwrap_or(false));
+    let (outs, stats) = run_all("pgas executor", tasks, || {
+        pg.progress().map(|n| n > 0).unwrap_or(false)
+    });
     outs.into_iter().collect::<rgex_pgas::Result<Vec<()>>>()?;
     assert!(stats.polls >= 1000);
-    let (outs, _) = run_all("pgas barrier", vec![Box::pin(pg.barrier_async()?) as Task<'_, _>], || pg.progress().is_ok());
+    let (outs, _) = run_all(
+        "pgas barrier",
+        vec![Box::pin(pg.barrier_async()?) as Task<'_, _>],
+        || pg.progress().is_ok(),
+    );
     outs.into_iter().collect::<rgex_pgas::Result<Vec<()>>>()?;
-    ok(pg, "executor: 1000 tasks each awaiting an rpc, an rput and an rget; barrier_async");
+    ok(
+        pg,
+        "executor: 1000 tasks each awaiting an rpc, an rput and an rget; barrier_async",
+    );
     Ok(())
 }
 
@@ -241,7 +333,10 @@ fn departure(pg: &Pgas) -> rgex_pgas::Result<()> {
             }
             Ok(Ok(_)) => {
                 // Rank 1 answered before it left: try again.
-                assert!(start.elapsed() < Duration::from_secs(60), "rank 1 never left");
+                assert!(
+                    start.elapsed() < Duration::from_secs(60),
+                    "rank 1 never left"
+                );
                 std::thread::sleep(Duration::from_millis(10));
             }
         }

@@ -96,9 +96,16 @@ fn main() -> rgex_pgas::Result<()> {
         let start = Instant::now();
         while served.0.load(Ordering::Relaxed) < expected {
             pg.progress()?;
-            assert!(start.elapsed() < Duration::from_secs(120), "rank {me}: updates lost");
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "rank {me}: updates lost"
+            );
         }
-        assert_eq!(served.0.load(Ordering::Relaxed), expected, "rank {me}: updates served");
+        assert_eq!(
+            served.0.load(Ordering::Relaxed),
+            expected,
+            "rank {me}: updates served"
+        );
     }
     pg.barrier()?;
     let secs = t0.elapsed().as_secs_f64();
@@ -106,8 +113,14 @@ fn main() -> rgex_pgas::Result<()> {
     assert_eq!(got, want, "rank {me}: bins");
     let rate = pg.allreduce(&[updates as f64 / secs], rgex::ReduceOp::Sum)?;
     if me == 0 {
-        println!("pgas histogram ({how}): {} updates into {total} bins on {n} ranks, every bin exact", updates * n);
-        println!("pgas histogram ({how}): {:.0} updates/s (all ranks)", rate[0]);
+        println!(
+            "pgas histogram ({how}): {} updates into {total} bins on {n} ranks, every bin exact",
+            updates * n
+        );
+        println!(
+            "pgas histogram ({how}): {:.0} updates/s (all ranks)",
+            rate[0]
+        );
     }
     pg.barrier()?;
     Ok(())

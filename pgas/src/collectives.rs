@@ -40,7 +40,12 @@ impl Pgas {
 
     /// `op` over every rank's `data`, element by element: `Some` at
     /// `root`, `None` elsewhere.
-    pub fn reduce<T: Numeric>(&self, root: u32, data: &[T], op: ReduceOp) -> Result<Option<Vec<T>>> {
+    pub fn reduce<T: Numeric>(
+        &self,
+        root: u32,
+        data: &[T],
+        op: ReduceOp,
+    ) -> Result<Option<Vec<T>>> {
         self.barrier()?;
         Ok(self.client().world_team().reduce(root, data, op)?)
     }

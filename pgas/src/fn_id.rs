@@ -130,18 +130,19 @@ where
     let f = conjure::<F>();
     // A body that panics fails its call (reported to the caller), not
     // the rank that runs it.
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(pg, args))).map_err(|p| {
-        let why = p
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".into());
-        rgex::Error::Failed(format!(
-            "{} panicked on {}: {why}",
-            std::any::type_name::<F>(),
-            pg.rank()
-        ))
-    })?;
+    let r =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(pg, args))).map_err(|p| {
+            let why = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            rgex::Error::Failed(format!(
+                "{} panicked on {}: {why}",
+                std::any::type_name::<F>(),
+                pg.rank()
+            ))
+        })?;
     postcard::to_allocvec(&r).map_err(|e| Error::Serialization {
         rank: pg.rank(),
         what: format!(

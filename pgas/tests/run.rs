@@ -1,0 +1,124 @@
+//! rgex-pgas's examples and checks as real jobs through the launcher (on
+//! the conduit `RGEX_CONDUIT` names; smp by default). Each program checks
+//! its own results exactly; these tests require success and the lines
+//! that say so.
+
+use rgex::launch::Job;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// An example's executable (cargo builds the examples for the tests,
+/// next to the test binaries' `deps` folder).
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>");
+    let p = dir.join("examples").join(name);
+    assert!(
+        p.exists(),
+        "{} not built (cargo test builds the examples)",
+        p.display()
+    );
+    p
+}
+
+/// Run example `name` on `n` ranks with `args`; require status 0 and
+/// return rank 0's output.
+fn run(n: u32, name: &str, args: &[&str]) -> String {
+    let exe = example(name);
+    let (outcome, out, err) = Job::new(n, exe.to_str().expect("a UTF-8 path"))
+        .args(args.iter().copied())
+        .timeout(Some(Duration::from_secs(240)))
+        .run_captured()
+        .expect("the launcher starts the job");
+    println!(
+        "{name} on {n}: status {}\n--- stdout\n{out}--- stderr\n{err}---",
+        outcome.status
+    );
+    assert_eq!(
+        outcome.status, 0,
+        "{name} on {n} ranks failed: {:?}",
+        outcome.failure
+    );
+    out
+}
+
+#[test]
+fn every_piece_checks_on_one_two_and_four_ranks() {
+    for n in [1u32, 2, 4] {
+        let out = run(n, "conformance", &["all"]);
+        for what in [
+            "heap:",
+            "rma:",
+            "rpc:",
+            "dist_object:",
+            "atomics:",
+            "executor:",
+        ] {
+            assert!(
+                out.contains(&format!("ok: {what}")),
+                "{n} ranks: no {what} line: {out}"
+            );
+        }
+        assert!(
+            out.contains(&format!("ok: all checks on {n} ranks")),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn an_rpc_to_a_rank_that_left_is_an_error_naming_it() {
+    let out = run(2, "conformance", &["departure"]);
+    assert!(
+        out.contains("ok: an rpc to a rank that left fails naming it"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_dht_on_one_two_four_and_eight_ranks() {
+    for n in [1u32, 2, 4, 8] {
+        let out = run(n, "dht", &["600"]);
+        assert!(
+            out.contains(&format!(
+                "pgas dht: {} keys on {n} ranks (600 inserted by each), every find exact",
+                600 * n
+            )),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn the_histogram_by_rpc_ff_and_by_atomics_on_one_two_four_and_eight_ranks() {
+    for how in ["rpc_ff", "atomics"] {
+        for n in [1u32, 2, 4, 8] {
+            let out = run(n, "histogram", &[how, "3000", "256"]);
+            assert!(
+                out.contains(&format!(
+                    "pgas histogram ({how}): {} updates into {} bins on {n} ranks, every bin exact",
+                    3000 * n,
+                    256 * n
+                )),
+                "{out}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_jacobi_stencil_on_one_two_four_and_eight_ranks() {
+    for n in [1u32, 2, 4, 8] {
+        let out = run(n, "jacobi", &["32", "6", "20"]);
+        assert!(
+            out.contains(&format!(
+                "pgas jacobi: {n} ranks, {} x 32 grid, 20 steps, every band matches the whole-grid reference bit for bit",
+                6 * n
+            )),
+            "{out}"
+        );
+    }
+}
