@@ -1,6 +1,9 @@
 //! What this machine can run: the report `rgex-info` prints (like
 //! `fi_info` and `ucx_info`). Collecting it loads the network libraries
-//! (libfabric, libibverbs) to ask them, but starts no job.
+//! (libfabric, libibverbs) to ask them, opens the ofi provider a job would
+//! choose as far as an endpoint (to ask it about each atomic), opens every
+//! verbs device and the software device (to query their ports and the
+//! inline size a queue pair is granted), but starts no job.
 
 mod atomics;
 mod conduits;
