@@ -22,6 +22,8 @@
 
 mod error;
 mod library;
+mod system;
 
 pub use error::LoadError;
 pub use library::{is_mapped, Library, Spec};
+pub use system::System;

@@ -9,8 +9,10 @@ root=$(cd "$here/../.." && pwd)
 out="$here/src/bindings.rs"
 if [ "${1:-}" = --check ]; then out=$(mktemp --suffix=.rs); trap 'rm -f "$out"' EXIT; fi
 # shellcheck disable=SC2046 # the flags are separate words
-cargo run --quiet --locked --manifest-path "$here/gen/Cargo.toml" \
-    --target-dir "$root/target/gen" -- "$out" $(pkg-config --cflags pmix)
+# The generator (tools/bindings-gen, shared with the other -sys crate)
+# reads gen/wrapper.h and its allowlist for pmix.
+cargo run --quiet --locked --manifest-path "$root/tools/bindings-gen/Cargo.toml" \
+    --target-dir "$root/target/gen" -- pmix "$out" $(pkg-config --cflags pmix)
 # The same formatting as `cargo fmt` gives the committed file.
 rustfmt --edition 2021 "$out"
 if [ "${1:-}" = --check ]; then

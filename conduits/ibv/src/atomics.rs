@@ -43,31 +43,66 @@ pub enum Plan {
     Loop,
 }
 
-/// The plan for `op` on `ty`, or `None` if it is never offloaded.
-fn mapping(ty: AtomicType, op: AtomicOp) -> Option<Plan> {
+impl Plan {
+    /// The verbs that perform it.
+    pub const fn verbs(self) -> &'static str {
+        match self {
+            Plan::FetchAdd => "FETCH_AND_ADD",
+            Plan::CompareSwap => "CMP_AND_SWP",
+            Plan::Loop => "a CMP_AND_SWP loop",
+        }
+    }
+}
+
+/// Why a 32-bit or float type is never offloaded.
+const NOT_64_BIT_INTEGER: &str =
+    "verbs atomics are 8-byte integer FETCH_AND_ADD and CMP_AND_SWP only";
+
+/// Why MULT, MIN, MAX and the bitwise ops are never offloaded.
+const NO_VERB: &str =
+    "no verbs atomic performs it (a CAS loop per op would be slower than the AM reference)";
+
+/// Why nothing is offloaded to a device without atomics.
+pub const NO_DEVICE_ATOMICS: &str = "the device has no atomics (IBV_ATOMIC_NONE)";
+
+/// The plan for `op` on `ty`, or why it is never offloaded.
+fn mapping(ty: AtomicType, op: AtomicOp) -> std::result::Result<Plan, &'static str> {
     use AtomicOp::*;
     if !matches!(ty, AtomicType::I64 | AtomicType::U64) {
-        return None;
+        return Err(NOT_64_BIT_INTEGER);
     }
     match op {
-        Add | Fadd | Sub | Fsub | Inc | Finc | Dec | Fdec | Get => Some(Plan::FetchAdd),
-        Cas | Fcas => Some(Plan::CompareSwap),
-        Set | Swap => Some(Plan::Loop),
-        Mult | Fmult | Min | Fmin | Max | Fmax | And | Fand | Or | For | Xor | Fxor => None,
+        Add | Fadd | Sub | Fsub | Inc | Finc | Dec | Fdec | Get => Ok(Plan::FetchAdd),
+        Cas | Fcas => Ok(Plan::CompareSwap),
+        Set | Swap => Ok(Plan::Loop),
+        Mult | Fmult | Min | Fmin | Max | Fmax | And | Fand | Or | For | Xor | Fxor => Err(NO_VERB),
     }
+}
+
+/// How `op` on `ty` is offloaded to an HCA (`atomics`: it has 8-byte
+/// atomics), or why it is not (such a domain takes the AM reference).
+pub fn offload(
+    atomics: bool,
+    ty: AtomicType,
+    op: AtomicOp,
+) -> std::result::Result<Plan, &'static str> {
+    if !atomics {
+        return Err(NO_DEVICE_ATOMICS);
+    }
+    mapping(ty, op)
 }
 
 /// True if the HCA (`atomics`: it has 8-byte atomics) performs every op
 /// of `ops` on `ty`.
 pub(crate) fn offloadable(atomics: bool, ty: AtomicType, ops: OpSet) -> bool {
-    atomics && ops.iter().all(|op| mapping(ty, op).is_some())
+    atomics && ops.iter().all(|op| mapping(ty, op).is_ok())
 }
 
 /// The plan for `req`, or an error naming it if it is never offloaded.
 pub(crate) fn plan(req: &AtomicRequest) -> Result<Plan> {
-    mapping(req.ty, req.op).ok_or_else(|| {
+    mapping(req.ty, req.op).map_err(|why| {
         Error::Config(format!(
-            "the ibv conduit does not offload {:?} on {:?} (at {} + {:#x})",
+            "the ibv conduit does not offload {:?} on {:?} (at {} + {:#x}): {why}",
             req.op, req.ty, req.target, req.offset
         ))
     })
@@ -148,6 +183,50 @@ mod tests {
     use super::*;
     use rgex_core::atomic::combine;
     use rgex_core::Rank;
+
+    #[test]
+    fn offload_says_how_or_why_not() {
+        assert_eq!(
+            offload(true, AtomicType::U64, AtomicOp::Fadd),
+            Ok(Plan::FetchAdd)
+        );
+        assert_eq!(
+            offload(true, AtomicType::I64, AtomicOp::Swap),
+            Ok(Plan::Loop)
+        );
+        assert_eq!(
+            offload(false, AtomicType::U64, AtomicOp::Fadd),
+            Err(NO_DEVICE_ATOMICS)
+        );
+        assert_eq!(
+            offload(true, AtomicType::U32, AtomicOp::Fadd),
+            Err(NOT_64_BIT_INTEGER)
+        );
+        assert_eq!(
+            offload(true, AtomicType::F64, AtomicOp::Get),
+            Err(NOT_64_BIT_INTEGER)
+        );
+        assert_eq!(
+            offload(true, AtomicType::U64, AtomicOp::Fmult),
+            Err(NO_VERB)
+        );
+        let e = plan(&AtomicRequest {
+            target: Rank(1),
+            offset: 8,
+            ty: AtomicType::U64,
+            op: AtomicOp::Xor,
+            operand1: 0,
+            operand2: 0,
+            acquire: false,
+            release: false,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("Xor on U64 (at rank 1 + 0x8): no verbs atomic performs it"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn offloads_only_whole_64_bit_sets_of_add_and_cas_ops() {

@@ -41,28 +41,36 @@ use libfabric_sys as sys;
 use rgex_core::atomic::{AtomicOp, AtomicRequest, AtomicType, OpSet};
 use rgex_core::{Error, Result};
 use std::ffi::c_void;
+use sys::AtomicCall as Call;
 
-/// Which libfabric call performs an op.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Call {
-    Plain,
-    Fetch,
-    Compare,
-}
-
-/// The libfabric call and operation for `op` on `ty`, or `None` if rgex
-/// never offloads it.
-fn mapping(ty: AtomicType, op: AtomicOp) -> Option<(Call, sys::fi_op)> {
+/// The libfabric call and operation for `op` on `ty`, or why rgex never
+/// offloads it.
+fn mapping(ty: AtomicType, op: AtomicOp) -> std::result::Result<(Call, sys::fi_op), &'static str> {
     use AtomicOp::*;
-    if ty.is_float() && (op.is_bitwise() || matches!(op, Min | Fmin | Max | Fmax)) {
-        return None;
+    if ty.is_float() && op.is_bitwise() {
+        return Err("bitwise ops are for integers only");
     }
-    let f = |plain: bool, o| Some((if plain { Call::Plain } else { Call::Fetch }, o));
+    if ty.is_float() && matches!(op, Min | Fmin | Max | Fmax) {
+        return Err(
+            "rgex's float MIN/MAX (IEEE minimumNumber/maximumNumber: NaN and signed zeros) \
+             is not what providers document for FI_MIN/FI_MAX",
+        );
+    }
+    let f = |plain: bool, o| {
+        Ok((
+            if plain {
+                Call::Atomic
+            } else {
+                Call::FetchAtomic
+            },
+            o,
+        ))
+    };
     match op {
         Set => f(true, sys::FI_ATOMIC_WRITE),
         Get => f(false, sys::FI_ATOMIC_READ),
         Swap => f(false, sys::FI_ATOMIC_WRITE),
-        Cas | Fcas => Some((Call::Compare, sys::FI_CSWAP)),
+        Cas | Fcas => Ok((Call::CompareAtomic, sys::FI_CSWAP)),
         Add | Sub | Inc | Dec => f(true, sys::FI_SUM),
         Fadd | Fsub | Finc | Fdec => f(false, sys::FI_SUM),
         Mult => f(true, sys::FI_PROD),
@@ -77,6 +85,35 @@ fn mapping(ty: AtomicType, op: AtomicOp) -> Option<(Call, sys::fi_op)> {
         For => f(false, sys::FI_BOR),
         Xor => f(true, sys::FI_BXOR),
         Fxor => f(false, sys::FI_BXOR),
+    }
+}
+
+/// libfabric's name of an operation rgex uses.
+fn op_name(op: sys::fi_op) -> &'static str {
+    match op {
+        sys::FI_ATOMIC_WRITE => "FI_ATOMIC_WRITE",
+        sys::FI_ATOMIC_READ => "FI_ATOMIC_READ",
+        sys::FI_CSWAP => "FI_CSWAP",
+        sys::FI_SUM => "FI_SUM",
+        sys::FI_PROD => "FI_PROD",
+        sys::FI_MIN => "FI_MIN",
+        sys::FI_MAX => "FI_MAX",
+        sys::FI_BAND => "FI_BAND",
+        sys::FI_BOR => "FI_BOR",
+        sys::FI_BXOR => "FI_BXOR",
+        _ => "another fi_op",
+    }
+}
+
+/// libfabric's name of a datatype rgex uses.
+fn datatype_name(ty: AtomicType) -> &'static str {
+    match ty {
+        AtomicType::I32 => "FI_INT32",
+        AtomicType::U32 => "FI_UINT32",
+        AtomicType::I64 => "FI_INT64",
+        AtomicType::U64 => "FI_UINT64",
+        AtomicType::F32 => "FI_FLOAT",
+        AtomicType::F64 => "FI_DOUBLE",
     }
 }
 
@@ -115,14 +152,82 @@ fn operand(ty: AtomicType, op: AtomicOp, a: u64) -> u64 {
     }
 }
 
-/// Providers whose atomics `fi_query_atomic` accepts but which fail
-/// rgex's exactness tests here, so domains take the AM reference instead.
+/// Providers whose atomics `fi_atomicvalid` accepts but which fail
+/// rgex's exactness tests here, so domains take the AM reference instead,
+/// with what failed.
 ///
 /// - `shm` (libfabric 1.17): under tests/src/bin/atomics_conformance, two
 ///   concurrent FADDs fetched the same value, and 32-bit FSUB/FDEC fetched
 ///   -2 where the old value was expected; the same code passes on
 ///   tcp;ofi_rxm and sockets. Revisit with a newer libfabric.
-const BROKEN_ATOMICS: &[&str] = &["shm"];
+const BROKEN_ATOMICS: &[(&str, &str)] = &[(
+    "shm",
+    "libfabric 1.17's shm atomics fail rgex's exactness tests (two concurrent FADDs fetched one value)",
+)];
+
+/// Why rgex does not offload an op to a provider.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The provider did not grant `FI_ATOMIC`.
+    NoAtomicCap,
+    /// The provider's atomics are known to be wrong: what failed.
+    Broken(&'static str),
+    /// rgex never offloads this op on this type: why.
+    Never(&'static str),
+    /// The provider does not perform the op on the type: its validity
+    /// query said no.
+    NotValid {
+        /// The query (`fi_fetch_atomicvalid`, ...).
+        query: &'static str,
+        /// The operation (`FI_PROD`, ...).
+        op: &'static str,
+        /// The datatype (`FI_FLOAT`, ...).
+        datatype: &'static str,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::NoAtomicCap => write!(f, "the provider lacks FI_ATOMIC"),
+            Refusal::Broken(why) => write!(f, "{why}"),
+            Refusal::Never(why) => write!(f, "never offloaded: {why}"),
+            Refusal::NotValid {
+                query,
+                op,
+                datatype,
+            } => write!(
+                f,
+                "{query} says the provider does not perform {op} on {datatype}"
+            ),
+        }
+    }
+}
+
+/// Why the provider offloads no atomic at all, if so.
+pub fn provider_refusal(prov: &Provider) -> Option<Refusal> {
+    if !prov.atomics() {
+        return Some(Refusal::NoAtomicCap);
+    }
+    BROKEN_ATOMICS
+        .iter()
+        .find(|(name, _)| **name == *prov.name)
+        .map(|(_, why)| Refusal::Broken(why))
+}
+
+/// Why `ep`'s provider does not perform `op` on `ty` as rgex maps it, if
+/// so (the provider itself aside: [`provider_refusal`]).
+pub fn op_refusal(ep: &Endpoint, ty: AtomicType, op: AtomicOp) -> Option<Refusal> {
+    match mapping(ty, op) {
+        Err(why) => Some(Refusal::Never(why)),
+        Ok((call, o)) if !ep.atomic_valid(call, datatype(ty), o) => Some(Refusal::NotValid {
+            query: call.valid_name(),
+            op: op_name(o),
+            datatype: datatype_name(ty),
+        }),
+        Ok(_) => None,
+    }
+}
 
 /// How an atomic is performed: the libfabric call and operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,33 +238,18 @@ pub struct Plan {
 
 /// The plan for `req`, or an error naming it if rgex never offloads it.
 pub(crate) fn plan(req: &AtomicRequest) -> Result<Plan> {
-    let Some((call, op)) = mapping(req.ty, req.op) else {
-        return Err(Error::Config(format!(
-            "the ofi conduit does not offload {:?} on {:?} (at {} + {:#x})",
+    let (call, op) = mapping(req.ty, req.op).map_err(|why| {
+        Error::Config(format!(
+            "the ofi conduit does not offload {:?} on {:?} (at {} + {:#x}): {why}",
             req.op, req.ty, req.target, req.offset
-        )));
-    };
+        ))
+    })?;
     Ok(Plan { call, op })
 }
 
 /// True if the provider performs every op of `ops` on `ty`.
 pub(crate) fn offloadable(prov: &Provider, ep: &Endpoint, ty: AtomicType, ops: OpSet) -> bool {
-    if !prov.atomics() || BROKEN_ATOMICS.contains(&&*prov.name) {
-        return false;
-    }
-    let dt = datatype(ty);
-    ops.iter().all(|op| match mapping(ty, op) {
-        None => false,
-        Some((call, o)) => ep.atomic_valid(
-            dt,
-            o,
-            match call {
-                Call::Plain => 0,
-                Call::Fetch => 1,
-                Call::Compare => 2,
-            },
-        ),
-    })
+    provider_refusal(prov).is_none() && ops.iter().all(|op| op_refusal(ep, ty, op).is_none())
 }
 
 /// Post `req` as `plan` says to `to`: operand at `buf`, compare value at
@@ -181,7 +271,7 @@ pub(crate) unsafe fn post(
     let size = req.ty.size();
     let (a, b) = match plan.call {
         // CSWAP: compare with operand1, store operand2.
-        Call::Compare => (req.operand2, req.operand1),
+        Call::CompareAtomic => (req.operand2, req.operand1),
         _ => (operand(req.ty, req.op, req.operand1), 0),
     };
     // SAFETY: the caller's contract: operand at +0, compare at +8,
@@ -202,9 +292,9 @@ pub(crate) unsafe fn post(
     // until the completion (the caller's contract).
     unsafe {
         match plan.call {
-            Call::Plain => ep.atomic(buf, desc, to, dt, fop, ctx),
-            Call::Fetch => ep.fetch_atomic(buf, desc, buf.add(16), desc, to, dt, fop, ctx),
-            Call::Compare => {
+            Call::Atomic => ep.atomic(buf, desc, to, dt, fop, ctx),
+            Call::FetchAtomic => ep.fetch_atomic(buf, desc, buf.add(16), desc, to, dt, fop, ctx),
+            Call::CompareAtomic => {
                 ep.compare_atomic(buf, buf.add(8), buf.add(16), desc, to, dt, fop, ctx)
             }
         }
@@ -239,12 +329,33 @@ mod tests {
     }
 
     #[test]
+    fn refusals_name_the_query_op_and_type() {
+        let r = Refusal::NotValid {
+            query: Call::FetchAtomic.valid_name(),
+            op: op_name(sys::FI_PROD),
+            datatype: datatype_name(AtomicType::F32),
+        };
+        assert_eq!(
+            r.to_string(),
+            "fi_fetch_atomicvalid says the provider does not perform FI_PROD on FI_FLOAT"
+        );
+        assert_eq!(
+            Refusal::NoAtomicCap.to_string(),
+            "the provider lacks FI_ATOMIC"
+        );
+        let Err(why) = mapping(AtomicType::F64, AtomicOp::Fmax) else {
+            panic!("float MAX is never offloaded");
+        };
+        assert!(why.contains("minimumNumber"), "{why}");
+    }
+
+    #[test]
     fn float_min_max_and_bit_ops_are_never_offloaded() {
         for ty in [AtomicType::F32, AtomicType::F64] {
             for op in [AtomicOp::Min, AtomicOp::Fmax, AtomicOp::And, AtomicOp::Fxor] {
-                assert!(mapping(ty, op).is_none());
+                assert!(mapping(ty, op).is_err());
             }
         }
-        assert!(mapping(AtomicType::I64, AtomicOp::Min).is_some());
+        assert!(mapping(AtomicType::I64, AtomicOp::Min).is_ok());
     }
 }

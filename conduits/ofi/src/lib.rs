@@ -90,6 +90,7 @@
 pub mod atomics;
 mod config;
 pub mod fabric;
+pub mod probe;
 mod provider;
 mod transport;
 

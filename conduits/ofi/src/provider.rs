@@ -4,7 +4,6 @@
 use crate::fabric::{FiError, Hints, Info};
 use crate::{OfiConfig, PutCompletion};
 use libfabric_sys as sys;
-use rgex_net::Geometry;
 use std::sync::Arc;
 
 /// Memory-registration modes rgex knows how to handle. `FI_MR_RAW`
@@ -45,6 +44,29 @@ pub struct Provider {
 }
 
 impl Provider {
+    /// What `info` (the entry [`choose`] returned) grants, under `cfg`.
+    pub(crate) fn granted(info: &Info, cfg: &OfiConfig) -> Provider {
+        let dc = info.tx_op_flags() & sys::FI_DELIVERY_COMPLETE != 0;
+        Provider {
+            name: info.provider().into(),
+            domain: info.domain_name(),
+            caps: info.caps(),
+            mr_mode: info.mr_mode(),
+            tx_order: info.tx_msg_order(),
+            delivery_complete: dc,
+            put_completion: if dc {
+                cfg.put_completion
+                    .unwrap_or_else(|| PutCompletion::default_for(&info.provider()))
+            } else {
+                PutCompletion::ReadBack
+            },
+            max_msg: info.max_msg_size().max(4096),
+            inject_size: info.inject_size().min(cfg.inject.unwrap_or(usize::MAX)),
+            threading: info.threading(),
+            data_progress: info.data_progress(),
+        }
+    }
+
     /// True if local buffers need a registration descriptor (`FI_MR_LOCAL`).
     pub fn mr_local(&self) -> bool {
         self.mr_mode & sys::FI_MR_LOCAL != 0
@@ -66,7 +88,7 @@ impl Provider {
 /// be dropped.
 pub(crate) fn hints_for(
     cfg: &OfiConfig,
-    geo: &Geometry,
+    rx_size: usize,
     atomic: bool,
     saw: bool,
     dc: bool,
@@ -102,7 +124,7 @@ pub(crate) fn hints_for(
             sys::FI_PROGRESS_UNSPEC
         },
         tx_size: 0,
-        rx_size: geo.n_recv,
+        rx_size,
     }
 }
 
@@ -123,13 +145,15 @@ pub(crate) fn hints_for(
 /// conformance test, a long chain of round trips, looked hung, and floods
 /// ran at a sixth to a tenth of tcp;ofi_rxm's rate. Providers that cannot
 /// progress manually answer the hint-less retry.
-pub(crate) fn choose(cfg: &OfiConfig, geo: &Geometry) -> std::result::Result<Info, FiError> {
+///
+/// `rx_size`: the receives the conduit posts (the geometry's `n_recv`).
+pub(crate) fn choose(cfg: &OfiConfig, rx_size: usize) -> std::result::Result<Info, FiError> {
     let mut first_err = None;
     for atomic in [true, false] {
         for saw in [true, false] {
             for dc in [true, false] {
                 for manual in [true, false] {
-                    match Info::get(&hints_for(cfg, geo, atomic, saw, dc, manual)) {
+                    match Info::get(&hints_for(cfg, rx_size, atomic, saw, dc, manual)) {
                         Ok(i) => return Ok(i),
                         Err(e) => {
                             first_err.get_or_insert(e);

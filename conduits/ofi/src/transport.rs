@@ -7,7 +7,7 @@ use crate::fabric::{
     Remote,
 };
 use crate::provider::{choose, Provider, MR_MODES};
-use crate::{atomics, OfiConfig, PutCompletion};
+use crate::{atomics, OfiConfig};
 use libfabric_sys as sys;
 use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::{Error, Rank, Result};
@@ -157,25 +157,8 @@ impl Transport for Ofi {
             op: "RGEX_CONDUIT=ofi: loading libfabric".into(),
             source: std::io::Error::new(std::io::ErrorKind::NotFound, e.why),
         })?;
-        let mut info = choose(cfg, geo)?;
-        let prov = Provider {
-            name: info.provider().into(),
-            domain: info.domain_name(),
-            caps: info.caps(),
-            mr_mode: info.mr_mode(),
-            tx_order: info.tx_msg_order(),
-            delivery_complete: info.tx_op_flags() & sys::FI_DELIVERY_COMPLETE != 0,
-            put_completion: if info.tx_op_flags() & sys::FI_DELIVERY_COMPLETE == 0 {
-                PutCompletion::ReadBack
-            } else {
-                cfg.put_completion
-                    .unwrap_or_else(|| PutCompletion::default_for(&info.provider()))
-            },
-            max_msg: info.max_msg_size().max(4096),
-            inject_size: info.inject_size().min(cfg.inject.unwrap_or(usize::MAX)),
-            threading: info.threading(),
-            data_progress: info.data_progress(),
-        };
+        let mut info = choose(cfg, geo.n_recv)?;
+        let prov = Provider::granted(&info, cfg);
         if prov.mr_mode & sys::FI_MR_RAW != 0 {
             return Err(Error::Config(format!(
                 "libfabric provider {} needs FI_MR_RAW (raw memory keys), which rgex does not support; \

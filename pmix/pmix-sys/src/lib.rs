@@ -4,9 +4,11 @@
 //! that is not started by a PMIx launcher never loads it.
 //!
 //! - Types and constants are in `bindings.rs`, generated once by bindgen
-//!   from the installed headers (`gen/`, run by `regenerate.sh`; PMIx
-//!   4.2 on the reference machine) and committed; the generator's
-//!   allowlist names exactly what the bootstrap uses. `ci/bindings.sh`
+//!   from the installed headers (`gen/wrapper.h`, by the generator
+//!   `tools/bindings-gen` shared with libfabric-sys, run by
+//!   `regenerate.sh`; PMIx 4.2 on the reference machine) and committed;
+//!   the generator's allowlist for PMIx names exactly what the bootstrap
+//!   uses. `ci/bindings.sh`
 //!   fails when the committed file differs from what the installed
 //!   headers give.
 //! - The calls (`PMIx_Init`, `PMIx_Finalize`, `PMIx_Put`, `PMIx_Commit`,

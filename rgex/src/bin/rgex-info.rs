@@ -1,7 +1,10 @@
-//! rgex-info: which conduits this machine can run and why not the others,
-//! libfabric's providers, the verbs devices, each conduit's limits, the
-//! bootstrap a job would use, and every RGEX_ variable with its value and
-//! meaning. `--json` prints the same as JSON.
+//! rgex-info: which conduits this machine can run and why not the others;
+//! each conduit's limits and its atomics offload per (type, op) with the
+//! reason when not (for ofi, asked of the provider the conduit would
+//! choose); libfabric's providers; the verbs devices with every port and
+//! the software device; the bootstrap a job would use; and every RGEX_
+//! variable with its value and meaning. `--json` prints the same as JSON
+//! (`rgex::info::Report`).
 
 fn main() {
     let mut json = false;
@@ -9,7 +12,7 @@ fn main() {
         match a.as_str() {
             "--json" => json = true,
             "-h" | "--help" => {
-                println!("usage: rgex-info [--json]\n\nShows which rgex conduits this machine can run (and why not the others), libfabric's providers, the verbs devices and ports, each conduit's limits, the bootstrap a job would use, and every RGEX_ environment variable with its value and meaning.");
+                println!("usage: rgex-info [--json]\n\nShows which rgex conduits this machine can run (and why not the others), each conduit's limits and which atomics it offloads per type and op (and why not the others), libfabric's providers, the verbs devices with their ports and the software device, the bootstrap a job would use, and every RGEX_ environment variable with its value and meaning.");
                 return;
             }
             other => {

@@ -1,8 +1,9 @@
 //! What each conduit needs on this machine, whether it has it, and the
 //! limits it can report without starting a job.
 
+use super::atomics::{self, AtomicsReport};
+use super::verbs::DeviceReport;
 use libfabric_sys as fi;
-use rgex_ibv::verbs::Verbs;
 use rgex_ofi::fabric::{caps_names, Hints, Info};
 
 /// One conduit: runnable here or why not, and its limits.
@@ -16,6 +17,8 @@ pub struct ConduitReport {
     pub why: String,
     /// Limits and properties: (what, value).
     pub limits: Vec<(String, String)>,
+    /// How it performs atomics, per (type, op) where that varies.
+    pub atomics: AtomicsReport,
 }
 
 /// A libfabric provider entry, as listed.
@@ -33,15 +36,6 @@ pub struct ProviderReport {
     pub inject_size: usize,
     /// Largest message.
     pub max_msg_size: usize,
-}
-
-/// A verbs device and its port, as the real backend opens it.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct DeviceReport {
-    /// The device name (`mlx5_0`).
-    pub name: String,
-    /// Its attributes and port, or why it could not be opened.
-    pub detail: String,
 }
 
 fn kib(n: usize) -> String {
@@ -67,14 +61,15 @@ pub fn smp() -> ConduitReport {
                 lim("max Medium", kib(c.max_medium)),
                 lim("max Long", format!("the segment ({})", kib(c.segment_len))),
                 lim("RMA", "native: copies into the mapped segments"),
-                lim("atomics", "shared: CPU atomics on the mapped segments"),
             ],
+            atomics: atomics::smp(),
         },
         Err(e) => ConduitReport {
             name: "smp",
             runnable: false,
             why: format!("configuration: {e}"),
             limits: vec![],
+            atomics: atomics::smp(),
         },
     }
 }
@@ -116,11 +111,16 @@ pub fn providers() -> Result<Vec<ProviderReport>, String> {
     Ok(out)
 }
 
-/// ofi: libfabric, with the provider `RGEX_OFI_PROVIDER` asks for.
-pub fn ofi(providers: &Result<Vec<ProviderReport>, String>) -> ConduitReport {
+/// ofi: libfabric, with the provider the conduit would choose (what
+/// `RGEX_OFI_PROVIDER` and `RGEX_OFI_DOMAIN` allow).
+pub fn ofi() -> ConduitReport {
     let not = |why: String| ConduitReport {
         name: "ofi",
         runnable: false,
+        atomics: AtomicsReport {
+            how: format!("unknown: {why}"),
+            types: Vec::new(),
+        },
         why,
         limits: vec![],
     };
@@ -132,26 +132,21 @@ pub fn ofi(providers: &Result<Vec<ProviderReport>, String>) -> ConduitReport {
         Ok(c) => c,
         Err(e) => return not(format!("configuration: {e}")),
     };
-    let list = match providers {
-        Ok(l) => l,
-        Err(e) => return not(format!("no provider: {e}")),
+    // The provider a job would choose (the conduit's own choice, which
+    // asks for atomics first), opened as far as an endpoint.
+    let probe = match rgex_ofi::probe::Probe::open(&cfg) {
+        Ok(p) => p,
+        Err(e) => {
+            return not(format!(
+                "no provider: RGEX_OFI_PROVIDER={:?} RGEX_OFI_DOMAIN={:?}: {e}",
+                cfg.provider.as_deref().unwrap_or("(any)"),
+                cfg.domain.as_deref().unwrap_or("(any)")
+            ))
+        }
     };
-    let chosen = list.iter().find(|p| {
-        cfg.provider
-            .as_deref()
-            .is_none_or(|want| p.provider == want)
-            && cfg.domain.as_deref().is_none_or(|want| p.domain == want)
-    });
-    let Some(p) = chosen else {
-        return not(format!(
-            "no provider: RGEX_OFI_PROVIDER={:?} RGEX_OFI_DOMAIN={:?} matches none of libfabric's RDM providers here",
-            cfg.provider.as_deref().unwrap_or("(any)"),
-            cfg.domain.as_deref().unwrap_or("(any)")
-        ));
-    };
+    let p = &probe.provider;
     let v = lib.version();
-    let rma = p.caps.contains(&"FI_RMA");
-    let atomic = p.caps.contains(&"FI_ATOMIC");
+    let rma = p.caps & fi::FI_RMA != 0;
     ConduitReport {
         name: "ofi",
         runnable: true,
@@ -160,7 +155,7 @@ pub fn ofi(providers: &Result<Vec<ProviderReport>, String>) -> ConduitReport {
             v >> 16,
             v & 0xffff,
             lib.path(),
-            p.provider,
+            p.name,
             p.domain
         ),
         limits: vec![
@@ -170,17 +165,17 @@ pub fn ofi(providers: &Result<Vec<ProviderReport>, String>) -> ConduitReport {
                 format!(
                     "the segment ({}); the provider's largest message: {}",
                     kib(smp_segment()),
-                    if p.max_msg_size >= usize::MAX / 2 {
+                    if p.max_msg >= usize::MAX / 2 {
                         "unlimited".to_string()
                     } else {
-                        kib(p.max_msg_size)
+                        kib(p.max_msg)
                     }
                 ),
             ),
             lim(
                 "inject size",
                 match cfg.inject {
-                    Some(n) => format!("{} (RGEX_OFI_INJECT)", kib(n)),
+                    Some(_) => format!("{} (capped by RGEX_OFI_INJECT)", kib(p.inject_size)),
                     None => format!("{} (the provider's)", kib(p.inject_size)),
                 },
             ),
@@ -192,75 +187,101 @@ pub fn ofi(providers: &Result<Vec<ProviderReport>, String>) -> ConduitReport {
                     "over active messages: the provider lacks FI_RMA".to_string()
                 },
             ),
-            lim(
-                "atomics offload",
-                if atomic {
-                    "offered (FI_ATOMIC); each (type, op set) is checked with fi_query_atomic when a domain is made".to_string()
-                } else {
-                    "no: the provider lacks FI_ATOMIC (atomics go through active messages)"
-                        .to_string()
-                },
-            ),
         ],
+        atomics: atomics::ofi(&probe),
     }
 }
 
-/// The verbs devices the real backend sees, or why none.
-pub fn verbs_devices() -> Result<Vec<DeviceReport>, String> {
-    let names = rgex_ibv::real::device_names().map_err(|e| e.to_string())?;
-    Ok(names
-        .into_iter()
-        .map(|name| {
-            let choice = rgex_ibv::verbs::DeviceChoice {
-                name: Some(name.clone()),
-                port: None,
-                gid_index: 0,
-            };
-            let detail = match rgex_ibv::real::RealVerbs::open(&choice) {
-                Ok(v) => format!("{:?}; port {:?}", v.device_attr(), v.port_attr()),
-                Err(e) => format!("cannot be opened: {e}"),
-            };
-            DeviceReport { name, detail }
-        })
-        .collect())
-}
-
-/// ibv: an RDMA device through libibverbs, or the software device.
-pub fn ibv(devices: &Result<Vec<DeviceReport>, String>) -> ConduitReport {
-    let soft = lim(
+/// ibv: an RDMA device through libibverbs, or the software device
+/// (`soft`, its report) when `RGEX_IBV_DEVICE=soft`.
+pub fn ibv(devices: &Result<Vec<DeviceReport>, String>, soft: &DeviceReport) -> ConduitReport {
+    let cfg = match rgex_ibv::IbvConfig::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            return ConduitReport {
+                name: "ibv",
+                runnable: false,
+                why: format!("configuration: {e}"),
+                limits: vec![],
+                atomics: AtomicsReport {
+                    how: "unknown: the configuration is not valid".into(),
+                    types: Vec::new(),
+                },
+            }
+        }
+    };
+    let soft_line = lim(
         "soft device",
-        "available (RGEX_IBV_DEVICE=soft: a software verbs device across this machine's processes)",
+        match &soft.detail {
+            Ok(_) => "available (RGEX_IBV_DEVICE=soft: a software verbs device across this machine's processes)".to_string(),
+            Err(e) => format!("not available: {e}"),
+        },
     );
-    match devices {
-        Ok(list) if !list.is_empty() => ConduitReport {
-            name: "ibv",
-            runnable: true,
-            why: format!(
-                "RDMA devices: {}",
-                list.iter()
-                    .map(|d| d.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+    let atomics_of = |d: &DeviceReport| d.detail.as_ref().is_ok_and(|x| x.atomics);
+    let (runnable, why, device) = if cfg.device.as_deref() == Some(rgex_ibv::SOFT) {
+        (
+            soft.detail.is_ok(),
+            "the software verbs device soft0 (RGEX_IBV_DEVICE=soft), across this machine's processes".to_string(),
+            Some(soft),
+        )
+    } else {
+        match devices {
+            Ok(list) if !list.is_empty() => {
+                let chosen = list
+                    .iter()
+                    .find(|d| cfg.device.as_ref().is_none_or(|want| *want == d.name));
+                (
+                    chosen.is_some(),
+                    match chosen {
+                        Some(d) => format!("RDMA device {} (of {})", d.name, names(list)),
+                        None => format!(
+                            "no device: RGEX_IBV_DEVICE={:?} is none of {}",
+                            cfg.device.as_deref().unwrap_or_default(),
+                            names(list)
+                        ),
+                    },
+                    chosen,
+                )
+            }
+            Ok(_) => (false, "no RDMA device: libibverbs lists none".into(), None),
+            Err(e) if e.contains("cannot load") || e.contains("not a usable") => {
+                (false, format!("library missing: {e}"), None)
+            }
+            Err(e) => (false, e.clone(), None),
+        }
+    };
+    let atomics = match device {
+        Some(d) => atomics::ibv(atomics_of(d), &d.name),
+        // What a device with atomics would do (the soft device has them).
+        None => atomics::ibv(true, "a device with atomics, or the soft device"),
+    };
+    ConduitReport {
+        name: "ibv",
+        runnable,
+        why,
+        limits: vec![
+            lim("max Medium", kib(cfg.max_medium)),
+            lim("max Long", format!("the segment ({})", kib(smp_segment()))),
+            lim(
+                "inline size",
+                format!(
+                    "{} asked of each QP (RGEX_IBV_INLINE); the QP's grant is shown per device",
+                    kib(cfg.inline as usize)
+                ),
             ),
-            limits: vec![soft],
-        },
-        Ok(_) => ConduitReport {
-            name: "ibv",
-            runnable: false,
-            why: "no RDMA device: libibverbs lists none".into(),
-            limits: vec![soft],
-        },
-        Err(e) => ConduitReport {
-            name: "ibv",
-            runnable: false,
-            why: if e.contains("cannot load") || e.contains("not a usable") {
-                format!("library missing: {e}")
-            } else {
-                e.clone()
-            },
-            limits: vec![soft],
-        },
+            lim("RMA", "native: RDMA WRITE and READ"),
+            soft_line,
+        ],
+        atomics,
     }
+}
+
+/// The devices' names, comma-separated.
+fn names(list: &[DeviceReport]) -> String {
+    list.iter()
+        .map(|d| d.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// scc: the emulated many-core chip, on shared memory.
@@ -274,12 +295,14 @@ pub fn scc() -> ConduitReport {
                 lim("max Medium", kib(c.max_medium)),
                 lim("max Long", format!("the segment ({})", kib(c.segment_len))),
             ],
+            atomics: atomics::scc(),
         },
         Err(e) => ConduitReport {
             name: "scc",
             runnable: false,
             why: format!("configuration: {e}"),
             limits: vec![],
+            atomics: atomics::scc(),
         },
     }
 }

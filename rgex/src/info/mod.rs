@@ -1,13 +1,20 @@
 //! What this machine can run: the report `rgex-info` prints (like
 //! `fi_info` and `ucx_info`). Collecting it loads the network libraries
-//! (libfabric, libibverbs) to ask them, but starts no job.
+//! (libfabric, libibverbs) to ask them, opens the ofi provider a job would
+//! choose as far as an endpoint (to ask it about each atomic), opens every
+//! verbs device and the software device (to query their ports and the
+//! inline size a queue pair is granted), but starts no job.
 
+mod atomics;
 mod conduits;
 mod env;
 mod render;
+mod verbs;
 
-pub use conduits::{ConduitReport, DeviceReport, ProviderReport};
+pub use atomics::{AtomicsReport, NotOffloaded, TypeAtomics};
+pub use conduits::{ConduitReport, ProviderReport};
 pub use env::{lookup, EnvVar, ENV_VARS};
+pub use verbs::{DeviceDetail, DeviceReport, PortDetail, PortReport};
 
 /// Everything `rgex-info` shows.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -18,6 +25,8 @@ pub struct Report {
     pub providers: std::result::Result<Vec<ProviderReport>, String>,
     /// The verbs devices and ports, or why there are none.
     pub verbs_devices: std::result::Result<Vec<DeviceReport>, String>,
+    /// The software verbs device (`RGEX_IBV_DEVICE=soft`).
+    pub soft_device: DeviceReport,
     /// The bootstrap a job started like this process would use.
     pub bootstrap: String,
     /// Every `RGEX_` variable: name, current value (`None`: unset), meaning.
@@ -51,11 +60,14 @@ impl Report {
     /// Ask every conduit and library.
     pub fn collect() -> Report {
         let providers = conduits::providers();
-        let verbs_devices = conduits::verbs_devices();
+        // The inline size the probe QPs ask for: what the conduit asks.
+        let inline = rgex_ibv::IbvConfig::from_env().unwrap_or_default().inline;
+        let verbs_devices = verbs::real_devices(inline);
+        let soft_device = verbs::soft_device(inline);
         let conduits = vec![
             conduits::smp(),
-            conduits::ofi(&providers),
-            conduits::ibv(&verbs_devices),
+            conduits::ofi(),
+            conduits::ibv(&verbs_devices, &soft_device),
             conduits::scc(),
         ];
         let environment = ENV_VARS
@@ -70,6 +82,7 @@ impl Report {
             conduits,
             providers,
             verbs_devices,
+            soft_device,
             bootstrap: bootstrap(),
             environment,
         }

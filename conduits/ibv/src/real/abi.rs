@@ -94,6 +94,16 @@ pub(crate) struct IbvContext {
 /// `enum ibv_atomic_cap`: `IBV_ATOMIC_NONE`.
 pub(crate) const IBV_ATOMIC_NONE: u32 = 0;
 
+/// The name of an `enum ibv_atomic_cap` value.
+pub(crate) const fn atomic_cap_name(cap: u32) -> &'static str {
+    match cap {
+        IBV_ATOMIC_NONE => "IBV_ATOMIC_NONE",
+        1 => "IBV_ATOMIC_HCA",
+        2 => "IBV_ATOMIC_GLOB",
+        _ => "an unknown ibv_atomic_cap",
+    }
+}
+
 /// `struct ibv_device_attr`.
 #[repr(C)]
 pub(crate) struct IbvDeviceAttr {

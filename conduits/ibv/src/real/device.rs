@@ -8,14 +8,17 @@ use std::ffi::{c_int, CStr};
 use std::ptr::NonNull;
 
 use super::abi::{
-    IbvContext, IbvDevice, IbvDeviceAttr, IbvGid, IbvPortAttrCompat, IBV_ATOMIC_NONE,
-    IBV_LINK_LAYER_ETHERNET, IBV_LINK_LAYER_INFINIBAND, IBV_PORT_ACTIVE,
+    atomic_cap_name, IbvContext, IbvDevice, IbvDeviceAttr, IbvGid, IbvPortAttrCompat,
+    IBV_ATOMIC_NONE, IBV_LINK_LAYER_ETHERNET, IBV_LINK_LAYER_INFINIBAND, IBV_PORT_ACTIVE,
 };
 use super::errno::{last_errno, rc_errno};
 use super::library::Library;
+use super::objects;
 use crate::verbs::{
-    DeviceAttr, DeviceChoice, Gid, LinkLayer, Mtu, PortAttr, PortState, VerbsError, VerbsResult,
+    DeviceAttr, DeviceChoice, DeviceSummary, Gid, LinkLayer, Mtu, PortAttr, PortState, QpCaps,
+    VerbsError, VerbsResult,
 };
+use std::sync::Arc;
 
 /// Where the kernel lists RDMA devices.
 const SYSFS: &str = "/sys/class/infiniband";
@@ -191,27 +194,8 @@ fn open_one(
     name: &str,
     choice: &DeviceChoice,
 ) -> VerbsResult<Opened> {
-    // SAFETY: `dev` is an entry of the live device list.
-    let raw = unsafe { (lib.fns.ibv_open_device)(dev) };
-    let Some(raw) = NonNull::new(raw) else {
-        return Err(VerbsError::call(
-            "ibv_open_device",
-            last_errno(),
-            format!("device {name}"),
-        ));
-    };
-    let ctx = Context { lib, raw };
-    // SAFETY: IbvDeviceAttr is plain data; all-zero is valid.
-    let mut da: IbvDeviceAttr = unsafe { std::mem::zeroed() };
-    // SAFETY: a live context and a struct of the verb's layout.
-    let rc = unsafe { (lib.fns.ibv_query_device)(raw.as_ptr(), &mut da) };
-    if rc != 0 {
-        return Err(VerbsError::call(
-            "ibv_query_device",
-            rc_errno(rc),
-            format!("device {name}"),
-        ));
-    }
+    let (ctx, da) = open_context(lib, dev, name)?;
+    let raw = ctx.raw;
     let ports = da.phys_port_cnt;
     let (port, pa) = match choice.port {
         Some(p) if p == 0 || p > ports => {
@@ -225,7 +209,7 @@ fn open_one(
                 return Err(VerbsError::NoDevice {
                     why: format!(
                         "port {p} of device {name} is not active ({})",
-                        port_state_name(pa.state)
+                        PortState::from_code(pa.state).name()
                     ),
                 });
             }
@@ -240,7 +224,10 @@ fn open_one(
                     found = Some((p, pa));
                     break;
                 }
-                states.push(format!("port {p} {}", port_state_name(pa.state)));
+                states.push(format!(
+                    "port {p} {}",
+                    PortState::from_code(pa.state).name()
+                ));
             }
             found.ok_or_else(|| VerbsError::NoDevice {
                 why: format!(
@@ -278,6 +265,95 @@ fn open_one(
         port_attr,
         gid: gid.raw,
     })
+}
+
+/// Open `dev`'s context and query the device.
+fn open_context(
+    lib: &'static Library,
+    dev: *mut IbvDevice,
+    name: &str,
+) -> VerbsResult<(Context, IbvDeviceAttr)> {
+    // SAFETY: `dev` is an entry of the live device list.
+    let raw = unsafe { (lib.fns.ibv_open_device)(dev) };
+    let Some(raw) = NonNull::new(raw) else {
+        return Err(VerbsError::call(
+            "ibv_open_device",
+            last_errno(),
+            format!("device {name}"),
+        ));
+    };
+    let ctx = Context { lib, raw };
+    // SAFETY: IbvDeviceAttr is plain data; all-zero is valid.
+    let mut da: IbvDeviceAttr = unsafe { std::mem::zeroed() };
+    // SAFETY: a live context and a struct of the verb's layout.
+    let rc = unsafe { (lib.fns.ibv_query_device)(raw.as_ptr(), &mut da) };
+    if rc != 0 {
+        return Err(VerbsError::call(
+            "ibv_query_device",
+            rc_errno(rc),
+            format!("device {name}"),
+        ));
+    }
+    Ok((ctx, da))
+}
+
+/// Every RDMA device here with its attributes and every port (active
+/// or not), and the inline size a QP asking for `inline` bytes gets on
+/// it; each device's failure is given with its name. None, or no RDMA
+/// support, is [`VerbsError::NoDevice`]; a missing library
+/// [`VerbsError::Library`].
+pub fn describe_devices(inline: u32) -> VerbsResult<Vec<(String, VerbsResult<DeviceSummary>)>> {
+    let lib = Library::system()?;
+    let list = DeviceList::get(lib)?;
+    Ok(list
+        .devices()
+        .map(|(dev, name)| {
+            let summary = describe_one(lib, dev, &name, inline);
+            (name, summary)
+        })
+        .collect())
+}
+
+/// One device of [`describe_devices`].
+fn describe_one(
+    lib: &'static Library,
+    dev: *mut IbvDevice,
+    name: &str,
+    inline: u32,
+) -> VerbsResult<DeviceSummary> {
+    let (ctx, da) = open_context(lib, dev, name)?;
+    let ports = (1..=da.phys_port_cnt)
+        .map(|p| {
+            (
+                p,
+                query_port(&ctx, name, p).and_then(|pa| port_attr(name, p, &pa)),
+            )
+        })
+        .collect();
+    let attr = device_attr(&da);
+    let ctx = Arc::new(ctx);
+    Ok(DeviceSummary {
+        name: name.to_string(),
+        atomic_cap: atomic_cap_name(da.atomic_cap),
+        ports,
+        max_inline: probe_inline(&ctx, attr.max_cqe, inline),
+        inline_asked: inline,
+        attr,
+    })
+}
+
+/// The inline size granted to an RC QP asking for `inline` bytes (the QP
+/// is destroyed at once; no port needs to be active to make one).
+fn probe_inline(ctx: &Arc<Context>, max_cqe: u32, inline: u32) -> VerbsResult<u32> {
+    let pd = objects::alloc_pd(ctx)?;
+    let cq = objects::create_cq(ctx, 2, max_cqe)?;
+    let caps = QpCaps {
+        max_send_wr: 1,
+        max_recv_wr: 1,
+        max_inline_data: inline,
+    };
+    let qp = objects::create_qp(ctx, &pd, &cq, &cq, None, &caps)?;
+    Ok(qp.caps.max_inline_data)
 }
 
 /// `ibv_query_port` through the exported symbol (the compat struct).
@@ -324,11 +400,7 @@ fn port_attr(name: &str, port: u8, pa: &IbvPortAttrCompat) -> VerbsResult<PortAt
         })
     };
     Ok(PortAttr {
-        state: if pa.state == IBV_PORT_ACTIVE {
-            PortState::Active
-        } else {
-            PortState::NotActive(pa.state)
-        },
+        state: PortState::from_code(pa.state),
         max_mtu: mtu(pa.max_mtu, "max")?,
         active_mtu: mtu(pa.active_mtu, "active")?,
         lid: pa.lid,
@@ -357,19 +429,6 @@ pub(crate) fn mtu_from_code(code: u32) -> Option<Mtu> {
         5 => Mtu::M4096,
         _ => return None,
     })
-}
-
-/// `enum ibv_port_state`'s name.
-fn port_state_name(state: u32) -> &'static str {
-    match state {
-        0 => "NOP",
-        1 => "DOWN",
-        2 => "INIT",
-        3 => "ARMED",
-        4 => "ACTIVE",
-        5 => "ACTIVE_DEFER",
-        _ => "unknown state",
-    }
 }
 
 #[cfg(test)]

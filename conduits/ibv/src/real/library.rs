@@ -15,7 +15,6 @@
 //! tied to it.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::OnceLock;
 
 use super::abi::{
     IbvCompChannel, IbvContext, IbvCq, IbvDevice, IbvDeviceAttr, IbvGid, IbvMr, IbvPd,
@@ -127,16 +126,19 @@ impl std::fmt::Debug for Library {
     }
 }
 
+/// A loader error as the verbs' error.
+fn as_verbs(e: LoadError) -> VerbsError {
+    VerbsError::Library { why: e.why }
+}
+
 impl Library {
     /// The process's libibverbs: [`LIBRARY`], or the file
     /// [`LIBRARY_ENV`] names, loaded on first use (a failure is kept
     /// and returned again).
     pub fn system() -> VerbsResult<&'static Library> {
-        static SYSTEM: OnceLock<VerbsResult<Library>> = OnceLock::new();
-        SYSTEM
-            .get_or_init(|| Library::resolve_in(rgex_dl::Library::open(&SPEC)))
-            .as_ref()
-            .map_err(Clone::clone)
+        static SYSTEM: rgex_dl::System<Library> =
+            rgex_dl::System::new(|| Library::resolve_dl(rgex_dl::Library::open(&SPEC)?));
+        SYSTEM.get().map_err(as_verbs)
     }
 
     /// Load `name` (a file name the dynamic loader searches, or a path)
@@ -152,11 +154,14 @@ impl Library {
 
     /// Resolve the verbs in what was loaded.
     fn resolve_in(lib: Result<rgex_dl::Library, LoadError>) -> VerbsResult<Library> {
-        let as_verbs = |e: LoadError| VerbsError::Library { why: e.why };
-        let lib = lib.map_err(as_verbs)?;
+        lib.and_then(Library::resolve_dl).map_err(as_verbs)
+    }
+
+    /// Resolve the verbs in `lib`.
+    fn resolve_dl(lib: rgex_dl::Library) -> Result<Library, LoadError> {
         // SAFETY: a library exporting these names at IBVERBS_1.1 is
         // rdma-core's libibverbs with these signatures.
-        let fns = unsafe { Fns::resolve(&lib) }.map_err(as_verbs)?;
+        let fns = unsafe { Fns::resolve(&lib) }?;
         Ok(Library { lib, fns })
     }
 

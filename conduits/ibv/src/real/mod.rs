@@ -29,7 +29,7 @@ mod qp;
 
 use std::sync::Arc;
 
-pub use device::device_names;
+pub use device::{describe_devices, device_names};
 pub use library::{Library, LIBRARY, LIBRARY_ENV};
 pub use objects::{Cq, Mr, Pd, Qp, Srq};
 

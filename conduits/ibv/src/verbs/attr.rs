@@ -50,6 +50,30 @@ pub enum PortState {
     Active,
 }
 
+impl PortState {
+    /// The state of `enum ibv_port_state`'s `code`.
+    pub const fn from_code(code: u32) -> PortState {
+        if code == 4 {
+            PortState::Active
+        } else {
+            PortState::NotActive(code)
+        }
+    }
+
+    /// Its name in verbs.h (`ACTIVE`, `DOWN`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            PortState::Active => "ACTIVE",
+            PortState::NotActive(0) => "NOP",
+            PortState::NotActive(1) => "DOWN",
+            PortState::NotActive(2) => "INIT",
+            PortState::NotActive(3) => "ARMED",
+            PortState::NotActive(5) => "ACTIVE_DEFER",
+            PortState::NotActive(_) => "unknown state",
+        }
+    }
+}
+
 /// The port's link layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkLayer {

@@ -16,6 +16,7 @@
 
 mod attr;
 mod error;
+mod summary;
 mod wc;
 mod wr;
 
@@ -24,6 +25,7 @@ pub use attr::{
     RtrAttr, RtsAttr,
 };
 pub use error::{VerbsError, VerbsResult};
+pub use summary::DeviceSummary;
 pub use wc::{Wc, WcOpcode, WcStatus};
 pub use wr::{Opcode, RecvWr, RemoteAddr, SendFlags, SendWr, Sge};
 

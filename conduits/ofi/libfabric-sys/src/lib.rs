@@ -4,9 +4,10 @@
 //! program that never asks for it never loads it.
 //!
 //! - Types and constants are in `bindings.rs`, generated once by bindgen
-//!   from the installed headers (`gen/`, run by `regenerate.sh`) and
-//!   committed; the generator's allowlist names exactly what the ofi
-//!   conduit uses. `ci/bindings.sh` fails when the committed file differs
+//!   from the installed headers (`gen/wrapper.h`, by the generator
+//!   `tools/bindings-gen` shared with pmix-sys, run by `regenerate.sh`)
+//!   and committed; the generator's allowlist for libfabric names
+//!   exactly what the ofi conduit uses. `ci/bindings.sh` fails when the committed file differs
 //!   from what the installed headers give.
 //! - The exported calls (`fi_getinfo`, `fi_fabric`, `fi_freeinfo`,
 //!   `fi_dupinfo`, `fi_strerror`, `fi_version`) are methods of

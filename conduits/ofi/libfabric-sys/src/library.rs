@@ -17,7 +17,6 @@ use crate::bindings::{
 };
 use rgex_dl::{LoadError, Spec};
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::OnceLock;
 
 /// What is loaded, the variable that overrides it, and who provides it.
 pub const SPEC: Spec = Spec {
@@ -63,7 +62,7 @@ pub struct Library {
     strerror: fi_strerror_fn,
 }
 
-static SYSTEM: OnceLock<Result<Library, LoadError>> = OnceLock::new();
+static SYSTEM: rgex_dl::System<Library> = rgex_dl::System::new(|| Library::load(&SPEC));
 
 /// Resolve `SYMBOLS[i]` in `lib` as the function-pointer type `T`.
 ///
@@ -84,15 +83,12 @@ impl Library {
     /// soname, or the file `RGEX_OFI_LIBRARY` names); a failure is kept
     /// and returned again.
     pub fn system() -> Result<&'static Library, LoadError> {
-        SYSTEM
-            .get_or_init(|| Library::load(&SPEC))
-            .as_ref()
-            .map_err(Clone::clone)
+        SYSTEM.get()
     }
 
     /// The process's libfabric if [`system`](Self::system) loaded it.
     pub fn loaded() -> Option<&'static Library> {
-        SYSTEM.get().and_then(|r| r.as_ref().ok())
+        SYSTEM.loaded()
     }
 
     /// Load the library `spec` describes, resolve the calls, check the

@@ -406,18 +406,18 @@ impl Endpoint {
         })
     }
 
-    /// True if the endpoint performs `op` on one `dt` element: `kind` 0 is
-    /// `fi_atomicvalid`, 1 `fi_fetch_atomicvalid`, 2 `fi_compare_atomicvalid`.
-    pub fn atomic_valid(&self, dt: sys::fi_datatype, op: sys::fi_op, kind: u8) -> bool {
+    /// True if the endpoint performs `op` on one `dt` element with
+    /// `call` (its validity query: `fi_atomicvalid`,
+    /// `fi_fetch_atomicvalid` or `fi_compare_atomicvalid`).
+    pub fn atomic_valid(
+        &self,
+        call: sys::AtomicCall,
+        dt: sys::fi_datatype,
+        op: sys::fi_op,
+    ) -> bool {
         let mut count = 0usize;
         // SAFETY: a live endpoint and a local count to fill.
-        let ret = unsafe {
-            match kind {
-                0 => sys::fi_atomicvalid(self.ptr, dt, op, &mut count),
-                1 => sys::fi_fetch_atomicvalid(self.ptr, dt, op, &mut count),
-                _ => sys::fi_compare_atomicvalid(self.ptr, dt, op, &mut count),
-            }
-        };
+        let ret = unsafe { sys::fi_atomic_valid(self.ptr, call, dt, op, &mut count) };
         ret == 0 && count >= 1
     }
 }

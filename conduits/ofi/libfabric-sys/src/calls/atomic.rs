@@ -113,47 +113,58 @@ pub unsafe fn fi_compare_atomic(
     }
 }
 
-/// `fi_atomicvalid`: `ep->atomic->writevalid(...)`.
+/// Which of the three atomic calls: `fi_atomic` (an op on the target),
+/// `fi_fetch_atomic` (and the old value back) or `fi_compare_atomic`
+/// (compare and swap kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicCall {
+    /// `fi_atomic`: `ep->atomic->write`, checked by `writevalid`.
+    Atomic,
+    /// `fi_fetch_atomic`: `ep->atomic->readwrite`, checked by
+    /// `readwritevalid`.
+    FetchAtomic,
+    /// `fi_compare_atomic`: `ep->atomic->compwrite`, checked by
+    /// `compwritevalid`.
+    CompareAtomic,
+}
+
+impl AtomicCall {
+    /// The name of the validity query C calls for it (`fi_atomicvalid`,
+    /// `fi_fetch_atomicvalid`, `fi_compare_atomicvalid`).
+    pub const fn valid_name(self) -> &'static str {
+        match self {
+            AtomicCall::Atomic => "fi_atomicvalid",
+            AtomicCall::FetchAtomic => "fi_fetch_atomicvalid",
+            AtomicCall::CompareAtomic => "fi_compare_atomicvalid",
+        }
+    }
+}
+
+/// `fi_atomicvalid`, `fi_fetch_atomicvalid` or `fi_compare_atomicvalid`
+/// as `call` says: `ep->atomic->{write,readwrite,compwrite}valid(ep,
+/// datatype, op, count)`. 0 with `*count` the largest element count the
+/// provider performs `op` on `datatype` for, or a negative error
+/// (`-FI_EOPNOTSUPP`: not that combination).
 ///
 /// # Safety
 /// A live endpoint and a count to fill.
 #[inline]
-pub unsafe fn fi_atomicvalid(
+pub unsafe fn fi_atomic_valid(
     ep: *mut fid_ep,
+    call: AtomicCall,
     datatype: fi_datatype,
     op: fi_op,
     count: *mut usize,
 ) -> c_int {
-    // SAFETY: a live endpoint (caller), whose atomic table the provider set.
-    unsafe { op!((*ep).atomic, writevalid, c_int)(ep, datatype, op, count) }
-}
-
-/// `fi_fetch_atomicvalid`: `ep->atomic->readwritevalid(...)`.
-///
-/// # Safety
-/// As [`fi_atomicvalid`].
-#[inline]
-pub unsafe fn fi_fetch_atomicvalid(
-    ep: *mut fid_ep,
-    datatype: fi_datatype,
-    op: fi_op,
-    count: *mut usize,
-) -> c_int {
-    // SAFETY: a live endpoint (caller), whose atomic table the provider set.
-    unsafe { op!((*ep).atomic, readwritevalid, c_int)(ep, datatype, op, count) }
-}
-
-/// `fi_compare_atomicvalid`: `ep->atomic->compwritevalid(...)`.
-///
-/// # Safety
-/// As [`fi_atomicvalid`].
-#[inline]
-pub unsafe fn fi_compare_atomicvalid(
-    ep: *mut fid_ep,
-    datatype: fi_datatype,
-    op: fi_op,
-    count: *mut usize,
-) -> c_int {
-    // SAFETY: a live endpoint (caller), whose atomic table the provider set.
-    unsafe { op!((*ep).atomic, compwritevalid, c_int)(ep, datatype, op, count) }
+    // SAFETY: a live endpoint (caller), whose atomic table the provider
+    // set; the three entries share one signature.
+    unsafe {
+        let table = (*ep).atomic;
+        let f = match call {
+            AtomicCall::Atomic => op!(table, writevalid, c_int),
+            AtomicCall::FetchAtomic => op!(table, readwritevalid, c_int),
+            AtomicCall::CompareAtomic => op!(table, compwritevalid, c_int),
+        };
+        f(ep, datatype, op, count)
+    }
 }
