@@ -60,3 +60,9 @@ pub use progress_task::{ProgressStop, ProgressTask};
 pub use rma::{Rget, Rput};
 pub use rpc::RpcFuture;
 pub use runtime::{init, Pgas};
+
+/// The README's examples (rgex's and this crate's), compiled as doc tests
+/// here, where both crates are in reach, so they stay true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -176,8 +176,3 @@ pub fn init_with<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result
     client.barrier()?;
     Ok((client, ids))
 }
-
-/// The README's examples, compiled as doc tests so they stay true.
-#[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;
