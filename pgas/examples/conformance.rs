@@ -62,11 +62,17 @@ fn heap(pg: &Pgas) -> rgex_pgas::Result<()> {
         e.contains("cannot allocate") && e.contains(&format!("{}", pg.rank())),
         "{e}"
     );
-    // local(): this rank's memory always; a peer's where mapped.
-    let raw = pg.local(b)?;
-    // SAFETY: `b` is this rank's and nobody else knows it.
-    unsafe { *raw = 2.5 };
-    assert_eq!(pg.wait(pg.rget(b)?)?, 2.5);
+    // local(): where the conduit maps the segment (smp; a network
+    // conduit's node-local peers with the bypass on), else an error.
+    if pg.is_local(b) {
+        let raw = pg.local(b)?;
+        // SAFETY: `b` is this rank's and nobody else knows it.
+        unsafe { *raw = 2.5 };
+        assert_eq!(pg.wait(pg.rget(b)?)?, 2.5);
+    } else {
+        let e = pg.local(b).unwrap_err().to_string();
+        assert!(e.contains("does not map"), "{e}");
+    }
     pg.delete_(b)?;
     ok(pg, "heap: new_, new_array, rget of them, wrong-type, double and null delete_, exhaustion, local()");
     Ok(())

@@ -1,14 +1,15 @@
 //! A distributed histogram (GUPS-style random-access update): every rank
 //! owns `BINS` counters in its shared heap and makes `UPDATES` increments
-//! of pseudo-random bins anywhere, either by `rpc_ff` (the owner adds)
-//! or by remote atomics. Each rank recomputes every rank's update stream
+//! of pseudo-random bins anywhere, either by `rpc_ff` (the owner adds to
+//! its own table) or by remote atomics on the heap's counters. Each rank recomputes every rank's update stream
 //! and checks its own bins exactly; prints updates per second.
 //!
 //! Usage: `histogram [rpc_ff|atomics] [UPDATES_PER_RANK] [BINS_PER_RANK]`
 
 use rgex::{AtomicOp, OpSet, Rank};
-use rgex_pgas::{AtomicDomain, DistObject, GlobalPtr, Pgas};
+use rgex_pgas::{AtomicDomain, DistObject, Pgas};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Rank `r`'s `i`-th update: a global bin (splitmix64 of both).
@@ -19,18 +20,18 @@ fn bin(r: u64, i: u64, total_bins: u64) -> u64 {
     (z ^ (z >> 31)) % total_bins
 }
 
-/// Updates this rank has applied for others (rpc_ff's).
-struct Served(AtomicU64);
+/// This rank's bins as the rpc_ff variant keeps them, and how many
+/// updates it has applied.
+struct Bins {
+    counts: Mutex<Vec<u64>>,
+    served: AtomicU64,
+}
 
-/// The owner adds `k` to its bin (run by rpc_ff at the owner).
-fn bump(pg: &Pgas, (at, k): (GlobalPtr<u64>, u64)) {
-    let p = pg.local(at).expect("the bin is the owner's own");
-    // SAFETY: this rank's bins are only written here, in user-level
-    // progress on one thread at a time (progress does not nest), and
-    // read once every update was served.
-    unsafe { *p += k };
-    let served = pg.state::<Served>().expect("set at start");
-    served.0.fetch_add(1, Ordering::Relaxed);
+/// The owner adds `k` to its bin `i` (run by rpc_ff at the owner).
+fn bump(pg: &Pgas, (i, k): (u32, u64)) {
+    let b = pg.state::<Bins>().expect("set at start");
+    b.counts.lock().expect("bins")[i as usize] += k;
+    b.served.fetch_add(1, Ordering::Relaxed);
 }
 
 fn main() -> rgex_pgas::Result<()> {
@@ -39,9 +40,12 @@ fn main() -> rgex_pgas::Result<()> {
     let updates: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(20_000);
     let bins: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1024);
     let pg = rgex_pgas::init()?;
-    pg.set_state(Served(AtomicU64::new(0)));
     let (me, n) = (u64::from(pg.rank().0), u64::from(pg.size()));
     let total = bins * n;
+    pg.set_state(Bins {
+        counts: Mutex::new(vec![0; bins as usize]),
+        served: AtomicU64::new(0),
+    });
     let mine = pg.new_array::<u64>(bins as usize, 0)?;
     let tables = DistObject::new(&pg, mine)?;
     let mut bases = Vec::new();
@@ -56,7 +60,7 @@ fn main() -> rgex_pgas::Result<()> {
         "rpc_ff" => {
             for i in 0..updates {
                 let g = bin(me, i, total);
-                pg.rpc_ff(Rank((g / bins) as u32), bump, (at(g)?, 1))?;
+                pg.rpc_ff(Rank((g / bins) as u32), bump, ((g % bins) as u32, 1))?;
                 if i % 64 == 0 {
                     pg.progress()?;
                 }
@@ -92,9 +96,9 @@ fn main() -> rgex_pgas::Result<()> {
         // Serve until every update meant for this rank has run (an
         // rpc_ff has no completion at its sender to wait for).
         let expected: u64 = want.iter().sum();
-        let served = pg.state::<Served>()?;
+        let b = pg.state::<Bins>()?;
         let start = Instant::now();
-        while served.0.load(Ordering::Relaxed) < expected {
+        while b.served.load(Ordering::Relaxed) < expected {
             pg.progress()?;
             assert!(
                 start.elapsed() < Duration::from_secs(120),
@@ -102,14 +106,17 @@ fn main() -> rgex_pgas::Result<()> {
             );
         }
         assert_eq!(
-            served.0.load(Ordering::Relaxed),
+            b.served.load(Ordering::Relaxed),
             expected,
             "rank {me}: updates served"
         );
     }
     pg.barrier()?;
     let secs = t0.elapsed().as_secs_f64();
-    let got = pg.wait(pg.rget_slice(mine, bins as usize)?)?;
+    let got = match how.as_str() {
+        "rpc_ff" => pg.state::<Bins>()?.counts.lock().expect("bins").clone(),
+        _ => pg.wait(pg.rget_slice(mine, bins as usize)?)?,
+    };
     assert_eq!(got, want, "rank {me}: bins");
     let rate = pg.allreduce(&[updates as f64 / secs], rgex::ReduceOp::Sum)?;
     if me == 0 {

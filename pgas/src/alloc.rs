@@ -56,11 +56,14 @@ impl Pgas {
     }
 
     /// True if `p`'s memory can be reached with loads and stores from
-    /// this process: it is this rank's, or its rank's segment is mapped
-    /// here (a node-local peer on a conduit that maps them).
+    /// this process, coherently with rgex's own transfers: the conduit
+    /// maps its rank's segment here (smp, and a network conduit's
+    /// node-local peers with its bypass on, this rank included). Not on
+    /// scc, whose emulated memory is not coherent with plain stores, nor
+    /// on a network conduit's own segment with the bypass off (rgex then
+    /// moves even this rank's data through the network's path).
     pub fn is_local<T>(&self, p: GlobalPtr<T>) -> bool {
-        !p.is_null()
-            && (p.rank() == self.rank() || self.ep().conduit().mapped_segment(p.rank()).is_some())
+        !p.is_null() && self.ep().conduit().mapped_segment(p.rank()).is_some()
     }
 
     /// A plain pointer to `p`'s element, where [`is_local`](Self::is_local).
@@ -85,13 +88,9 @@ impl Pgas {
             at: p.offset(),
             why,
         };
-        let seg = if p.rank() == self.rank() {
-            *self.client().segment()
-        } else {
-            self.ep().conduit().mapped_segment(p.rank()).ok_or_else(|| {
-                bad("its rank's segment is not mapped in this process (not node-local, or the conduit maps none)".into())
-            })?
-        };
+        let seg = self.ep().conduit().mapped_segment(p.rank()).ok_or_else(|| {
+            bad("the conduit does not map its rank's segment in this process (not node-local, or a conduit that maps none: see is_local)".into())
+        })?;
         if p.is_null() {
             return Err(bad("it is null".into()));
         }
