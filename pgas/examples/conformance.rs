@@ -123,6 +123,59 @@ fn rma(pg: &Pgas) -> rgex_pgas::Result<()> {
     Ok(())
 }
 
+fn vis(pg: &Pgas) -> rgex_pgas::Result<()> {
+    // A 20 x 30 grid (rows 30 wide) on every rank; each writes into the
+    // next rank's grid a 4 x 5 block and three fragments, and reads them back.
+    let grid = pg.new_array::<i32>(600, -1)?;
+    let d = DistObject::new(pg, grid)?;
+    let theirs = pg.wait(d.fetch(next(pg))?)?;
+    let me = pg.rank().0 as i32;
+    let block: Vec<i32> = (0..20).map(|i| me * 100 + i).collect();
+    let corner = theirs.plus(2 * 30 + 3)?; // row 2, column 3
+    pg.wait(pg.rput_strided(&block, corner, &[5, 4], &[1, 30])?)?;
+    assert_eq!(pg.wait(pg.rget_strided(corner, &[5, 4], &[1, 30])?)?, block);
+    let frags = [(theirs.plus(590)?, 4), (theirs.plus(500)?, 1), (theirs, 2)];
+    pg.wait(pg.rput_irregular(&[me, me + 1, me + 2, me + 3, 7, 8, 9], &frags)?)?;
+    assert_eq!(
+        pg.wait(pg.rget_irregular(&frags)?)?,
+        vec![me, me + 1, me + 2, me + 3, 7, 8, 9]
+    );
+    pg.barrier()?;
+    // My grid, written by my left neighbour: the block where it belongs,
+    // the rest untouched.
+    let left = (pg.rank().0 + pg.size() - 1) % pg.size();
+    let mine = pg.wait(pg.rget_slice(grid, 600)?)?;
+    for (k, &v) in mine.iter().enumerate() {
+        let (r, c) = (k / 30, k % 30);
+        let want = match k {
+            590..=593 => left as i32 + (k - 590) as i32,
+            500 => 7,
+            0 | 1 => 8 + k as i32,
+            _ if (2..6).contains(&r) && (3..8).contains(&c) => {
+                left as i32 * 100 + ((r - 2) * 5 + c - 3) as i32
+            }
+            _ => -1,
+        };
+        assert_eq!(v, want, "grid[{r}][{c}] of {}", pg.rank());
+    }
+    let e = pg
+        .rput_strided(&block, corner, &[5, 5], &[1, 30])
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("does not match"), "{e}");
+    let e = pg
+        .rput_irregular(&[1, 2], &[(theirs, 1)])
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("hold 1 elements, the source 2"), "{e}");
+    pg.barrier()?;
+    pg.delete_(grid)?;
+    ok(pg, "vis: a strided block and irregular fragments put and got back, the rest untouched, shape errors");
+    Ok(())
+}
+
 fn double(_: &Pgas, x: u64) -> u64 {
     2 * x
 }
@@ -169,6 +222,9 @@ fn rpc(pg: &Pgas) -> rgex_pgas::Result<()> {
         e.contains("result (conformance::Unserializable)") && e.contains(&format!("{to}")),
         "{e}"
     );
+    // (The panic is expected: keep its message out of the log.)
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
     let e = pg
         .wait(pg.rpc(
             to,
@@ -179,6 +235,7 @@ fn rpc(pg: &Pgas) -> rgex_pgas::Result<()> {
             5,
         )?)
         .unwrap_err();
+    std::panic::set_hook(hook);
     assert!(
         matches!(e, Error::Remote { .. }) && e.to_string().contains("x is 5"),
         "{e}"
@@ -356,6 +413,7 @@ fn main() -> rgex_pgas::Result<()> {
         "all" => {
             heap(&pg)?;
             rma(&pg)?;
+            vis(&pg)?;
             rpc(&pg)?;
             dist_object_early(&pg)?;
             atomics(&pg)?;

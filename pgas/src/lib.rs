@@ -50,6 +50,7 @@ mod progress_task;
 mod rma;
 mod rpc;
 pub mod runtime;
+mod vis;
 
 pub use atomic::AtomicDomain;
 pub use dist_object::DistObject;

@@ -25,6 +25,13 @@ use std::task::{Context, Poll, Waker};
 #[must_use = "a put's completion is only known by awaiting it"]
 pub struct Rput(Event);
 
+impl Rput {
+    /// The put whose remote completion is `ev`.
+    pub(crate) fn of(ev: Event) -> Rput {
+        Rput(ev)
+    }
+}
+
 impl Future for Rput {
     type Output = Result<()>;
 

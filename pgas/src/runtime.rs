@@ -68,6 +68,7 @@ pub(crate) struct Inner {
     pub ids: Ids,
     pub mail: Arc<Mailbox>,
     pub dist: crate::dist_object::Registry,
+    pub vis: rgex::Vis,
     states: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     progress_calls: AtomicU64,
     /// RPC bodies that failed with nobody to tell (rpc_ff).
@@ -174,6 +175,7 @@ pub fn init() -> Result<Pgas> {
         ids,
         mail,
         dist: Default::default(),
+        vis: rgex::Vis::new(client.endpoint())?,
         states: Mutex::default(),
         progress_calls: AtomicU64::new(0),
         lost_failures: AtomicU64::new(0),
