@@ -50,11 +50,23 @@ pub enum Variant {
     NpRgex,
     /// Negotiated payload in the client's buffer: copied at commit.
     NpClient,
+    /// The peers' semantics (GASNet testam, `ucp_am_lat`): a fixed
+    /// payload sent from a static buffer nobody writes, a ping handler
+    /// that replies with a Medium of the same size from its own static
+    /// buffer without reading the payload, and a pong handler that only
+    /// counts. The comparable mode; the three above generate and check
+    /// every payload (the realistic mode).
+    FpStatic,
 }
 
 impl Variant {
     /// Every variant, in table order.
-    pub const ALL: [Variant; 3] = [Variant::Fp, Variant::NpRgex, Variant::NpClient];
+    pub const ALL: [Variant; 4] = [
+        Variant::Fp,
+        Variant::NpRgex,
+        Variant::NpClient,
+        Variant::FpStatic,
+    ];
 
     /// Table and JSON name.
     pub fn name(self) -> &'static str {
@@ -62,6 +74,7 @@ impl Variant {
             Variant::Fp => "FP",
             Variant::NpRgex => "NP-rgex",
             Variant::NpClient => "NP-client",
+            Variant::FpStatic => "FP-static",
         }
     }
 
@@ -116,6 +129,8 @@ pub fn request_medium(
             payload::generate(sd.buf(), seed);
             sd.commit(h, &args, size)
         }
+        // Whatever the buffer holds, unchanged since the last send.
+        Variant::FpStatic => ep.request_medium(peer, h, &args, &buf[..size], none),
     }
 }
 
@@ -137,7 +152,9 @@ fn reply_medium(
             b.resize(size, 0);
         }
         let b = &mut b[..size];
-        if v == Variant::Fp {
+        if v == Variant::FpStatic {
+            tok.reply_medium(h, &args, b, none)
+        } else if v == Variant::Fp {
             payload::generate(b, seed);
             tok.reply_medium(h, &args, b, none)
         } else {
@@ -181,8 +198,13 @@ pub fn init() -> rgex::Result<(Client, Ids, Arc<State>)> {
         })?;
         let st = state.clone();
         let med_pong = t.register("testam.med_pong", move |_tok, msg| {
-            let ok =
-                msg.arg(0) != BAD && payload::check(msg.payload(), msg.arg(1), msg.arg(2) as usize);
+            // The comparable mode's pong is only counted; a BAD pong
+            // (a failed reply) still counts as damage.
+            let ok = match msg.arg(0) {
+                BAD => false,
+                a if a == Variant::FpStatic.arg() => true,
+                _ => payload::check(msg.payload(), msg.arg(1), msg.arg(2) as usize),
+            };
             if !ok {
                 st.bad.fetch_add(1, Ordering::Relaxed);
             }
@@ -192,6 +214,10 @@ pub fn init() -> rgex::Result<(Client, Ids, Arc<State>)> {
             let (seed, size) = (msg.arg(1), msg.arg(2) as usize);
             let variant = Variant::from_arg(msg.arg(0));
             let sent = match variant {
+                // The peers' semantics: the payload is not read.
+                Some(Variant::FpStatic) => {
+                    reply_medium(tok, med_pong, Variant::FpStatic, size, seed)
+                }
                 Some(v) if payload::check(msg.payload(), seed, size) => {
                     reply_medium(tok, med_pong, v, size, reply_seed(seed))
                 }
