@@ -196,6 +196,8 @@ struct Results {
     path: String,
     /// Per size: blocking put and get latency (ns).
     lat: Vec<(usize, Point, Point)>,
+    /// Blocking 8-byte put and get in the peers' mode and the realistic one.
+    lat8: [(Lat8, Point); 4],
     /// Per size, per [`Local::ALL`] x [`Mode::ALL`]: flood GB/s.
     flood: Vec<(usize, [[Point; 5]; 2])>,
     /// Per [`UCX_SIZES`] size: put ping-pong one-way latency (ns) and
@@ -287,6 +289,44 @@ fn ucx(quick: bool, reps: usize) -> Result<Vec<UcxRow>, String> {
         .collect())
 }
 
+/// The blocking 8-byte latencies measured in two modes each (BENCHMARKS.md:
+/// compare like with like).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lat8 {
+    /// The peers' mode (GASNet testsmall, osu_put_latency): one static
+    /// 8-byte source nobody writes.
+    PutStatic,
+    /// A static 8-byte destination whose contents nobody reads.
+    GetStatic,
+    /// The realistic mode: a fresh 8-byte value stored into the source
+    /// before each put.
+    PutGenerated,
+    /// Each get's value read (folded into a checksum) before the next.
+    GetRead,
+}
+
+impl Lat8 {
+    const ALL: [Lat8; 4] = [
+        Lat8::PutStatic,
+        Lat8::GetStatic,
+        Lat8::PutGenerated,
+        Lat8::GetRead,
+    ];
+
+    /// The record's name.
+    fn name(self) -> &'static str {
+        match self {
+            Lat8::PutStatic => "put latency (blocking, 8 B static source: peer-comparable)",
+            Lat8::GetStatic => "get latency (blocking, 8 B static destination: peer-comparable)",
+            Lat8::PutGenerated => "put latency (blocking, 8 B generated source)",
+            Lat8::GetRead => "get latency (blocking, 8 B, each value read)",
+        }
+    }
+}
+
+/// The static source of [`Lat8::PutStatic`].
+static SRC8: [u8; 8] = *b"rgex-8B!";
+
 /// Rank 0's measurements against `peer`.
 struct Bench<'a> {
     client: &'a Client,
@@ -336,6 +376,68 @@ impl Bench<'_> {
             return Err(format!("a {size}-byte get returned other bytes than were put").into());
         }
         Ok((put, get))
+    }
+
+    /// Blocking 8-byte put and get to the peer at offset 0, each
+    /// [`Lat8`] mode; fails if a get of the realistic mode does not
+    /// return the last value put.
+    fn latency8(&mut self) -> Res<[(Lat8, Point); 4]> {
+        let ep = self.client.endpoint().clone();
+        let dst = self.dst();
+        let mut out = Vec::new();
+        let mut last = 0u64;
+        for mode in Lat8::ALL {
+            let p = match mode {
+                Lat8::PutStatic => self.per_op(|n| {
+                    let t = Instant::now();
+                    for _ in 0..n {
+                        ep.put(dst, &SRC8, Flags::empty())?;
+                    }
+                    Ok(t.elapsed())
+                })?,
+                Lat8::GetStatic => {
+                    let mut d = [0u8; 8];
+                    self.per_op(|n| {
+                        let t = Instant::now();
+                        for _ in 0..n {
+                            ep.get(&mut d, dst, Flags::empty())?;
+                        }
+                        Ok(t.elapsed())
+                    })?
+                }
+                Lat8::PutGenerated => self.per_op(|n| {
+                    let t = Instant::now();
+                    for i in 0..n {
+                        last = last.wrapping_add(i | 1);
+                        ep.put(dst, &last.to_le_bytes(), Flags::empty())?;
+                    }
+                    Ok(t.elapsed())
+                })?,
+                Lat8::GetRead => {
+                    let mut d = [0u8; 8];
+                    let mut sum = 0u64;
+                    let p = self.per_op(|n| {
+                        let t = Instant::now();
+                        for _ in 0..n {
+                            ep.get(&mut d, dst, Flags::empty())?;
+                            sum = sum.wrapping_add(u64::from_le_bytes(d));
+                        }
+                        Ok(t.elapsed())
+                    })?;
+                    std::hint::black_box(sum);
+                    if u64::from_le_bytes(d) != last {
+                        return Err(format!(
+                            "an 8-byte get returned {:#x}, not the last value put ({last:#x})",
+                            u64::from_le_bytes(d)
+                        )
+                        .into());
+                    }
+                    p
+                }
+            };
+            out.push((mode, p));
+        }
+        Ok(out.try_into().expect("one point per mode"))
     }
 
     /// `n` flood operations of `size` bytes the way `mode` says, the local
@@ -599,6 +701,8 @@ fn run() -> Res<()> {
         sink: vec![0; max],
     };
     let path = format!("{:?}", client.rma_path(peer));
+    progress("blocking 8-byte put and get, static and generated");
+    let lat8 = b.latency8()?;
     let mut lat = Vec::new();
     let mut flood = Vec::new();
     for &size in &SIZES {
@@ -638,6 +742,7 @@ fn run() -> Res<()> {
         fabric,
         path,
         lat,
+        lat8,
         flood,
         pingpong,
     };
@@ -834,6 +939,7 @@ fn table(r: &Results) -> String {
             p.s.median / f
         );
     }
+    s.push_str(&lat8_table(r, rtt));
     if let Some(f) = &r.fabric {
         s.push_str(&provider_latency(r, f));
     }
@@ -979,6 +1085,33 @@ fn table(r: &Results) -> String {
             );
         }
     }
+    s
+}
+
+/// The blocking 8-byte latencies, the peers' mode beside the realistic one.
+fn lat8_table(r: &Results, rtt: Option<f64>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nBlocking 8-byte latency: the peers' mode (static source or destination, as GASNet testsmall and osu_put_latency) and the realistic one"
+    );
+    let mut t = Table::new([
+        "variant",
+        "median [min .. max]",
+        "unit",
+        "x cache RTT",
+        "per rep",
+    ]);
+    for (mode, p) in &r.lat8 {
+        t.row([
+            mode.name().to_owned(),
+            spread(&p.s),
+            "ns".into(),
+            ratio(p.s.median, rtt),
+            format!("{} ops", p.iters),
+        ]);
+    }
+    s.push_str(&t.to_string());
     s
 }
 
@@ -1155,6 +1288,9 @@ fn records(r: &Results) -> Vec<Record> {
         }
         v.push(put);
         v.push(get);
+    }
+    for (mode, p) in &r.lat8 {
+        v.push(j.record(mode.name(), Some(8), &p.s, "ns", p.iters));
     }
     for (size, row) in &r.flood {
         let floor = r.bw_floor_at(*size);
