@@ -26,6 +26,10 @@ pub struct State {
     pub bad: AtomicU64,
     /// Set by rank 0's stop request: leave the serving loop.
     pub stop: AtomicBool,
+    /// Set by rank 0's park request, cleared by its unpark: while set the
+    /// serving loop sleeps between polls, leaving its CPU to the floor
+    /// and the peer tools that rank 0 runs meanwhile.
+    pub parked: AtomicBool,
 }
 
 /// The handlers, registered in the same order on every rank.
@@ -39,6 +43,11 @@ pub struct Ids {
     pub med_ping: HandlerId,
     /// Short request: stop serving.
     pub stop: HandlerId,
+    /// Short request: sleep between polls until unparked; replies with a
+    /// Short pong once parked.
+    pub park: HandlerId,
+    /// Short request: poll without sleeping again.
+    pub unpark: HandlerId,
 }
 
 /// How a Medium's payload reaches rgex.
@@ -234,22 +243,44 @@ pub fn init() -> rgex::Result<(Client, Ids, Arc<State>)> {
         let stop = t.register("testam.stop", move |_tok, _msg| {
             st.stop.store(true, Ordering::Release);
         })?;
+        let st = state.clone();
+        let park = t.register("testam.park", move |tok, _msg| {
+            // Relaxed: only the serving loop of this rank reads it.
+            st.parked.store(true, Ordering::Relaxed);
+            if let Err(e) = tok.reply_short(pong, &[], Flags::empty()) {
+                eprintln!("testam: {}: reply to park: {e}", tok.endpoint().rank());
+                st.bad.fetch_add(1, Ordering::Relaxed);
+            }
+        })?;
+        let st = state.clone();
+        let unpark = t.register("testam.unpark", move |_tok, _msg| {
+            st.parked.store(false, Ordering::Relaxed);
+        })?;
         Ok(Ids {
             ping,
             flood,
             med_ping,
             stop,
+            park,
+            unpark,
         })
     })?;
     Ok((client, ids, state))
 }
 
+/// How long a parked serving loop sleeps between polls.
+const PARKED_NAP: std::time::Duration = std::time::Duration::from_micros(200);
+
 /// Ranks other than 0: run handlers until rank 0 says stop. Spins on
-/// `poll` (yields when idle on an oversubscribed node).
+/// `poll` (yields when idle on an oversubscribed node); while parked,
+/// sleeps [`PARKED_NAP`] between polls.
 pub fn serve(client: &Client, state: &State) -> rgex::Result<()> {
     let polite = client.polite();
     while !state.stop.load(Ordering::Acquire) {
-        if client.poll()? == 0 && polite {
+        let n = client.poll()?;
+        if state.parked.load(Ordering::Relaxed) {
+            std::thread::sleep(PARKED_NAP);
+        } else if n == 0 && polite {
             std::thread::yield_now();
         }
     }

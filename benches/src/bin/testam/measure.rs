@@ -169,6 +169,33 @@ impl<'a> Bench<'a> {
         Ok(start.elapsed())
     }
 
+    /// The AM Short round trip, one point.
+    pub fn short_point(&mut self) -> Res<Point> {
+        self.point(1 << 32, Self::short_run)
+    }
+
+    /// The Medium round trip of `v` at `size`, one point.
+    pub fn medium_point(&mut self, v: Variant, size: usize) -> Res<Point> {
+        self.point(1 << 32, |b, n| b.medium_run(v, size, n))
+    }
+
+    /// Ask the peer to sleep between polls (rank 0 is about to measure
+    /// the floor or a peer tool), and wait until it says it does.
+    pub fn park_peer(&mut self) -> Res<()> {
+        let base = self.state.pongs.load(Ordering::Acquire);
+        self.client
+            .request_short(self.peer, self.ids.park, &[], Flags::empty())?;
+        self.wait_pongs(base + 1)?;
+        self.check()
+    }
+
+    /// Let the parked peer spin on its polls again.
+    pub fn unpark_peer(&mut self) -> Res<()> {
+        self.client
+            .request_short(self.peer, self.ids.unpark, &[], Flags::empty())?;
+        Ok(())
+    }
+
     /// Medium sizes: 0, then powers of two up to `max`, then `max` itself
     /// if it is not a power of two.
     pub fn medium_sizes(max: usize) -> Vec<usize> {

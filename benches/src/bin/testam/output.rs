@@ -28,6 +28,8 @@ pub struct Run {
     pub am: AmResults,
     /// The node's 1-minute load average when rank 0 started.
     pub load: Option<f64>,
+    /// rgex and the peers interleaved in rounds, or why not run.
+    pub rounds: Result<rgex_benches::rounds::Rounds, String>,
 }
 
 impl Run {
@@ -276,6 +278,14 @@ pub fn table(run: &Run) -> String {
         s,
         "published (Aries, GASNet-EX 2018.3.0): NP-AM Medium up to +6% over FP at <= 4 KiB, +14% at 64 KiB"
     );
+    match &run.rounds {
+        Ok(r) => s.push_str(&r.report(
+            "Rounds: rgex and its peers interleaved (the peers' semantics: no payload or a static 8 B one)",
+        )),
+        Err(why) => {
+            let _ = writeln!(s, "\nRounds: not run ({why})");
+        }
+    }
     s
 }
 
@@ -326,6 +336,9 @@ pub fn records(run: &Run) -> Vec<Record> {
     }
     if let Some(f) = &run.fabric {
         v.extend(f.records(j));
+    }
+    if let Ok(r) = &run.rounds {
+        v.extend(r.records(|k| crate::rounds::job(j, k), crate::rounds::size));
     }
     if let Ucx::Measured {
         rtt,
