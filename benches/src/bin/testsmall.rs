@@ -32,6 +32,7 @@ use rgex_benches::affinity::{load_average, online_cpus};
 use rgex_benches::cli::Opts;
 use rgex_benches::fabric::{self, run_target, ProviderFloor, LATENCY_TARGET};
 use rgex_benches::floor::Floors;
+use rgex_benches::mpi::{self, MpiRun, Osc, Test};
 use rgex_benches::report::{num, size as size_str, spread, Job, Plot, Record, Series, Table};
 use rgex_benches::stats::{self, Stats};
 use rgex_benches::timing::calibrate;
@@ -191,6 +192,8 @@ struct Results {
     load: Option<f64>,
     floors: Floors,
     ucx: Result<Vec<UcxRow>, String>,
+    /// The Open MPI peer per [`Osc::ALL`]: its figures or why not.
+    mpi: [Result<Vec<mpi::Figure>, String>; 2],
     /// Over the ofi conduit: the provider floor.
     fabric: Option<ProviderFloor>,
     path: String,
@@ -657,7 +660,18 @@ fn run() -> Res<()> {
                 )
             }
         };
-        (floors, ucx, fabric, load)
+        let mpi = Osc::ALL.map(|osc| match &provider {
+            None => {
+                progress(&format!(
+                    "the Open MPI peer (MPI_Put + flush, MPI_Put flood; osc {})",
+                    osc.name()
+                ));
+                let iters = if opts.quick { 20_000 } else { 200_000 };
+                MpiRun::new(osc, iters, reps, &[Test::PutLat, Test::PutBw])?.run()
+            }
+            Some(_) => Err("RGEX_CONDUIT=ofi: the provider floor is the peer here".to_owned()),
+        });
+        (floors, ucx, mpi, fabric, load)
     });
 
     let client = rgex::init()?;
@@ -667,7 +681,7 @@ fn run() -> Res<()> {
         progress("put ping-pong (the peer sees the data, puts back)");
     }
     let pingpong = pingpong(&client, opts.quick, reps)?;
-    let Some((floors, ucx, fabric, load)) = before else {
+    let Some((floors, ucx, mpi, fabric, load)) = before else {
         // Rank 1 (and any other): wait in the barrier while rank 0 measures.
         client.barrier()?;
         return Ok(());
@@ -739,6 +753,7 @@ fn run() -> Res<()> {
         load,
         floors,
         ucx,
+        mpi,
         fabric,
         path,
         lat,
@@ -1085,6 +1100,9 @@ fn table(r: &Results) -> String {
             );
         }
     }
+    if r.fabric.is_none() {
+        s.push_str(&mpi_table(r));
+    }
     s
 }
 
@@ -1112,6 +1130,88 @@ fn lat8_table(r: &Results, rtt: Option<f64>) -> String {
         ]);
     }
     s.push_str(&t.to_string());
+    s
+}
+
+/// The Open MPI peer beside rgex: 8-byte put latency (rgex's static
+/// source) and put flood bandwidth (rgex's NBI flood from the heap: MPI's
+/// puts are implicit-handle, their source a heap buffer), per osc.
+fn mpi_table(r: &Results) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nOpen MPI peer (mpi_peer: pml ob1, btl self,vader, passive target on MPI_Win_allocate; osc sm and osc rdma)"
+    );
+    let [sm, rdma] = &r.mpi;
+    let mut t = Table::new([
+        "test",
+        "size",
+        "rgex",
+        "MPI osc sm",
+        "MPI osc rdma",
+        "unit",
+        "rgex / sm",
+        "rgex / rdma",
+        "rgex figure",
+    ]);
+    let cell = |m: &Result<Vec<mpi::Figure>, String>, test, size| match m {
+        Ok(f) => mpi::at(f, test, size).map(|f| f.stats),
+        Err(_) => None,
+    };
+    let mut row = |test: Test, size: u64, ours: Option<f64>, unit: &str, what: &str| {
+        let (a, b) = (cell(sm, test, size), cell(rdma, test, size));
+        let show = |x: Option<Stats>| x.map_or("-".into(), |x| spread(&x));
+        let rat = |x: Option<Stats>| match (ours, x) {
+            (Some(o), Some(x)) if x.median > 0.0 => format!("{:.2}", o / x.median),
+            _ => "-".into(),
+        };
+        t.row([
+            test.variant(Osc::Sm)
+                .replace(" (osc sm)", "")
+                .trim_start_matches("mpi ")
+                .to_owned(),
+            size_str(size),
+            ours.map_or("-".into(), num),
+            show(a),
+            show(b),
+            unit.into(),
+            rat(a),
+            rat(b),
+            what.into(),
+        ]);
+    };
+    let put8 = r
+        .lat8
+        .iter()
+        .find(|(m, _)| *m == Lat8::PutStatic)
+        .map(|(_, p)| p.s.median);
+    row(
+        Test::PutLat,
+        8,
+        put8,
+        "ns",
+        "blocking put, 8 B static source",
+    );
+    for size in [8usize, 4 << 10, 64 << 10, 4 << 20] {
+        let ours = r.flood_at(size, Local::Heap, Mode::Nbi).map(|p| p.s.median);
+        row(
+            Test::PutBw,
+            size as u64,
+            ours,
+            "GB/s",
+            "put NBI flood, src on heap",
+        );
+    }
+    s.push_str(&t.to_string());
+    for (osc, m) in Osc::ALL.iter().zip(&r.mpi) {
+        if let Err(e) = m {
+            let _ = writeln!(s, "MPI osc {}: skipped ({e})", osc.name());
+        }
+    }
+    let _ = writeln!(
+        s,
+        "a time: rgex / MPI below 1 is rgex faster; a bandwidth: above 1 is rgex faster"
+    );
     s
 }
 
@@ -1291,6 +1391,22 @@ fn records(r: &Results) -> Vec<Record> {
     }
     for (mode, p) in &r.lat8 {
         v.push(j.record(mode.name(), Some(8), &p.s, "ns", p.iters));
+    }
+    let peer = Job {
+        conduit: "mpi".into(),
+        provider: Some("Open MPI, pml ob1, btl self,vader".into()),
+        ranks: 2,
+        ..j.clone()
+    };
+    for (osc, m) in Osc::ALL.iter().zip(&r.mpi) {
+        for f in m.iter().flatten() {
+            let test = [Test::PutLat, Test::PutBw]
+                .into_iter()
+                .find(|t| t.arg() == f.test);
+            if let Some(t) = test {
+                v.push(peer.record(&t.variant(*osc), Some(f.size), &f.stats, &f.unit, f.iters));
+            }
+        }
     }
     for (size, row) in &r.flood {
         let floor = r.bw_floor_at(*size);
