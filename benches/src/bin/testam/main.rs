@@ -12,7 +12,12 @@
 //! 1.15x; see `rgex_benches::fabric`). Then,
 //! over rgex: AM Short ping-pong round trip, Short one-way flood, and
 //! Medium ping-pong from 0 bytes to max Medium for the FP, NP-rgex and
-//! NP-client variants. Rank 1 only runs handlers. Rank 0 prints a table
+//! NP-client variants (the realistic mode: payloads generated and
+//! checked) and FP-static (the peers' mode: a static payload nobody
+//! reads). Last, on node-local conduits, `--rounds` rounds of rgex's AM
+//! Short and 8-byte FP-static round trips, `ucp_am_lat` and Open MPI's
+//! Send/Recv ping-pong, interleaved, the floor measured before and after
+//! each point (see `rounds`). Rank 1 only runs handlers. Rank 0 prints a table
 //! and writes JSON records and an SVG plot. A report, never a pass/fail on
 //! timing: it fails only if something breaks (or a payload arrives damaged).
 
