@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark job, from a fresh Debian machine as root: install the peer
-# tool (best-effort), build, and run every bench through the launcher:
+# tools (ucx_perftest; Open MPI, whose peer program benches/peers/mpi_peer.c
+# is built with mpicc; best-effort), build, and run every bench through the
+# launcher:
 # testam, testsmall, rma_mt, testfaddperf and testvisperf on two ranks,
 # testimm (with RGEX_SMP_QUEUE_DEPTH=4) on eight; then testam and
 # testsmall over the ofi conduit (providers tcp;ofi_rxm, sockets and shm,
@@ -34,12 +36,32 @@ else
     echo "ucx_perftest is not installed and cannot be (needs apt-get as root): testam and testsmall will skip the UCX comparison"
 fi
 
+section "peer tool: Open MPI (mpicc, mpirun; best-effort)"
+if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+    echo "found $(command -v mpicc) and $(command -v mpirun)"
+elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    if apt-get install -y openmpi-bin libopenmpi-dev ||
+        { apt-get update && apt-get install -y openmpi-bin libopenmpi-dev; }; then
+        echo "installed openmpi-bin libopenmpi-dev"
+    else
+        echo "could not install Open MPI: the benches will skip the MPI comparison"
+    fi
+else
+    echo "mpicc is not installed and cannot be (needs apt-get as root): the benches will skip the MPI comparison"
+fi
+
 section "system packages"
 bash ci/deps.sh
 
 section "build"
 command -v cargo >/dev/null 2>&1 || { echo "cargo is not installed (https://rustup.rs)" >&2; exit 1; }
 cargo build --release -p rgex -p rgex-benches
+# The Open MPI peer, next to the benches (rgex_benches::mpi looks there).
+if command -v mpicc >/dev/null 2>&1; then
+    mpicc -O2 -o target/release/mpi_peer benches/peers/mpi_peer.c ||
+        echo "mpicc failed: the benches will skip the MPI comparison"
+fi
 
 # Where testam writes: its --json argument (the last one wins), and the
 # SVG next to it with the extension replaced, as testam does.

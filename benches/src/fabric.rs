@@ -321,7 +321,7 @@ impl PeerRun {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        child_setup(&mut c, cpu).map_err(|e| format!("prepare {}: {e}", self.name))?;
+        child_setup(&mut c, cpu.as_slice()).map_err(|e| format!("prepare {}: {e}", self.name))?;
         Ok(c)
     }
 

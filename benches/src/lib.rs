@@ -13,6 +13,10 @@
 //! - [`payload`]: generate and check test payloads;
 //! - [`report`]: text tables, JSON records, SVG plots;
 //! - [`ucx`]: run the `ucx_perftest` peer tool and parse its output;
+//! - [`mpi`]: run the Open MPI peer (`benches/peers/mpi_peer.c`) and
+//!   parse its output;
+//! - [`rounds`]: rgex and its peers interleaved in rounds, the floor
+//!   measured before and after each point;
 //! - [`fabric`]: the libfabric provider floor (`fi_pingpong`) for benches
 //!   run with `RGEX_CONDUIT=ofi`;
 //! - [`proc`]: the peer tools' child processes (deadlines, no orphans);
@@ -24,9 +28,11 @@ pub mod cli;
 pub mod fabric;
 pub mod floor;
 pub mod label;
+pub mod mpi;
 pub mod payload;
 pub mod proc;
 pub mod report;
+pub mod rounds;
 pub mod stats;
 pub mod timing;
 pub mod ucx;

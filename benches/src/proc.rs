@@ -46,29 +46,31 @@ pub fn free_port() -> io::Result<u16> {
 /// Work done in a peer tool's child between fork and exec: ask for SIGKILL
 /// when the spawning thread dies (so a bench killed half-way, for example
 /// by the launcher's timeout, leaves no server waiting for a client), and
-/// pin it to `cpu` if given (a rank bound by `rgex-run --bind` would
-/// otherwise hand its single CPU to both of the tool's processes).
+/// bind it to `cpus` unless empty (a rank bound by `rgex-run --bind` would
+/// otherwise hand its single CPU to both of the tool's processes; a
+/// launcher such as `mpirun` is given every CPU its ranks bind to).
 ///
 /// The death signal follows the *thread* that spawned the child: spawn
 /// and wait from the same thread, as [`Running`] does.
 #[cfg(target_os = "linux")]
-pub fn child_setup(cmd: &mut Command, cpu: Option<usize>) -> io::Result<()> {
+pub fn child_setup(cmd: &mut Command, cpus: &[usize]) -> io::Result<()> {
     use std::os::unix::process::CommandExt;
-    let set = match cpu {
-        None => None,
-        Some(cpu) if cpu >= libc::CPU_SETSIZE as usize => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("CPU {cpu} is beyond what a cpu_set_t holds"),
-            ))
-        }
-        Some(cpu) => {
-            // SAFETY: all-zero bytes are a valid, empty cpu_set_t.
-            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let set = if cpus.is_empty() {
+        None
+    } else {
+        // SAFETY: all-zero bytes are a valid, empty cpu_set_t.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &cpu in cpus {
+            if cpu >= libc::CPU_SETSIZE as usize {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("CPU {cpu} is beyond what a cpu_set_t holds"),
+                ));
+            }
             // SAFETY: `cpu` was checked to be below CPU_SETSIZE.
             unsafe { libc::CPU_SET(cpu, &mut set) };
-            Some(set)
         }
+        Some(set)
     };
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
@@ -102,10 +104,10 @@ pub fn child_setup(cmd: &mut Command, cpu: Option<usize>) -> io::Result<()> {
 
 /// Elsewhere: only the CPU binding is unavailable.
 #[cfg(not(target_os = "linux"))]
-pub fn child_setup(_cmd: &mut Command, cpu: Option<usize>) -> io::Result<()> {
-    match cpu {
-        None => Ok(()),
-        Some(_) => Err(io::Error::new(
+pub fn child_setup(_cmd: &mut Command, cpus: &[usize]) -> io::Result<()> {
+    match cpus {
+        [] => Ok(()),
+        _ => Err(io::Error::new(
             io::ErrorKind::Unsupported,
             "binding a peer tool to a CPU is supported on Linux only",
         )),

@@ -36,6 +36,7 @@ use rgex_benches::affinity::online_cpus;
 use rgex_benches::cli::Opts;
 use rgex_benches::fabric::{self, run_target, ProviderFloor};
 use rgex_benches::floor::Floors;
+use rgex_benches::mpi::{self, MpiRun, Osc, Test};
 use rgex_benches::report::{num, spread, Job, Plot, Record, Series, Table};
 use rgex_benches::stats::{self, Stats};
 use std::error::Error;
@@ -191,7 +192,19 @@ fn run() -> Res<bool> {
                 eprintln!("testfaddperf: measuring {w}")
             })
         });
-        (floors, fabric)
+        // The Open MPI peer, while the other ranks wait in the bootstrap.
+        let mpi = Osc::ALL.map(|osc| {
+            if provider.is_some() {
+                return Err("RGEX_CONDUIT=ofi: the provider floor is the peer here".to_owned());
+            }
+            eprintln!(
+                "testfaddperf: measuring the Open MPI peer (MPI_Fetch_and_op latency, hot-spot; osc {})",
+                osc.name()
+            );
+            let iters = if opts.quick { 10_000 } else { 100_000 };
+            MpiRun::new(osc, iters, opts.reps, &[Test::FopLat, Test::FopHot])?.run()
+        });
+        (floors, fabric, mpi)
     });
     let client = rgex::init()?;
     let n = client.size();
@@ -231,7 +244,7 @@ fn run() -> Res<bool> {
         }
     }
     client.barrier()?;
-    let Some((floors, fabric)) = floors else {
+    let Some((floors, fabric, mpi)) = floors else {
         return Ok(true);
     };
 
@@ -367,6 +380,18 @@ fn run() -> Res<bool> {
     if n < 4 {
         println!("(the 4-rank hot-spot point needs a job of 4 ranks: rgex-run -n 4 --bind ...)");
     }
+    if fabric.is_none() {
+        let lat = points
+            .iter()
+            .find(|p| p.ty == "u64" && !p.forced)
+            .map(|p| p.lat.median);
+        let hot2 = hot
+            .iter()
+            .find(|(forced, _, k, _)| !forced && *k == 2)
+            .map(|h| h.3.median);
+        print!("{}", mpi_table(&mpi, lat, hot2));
+        records.extend(mpi_records(&mpi, &job));
+    }
 
     let types: Vec<String> = ["i32", "u32", "i64", "u64", "f32", "f64"]
         .map(String::from)
@@ -401,6 +426,97 @@ fn run() -> Res<bool> {
     }
     opts.write(&records, &[("", plot)])?;
     Ok(true)
+}
+
+/// A hot-spot's aggregate ops/s as ns per op (a decreasing map: min and
+/// max swap).
+fn ns_per_op(ops: &Stats) -> Stats {
+    Stats {
+        median: 1e9 / ops.median,
+        min: 1e9 / ops.max,
+        max: 1e9 / ops.min,
+        reps: ops.reps,
+    }
+}
+
+/// The Open MPI peer's figures in testfaddperf's units (ns, ns/op).
+fn mpi_figure(m: &Result<Vec<mpi::Figure>, String>, test: Test) -> Option<(Stats, u64)> {
+    let f = mpi::at(m.as_ref().ok()?, test, 8)?;
+    Some(match test {
+        Test::FopHot => (ns_per_op(&f.stats), f.iters),
+        _ => (f.stats, f.iters),
+    })
+}
+
+/// The Open MPI peer beside rgex's u64 FADD (the domain's pick) latency
+/// and its 2-rank hot-spot.
+fn mpi_table(
+    mpi: &[Result<Vec<mpi::Figure>, String>; 2],
+    lat: Option<f64>,
+    hot: Option<f64>,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nOpen MPI peer (mpi_peer: MPI_Fetch_and_op MPI_SUM uint64 + MPI_Win_flush, passive target on MPI_Win_allocate; pml ob1, btl self,vader):"
+    );
+    let mut t = Table::new([
+        "test",
+        "rgex",
+        "MPI osc sm",
+        "MPI osc rdma",
+        "unit",
+        "rgex / sm",
+        "rgex / rdma",
+    ]);
+    for (test, ours, unit) in [(Test::FopLat, lat, "ns"), (Test::FopHot, hot, "ns/op")] {
+        let [a, b] = [&mpi[0], &mpi[1]].map(|m| mpi_figure(m, test).map(|f| f.0));
+        let show = |x: Option<Stats>| x.map_or("-".into(), |x| spread(&x));
+        let rat = |x: Option<Stats>| match (ours, x) {
+            (Some(o), Some(x)) if x.median > 0.0 => format!("{:.2}", o / x.median),
+            _ => "-".into(),
+        };
+        let name = match test {
+            Test::FopLat => "FADD u64 latency",
+            _ => "hot-spot, 2 ranks, aggregate",
+        };
+        t.row([
+            name.into(),
+            ours.map_or("-".into(), num),
+            show(a),
+            show(b),
+            unit.into(),
+            rat(a),
+            rat(b),
+        ]);
+    }
+    let _ = write!(s, "{t}");
+    for (osc, m) in Osc::ALL.iter().zip(mpi) {
+        if let Err(e) = m {
+            let _ = writeln!(s, "MPI osc {}: skipped ({e})", osc.name());
+        }
+    }
+    let _ = writeln!(s, "rgex / MPI below 1: rgex is faster");
+    s
+}
+
+/// Records of the Open MPI peer (names start with `mpi`).
+fn mpi_records(mpi: &[Result<Vec<mpi::Figure>, String>; 2], job: &Job) -> Vec<Record> {
+    let peer = Job {
+        conduit: "mpi".into(),
+        provider: Some("Open MPI, pml ob1, btl self,vader".into()),
+        ranks: 2,
+        ..job.clone()
+    };
+    let mut v = Vec::new();
+    for (osc, m) in Osc::ALL.iter().zip(mpi) {
+        for (test, unit, size) in [(Test::FopLat, "ns", None), (Test::FopHot, "ns/op", Some(2))] {
+            if let Some((st, iters)) = mpi_figure(m, test) {
+                v.push(peer.record(&test.variant(*osc), size, &st, unit, iters));
+            }
+        }
+    }
+    v
 }
 
 /// Over the ofi conduit: which implementation ran, and whether offload

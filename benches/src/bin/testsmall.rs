@@ -32,6 +32,7 @@ use rgex_benches::affinity::{load_average, online_cpus};
 use rgex_benches::cli::Opts;
 use rgex_benches::fabric::{self, run_target, ProviderFloor, LATENCY_TARGET};
 use rgex_benches::floor::Floors;
+use rgex_benches::mpi::{self, MpiRun, Osc, Test};
 use rgex_benches::report::{num, size as size_str, spread, Job, Plot, Record, Series, Table};
 use rgex_benches::stats::{self, Stats};
 use rgex_benches::timing::calibrate;
@@ -191,11 +192,15 @@ struct Results {
     load: Option<f64>,
     floors: Floors,
     ucx: Result<Vec<UcxRow>, String>,
+    /// The Open MPI peer per [`Osc::ALL`]: its figures or why not.
+    mpi: [Result<Vec<mpi::Figure>, String>; 2],
     /// Over the ofi conduit: the provider floor.
     fabric: Option<ProviderFloor>,
     path: String,
     /// Per size: blocking put and get latency (ns).
     lat: Vec<(usize, Point, Point)>,
+    /// Blocking 8-byte put and get in the peers' mode and the realistic one.
+    lat8: [(Lat8, Point); 4],
     /// Per size, per [`Local::ALL`] x [`Mode::ALL`]: flood GB/s.
     flood: Vec<(usize, [[Point; 5]; 2])>,
     /// Per [`UCX_SIZES`] size: put ping-pong one-way latency (ns) and
@@ -287,6 +292,44 @@ fn ucx(quick: bool, reps: usize) -> Result<Vec<UcxRow>, String> {
         .collect())
 }
 
+/// The blocking 8-byte latencies measured in two modes each (BENCHMARKS.md:
+/// compare like with like).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lat8 {
+    /// The peers' mode (GASNet testsmall, osu_put_latency): one static
+    /// 8-byte source nobody writes.
+    PutStatic,
+    /// A static 8-byte destination whose contents nobody reads.
+    GetStatic,
+    /// The realistic mode: a fresh 8-byte value stored into the source
+    /// before each put.
+    PutGenerated,
+    /// Each get's value read (folded into a checksum) before the next.
+    GetRead,
+}
+
+impl Lat8 {
+    const ALL: [Lat8; 4] = [
+        Lat8::PutStatic,
+        Lat8::GetStatic,
+        Lat8::PutGenerated,
+        Lat8::GetRead,
+    ];
+
+    /// The record's name.
+    fn name(self) -> &'static str {
+        match self {
+            Lat8::PutStatic => "put latency (blocking, 8 B static source: peer-comparable)",
+            Lat8::GetStatic => "get latency (blocking, 8 B static destination: peer-comparable)",
+            Lat8::PutGenerated => "put latency (blocking, 8 B generated source)",
+            Lat8::GetRead => "get latency (blocking, 8 B, each value read)",
+        }
+    }
+}
+
+/// The static source of [`Lat8::PutStatic`].
+static SRC8: [u8; 8] = *b"rgex-8B!";
+
 /// Rank 0's measurements against `peer`.
 struct Bench<'a> {
     client: &'a Client,
@@ -336,6 +379,68 @@ impl Bench<'_> {
             return Err(format!("a {size}-byte get returned other bytes than were put").into());
         }
         Ok((put, get))
+    }
+
+    /// Blocking 8-byte put and get to the peer at offset 0, each
+    /// [`Lat8`] mode; fails if a get of the realistic mode does not
+    /// return the last value put.
+    fn latency8(&mut self) -> Res<[(Lat8, Point); 4]> {
+        let ep = self.client.endpoint().clone();
+        let dst = self.dst();
+        let mut out = Vec::new();
+        let mut last = 0u64;
+        for mode in Lat8::ALL {
+            let p = match mode {
+                Lat8::PutStatic => self.per_op(|n| {
+                    let t = Instant::now();
+                    for _ in 0..n {
+                        ep.put(dst, &SRC8, Flags::empty())?;
+                    }
+                    Ok(t.elapsed())
+                })?,
+                Lat8::GetStatic => {
+                    let mut d = [0u8; 8];
+                    self.per_op(|n| {
+                        let t = Instant::now();
+                        for _ in 0..n {
+                            ep.get(&mut d, dst, Flags::empty())?;
+                        }
+                        Ok(t.elapsed())
+                    })?
+                }
+                Lat8::PutGenerated => self.per_op(|n| {
+                    let t = Instant::now();
+                    for i in 0..n {
+                        last = last.wrapping_add(i | 1);
+                        ep.put(dst, &last.to_le_bytes(), Flags::empty())?;
+                    }
+                    Ok(t.elapsed())
+                })?,
+                Lat8::GetRead => {
+                    let mut d = [0u8; 8];
+                    let mut sum = 0u64;
+                    let p = self.per_op(|n| {
+                        let t = Instant::now();
+                        for _ in 0..n {
+                            ep.get(&mut d, dst, Flags::empty())?;
+                            sum = sum.wrapping_add(u64::from_le_bytes(d));
+                        }
+                        Ok(t.elapsed())
+                    })?;
+                    std::hint::black_box(sum);
+                    if u64::from_le_bytes(d) != last {
+                        return Err(format!(
+                            "an 8-byte get returned {:#x}, not the last value put ({last:#x})",
+                            u64::from_le_bytes(d)
+                        )
+                        .into());
+                    }
+                    p
+                }
+            };
+            out.push((mode, p));
+        }
+        Ok(out.try_into().expect("one point per mode"))
     }
 
     /// `n` flood operations of `size` bytes the way `mode` says, the local
@@ -555,7 +660,18 @@ fn run() -> Res<()> {
                 )
             }
         };
-        (floors, ucx, fabric, load)
+        let mpi = Osc::ALL.map(|osc| match &provider {
+            None => {
+                progress(&format!(
+                    "the Open MPI peer (MPI_Put + flush, MPI_Put flood; osc {})",
+                    osc.name()
+                ));
+                let iters = if opts.quick { 20_000 } else { 200_000 };
+                MpiRun::new(osc, iters, reps, &[Test::PutLat, Test::PutBw])?.run()
+            }
+            Some(_) => Err("RGEX_CONDUIT=ofi: the provider floor is the peer here".to_owned()),
+        });
+        (floors, ucx, mpi, fabric, load)
     });
 
     let client = rgex::init()?;
@@ -565,7 +681,7 @@ fn run() -> Res<()> {
         progress("put ping-pong (the peer sees the data, puts back)");
     }
     let pingpong = pingpong(&client, opts.quick, reps)?;
-    let Some((floors, ucx, fabric, load)) = before else {
+    let Some((floors, ucx, mpi, fabric, load)) = before else {
         // Rank 1 (and any other): wait in the barrier while rank 0 measures.
         client.barrier()?;
         return Ok(());
@@ -599,6 +715,8 @@ fn run() -> Res<()> {
         sink: vec![0; max],
     };
     let path = format!("{:?}", client.rma_path(peer));
+    progress("blocking 8-byte put and get, static and generated");
+    let lat8 = b.latency8()?;
     let mut lat = Vec::new();
     let mut flood = Vec::new();
     for &size in &SIZES {
@@ -635,9 +753,11 @@ fn run() -> Res<()> {
         load,
         floors,
         ucx,
+        mpi,
         fabric,
         path,
         lat,
+        lat8,
         flood,
         pingpong,
     };
@@ -834,6 +954,7 @@ fn table(r: &Results) -> String {
             p.s.median / f
         );
     }
+    s.push_str(&lat8_table(r, rtt));
     if let Some(f) = &r.fabric {
         s.push_str(&provider_latency(r, f));
     }
@@ -979,6 +1100,118 @@ fn table(r: &Results) -> String {
             );
         }
     }
+    if r.fabric.is_none() {
+        s.push_str(&mpi_table(r));
+    }
+    s
+}
+
+/// The blocking 8-byte latencies, the peers' mode beside the realistic one.
+fn lat8_table(r: &Results, rtt: Option<f64>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nBlocking 8-byte latency: the peers' mode (static source or destination, as GASNet testsmall and osu_put_latency) and the realistic one"
+    );
+    let mut t = Table::new([
+        "variant",
+        "median [min .. max]",
+        "unit",
+        "x cache RTT",
+        "per rep",
+    ]);
+    for (mode, p) in &r.lat8 {
+        t.row([
+            mode.name().to_owned(),
+            spread(&p.s),
+            "ns".into(),
+            ratio(p.s.median, rtt),
+            format!("{} ops", p.iters),
+        ]);
+    }
+    s.push_str(&t.to_string());
+    s
+}
+
+/// The Open MPI peer beside rgex: 8-byte put latency (rgex's static
+/// source) and put flood bandwidth (rgex's NBI flood from the heap: MPI's
+/// puts are implicit-handle, their source a heap buffer), per osc.
+fn mpi_table(r: &Results) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nOpen MPI peer (mpi_peer: pml ob1, btl self,vader, passive target on MPI_Win_allocate; osc sm and osc rdma)"
+    );
+    let [sm, rdma] = &r.mpi;
+    let mut t = Table::new([
+        "test",
+        "size",
+        "rgex",
+        "MPI osc sm",
+        "MPI osc rdma",
+        "unit",
+        "rgex / sm",
+        "rgex / rdma",
+        "rgex figure",
+    ]);
+    let cell = |m: &Result<Vec<mpi::Figure>, String>, test, size| match m {
+        Ok(f) => mpi::at(f, test, size).map(|f| f.stats),
+        Err(_) => None,
+    };
+    let mut row = |test: Test, size: u64, ours: Option<f64>, unit: &str, what: &str| {
+        let (a, b) = (cell(sm, test, size), cell(rdma, test, size));
+        let show = |x: Option<Stats>| x.map_or("-".into(), |x| spread(&x));
+        let rat = |x: Option<Stats>| match (ours, x) {
+            (Some(o), Some(x)) if x.median > 0.0 => format!("{:.2}", o / x.median),
+            _ => "-".into(),
+        };
+        t.row([
+            test.variant(Osc::Sm)
+                .replace(" (osc sm)", "")
+                .trim_start_matches("mpi ")
+                .to_owned(),
+            size_str(size),
+            ours.map_or("-".into(), num),
+            show(a),
+            show(b),
+            unit.into(),
+            rat(a),
+            rat(b),
+            what.into(),
+        ]);
+    };
+    let put8 = r
+        .lat8
+        .iter()
+        .find(|(m, _)| *m == Lat8::PutStatic)
+        .map(|(_, p)| p.s.median);
+    row(
+        Test::PutLat,
+        8,
+        put8,
+        "ns",
+        "blocking put, 8 B static source",
+    );
+    for size in [8usize, 4 << 10, 64 << 10, 4 << 20] {
+        let ours = r.flood_at(size, Local::Heap, Mode::Nbi).map(|p| p.s.median);
+        row(
+            Test::PutBw,
+            size as u64,
+            ours,
+            "GB/s",
+            "put NBI flood, src on heap",
+        );
+    }
+    s.push_str(&t.to_string());
+    for (osc, m) in Osc::ALL.iter().zip(&r.mpi) {
+        if let Err(e) = m {
+            let _ = writeln!(s, "MPI osc {}: skipped ({e})", osc.name());
+        }
+    }
+    let _ = writeln!(
+        s,
+        "a time: rgex / MPI below 1 is rgex faster; a bandwidth: above 1 is rgex faster"
+    );
     s
 }
 
@@ -1155,6 +1388,25 @@ fn records(r: &Results) -> Vec<Record> {
         }
         v.push(put);
         v.push(get);
+    }
+    for (mode, p) in &r.lat8 {
+        v.push(j.record(mode.name(), Some(8), &p.s, "ns", p.iters));
+    }
+    let peer = Job {
+        conduit: "mpi".into(),
+        provider: Some("Open MPI, pml ob1, btl self,vader".into()),
+        ranks: 2,
+        ..j.clone()
+    };
+    for (osc, m) in Osc::ALL.iter().zip(&r.mpi) {
+        for f in m.iter().flatten() {
+            let test = [Test::PutLat, Test::PutBw]
+                .into_iter()
+                .find(|t| t.arg() == f.test);
+            if let Some(t) = test {
+                v.push(peer.record(&t.variant(*osc), Some(f.size), &f.stats, &f.unit, f.iters));
+            }
+        }
     }
     for (size, row) in &r.flood {
         let floor = r.bw_floor_at(*size);

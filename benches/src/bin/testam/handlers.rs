@@ -26,6 +26,10 @@ pub struct State {
     pub bad: AtomicU64,
     /// Set by rank 0's stop request: leave the serving loop.
     pub stop: AtomicBool,
+    /// Set by rank 0's park request, cleared by its unpark: while set the
+    /// serving loop sleeps between polls, leaving its CPU to the floor
+    /// and the peer tools that rank 0 runs meanwhile.
+    pub parked: AtomicBool,
 }
 
 /// The handlers, registered in the same order on every rank.
@@ -39,6 +43,11 @@ pub struct Ids {
     pub med_ping: HandlerId,
     /// Short request: stop serving.
     pub stop: HandlerId,
+    /// Short request: sleep between polls until unparked; replies with a
+    /// Short pong once parked.
+    pub park: HandlerId,
+    /// Short request: poll without sleeping again.
+    pub unpark: HandlerId,
 }
 
 /// How a Medium's payload reaches rgex.
@@ -50,11 +59,23 @@ pub enum Variant {
     NpRgex,
     /// Negotiated payload in the client's buffer: copied at commit.
     NpClient,
+    /// The peers' semantics (GASNet testam, `ucp_am_lat`): a fixed
+    /// payload sent from a static buffer nobody writes, a ping handler
+    /// that replies with a Medium of the same size from its own static
+    /// buffer without reading the payload, and a pong handler that only
+    /// counts. The comparable mode; the three above generate and check
+    /// every payload (the realistic mode).
+    FpStatic,
 }
 
 impl Variant {
     /// Every variant, in table order.
-    pub const ALL: [Variant; 3] = [Variant::Fp, Variant::NpRgex, Variant::NpClient];
+    pub const ALL: [Variant; 4] = [
+        Variant::Fp,
+        Variant::NpRgex,
+        Variant::NpClient,
+        Variant::FpStatic,
+    ];
 
     /// Table and JSON name.
     pub fn name(self) -> &'static str {
@@ -62,6 +83,7 @@ impl Variant {
             Variant::Fp => "FP",
             Variant::NpRgex => "NP-rgex",
             Variant::NpClient => "NP-client",
+            Variant::FpStatic => "FP-static",
         }
     }
 
@@ -116,6 +138,8 @@ pub fn request_medium(
             payload::generate(sd.buf(), seed);
             sd.commit(h, &args, size)
         }
+        // Whatever the buffer holds, unchanged since the last send.
+        Variant::FpStatic => ep.request_medium(peer, h, &args, &buf[..size], none),
     }
 }
 
@@ -137,7 +161,9 @@ fn reply_medium(
             b.resize(size, 0);
         }
         let b = &mut b[..size];
-        if v == Variant::Fp {
+        if v == Variant::FpStatic {
+            tok.reply_medium(h, &args, b, none)
+        } else if v == Variant::Fp {
             payload::generate(b, seed);
             tok.reply_medium(h, &args, b, none)
         } else {
@@ -181,8 +207,13 @@ pub fn init() -> rgex::Result<(Client, Ids, Arc<State>)> {
         })?;
         let st = state.clone();
         let med_pong = t.register("testam.med_pong", move |_tok, msg| {
-            let ok =
-                msg.arg(0) != BAD && payload::check(msg.payload(), msg.arg(1), msg.arg(2) as usize);
+            // The comparable mode's pong is only counted; a BAD pong
+            // (a failed reply) still counts as damage.
+            let ok = match msg.arg(0) {
+                BAD => false,
+                a if a == Variant::FpStatic.arg() => true,
+                _ => payload::check(msg.payload(), msg.arg(1), msg.arg(2) as usize),
+            };
             if !ok {
                 st.bad.fetch_add(1, Ordering::Relaxed);
             }
@@ -192,6 +223,10 @@ pub fn init() -> rgex::Result<(Client, Ids, Arc<State>)> {
             let (seed, size) = (msg.arg(1), msg.arg(2) as usize);
             let variant = Variant::from_arg(msg.arg(0));
             let sent = match variant {
+                // The peers' semantics: the payload is not read.
+                Some(Variant::FpStatic) => {
+                    reply_medium(tok, med_pong, Variant::FpStatic, size, seed)
+                }
                 Some(v) if payload::check(msg.payload(), seed, size) => {
                     reply_medium(tok, med_pong, v, size, reply_seed(seed))
                 }
@@ -208,22 +243,44 @@ pub fn init() -> rgex::Result<(Client, Ids, Arc<State>)> {
         let stop = t.register("testam.stop", move |_tok, _msg| {
             st.stop.store(true, Ordering::Release);
         })?;
+        let st = state.clone();
+        let park = t.register("testam.park", move |tok, _msg| {
+            // Relaxed: only the serving loop of this rank reads it.
+            st.parked.store(true, Ordering::Relaxed);
+            if let Err(e) = tok.reply_short(pong, &[], Flags::empty()) {
+                eprintln!("testam: {}: reply to park: {e}", tok.endpoint().rank());
+                st.bad.fetch_add(1, Ordering::Relaxed);
+            }
+        })?;
+        let st = state.clone();
+        let unpark = t.register("testam.unpark", move |_tok, _msg| {
+            st.parked.store(false, Ordering::Relaxed);
+        })?;
         Ok(Ids {
             ping,
             flood,
             med_ping,
             stop,
+            park,
+            unpark,
         })
     })?;
     Ok((client, ids, state))
 }
 
+/// How long a parked serving loop sleeps between polls.
+const PARKED_NAP: std::time::Duration = std::time::Duration::from_micros(200);
+
 /// Ranks other than 0: run handlers until rank 0 says stop. Spins on
-/// `poll` (yields when idle on an oversubscribed node).
+/// `poll` (yields when idle on an oversubscribed node); while parked,
+/// sleeps [`PARKED_NAP`] between polls.
 pub fn serve(client: &Client, state: &State) -> rgex::Result<()> {
     let polite = client.polite();
     while !state.stop.load(Ordering::Acquire) {
-        if client.poll()? == 0 && polite {
+        let n = client.poll()?;
+        if state.parked.load(Ordering::Relaxed) {
+            std::thread::sleep(PARKED_NAP);
+        } else if n == 0 && polite {
             std::thread::yield_now();
         }
     }

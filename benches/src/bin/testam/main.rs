@@ -12,7 +12,12 @@
 //! 1.15x; see `rgex_benches::fabric`). Then,
 //! over rgex: AM Short ping-pong round trip, Short one-way flood, and
 //! Medium ping-pong from 0 bytes to max Medium for the FP, NP-rgex and
-//! NP-client variants. Rank 1 only runs handlers. Rank 0 prints a table
+//! NP-client variants (the realistic mode: payloads generated and
+//! checked) and FP-static (the peers' mode: a static payload nobody
+//! reads). Last, on node-local conduits, `--rounds` rounds of rgex's AM
+//! Short and 8-byte FP-static round trips, `ucp_am_lat` and Open MPI's
+//! Send/Recv ping-pong, interleaved, the floor measured before and after
+//! each point (see `rounds`). Rank 1 only runs handlers. Rank 0 prints a table
 //! and writes JSON records and an SVG plot. A report, never a pass/fail on
 //! timing: it fails only if something breaks (or a payload arrives damaged).
 
@@ -20,6 +25,7 @@ mod baseline;
 mod handlers;
 mod measure;
 mod output;
+mod rounds;
 
 use rgex::Rank;
 use rgex_benches::affinity::online_cpus;
@@ -29,18 +35,22 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-const USAGE: &str = "usage: testam [--quick] [--json PATH] [--reps N]
+const USAGE: &str = "usage: testam [--quick] [--json PATH] [--reps N] [--rounds N]
 
   --quick      short repetitions (a smoke run: well under 20 s)
   --json PATH  where to write the JSON records (default bench-results/testam.json);
                the SVG plot goes next to it with extension .svg
-  --reps N     repetitions per point (default 5; fewer makes the median less robust)";
+  --reps N     repetitions per point (default 5; fewer makes the median less robust)
+  --rounds N   rounds of rgex's and the peers' headline latencies, interleaved, the floor
+               before and after each point (default 3, 2 with --quick; smp and other
+               node-local conduits only)";
 
 /// Command-line options.
 struct Opts {
     quick: bool,
     json: PathBuf,
     reps: usize,
+    rounds: Option<usize>,
 }
 
 impl Opts {
@@ -50,6 +60,7 @@ impl Opts {
             quick: false,
             json: PathBuf::from("bench-results/testam.json"),
             reps: 5,
+            rounds: None,
         };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
@@ -64,6 +75,9 @@ impl Opts {
                         .filter(|&n| n >= 1)
                         .ok_or(format!("--reps {n:?}: not a positive number"))?;
                 }
+                "--rounds" => {
+                    o.rounds = Some(rgex_benches::cli::positive("--rounds", args.next())? as usize)
+                }
                 "-h" | "--help" => return Ok(None),
                 other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
             }
@@ -77,6 +91,21 @@ impl Opts {
             Duration::from_millis(10)
         } else {
             Duration::from_millis(200)
+        }
+    }
+
+    /// How testam's rounds run.
+    fn plan(&self) -> rounds::Plan {
+        rounds::Plan {
+            rounds: self.rounds.unwrap_or(if self.quick { 2 } else { 3 }),
+            reps: self.reps.min(3),
+            floor_target: if self.quick {
+                Duration::from_millis(5)
+            } else {
+                Duration::from_millis(20)
+            },
+            ucx_iters: self.ucx_iters(),
+            mpi_iters: if self.quick { 20_000 } else { 200_000 },
         }
     }
 
@@ -130,6 +159,14 @@ fn run() -> Result<(), Box<dyn Error>> {
         let mut bench = measure::Bench::new(&client, &state, ids, peer, target, reps);
         bench.progress = progress;
         let am = bench.run_all()?;
+        let rounds = if provider.is_some() {
+            Err("RGEX_CONDUIT=ofi: the provider floor (fi_pingpong) is the peer here".to_owned())
+        } else if client.size() < 2 {
+            Err("one rank: no peer to serve the round trips".to_owned())
+        } else {
+            progress("rounds: rgex, UCX and Open MPI interleaved, the floor around each point");
+            rounds::run(&mut bench, &opts.plan())
+        };
         handlers::stop_others(&client, &ids)?;
         if let Some(n) = rgex_benches::label::note() {
             println!("{n}");
@@ -150,6 +187,7 @@ fn run() -> Result<(), Box<dyn Error>> {
             fabric,
             am,
             load,
+            rounds,
         };
         print!("{}", output::table(&run));
         write_json(&opts.json, &output::records(&run))

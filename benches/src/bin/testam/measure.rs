@@ -25,7 +25,7 @@ pub struct MediumRow {
     /// Payload bytes (each way).
     pub size: usize,
     /// Per variant, in [`Variant::ALL`] order.
-    pub points: [Point; 3],
+    pub points: [Point; Variant::ALL.len()],
     /// NP-rgex and NP-client against FP, in percent (`100 * (FP / NP - 1)`),
     /// one ratio per repetition between the variants' back-to-back runs:
     /// a machine that changes speed between repetitions moves all three
@@ -169,6 +169,33 @@ impl<'a> Bench<'a> {
         Ok(start.elapsed())
     }
 
+    /// The AM Short round trip, one point.
+    pub fn short_point(&mut self) -> Res<Point> {
+        self.point(1 << 32, Self::short_run)
+    }
+
+    /// The Medium round trip of `v` at `size`, one point.
+    pub fn medium_point(&mut self, v: Variant, size: usize) -> Res<Point> {
+        self.point(1 << 32, |b, n| b.medium_run(v, size, n))
+    }
+
+    /// Ask the peer to sleep between polls (rank 0 is about to measure
+    /// the floor or a peer tool), and wait until it says it does.
+    pub fn park_peer(&mut self) -> Res<()> {
+        let base = self.state.pongs.load(Ordering::Acquire);
+        self.client
+            .request_short(self.peer, self.ids.park, &[], Flags::empty())?;
+        self.wait_pongs(base + 1)?;
+        self.check()
+    }
+
+    /// Let the parked peer spin on its polls again.
+    pub fn unpark_peer(&mut self) -> Res<()> {
+        self.client
+            .request_short(self.peer, self.ids.unpark, &[], Flags::empty())?;
+        Ok(())
+    }
+
     /// Medium sizes: 0, then powers of two up to `max`, then `max` itself
     /// if it is not a power of two.
     pub fn medium_sizes(max: usize) -> Vec<usize> {
@@ -206,11 +233,11 @@ impl<'a> Bench<'a> {
         })
     }
 
-    /// The three variants at one size: one calibration (on FP) so every
+    /// Every variant at one size: one calibration (on FP) so every
     /// variant runs the same iterations, then [`MEDIUM_SPLIT`] times the
     /// configured repetitions of a third of that, interleaved (FP,
-    /// NP-rgex, NP-client, FP, ...) so drift on a noisy machine hits the
-    /// three alike and each repetition gives one paired ratio.
+    /// NP-rgex, NP-client, FP-static, FP, ...) so drift on a noisy machine
+    /// hits them alike and each repetition gives one paired ratio.
     fn medium_row(&mut self, size: usize) -> Res<MediumRow> {
         let target = self.target;
         let calibrated = calibrate(target, 16, 1 << 32, |n| {
@@ -222,7 +249,7 @@ impl<'a> Bench<'a> {
             self.medium_run(*v, size, (calibrated / 20).max(1))?;
         }
         let reps = self.reps.max(1) * MEDIUM_SPLIT as usize;
-        let mut samples = [Vec::new(), Vec::new(), Vec::new()];
+        let mut samples: [Vec<f64>; Variant::ALL.len()] = Default::default();
         for _ in 0..reps {
             for (k, v) in Variant::ALL.into_iter().enumerate() {
                 let t = self.medium_run(v, size, iters)?;
@@ -248,7 +275,7 @@ impl<'a> Bench<'a> {
         };
         Ok(MediumRow {
             size,
-            points: [point(&samples[0]), point(&samples[1]), point(&samples[2])],
+            points: std::array::from_fn(|k| point(&samples[k])),
             paired: [paired(&samples[1]), paired(&samples[2])],
         })
     }
