@@ -24,9 +24,14 @@ fn started_by_the_environment_answers_an_unpolled_rank() {
 #[test]
 fn a_bad_environment_value_is_refused_naming_the_variable() {
     let (outcome, _out, err) = run(&job(2, PROGRAM, &["env"]).env("RGEX_PROGRESS_THREAD", "yes"));
-    assert_ne!(outcome.status, 0, "init must refuse RGEX_PROGRESS_THREAD=yes");
+    assert_ne!(
+        outcome.status, 0,
+        "init must refuse RGEX_PROGRESS_THREAD=yes"
+    );
     assert!(
-        err.contains("RGEX_PROGRESS_THREAD=") && err.contains("yes") && err.contains("expected 0 or 1"),
+        err.contains("RGEX_PROGRESS_THREAD=")
+            && err.contains("yes")
+            && err.contains("expected 0 or 1"),
         "the error names the variable and its values: {err}"
     );
 }

@@ -68,7 +68,10 @@ fn main() -> rgex::Result<()> {
         "RGEX_PROGRESS_THREAD must start a thread in mode env and only there"
     );
     if mode == "env" {
-        ok(&client, "RGEX_PROGRESS_THREAD=1 started a progress thread at init");
+        ok(
+            &client,
+            "RGEX_PROGRESS_THREAD=1 started a progress thread at init",
+        );
     }
     let done = client.segment().as_ptr().cast::<AtomicU64>();
     // SAFETY: the segment is page aligned and at least a page long, and
@@ -97,17 +100,27 @@ fn main() -> rgex::Result<()> {
             n,
             "every request ran on the progress thread"
         );
-        ok(&client, &format!("{n} requests answered by the progress thread while main slept"));
+        ok(
+            &client,
+            &format!("{n} requests answered by the progress thread while main slept"),
+        );
         // SAFETY: inside this rank's segment; rank 1's put of it completed
         // before its put of the done word, which we read with Acquire.
         let landed = unsafe {
             std::slice::from_raw_parts(client.segment().as_ptr().add(PATTERN_AT as usize), PATTERN)
         };
-        assert_eq!(pattern_mismatch(landed, 1, 7), None, "rank 1's put landed intact");
+        assert_eq!(
+            pattern_mismatch(landed, 1, 7),
+            None,
+            "rank 1's put landed intact"
+        );
         ok(&client, "RMA put and get served while main slept");
         if let Some(t) = thread {
             t.stop()?;
-            ok(&client, "stop() joined the progress thread, which ended well");
+            ok(
+                &client,
+                "stop() joined the progress thread, which ended well",
+            );
         }
         client.barrier()?;
         // After the stop (api) the main thread's polls run the rest.
@@ -138,7 +151,11 @@ fn main() -> rgex::Result<()> {
         let mut back = vec![0u8; PATTERN];
         client.get(&mut back, GlobalAddr::new(peer, PATTERN_AT), Flags::empty())?;
         assert_eq!(back, pattern, "rank 1 got back what it put");
-        client.put(GlobalAddr::new(peer, 0), &1u64.to_ne_bytes(), Flags::empty())?;
+        client.put(
+            GlobalAddr::new(peer, 0),
+            &1u64.to_ne_bytes(),
+            Flags::empty(),
+        )?;
         client.barrier()?;
         for i in 0..M {
             client.request_short(peer, ping, &[i as u32], Flags::empty())?;
