@@ -49,7 +49,7 @@ pub use handler::{
 pub use in_flight::InFlight;
 pub use message::Message;
 pub use outcome::HandlerOutcome;
-pub use prepared::Prepared;
+pub use prepared::{Prepared, COMMIT_FLAGS};
 pub use progress_task::{ProgressStop, ProgressTask};
 pub use progress_thread::ProgressThread;
 pub use team::TeamHandle;

@@ -228,11 +228,26 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
             &[off] => tok.prepare_reply_long(None, 100, 3000, 2, u64::from(off), Flags::empty()),
             _ => tok.prepare_reply_medium(None, 8, 64, 2, Flags::empty()),
         }
+        .and_then(|sd| {
+            // A flag that cannot apply at commit is refused, and the token
+            // may prepare its reply again.
+            match sd.commit_with(NP_SINK, &[0, 0], 0, Flags::from_bits_retain(1 << 6)) {
+                Err(Error::FlagsNotApplicable { flags: 0x40, .. }) => Ok(()),
+                other => Err(Error::Failed(format!(
+                    "a reply's commit with flag 0x40 gave {other:?}, not FlagsNotApplicable"
+                ))),
+            }
+        })
+        .and_then(|()| match msg.args() {
+            &[off] => tok.prepare_reply_long(None, 100, 3000, 2, u64::from(off), Flags::empty()),
+            _ => tok.prepare_reply_medium(None, 8, 64, 2, Flags::empty()),
+        })
         .and_then(|mut sd| {
             let n = sd.len();
             let seed = if msg.args().is_empty() { 77 } else { 78 };
             fill_pattern(&mut sd.buf()[..n], me, seed);
-            sd.commit(NP_SINK, &[seed, n as u32], n)
+            // IMMEDIATE at commit, on a reply (issue 28 point 5).
+            sd.commit_with(NP_SINK, &[seed, n as u32], n, Flags::IMMEDIATE)
         });
         if let Err(e) = r {
             s.problem(format!("np.reply.req: {e}"));
@@ -791,6 +806,30 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     fill_pattern(sd.buf(), me, 3);
     sd.commit(NP_SINK, &[3, g as u32], g)?;
     committed.push(g);
+
+    // Flags at commit (issue 28 point 5): IMMEDIATE is accepted (every
+    // commit returns at once: the prepare claimed everything, and
+    // IMMEDIATE there is what fails fast), on a message prepared with it.
+    let mut sd = client.prepare_request_medium(dest, None, 16, 16, 2, Flags::IMMEDIATE)?;
+    fill_pattern(sd.buf(), me, 5);
+    sd.commit_with(NP_SINK, &[5, 16], 16, Flags::IMMEDIATE)?;
+    committed.push(16);
+    // A flag that cannot apply at commit is refused, naming it, the rank
+    // and the peer, and gives back what the prepare held (more times than
+    // any queue or window holds; the messages below still go through).
+    let bogus = Flags::from_bits_retain(1 << 7);
+    for _ in 0..200 {
+        let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
+        let e = sd
+            .commit_with(NP_SINK, &[9, 0], 0, bogus | Flags::IMMEDIATE)
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::FlagsNotApplicable { flags: 0x80, peer, .. } if peer == dest)
+                && e.to_string().contains("0x80")
+                && e.to_string().contains(&format!("{dest}")),
+            "{e}"
+        );
+    }
 
     // Cancel, drop, a too-long commit and a commit to an unknown handler
     // all leave no trace at the receiver, and give back what they held:
