@@ -38,7 +38,7 @@ pub mod info;
 pub mod launch;
 
 pub use rgex_am::rma::{
-    self, GetPending, Lc, LocalCompletion, NbiCategory, PutDeferred, PutEvents, RmaPath,
+    self, BufError, GetPending, Lc, LocalCompletion, NbiCategory, PutDeferred, PutEvents, RmaPath,
 };
 pub use rgex_am::team::{self, Element, Numeric, ReduceOp, TeamHandle, NO_COLOUR};
 pub use rgex_am::{
