@@ -16,21 +16,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Handler indices, in registration order (auto-assigned from CLIENT_MIN).
-const ECHO_REQ: HandlerId = HandlerId(CLIENT_MIN);
-const ECHO_REP: HandlerId = HandlerId(CLIENT_MIN + 1);
-const NP_SINK: HandlerId = HandlerId(CLIENT_MIN + 2);
-const NP_REPLY_REQ: HandlerId = HandlerId(CLIENT_MIN + 3);
-const TWICE_REQ: HandlerId = HandlerId(CLIENT_MIN + 4);
-const FROMREP_REQ: HandlerId = HandlerId(CLIENT_MIN + 5);
-const FROMREP_REP: HandlerId = HandlerId(CLIENT_MIN + 6);
-const INHANDLER_REQ: HandlerId = HandlerId(CLIENT_MIN + 7);
-const IMM_SINK: HandlerId = HandlerId(CLIENT_MIN + 8);
-const BADLONG_REQ: HandlerId = HandlerId(CLIENT_MIN + 9);
-const MAXLONG_SINK: HandlerId = HandlerId(CLIENT_MIN + 10);
+const ECHO_REQ: HandlerId = HandlerId::forge(CLIENT_MIN);
+const ECHO_REP: HandlerId = HandlerId::forge(CLIENT_MIN + 1);
+const NP_SINK: HandlerId = HandlerId::forge(CLIENT_MIN + 2);
+const NP_REPLY_REQ: HandlerId = HandlerId::forge(CLIENT_MIN + 3);
+const TWICE_REQ: HandlerId = HandlerId::forge(CLIENT_MIN + 4);
+const FROMREP_REQ: HandlerId = HandlerId::forge(CLIENT_MIN + 5);
+const FROMREP_REP: HandlerId = HandlerId::forge(CLIENT_MIN + 6);
+const INHANDLER_REQ: HandlerId = HandlerId::forge(CLIENT_MIN + 7);
+const IMM_SINK: HandlerId = HandlerId::forge(CLIENT_MIN + 8);
+const BADLONG_REQ: HandlerId = HandlerId::forge(CLIENT_MIN + 9);
+const MAXLONG_SINK: HandlerId = HandlerId::forge(CLIENT_MIN + 10);
 /// The sequence number of the max_long Long's payload pattern.
 const MAXLONG_SEQ: u32 = 0x10C;
 /// Registered by index (`register_at`), away from the sequential ones.
-const FIXED: HandlerId = HandlerId(200);
+const FIXED: HandlerId = HandlerId::forge(200);
 /// What a FIXED request carries, xored with its sender's rank.
 const FIXED_MAGIC: u32 = 0xF1_0ED0;
 
@@ -354,7 +354,7 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
             .push((src, msg.payload().len()));
     })?;
     let s = st.clone();
-    let id = t.register_at(FIXED.0, "fixed.index", move |tok, msg| {
+    let id = t.register_at(FIXED.index(), "fixed.index", move |tok, msg| {
         if tok.handler() != FIXED || msg.args() != [tok.src().0 ^ FIXED_MAGIC] {
             s.problem(format!(
                 "fixed.index: handler {:?}, args {:?} from {}",
@@ -382,8 +382,8 @@ fn main() -> rgex::Result<()> {
     let (client, may_fail) = rgex::init_with(|t| register(t, &st, areas.clone()))?;
     let areas = areas.get(client.endpoint());
     rgex_tests::conduit_banner(&client);
-    assert_eq!(client.handlers().name(IMM_SINK.0), "imm.sink");
-    assert_eq!(client.handlers().name(MAXLONG_SINK.0), "maxlong.sink");
+    assert_eq!(client.handlers().name(IMM_SINK.index()), "imm.sink");
+    assert_eq!(client.handlers().name(MAXLONG_SINK.index()), "maxlong.sink");
 
     if let Ok(job) = std::env::var("RGEX_JOB") {
         let left = shm_leftovers(&job);
@@ -546,7 +546,7 @@ fn max_long_fills_the_segment(client: &Client, st: &State) -> rgex::Result<()> {
 /// index from every rank, itself included, and named in the table.
 fn fixed_index(client: &Client, st: &State) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
-    assert_eq!(client.handlers().name(FIXED.0), "fixed.index");
+    assert_eq!(client.handlers().name(FIXED.index()), "fixed.index");
     for p in 0..n {
         client.request_short(Rank(p), FIXED, &[me ^ FIXED_MAGIC], Flags::empty())?;
     }
@@ -647,16 +647,20 @@ fn unmatched_tables(client: &Client) -> rgex::Result<()> {
         return Ok(());
     }
     // Rank 0 has 201 and 203; rank 1 has 203, which replies to 202, and 202.
-    let (req_only0, ask, rep_only1) = (HandlerId(201), HandlerId(203), HandlerId(202));
+    let (req_only0, ask, rep_only1) = (
+        HandlerId::forge(201),
+        HandlerId::forge(203),
+        HandlerId::forge(202),
+    );
     let t = client.handlers();
     match me {
         0 => {
-            t.register_at(req_only0.0, "unmatched.only0", |_t, _m| {})?;
-            t.register_at(ask.0, "unmatched.ask", |_t, _m| {})?;
+            t.register_at(req_only0.index(), "unmatched.only0", |_t, _m| {})?;
+            t.register_at(ask.index(), "unmatched.ask", |_t, _m| {})?;
         }
         1 => {
-            t.register_at(rep_only1.0, "unmatched.only1", |_t, _m| {})?;
-            t.register_at(ask.0, "unmatched.ask", move |tok, _m| {
+            t.register_at(rep_only1.index(), "unmatched.only1", |_t, _m| {})?;
+            t.register_at(ask.index(), "unmatched.ask", move |tok, _m| {
                 tok.reply_short(rep_only1, &[], Flags::empty())
                     .expect("reply");
             })?;
@@ -851,7 +855,7 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     let e = sd.commit(NP_SINK, &[9, 0], g + 1).unwrap_err();
     assert!(matches!(e, Error::BadLength { .. }), "{e}");
     let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
-    let e = sd.commit(HandlerId(251), &[9, 0], 0).unwrap_err();
+    let e = sd.commit(HandlerId::forge(251), &[9, 0], 0).unwrap_err();
     assert!(matches!(e, Error::UnknownHandler { index: 251, .. }), "{e}");
     let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
     let e = sd.commit(NP_SINK, &[9, 0, 1], 0).unwrap_err();
@@ -993,7 +997,7 @@ fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
     let dest = Rank((me + 1) % n);
     let f = Flags::empty();
     expect_err(
-        client.request_short(dest, HandlerId(250), &[], f),
+        client.request_short(dest, HandlerId::forge(250), &[], f),
         "unknown handler",
         &["index 250"],
     );
