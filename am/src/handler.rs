@@ -14,7 +14,7 @@ pub const CLIENT_MIN: u8 = 64;
 /// [`register_at`](HandlerTable::register_at), `rgex::init_with`), so a
 /// program sends with the ids its registration gave, never a guessed
 /// index. (Testing builds, with the `fault-injection` feature, may forge
-/// one with [`HandlerId::forge`] to check the refusals of unknown and
+/// one with `HandlerId::forge` to check the refusals of unknown and
 /// reserved indices.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HandlerId(u8);

@@ -5,14 +5,14 @@
 //! The handshake, between the sleeping receiver and any producer:
 //!
 //! 1. the receiver reads the bell's word `b`;
-//! 2. it arms each of its rings ([`Ring::arm_sleep`]): a compare-and-swap
+//! 2. it arms each of its rings ([`Ring::arm_sleep`](crate::ring::Ring::arm_sleep)): a compare-and-swap
 //!    of the ring's `tail` from `head` to `head | ASLEEP`, which succeeds
 //!    only while every message claimed in that ring was taken (nothing
 //!    published and none in assembly);
 //! 3. it sleeps on the word while it still reads `b` ([`Bell::wait`], a
 //!    futex: the kernel compares and sleeps atomically), at most a
 //!    bounded time;
-//! 4. it disarms the rings it armed ([`Ring::disarm_sleep`]).
+//! 4. it disarms the rings it armed ([`Ring::disarm_sleep`](crate::ring::Ring::disarm_sleep)).
 //!
 //! A producer's claim is the compare-and-swap that moves `tail` on; when
 //! the value it replaced had `ASLEEP` it clears the flag in the same step
