@@ -17,6 +17,9 @@ use std::sync::Arc;
 /// # Ok(()) }
 /// ```
 pub struct Client {
+    /// The progress thread `RGEX_PROGRESS_THREAD=1` started: first, so it
+    /// is stopped and joined before the rest is dropped.
+    progress: Option<crate::ProgressThread>,
     ep: Arc<Endpoint>,
     world: Team,
     world_team: crate::team::TeamHandle,
@@ -38,10 +41,28 @@ impl Client {
         let coll = crate::team::engine::Engine::install(&ep, reserved::COLL)?;
         let world_team = crate::team::TeamHandle::world(coll, world.clone());
         Ok(Client {
+            progress: None,
             ep,
             world,
             world_team,
         })
+    }
+
+    /// Start a progress thread held by this client (stopped when the
+    /// client is dropped) if `RGEX_PROGRESS_THREAD=1` asks for one (see
+    /// [`crate::progress_thread`]); `rgex::init` calls it. True if one
+    /// runs now. A value other than 0 or 1 is an error.
+    pub fn progress_thread_from_env(&mut self) -> Result<bool> {
+        if self.progress.is_none() && crate::progress_thread::wanted_from_env()? {
+            self.progress = Some(self.ep.start_progress_thread()?);
+        }
+        Ok(self.progress.is_some())
+    }
+
+    /// Whether this client holds a progress thread (started by
+    /// [`progress_thread_from_env`](Self::progress_thread_from_env)).
+    pub fn has_progress_thread(&self) -> bool {
+        self.progress.is_some()
     }
 
     /// The primordial endpoint, shareable across threads.

@@ -10,17 +10,39 @@ pub const CLIENT_MIN: u8 = 64;
 
 /// The index of a registered handler.
 ///
-/// ```
-/// use rgex_am::HandlerId;
-/// assert_eq!(HandlerId(70).index(), 70);
-/// ```
+/// Only registration makes one ([`HandlerTable::register`],
+/// [`register_at`](HandlerTable::register_at), `rgex::init_with`), so a
+/// program sends with the ids its registration gave, never a guessed
+/// index. (Testing builds, with the `fault-injection` feature, may forge
+/// one with `HandlerId::forge` to check the refusals of unknown and
+/// reserved indices.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct HandlerId(pub u8);
+pub struct HandlerId(u8);
 
 impl HandlerId {
     /// The raw index.
     pub fn index(self) -> u8 {
         self.0
+    }
+
+    /// The id of index `index`, registered or not: for tests of what a
+    /// send does with an index registration never gave (unknown,
+    /// reserved). Only in builds with the `fault-injection` feature.
+    ///
+    /// ```
+    /// # #[cfg(feature = "fault-injection")] {
+    /// use rgex_am::HandlerId;
+    /// assert_eq!(HandlerId::forge(70).index(), 70);
+    /// # }
+    /// ```
+    #[cfg(feature = "fault-injection")]
+    pub const fn forge(index: u8) -> HandlerId {
+        HandlerId(index)
+    }
+
+    /// The id registration gives for `index` (and a token's reply target).
+    pub(crate) const fn new(index: u8) -> HandlerId {
+        HandlerId(index)
     }
 }
 
@@ -284,7 +306,7 @@ impl HandlerTable {
         };
         for i in CLIENT_MIN..=u8::MAX {
             match self.slots[i as usize].set(entry) {
-                Ok(()) => return Ok(HandlerId(i)),
+                Ok(()) => return Ok(HandlerId::new(i)),
                 Err(back) => entry = back,
             }
         }
@@ -373,7 +395,7 @@ impl HandlerTable {
                     self.name(index)
                 ),
             })?;
-        Ok(HandlerId(index))
+        Ok(HandlerId::new(index))
     }
 
     /// The handler at `index`, if any.

@@ -31,6 +31,7 @@ mod message;
 pub mod outcome;
 mod prepared;
 pub mod progress_task;
+pub mod progress_thread;
 mod refusal;
 pub mod rma;
 pub mod team;
@@ -48,8 +49,9 @@ pub use handler::{
 pub use in_flight::InFlight;
 pub use message::Message;
 pub use outcome::HandlerOutcome;
-pub use prepared::Prepared;
+pub use prepared::{Prepared, COMMIT_FLAGS};
 pub use progress_task::{ProgressStop, ProgressTask};
+pub use progress_thread::ProgressThread;
 pub use team::TeamHandle;
 pub use token::Token;
 

@@ -10,11 +10,25 @@ use rgex_smp::cell::Doorbell;
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 
+/// The flags [`Prepared::commit_with`] accepts: [`Flags::IMMEDIATE`].
+pub const COMMIT_FLAGS: Flags = Flags::IMMEDIATE;
+
 /// A prepared negotiated-payload message (the "source descriptor").
 ///
 /// Holds the conduit resources for one message: exactly one of
-/// [`commit`](Self::commit) or [`cancel`](Self::cancel) releases them;
-/// dropping it cancels.
+/// [`commit`](Self::commit) (or [`commit_with`](Self::commit_with)) or
+/// [`cancel`](Self::cancel) releases them; dropping it cancels.
+///
+/// **Flags.** Everything a message needs (its queue slot, its payload
+/// buffer, its credit) is claimed at prepare, so that is where
+/// [`Flags::IMMEDIATE`] acts: a prepare with it returns
+/// [`Error::WouldBlock`] at once instead of polling for a resource. A
+/// commit never waits and never returns `WouldBlock`, on every conduit
+/// (it publishes what the claim holds; the conduit's commit never
+/// waits), so [`commit_with`](Self::commit_with) accepts IMMEDIATE and
+/// holds to it by construction. A flag that cannot apply at commit is an
+/// [`Error::FlagsNotApplicable`], with the resources released and
+/// nothing sent, never silently ignored.
 ///
 /// ```no_run
 /// # fn demo(ep: &rgex_am::Endpoint, h: rgex_am::HandlerId) -> rgex_core::Result<()> {
@@ -153,6 +167,45 @@ impl<'a> Prepared<'a> {
             r.set(ReplyState::Done);
         }
         Ok(())
+    }
+
+    /// [`commit`](Self::commit) with `flags`: those in [`COMMIT_FLAGS`]
+    /// (IMMEDIATE: the commit returns at once, as every commit does; see
+    /// [`Prepared`] on flags). Any other flag is refused with
+    /// [`Error::FlagsNotApplicable`] naming it; the resources are then
+    /// released and nothing is sent, as for any refused commit.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_am::Endpoint, h: rgex_am::HandlerId) -> rgex_core::Result<()> {
+    /// use rgex_core::{Flags, Rank};
+    /// // IMMEDIATE at prepare: WouldBlock instead of polling for a buffer.
+    /// let mut sd = ep.prepare_request_medium(Rank(1), None, 8, 64, 1, Flags::IMMEDIATE)?;
+    /// sd.buf()[..8].fill(1);
+    /// sd.commit_with(h, &[8], 8, Flags::IMMEDIATE)?;
+    /// # Ok(()) }
+    /// ```
+    #[inline(always)]
+    pub fn commit_with(self, h: impl Target, args: &[u32], len: usize, flags: Flags) -> Result<()> {
+        if !COMMIT_FLAGS.contains(flags) {
+            return Err(self.refuse_flags(flags));
+        }
+        self.commit(h, args, len)
+    }
+
+    /// Refuse flags that do not apply at commit, releasing the resources.
+    #[cold]
+    #[inline(never)]
+    fn refuse_flags(self, flags: Flags) -> Error {
+        let (ep, slot, _, reply) = self.into_parts();
+        let e = Error::FlagsNotApplicable {
+            what: "commit of a prepared message",
+            from: ep.rank(),
+            peer: slot.peer,
+            flags: flags.difference(COMMIT_FLAGS).bits(),
+            accepted: "IMMEDIATE, which every commit honours: resources are claimed at prepare",
+        };
+        release(ep, slot, reply);
+        e
     }
 
     /// Give the resources back; nothing reaches the peer's handlers.

@@ -56,7 +56,7 @@ impl<'a> Token<'a> {
 
     /// The handler running.
     pub fn handler(&self) -> HandlerId {
-        HandlerId(self.handler)
+        HandlerId::new(self.handler)
     }
 
     /// True for a request (which may reply), false for a reply.

@@ -216,6 +216,28 @@ pub trait Conduit: Send + Sync + 'static {
     /// threads at once, and from inside `sink` with [`PollSet::RepliesOnly`].
     fn poll(&self, set: PollSet, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize;
 
+    /// Sleep until a message may have arrived for this rank, or
+    /// [`idle_wake`](Self::idle_wake) is called, or `timeout` passes
+    /// (a progress thread's idle wait: `rgex_am::progress_thread`).
+    /// The conduit first arms its wait object, then asks `still_idle`
+    /// and sleeps only if it says true (the caller's stop flag and other
+    /// work are checked there, so a stop or a message that comes after
+    /// the caller decided to sleep is never missed). It may return early
+    /// for no reason; the caller polls and decides again.
+    ///
+    /// Returns false if this conduit has no wait object, without
+    /// sleeping: the caller then sleeps a bounded time itself. smp's
+    /// rings have one (a futex a sender rings only when the receiver
+    /// declared itself asleep); the default has none.
+    fn idle_wait(&self, timeout: std::time::Duration, still_idle: &dyn Fn() -> bool) -> bool {
+        let _ = (timeout, still_idle);
+        false
+    }
+
+    /// Wake this rank's threads in [`idle_wait`](Self::idle_wait) (a
+    /// progress thread being stopped). The default does nothing.
+    fn idle_wake(&self) {}
+
     /// The job's out-of-band channel. Its collectives block without
     /// polling: a rank waiting in one runs no handlers, so peers that are
     /// still sending to it will stall once its queues fill. Use them for

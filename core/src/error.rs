@@ -194,6 +194,22 @@ pub enum Error {
         /// The rank whose reply is being handled.
         src: Rank,
     },
+    /// Flags given to an operation where they cannot apply (a commit of a
+    /// prepared message accepts only what [`Flags`](crate::Flags) says
+    /// applies there). Nothing was sent.
+    #[error("{what} from {from} to {peer}: flags {flags:#x} do not apply there (it accepts {accepted}); nothing was sent")]
+    FlagsNotApplicable {
+        /// The operation ("commit of a prepared message").
+        what: &'static str,
+        /// The calling rank.
+        from: Rank,
+        /// The peer the message was for.
+        peer: Rank,
+        /// The flags that do not apply (their bits).
+        flags: u32,
+        /// The flags it accepts, named.
+        accepted: &'static str,
+    },
     /// A call that may wait or send a request, made inside an AM handler.
     #[error("{what} was called inside an AM handler; a handler may only reply (once, from a request handler) and must not wait or poll")]
     InHandler {

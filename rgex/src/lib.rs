@@ -38,13 +38,13 @@ pub mod info;
 pub mod launch;
 
 pub use rgex_am::rma::{
-    self, GetPending, Lc, LocalCompletion, NbiCategory, PutDeferred, PutEvents, RmaPath,
+    self, BufError, GetPending, Lc, LocalCompletion, NbiCategory, PutDeferred, PutEvents, RmaPath,
 };
 pub use rgex_am::team::{self, Element, Numeric, ReduceOp, TeamHandle, NO_COLOUR};
 pub use rgex_am::{
-    context, outcome, progress_task, reserved, Accepts, Client, Endpoint, HandlerId,
-    HandlerOutcome, HandlerTable, Message, Prepared, ProgressStop, ProgressTask, ProtocolId,
-    Target, Token, CLIENT_MIN, MALFORMED_PRINTED,
+    context, outcome, progress_task, progress_thread, reserved, Accepts, Client, Endpoint,
+    HandlerId, HandlerOutcome, HandlerTable, Message, Prepared, ProgressStop, ProgressTask,
+    ProgressThread, ProtocolId, Target, Token, CLIENT_MIN, MALFORMED_PRINTED,
 };
 /// Remote atomic domains (see [`rgex_atomics`]); their errors are
 /// variants of the one [`Error`] (`rgex::atomics::Error` is the same type).
@@ -168,11 +168,14 @@ pub fn init_with<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result
     // Registered after the conduit's exit hooks, so it runs before them:
     // the launcher hears this rank is leaving before its peers can.
     bootstrap::announce_leaving_at_exit();
-    let client = Client::new(conduit, env.polite)?;
+    let mut client = Client::new(conduit, env.polite)?;
     // VIS's protocol handlers, on every rank before the barrier (a VIS
     // context is made by one rank alone, whenever it likes).
     rgex_vis::install(client.endpoint())?;
     let ids = register(client.handlers())?;
+    // After registration, so the thread never runs a handler that is
+    // still being registered; before the barrier, which it then helps.
+    client.progress_thread_from_env()?;
     client.barrier()?;
     Ok((client, ids))
 }

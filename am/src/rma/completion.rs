@@ -12,11 +12,36 @@ use std::task::{Context, Poll};
 ///
 /// Dropping it waits for the event first (the transport may still read or
 /// write the buffer until then).
-#[derive(Debug)]
 #[must_use = "the operation must be waited on to get the buffer back"]
 pub struct Held<B> {
-    buf: Option<B>,
+    buf: Option<Stored<B>>,
     event: Option<Event>,
+}
+
+/// Where a held buffer lives: in the `Held` itself (a buffer whose bytes
+/// do not move with it, as [`Held::new`]'s callers promise), or boxed,
+/// for any owned buffer whose bytes the transport was given a pointer to
+/// after boxing (the box's contents never move while it is held).
+enum Stored<B> {
+    Inline(B),
+    Boxed(Box<B>),
+}
+
+impl<B> Stored<B> {
+    fn into_inner(self) -> B {
+        match self {
+            Stored::Inline(b) => b,
+            Stored::Boxed(b) => *b,
+        }
+    }
+}
+
+impl<B> std::fmt::Debug for Held<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held")
+            .field("done", &self.test())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A put's source buffer, held until local completion.
@@ -37,7 +62,17 @@ impl<B> Held<B> {
     /// ```
     pub fn new(buf: B, event: Event) -> Self {
         Held {
-            buf: Some(buf),
+            buf: Some(Stored::Inline(buf)),
+            event: Some(event),
+        }
+    }
+
+    /// Hold a boxed buffer until `event` fires: the operation was given
+    /// a pointer into the box's contents, which stay put however the
+    /// `Held` moves. [`wait`](Self::wait) hands back the buffer unboxed.
+    pub(crate) fn boxed(buf: Box<B>, event: Event) -> Self {
+        Held {
+            buf: Some(Stored::Boxed(buf)),
             event: Some(event),
         }
     }
@@ -60,7 +95,11 @@ impl<B> Held<B> {
         if let Some(e) = self.event.take() {
             e.wait()?;
         }
-        Ok(self.buf.take().expect("buffer present until wait"))
+        Ok(self
+            .buf
+            .take()
+            .expect("buffer present until wait")
+            .into_inner())
     }
 }
 
@@ -82,7 +121,11 @@ impl<B> Future for Held<B> {
             this.event = None;
             r?;
         }
-        Poll::Ready(Ok(this.buf.take().expect("Held polled after it resolved")))
+        Poll::Ready(Ok(this
+            .buf
+            .take()
+            .expect("Held polled after it resolved")
+            .into_inner()))
     }
 }
 

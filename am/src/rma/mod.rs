@@ -16,10 +16,12 @@
 //! Every remote range is checked against the peer's segment first; a bad
 //! one is an error naming the rank, offset and segment size, and nothing moves.
 
+mod buf_error;
 mod completion;
 mod nbi;
 pub(crate) mod reference;
 
+pub use buf_error::BufError;
 pub use completion::{GetPending, Held, LocalCompletion, PutDeferred};
 pub use nbi::NbiCategory;
 
@@ -356,8 +358,11 @@ impl Endpoint {
     }
 
     /// Non-blocking put with a deferred local-completion event. The source
-    /// buffer is moved in and handed back by [`LocalCompletion::wait`], so
-    /// the compiler refuses any reuse before local completion.
+    /// buffer, any owned buffer of bytes (`Vec<u8>`, `Box<[u8]>`,
+    /// `bytes::BytesMut`, ...), is moved in and handed back by
+    /// [`LocalCompletion::wait`], so the compiler refuses any reuse before
+    /// local completion. If the put does not start, the buffer comes back
+    /// in the [`BufError`].
     ///
     /// ```no_run
     /// # fn demo(ep: &rgex_am::Endpoint) -> rgex_core::Result<()> {
@@ -368,39 +373,71 @@ impl Endpoint {
     /// put.rc.wait()?;                // ...and the data has arrived now
     /// # Ok(()) }
     /// ```
+    ///
+    /// The buffer is boxed while the put holds it (one allocation), so
+    /// its bytes stay put whatever it is; the raw [`put_nb_raw`](Self::put_nb_raw)
+    /// is there for runtimes that manage buffer lifetimes themselves.
     #[inline]
-    pub fn put_nb_defer(
+    pub fn put_nb_defer<B>(
         &self,
         dst: GlobalAddr,
-        src: Vec<u8>,
+        src: B,
         flags: Flags,
-    ) -> Result<PutDeferred<Vec<u8>>> {
-        let bytes = src.as_slice();
-        // SAFETY: the Vec moves into the returned LocalCompletion, which
-        // keeps it alive and unmodifiable until its event fires; moving a
-        // Vec does not move its heap storage, so the pointer stays valid.
-        let ev = unsafe { self.put_nb_raw(dst, bytes.as_ptr(), bytes.len(), Lc::Defer, flags)? };
-        Ok(PutDeferred {
-            lc: LocalCompletion::new(src, ev.lc),
-            rc: ev.rc,
-        })
+    ) -> Result<PutDeferred<B>, BufError<B>>
+    where
+        B: AsRef<[u8]> + Send + 'static,
+    {
+        let src = Box::new(src);
+        let bytes = (*src).as_ref();
+        let (ptr, len) = (bytes.as_ptr(), bytes.len());
+        // SAFETY: the bytes are the boxed buffer's (inside the box, behind
+        // its own pointers, or static), and the box moves into the
+        // returned LocalCompletion, which neither moves its contents nor
+        // lets anyone touch or drop them until the local-completion event
+        // fires (its Drop waits for it; a leaked one leaks the buffer).
+        // The buffer is `'static`: it borrows nothing that could expire.
+        match unsafe { self.put_nb_raw(dst, ptr, len, Lc::Defer, flags) } {
+            Ok(ev) => Ok(PutDeferred {
+                lc: LocalCompletion::boxed(src, ev.lc),
+                rc: ev.rc,
+            }),
+            // Nothing started: the transport holds no pointer into it.
+            Err(error) => Err(BufError {
+                error,
+                buffer: *src,
+            }),
+        }
     }
 
-    /// Non-blocking get into an owned buffer (all of it), handed back when
-    /// complete. Owned `Vec`s because their storage does not move with them.
+    /// Non-blocking get into an owned buffer (all of it: `Vec<u8>`,
+    /// `Box<[u8]>`, `bytes::BytesMut`, ...), handed back when complete.
+    /// If the get does not start, the buffer comes back in the
+    /// [`BufError`]. Boxed while held, as for
+    /// [`put_nb_defer`](Self::put_nb_defer).
     #[inline]
-    pub fn get_nb(
+    pub fn get_nb<B>(
         &self,
-        mut dst: Vec<u8>,
+        dst: B,
         src: GlobalAddr,
         flags: Flags,
-    ) -> Result<GetPending<Vec<u8>>> {
-        let d = dst.as_mut_slice();
-        // SAFETY: the buffer moves into the GetPending, which keeps it
-        // alive and out of reach until the event fires. A Vec's heap
-        // storage does not move when the Vec does.
-        let ev = unsafe { self.get_nb_raw(d.as_mut_ptr(), d.len(), src, flags)? };
-        Ok(GetPending::new(dst, ev))
+    ) -> Result<GetPending<B>, BufError<B>>
+    where
+        B: AsMut<[u8]> + Send + 'static,
+    {
+        let mut dst = Box::new(dst);
+        let d = (*dst).as_mut();
+        let (ptr, len) = (d.as_mut_ptr(), d.len());
+        // SAFETY: as in put_nb_defer: the bytes are the boxed buffer's,
+        // given exclusively (`as_mut`), and nobody touches, moves or drops
+        // them until the GetPending's event fires.
+        match unsafe { self.get_nb_raw(ptr, len, src, flags) } {
+            Ok(ev) => Ok(GetPending::boxed(dst, ev)),
+            // Nothing started: the transport holds no pointer into it.
+            Err(error) => Err(BufError {
+                error,
+                buffer: *dst,
+            }),
+        }
     }
 
     /// Raw non-blocking put, for runtimes that manage buffer lifetimes.

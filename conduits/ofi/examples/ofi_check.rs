@@ -69,11 +69,22 @@ fn main() -> rgex_core::Result<()> {
         flood_next: (0..size).map(|_| AtomicU64::new(0)).collect(),
         problems: Mutex::new(Vec::new()),
     });
-    // Handlers: 0 echo request (replies in kind), 1 echo reply, 2 flood sink.
+    // Handlers: echo reply, echo request (replies in kind), flood sink.
     let seg_area = |src: u32| 4096 + u64::from(src) * (256 << 10);
     let s = st.clone();
-    let echo_rep = HandlerId(rgex_am::CLIENT_MIN + 1);
-    client.handlers().register("check.echo", move |tok, msg| {
+    let echo_rep = client
+        .handlers()
+        .register("check.echo_rep", move |_tok, msg| {
+            if msg.payload() != &pattern(msg.payload().len(), msg.arg(0))[..] {
+                s.problems
+                    .lock()
+                    .unwrap()
+                    .push("reply payload differs".into());
+            }
+            s.replies.fetch_add(1, Ordering::Relaxed);
+        })?;
+    let s = st.clone();
+    let echo = client.handlers().register("check.echo", move |tok, msg| {
         let seed = msg.arg(0);
         let want = pattern(msg.payload().len(), seed);
         if msg.payload() != &want[..] {
@@ -101,19 +112,7 @@ fn main() -> rgex_core::Result<()> {
         }
     })?;
     let s = st.clone();
-    client
-        .handlers()
-        .register("check.echo_rep", move |_tok, msg| {
-            if msg.payload() != &pattern(msg.payload().len(), msg.arg(0))[..] {
-                s.problems
-                    .lock()
-                    .unwrap()
-                    .push("reply payload differs".into());
-            }
-            s.replies.fetch_add(1, Ordering::Relaxed);
-        })?;
-    let s = st.clone();
-    client.handlers().register("check.flood", move |tok, msg| {
+    let flood = client.handlers().register("check.flood", move |tok, msg| {
         let src = tok.src().index();
         let seq = u64::from(msg.arg(0));
         let want = s.flood_next[src].load(Ordering::Relaxed);
@@ -124,8 +123,6 @@ fn main() -> rgex_core::Result<()> {
         }
         s.flood_next[src].store(seq + 1, Ordering::Release);
     })?;
-    let echo = HandlerId(rgex_am::CLIENT_MIN);
-    let flood = HandlerId(rgex_am::CLIENT_MIN + 2);
     client.barrier()?;
     if me == 0 {
         println!(
@@ -153,7 +150,7 @@ fn main() -> rgex_core::Result<()> {
     }
 
     if dead_peer {
-        return dead_peer_check(&client);
+        return dead_peer_check(&client, flood);
     }
     if arg == "atomics" {
         return atomics_probe(&client, &conduit);
@@ -328,7 +325,8 @@ fn main() -> rgex_core::Result<()> {
 
 /// `ofi_check dead`: the last rank leaves without a word; sends to it must
 /// fail with an error naming it (bounded: 60 s), not hang.
-fn dead_peer_check(client: &Client) -> rgex_core::Result<()> {
+/// The flood sink is `flood`, as registered on every rank.
+fn dead_peer_check(client: &Client, flood: HandlerId) -> rgex_core::Result<()> {
     let (me, size) = (client.rank().0, client.size());
     let last = size - 1;
     if me == last {
@@ -339,12 +337,7 @@ fn dead_peer_check(client: &Client) -> rgex_core::Result<()> {
     let start = Instant::now();
     let mut sent = 0u64;
     loop {
-        let r = client.request_short(
-            Rank(last),
-            HandlerId(rgex_am::CLIENT_MIN + 2),
-            &[0],
-            Flags::IMMEDIATE,
-        );
+        let r = client.request_short(Rank(last), flood, &[0], Flags::IMMEDIATE);
         match r {
             Ok(()) => sent += 1,
             Err(e) if e.is_would_block() => {

@@ -261,9 +261,14 @@ impl SmpConduit {
             _ => std::ptr::null_mut(),
         };
         let ring = &region.rings[which];
-        let Some(pos) = ring.try_claim() else {
+        let Some(claimed) = ring.try_claim() else {
             return Err(self.refused(spec, which));
         };
+        if claimed.woke {
+            // The receiver's progress thread is asleep (see `bell`).
+            wake(region);
+        }
+        let pos = claimed.pos;
         let buf = match spec.category {
             Category::Short => std::ptr::null_mut(),
             Category::Medium => {
@@ -396,6 +401,19 @@ impl Drop for DrainTurn<'_> {
     }
 }
 
+/// Ring a sleeping receiver's bell: off the send path, which only tests
+/// the flag its claim read.
+#[cold]
+#[inline(never)]
+fn wake(region: &Region) {
+    region.bell().ring();
+}
+
+/// How long an idle wait pauses when a message is claimed in one of its
+/// rings but not yet published (a negotiated payload still assembled):
+/// its sender does not ring, so the wait polls again after this.
+const ASSEMBLY_PAUSE: std::time::Duration = std::time::Duration::from_micros(20);
+
 /// Leave the job: the at-exit work for the region at `addr` (see
 /// `liveness::leave_at_exit`).
 fn leave(addr: usize) {
@@ -523,6 +541,35 @@ impl Conduit for SmpConduit {
 
     fn bootstrap(&self) -> &dyn Bootstrap {
         &*self.boot
+    }
+
+    /// Sleep on this rank's bell (the handshake is in [`crate::bell`]).
+    fn idle_wait(&self, timeout: std::time::Duration, still_idle: &dyn Fn() -> bool) -> bool {
+        let me = self.mine();
+        let rings = &me.rings;
+        let seen = me.bell().load();
+        let request_armed = rings[REQUEST].arm_sleep();
+        let armed = request_armed && rings[REPLY].arm_sleep();
+        if armed {
+            if still_idle() {
+                me.bell().wait(seen, timeout);
+            }
+            rings[REPLY].disarm_sleep();
+        }
+        if request_armed {
+            rings[REQUEST].disarm_sleep();
+        }
+        if !armed && !rings[REQUEST].has_message() && !rings[REPLY].has_message() {
+            // Claimed but not published (a negotiated payload in
+            // assembly), or another thread is asleep on the rings: nothing
+            // to poll yet, and no bell rings for it.
+            std::thread::sleep(ASSEMBLY_PAUSE.min(timeout));
+        }
+        true
+    }
+
+    fn idle_wake(&self) {
+        self.mine().bell().ring();
     }
 }
 

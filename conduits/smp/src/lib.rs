@@ -19,6 +19,10 @@
 //! always reply by draining replies only: two ranks flooding each other
 //! cannot deadlock.
 //!
+//! An idle receiver's progress thread may sleep on its region's doorbell
+//! ([`bell`]): a sender whose claim finds it asleep wakes it (a futex),
+//! and a sender to a rank that is awake makes no system call.
+//!
 //! A rank that leaves (or dies) closes its rings, or has them closed by
 //! the first peer that finds its process gone ([`rgex_core::liveness`]):
 //! a send to it is then refused with
@@ -26,7 +30,8 @@
 //! waiting on a queue nobody drains.
 
 // Under `--cfg loom` only the ring and what it needs are compiled: the
-// model checker explores the ring alone.
+// model checker explores the ring (and its sleep handshake) alone.
+pub mod bell;
 pub mod cell;
 #[cfg(not(loom))]
 mod conduit;

@@ -16,6 +16,7 @@
 //! payloads straight into the receiver's payload buffers and Long payloads
 //! straight into the receiver's segment.
 
+use crate::bell::Bell;
 use crate::cell::Cell;
 use crate::ring::{Ring, RingHeader};
 use crate::shm::ShmMap;
@@ -104,6 +105,10 @@ struct Header {
     /// when it leaves, or by a peer that found its process gone; read by
     /// senders whose claim to it was refused.
     departure: AtomicU64,
+    /// The owner's doorbell: its progress thread sleeps on it, a sender
+    /// whose claim finds the owner asleep rings it (see [`crate::bell`]).
+    /// Zero in a fresh mapping, which is a bell never rung.
+    bell: Bell,
 }
 
 /// A mapped region (this rank's or a peer's).
@@ -205,8 +210,8 @@ impl Region {
 
     fn header(&self) -> &Header {
         // SAFETY: the header is the first bytes of the page-aligned mapping;
-        // it is only read after creation, except `magic` and `departure`,
-        // which are atomic.
+        // it is only read after creation, except `magic`, `departure` and
+        // `bell`, which are atomic.
         unsafe { &*self.map.base().as_ptr().cast::<Header>() }
     }
 
@@ -243,6 +248,12 @@ impl Region {
         for ring in &self.rings {
             ring.close();
         }
+    }
+
+    /// The owner's doorbell (see [`crate::bell`]).
+    #[inline]
+    pub fn bell(&self) -> &Bell {
+        &self.header().bell
     }
 
     /// The Medium payload buffer of cell `index` of ring `ring`.

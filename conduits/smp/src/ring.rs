@@ -19,13 +19,28 @@
 //! release/acquire edges that order the cell contents.
 
 use crate::cell::{Cell, Header};
-use rgex_core::sync::{AtomicU64, Ordering, Slot};
+use rgex_core::sync::{fence, AtomicU64, Ordering, Slot};
 use std::ptr::NonNull;
 
 /// The turn number of a closed cell ([`Ring::close`]): below it by more
 /// than half the counter space for every position a ring reaches (2^63),
 /// so `advance` reads it as a lap behind for producers and consumers alike.
 const CLOSED: u64 = u64::MAX;
+
+/// The flag of `tail` that says the receiver is asleep (see
+/// [`bell`](crate::bell)): set by [`Ring::arm_sleep`] on an empty ring,
+/// cleared by the next claim. Positions never reach it (2^63).
+const ASLEEP: u64 = 1 << 63;
+
+/// A producer's claim: the position, and whether the claim found the
+/// receiver asleep (then the producer must ring its bell).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claimed {
+    /// The claimed position.
+    pub pos: u64,
+    /// The receiver had armed its sleep: ring its bell.
+    pub woke: bool,
+}
 
 /// Keeps a value alone on its cache lines (128 bytes: two lines, since
 /// adjacent-line prefetch pairs them on x86).
@@ -133,10 +148,83 @@ impl Ring {
     }
 
     /// Producer: claim the next free position, or `None` if the ring is full.
+    /// The claim says whether it found the receiver asleep (see
+    /// [`bell`](crate::bell)): that producer must ring the receiver's bell.
     #[inline]
-    pub fn try_claim(&self) -> Option<u64> {
-        // A cell is free for `pos` when its seq is `pos`.
-        self.advance(&self.hdr().tail.0, 0)
+    pub fn try_claim(&self) -> Option<Claimed> {
+        let tail = &self.hdr().tail.0;
+        // Relaxed: the value is only a guess checked against the cell's
+        // seq (and, for `ASLEEP`, replaced by the CAS's own read below).
+        let mut raw = tail.load(Ordering::Relaxed);
+        loop {
+            let pos = raw & !ASLEEP;
+            // Acquire: pairs with the consumer's Release in `release`, so
+            // its reads of the cell (and of the payload buffer it indexes)
+            // happen before we overwrite them.
+            let seq = self.cell(pos).seq.load(Ordering::Acquire);
+            let lag = seq.wrapping_sub(pos) as i64;
+            if lag == 0 {
+                // Relaxed: winning the CAS only decides which party owns
+                // `pos`; the data edges are carried by `seq`. Moving on
+                // from a value with `ASLEEP` clears it in the same step.
+                match tail.compare_exchange_weak(raw, pos + 1, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => {
+                        let woke = raw & ASLEEP != 0;
+                        if woke {
+                            // Acquire: our CAS read the value the
+                            // sleeper's Release CAS in `arm_sleep` wrote,
+                            // so its read of the bell happens before our
+                            // ring (see `bell`). Only on this cold path.
+                            fence(Ordering::Acquire);
+                        }
+                        return Some(Claimed { pos, woke });
+                    }
+                    Err(now) => raw = now,
+                }
+            } else if lag < 0 {
+                // The cell is a lap behind: the ring is full (or closed).
+                return None;
+            } else {
+                // Another producer took `pos`; start again from the counter.
+                raw = tail.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Receiver (its progress thread): declare this ring's receiver asleep,
+    /// if every message claimed in it was taken (nothing published, none
+    /// in assembly). True if armed: the next producer's claim clears the
+    /// flag and rings the bell (see [`bell`](crate::bell)); false if a
+    /// message was claimed meanwhile, or another thread armed it.
+    pub fn arm_sleep(&self) -> bool {
+        // Relaxed: a stale `head` makes the CAS below fail (tail is past
+        // it), it never makes it succeed on a ring with messages: the CAS
+        // reads the latest `tail`, and a consumer can only have taken
+        // positions that were claimed, i.e. below it. So success means
+        // head == tail == h then: every claimed message was taken.
+        let h = self.hdr().head.0.load(Ordering::Relaxed);
+        // Release: the sleeper's read of the bell (before this) happens
+        // before the ring of the producer whose claim reads this value
+        // (it fences with Acquire). Relaxed on failure: nothing is read.
+        self.hdr()
+            .tail
+            .0
+            .compare_exchange(h, h | ASLEEP, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Receiver: take back [`arm_sleep`](Self::arm_sleep), if no producer
+    /// cleared it meanwhile (one that did rings the bell: harmless, the
+    /// next sleep compares against the new word).
+    pub fn disarm_sleep(&self) {
+        let tail = &self.hdr().tail.0;
+        // Relaxed, both: only the flag changes; a failed CAS means a
+        // producer moved `tail` on, which cleared it.
+        let raw = tail.load(Ordering::Relaxed);
+        if raw & ASLEEP != 0 {
+            let _ = tail.compare_exchange(raw, raw & !ASLEEP, Ordering::Relaxed, Ordering::Relaxed);
+        }
     }
 
     /// Producer: the ticket of the claim of `pos` (claimed by us): the
@@ -162,25 +250,15 @@ impl Ring {
     /// still assembling it).
     #[inline]
     pub fn try_take(&self) -> Option<u64> {
-        // A cell holds the message of `pos` when its seq is `pos + 1`.
-        self.advance(&self.hdr().head.0, 1)
-    }
-
-    /// The one step both sides take: win the position `counter` names if
-    /// its cell's seq says `counter + ready` (our turn), by moving the
-    /// counter on. `None` if the cell is a lap behind (full for producers,
-    /// empty for consumers).
-    #[inline]
-    fn advance(&self, counter: &AtomicU64, ready: u64) -> Option<u64> {
+        let counter = &self.hdr().head.0;
         // Relaxed: the value is only a guess checked against the cell's seq.
         let mut pos = counter.load(Ordering::Relaxed);
         loop {
-            // Acquire: for a producer, pairs with the consumer's Release in
-            // `release`, so its reads of the cell (and of the payload buffer
-            // it indexes) happen before we overwrite them; for a consumer,
-            // pairs with `publish`, so the producer's writes are visible.
+            // Acquire: pairs with `publish`, so the producer's writes are
+            // visible. A cell holds the message of `pos` when its seq is
+            // `pos + 1`.
             let seq = self.cell(pos).seq.load(Ordering::Acquire);
-            let lag = seq.wrapping_sub(pos + ready) as i64;
+            let lag = seq.wrapping_sub(pos + 1) as i64;
             if lag == 0 {
                 // Relaxed: winning the CAS only decides which party owns
                 // `pos`; the data edges are carried by `seq`.
@@ -197,7 +275,7 @@ impl Ring {
                 // The cell is a lap behind: nothing for us yet.
                 return None;
             } else {
-                // Another party took `pos`; start again from the counter.
+                // Another consumer took `pos`; start again from the counter.
                 pos = counter.load(Ordering::Relaxed);
             }
         }
@@ -242,7 +320,8 @@ impl Ring {
 
     /// True if no published or in-assembly message is waiting (a snapshot).
     pub fn is_idle(&self) -> bool {
-        self.hdr().head.0.load(Ordering::Relaxed) == self.hdr().tail.0.load(Ordering::Relaxed)
+        self.hdr().head.0.load(Ordering::Relaxed)
+            == self.hdr().tail.0.load(Ordering::Relaxed) & !ASLEEP
     }
 }
 
@@ -286,12 +365,16 @@ mod tests {
     fn fills_then_reports_full_then_drains_in_order() {
         let (_h, _c, ring) = heap_ring(4);
         for i in 0..4 {
-            let p = ring.try_claim().expect("room");
+            let p = ring.try_claim().map(|c| c.pos).expect("room");
             assert_eq!(p, i);
             write_len(&ring, p, i as u32);
             ring.publish(p);
         }
-        assert_eq!(ring.try_claim(), None, "a full ring must refuse");
+        assert_eq!(
+            ring.try_claim().map(|c| c.pos),
+            None,
+            "a full ring must refuse"
+        );
         for i in 0..4 {
             let p = ring.try_take().expect("message");
             assert_eq!(read_len(&ring, p), i as u32);
@@ -304,19 +387,58 @@ mod tests {
     #[test]
     fn a_closed_ring_refuses_claims_and_has_nothing_to_take() {
         let (_h, _c, ring) = heap_ring(4);
-        let p = ring.try_claim().unwrap();
+        let p = ring.try_claim().map(|c| c.pos).unwrap();
         ring.publish(p);
         ring.close();
-        assert_eq!(ring.try_claim(), None, "closed: refused as full");
+        assert_eq!(
+            ring.try_claim().map(|c| c.pos),
+            None,
+            "closed: refused as full"
+        );
         assert_eq!(ring.try_take(), None, "closed: nothing to take");
         assert!(!ring.has_message());
     }
 
     #[test]
+    fn a_sleep_is_armed_only_on_an_empty_ring_and_the_next_claim_wakes() {
+        let (_h, _c, ring) = heap_ring(4);
+        assert!(ring.arm_sleep(), "an empty ring arms");
+        assert!(!ring.arm_sleep(), "armed once: a second sleeper is refused");
+        assert!(ring.is_idle(), "the flag alone leaves the ring idle");
+        let first = ring.try_claim().expect("room");
+        assert_eq!(
+            first,
+            Claimed { pos: 0, woke: true },
+            "the claim that clears the flag rings"
+        );
+        assert!(!ring.arm_sleep(), "claimed, not published: no sleep");
+        ring.publish(first.pos);
+        assert!(!ring.arm_sleep(), "published, not taken: no sleep");
+        let second = ring.try_claim().expect("room");
+        assert!(!second.woke, "only one claim rings");
+        ring.publish(second.pos);
+        for _ in 0..2 {
+            let p = ring.try_take().expect("message");
+            ring.release(p);
+        }
+        assert!(ring.arm_sleep(), "drained: arms again");
+        ring.disarm_sleep();
+        let third = ring.try_claim().expect("room");
+        assert_eq!(
+            third,
+            Claimed {
+                pos: 2,
+                woke: false
+            },
+            "disarmed: no ring"
+        );
+    }
+
+    #[test]
     fn unpublished_message_blocks_later_ones_until_published() {
         let (_h, _c, ring) = heap_ring(4);
-        let a = ring.try_claim().unwrap();
-        let b = ring.try_claim().unwrap();
+        let a = ring.try_claim().map(|c| c.pos).unwrap();
+        let b = ring.try_claim().map(|c| c.pos).unwrap();
         ring.publish(b);
         assert_eq!(ring.try_take(), None, "a must come first");
         ring.publish(a);
@@ -335,7 +457,7 @@ mod tests {
                 s.spawn(move || {
                     for i in 0..PER {
                         let p = loop {
-                            if let Some(p) = ring.try_claim() {
+                            if let Some(p) = ring.try_claim().map(|c| c.pos) {
                                 break p;
                             }
                             std::thread::yield_now();
@@ -415,7 +537,7 @@ mod loom_tests {
                 .map(|v| {
                     let h = h.clone();
                     loom::thread::spawn(move || loop {
-                        if let Some(p) = h.ring.try_claim() {
+                        if let Some(p) = h.ring.try_claim().map(|c| c.pos) {
                             write_len(&h.ring, p, v);
                             h.ring.publish(p);
                             break;
@@ -452,7 +574,7 @@ mod loom_tests {
             let prod = loom::thread::spawn(move || {
                 for v in [10u32, 20, 30] {
                     loop {
-                        if let Some(p) = hp.ring.try_claim() {
+                        if let Some(p) = hp.ring.try_claim().map(|c| c.pos) {
                             write_len(&hp.ring, p, v);
                             hp.ring.publish(p);
                             break;
@@ -472,6 +594,44 @@ mod loom_tests {
             }
             prod.join().unwrap();
             assert_eq!(seen, vec![10, 20, 30]);
+        });
+    }
+
+    /// The sleep handshake (see `bell`): a receiver arms its ring and
+    /// sleeps on the bell (the model's futex has no timeout) while a
+    /// producer claims, rings if its claim found the receiver asleep, and
+    /// publishes. In every interleaving the receiver wakes and gets the
+    /// message: a lost wakeup would be a deadlock, which loom reports.
+    #[test]
+    fn a_sleeping_receiver_always_wakes_for_a_message() {
+        loom::model(|| {
+            let h = heap_ring(2);
+            let bell = Arc::new(crate::bell::Bell::new());
+            let (hp, bp) = (h.clone(), bell.clone());
+            let prod = loom::thread::spawn(move || {
+                let c = hp.ring.try_claim().expect("an empty ring has room");
+                if c.woke {
+                    bp.ring();
+                }
+                write_len(&hp.ring, c.pos, 7);
+                hp.ring.publish(c.pos);
+            });
+            let got = loop {
+                if let Some(p) = h.ring.try_take() {
+                    let v = read_len(&h.ring, p);
+                    h.ring.release(p);
+                    break v;
+                }
+                let seen = bell.load();
+                if h.ring.arm_sleep() {
+                    bell.wait(seen, std::time::Duration::ZERO);
+                    h.ring.disarm_sleep();
+                } else {
+                    loom::thread::yield_now();
+                }
+            };
+            prod.join().unwrap();
+            assert_eq!(got, 7);
         });
     }
 
@@ -496,7 +656,7 @@ mod loom_tests {
                 .collect();
             for v in [1u32, 2] {
                 loop {
-                    if let Some(p) = h.ring.try_claim() {
+                    if let Some(p) = h.ring.try_claim().map(|c| c.pos) {
                         write_len(&h.ring, p, v);
                         h.ring.publish(p);
                         break;

@@ -28,6 +28,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     v("RGEX_SIZE", "set by rgex-run: the number of ranks"),
     v("RGEX_RMA", "auto (default: direct copies to node-local peers) or reference (RMA over active messages everywhere)"),
     v("RGEX_ATOMICS", "auto (default), or require reference (active messages), shared (CPU atomics on mapped segments) or offload (the conduit's NIC atomics)"),
+    v("RGEX_PROGRESS_THREAD", "1: start a progress thread at init that polls while the application computes and sleeps when idle (smp: on a futex senders ring; network conduits: 200 us parks); default 0"),
     v("RGEX_VIS", "VIS mechanism: auto (default), direct, rma or am"),
     // smp.
     v("RGEX_SMP_QUEUE_DEPTH", "smp: AM queue cells per receiver, a power of two from 2 to 1048576 (default 64)"),

@@ -16,21 +16,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Handler indices, in registration order (auto-assigned from CLIENT_MIN).
-const ECHO_REQ: HandlerId = HandlerId(CLIENT_MIN);
-const ECHO_REP: HandlerId = HandlerId(CLIENT_MIN + 1);
-const NP_SINK: HandlerId = HandlerId(CLIENT_MIN + 2);
-const NP_REPLY_REQ: HandlerId = HandlerId(CLIENT_MIN + 3);
-const TWICE_REQ: HandlerId = HandlerId(CLIENT_MIN + 4);
-const FROMREP_REQ: HandlerId = HandlerId(CLIENT_MIN + 5);
-const FROMREP_REP: HandlerId = HandlerId(CLIENT_MIN + 6);
-const INHANDLER_REQ: HandlerId = HandlerId(CLIENT_MIN + 7);
-const IMM_SINK: HandlerId = HandlerId(CLIENT_MIN + 8);
-const BADLONG_REQ: HandlerId = HandlerId(CLIENT_MIN + 9);
-const MAXLONG_SINK: HandlerId = HandlerId(CLIENT_MIN + 10);
+const ECHO_REQ: HandlerId = HandlerId::forge(CLIENT_MIN);
+const ECHO_REP: HandlerId = HandlerId::forge(CLIENT_MIN + 1);
+const NP_SINK: HandlerId = HandlerId::forge(CLIENT_MIN + 2);
+const NP_REPLY_REQ: HandlerId = HandlerId::forge(CLIENT_MIN + 3);
+const TWICE_REQ: HandlerId = HandlerId::forge(CLIENT_MIN + 4);
+const FROMREP_REQ: HandlerId = HandlerId::forge(CLIENT_MIN + 5);
+const FROMREP_REP: HandlerId = HandlerId::forge(CLIENT_MIN + 6);
+const INHANDLER_REQ: HandlerId = HandlerId::forge(CLIENT_MIN + 7);
+const IMM_SINK: HandlerId = HandlerId::forge(CLIENT_MIN + 8);
+const BADLONG_REQ: HandlerId = HandlerId::forge(CLIENT_MIN + 9);
+const MAXLONG_SINK: HandlerId = HandlerId::forge(CLIENT_MIN + 10);
 /// The sequence number of the max_long Long's payload pattern.
 const MAXLONG_SEQ: u32 = 0x10C;
 /// Registered by index (`register_at`), away from the sequential ones.
-const FIXED: HandlerId = HandlerId(200);
+const FIXED: HandlerId = HandlerId::forge(200);
 /// What a FIXED request carries, xored with its sender's rank.
 const FIXED_MAGIC: u32 = 0xF1_0ED0;
 
@@ -228,11 +228,26 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
             &[off] => tok.prepare_reply_long(None, 100, 3000, 2, u64::from(off), Flags::empty()),
             _ => tok.prepare_reply_medium(None, 8, 64, 2, Flags::empty()),
         }
+        .and_then(|sd| {
+            // A flag that cannot apply at commit is refused, and the token
+            // may prepare its reply again.
+            match sd.commit_with(NP_SINK, &[0, 0], 0, Flags::from_bits_retain(1 << 6)) {
+                Err(Error::FlagsNotApplicable { flags: 0x40, .. }) => Ok(()),
+                other => Err(Error::Failed(format!(
+                    "a reply's commit with flag 0x40 gave {other:?}, not FlagsNotApplicable"
+                ))),
+            }
+        })
+        .and_then(|()| match msg.args() {
+            &[off] => tok.prepare_reply_long(None, 100, 3000, 2, u64::from(off), Flags::empty()),
+            _ => tok.prepare_reply_medium(None, 8, 64, 2, Flags::empty()),
+        })
         .and_then(|mut sd| {
             let n = sd.len();
             let seed = if msg.args().is_empty() { 77 } else { 78 };
             fill_pattern(&mut sd.buf()[..n], me, seed);
-            sd.commit(NP_SINK, &[seed, n as u32], n)
+            // IMMEDIATE at commit, on a reply (issue 28 point 5).
+            sd.commit_with(NP_SINK, &[seed, n as u32], n, Flags::IMMEDIATE)
         });
         if let Err(e) = r {
             s.problem(format!("np.reply.req: {e}"));
@@ -339,7 +354,7 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
             .push((src, msg.payload().len()));
     })?;
     let s = st.clone();
-    let id = t.register_at(FIXED.0, "fixed.index", move |tok, msg| {
+    let id = t.register_at(FIXED.index(), "fixed.index", move |tok, msg| {
         if tok.handler() != FIXED || msg.args() != [tok.src().0 ^ FIXED_MAGIC] {
             s.problem(format!(
                 "fixed.index: handler {:?}, args {:?} from {}",
@@ -367,8 +382,8 @@ fn main() -> rgex::Result<()> {
     let (client, may_fail) = rgex::init_with(|t| register(t, &st, areas.clone()))?;
     let areas = areas.get(client.endpoint());
     rgex_tests::conduit_banner(&client);
-    assert_eq!(client.handlers().name(IMM_SINK.0), "imm.sink");
-    assert_eq!(client.handlers().name(MAXLONG_SINK.0), "maxlong.sink");
+    assert_eq!(client.handlers().name(IMM_SINK.index()), "imm.sink");
+    assert_eq!(client.handlers().name(MAXLONG_SINK.index()), "maxlong.sink");
 
     if let Ok(job) = std::env::var("RGEX_JOB") {
         let left = shm_leftovers(&job);
@@ -531,7 +546,7 @@ fn max_long_fills_the_segment(client: &Client, st: &State) -> rgex::Result<()> {
 /// index from every rank, itself included, and named in the table.
 fn fixed_index(client: &Client, st: &State) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
-    assert_eq!(client.handlers().name(FIXED.0), "fixed.index");
+    assert_eq!(client.handlers().name(FIXED.index()), "fixed.index");
     for p in 0..n {
         client.request_short(Rank(p), FIXED, &[me ^ FIXED_MAGIC], Flags::empty())?;
     }
@@ -632,16 +647,20 @@ fn unmatched_tables(client: &Client) -> rgex::Result<()> {
         return Ok(());
     }
     // Rank 0 has 201 and 203; rank 1 has 203, which replies to 202, and 202.
-    let (req_only0, ask, rep_only1) = (HandlerId(201), HandlerId(203), HandlerId(202));
+    let (req_only0, ask, rep_only1) = (
+        HandlerId::forge(201),
+        HandlerId::forge(203),
+        HandlerId::forge(202),
+    );
     let t = client.handlers();
     match me {
         0 => {
-            t.register_at(req_only0.0, "unmatched.only0", |_t, _m| {})?;
-            t.register_at(ask.0, "unmatched.ask", |_t, _m| {})?;
+            t.register_at(req_only0.index(), "unmatched.only0", |_t, _m| {})?;
+            t.register_at(ask.index(), "unmatched.ask", |_t, _m| {})?;
         }
         1 => {
-            t.register_at(rep_only1.0, "unmatched.only1", |_t, _m| {})?;
-            t.register_at(ask.0, "unmatched.ask", move |tok, _m| {
+            t.register_at(rep_only1.index(), "unmatched.only1", |_t, _m| {})?;
+            t.register_at(ask.index(), "unmatched.ask", move |tok, _m| {
                 tok.reply_short(rep_only1, &[], Flags::empty())
                     .expect("reply");
             })?;
@@ -792,6 +811,30 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     sd.commit(NP_SINK, &[3, g as u32], g)?;
     committed.push(g);
 
+    // Flags at commit (issue 28 point 5): IMMEDIATE is accepted (every
+    // commit returns at once: the prepare claimed everything, and
+    // IMMEDIATE there is what fails fast), on a message prepared with it.
+    let mut sd = client.prepare_request_medium(dest, None, 16, 16, 2, Flags::IMMEDIATE)?;
+    fill_pattern(sd.buf(), me, 5);
+    sd.commit_with(NP_SINK, &[5, 16], 16, Flags::IMMEDIATE)?;
+    committed.push(16);
+    // A flag that cannot apply at commit is refused, naming it, the rank
+    // and the peer, and gives back what the prepare held (more times than
+    // any queue or window holds; the messages below still go through).
+    let bogus = Flags::from_bits_retain(1 << 7);
+    for _ in 0..200 {
+        let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
+        let e = sd
+            .commit_with(NP_SINK, &[9, 0], 0, bogus | Flags::IMMEDIATE)
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::FlagsNotApplicable { flags: 0x80, peer, .. } if peer == dest)
+                && e.to_string().contains("0x80")
+                && e.to_string().contains(&format!("{dest}")),
+            "{e}"
+        );
+    }
+
     // Cancel, drop, a too-long commit and a commit to an unknown handler
     // all leave no trace at the receiver, and give back what they held:
     // many more of them than any conduit's send window or queue depth
@@ -812,7 +855,7 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     let e = sd.commit(NP_SINK, &[9, 0], g + 1).unwrap_err();
     assert!(matches!(e, Error::BadLength { .. }), "{e}");
     let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
-    let e = sd.commit(HandlerId(251), &[9, 0], 0).unwrap_err();
+    let e = sd.commit(HandlerId::forge(251), &[9, 0], 0).unwrap_err();
     assert!(matches!(e, Error::UnknownHandler { index: 251, .. }), "{e}");
     let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
     let e = sd.commit(NP_SINK, &[9, 0, 1], 0).unwrap_err();
@@ -954,7 +997,7 @@ fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
     let dest = Rank((me + 1) % n);
     let f = Flags::empty();
     expect_err(
-        client.request_short(dest, HandlerId(250), &[], f),
+        client.request_short(dest, HandlerId::forge(250), &[], f),
         "unknown handler",
         &["index 250"],
     );

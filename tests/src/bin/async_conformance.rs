@@ -192,7 +192,7 @@ fn run_tasks(
                     .map_err(e("put await"))?;
                 let got = ep
                     .get_nb(vec![0u8; SLOT], at0, f)
-                    .map_err(e("get_nb"))?
+                    .map_err(|b| e("get_nb")(b.error))?
                     .await
                     .map_err(e("get await"))?;
                 if got != s0 {
@@ -200,7 +200,7 @@ fn run_tasks(
                 }
                 let p = ep
                     .put_nb_defer(at1, s1.clone(), f)
-                    .map_err(e("put_nb_defer"))?;
+                    .map_err(|b| e("put_nb_defer")(b.error))?;
                 let back = p.lc.await.map_err(e("lc await"))?;
                 if back != s1 {
                     return Err("the deferred put's LC handed back other bytes".into());

@@ -19,9 +19,9 @@ use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-const COUNT_REQ: HandlerId = HandlerId(CLIENT_MIN);
-const COUNT_ACK: HandlerId = HandlerId(CLIENT_MIN + 1);
-const INHANDLER: HandlerId = HandlerId(CLIENT_MIN + 2);
+const COUNT_REQ: HandlerId = HandlerId::forge(CLIENT_MIN);
+const COUNT_ACK: HandlerId = HandlerId::forge(CLIENT_MIN + 1);
+const INHANDLER: HandlerId = HandlerId::forge(CLIENT_MIN + 2);
 
 const BARRIER_ROUNDS: usize = 200;
 
@@ -652,7 +652,7 @@ fn main() -> rgex::Result<()> {
     });
     let (client, ()) = rgex::init_with(|t| register(t, &st))?;
     rgex_tests::conduit_banner(&client);
-    assert_eq!(client.handlers().name(INHANDLER.0), "inhandler");
+    assert_eq!(client.handlers().name(INHANDLER.index()), "inhandler");
     let _ = st.world.set(client.world_team().clone());
     let w = client.world_team();
 

@@ -239,7 +239,9 @@ fn handle_op(
         )
         .map_err(wait),
         "put_defer" => {
-            let p = ep.put_nb_defer(at, vec![2u8; 64], f).map_err(start)?;
+            let p = ep
+                .put_nb_defer(at, vec![2u8; 64], f)
+                .map_err(|e| start(e.error))?;
             let lc = fin(client, p.lc, rgex::rma::Held::wait)
                 .map_err(wait)
                 .map(drop);
@@ -247,7 +249,8 @@ fn handle_op(
         }
         "get_nb" => fin(
             client,
-            ep.get_nb(vec![0u8; 64], at, f).map_err(start)?,
+            ep.get_nb(vec![0u8; 64], at, f)
+                .map_err(|e| start(e.error))?,
             rgex::rma::Held::wait,
         )
         .map_err(wait)

@@ -214,15 +214,15 @@ fn main() -> Res<()> {
             MARKS[tok.src().index()].fetch_add(1, Ordering::Release);
         })?;
         t.register_at(ECHO, "echo", |tok, _msg| {
-            let ack = HandlerId(rgex::reserved::RMA_ACK);
+            let ack = HandlerId::forge(rgex::reserved::RMA_ACK);
             if let Err(Error::ReservedHandler { index, .. }) =
                 tok.reply_short(ack, &[0, 0], Flags::empty())
             {
-                assert_eq!(index, ack.0);
+                assert_eq!(index, ack.index());
                 RESERVED_REPLIES_REFUSED.fetch_add(1, Ordering::Relaxed);
             }
             // The refused reply sent nothing: the token may still reply.
-            tok.reply_short(HandlerId(ECHOED), &[], Flags::empty())
+            tok.reply_short(HandlerId::forge(ECHOED), &[], Flags::empty())
                 .expect("echo reply");
         })?;
         t.register_at(ECHOED, "echoed", |_tok, _msg| {
@@ -266,11 +266,11 @@ fn main() -> Res<()> {
 /// Check 1: every client send form refuses a reserved index, naming it.
 fn client_cannot_name_reserved(client: &Client) -> Res<()> {
     let peer = Rank((client.rank().0 + 1) % client.size());
-    let get = HandlerId(rgex::reserved::RMA_GET);
+    let get = HandlerId::forge(rgex::reserved::RMA_GET);
     let refused = |what: &str, r: rgex::Result<()>| match r {
         Err(Error::ReservedHandler { rank, index, .. })
-            if rank == client.rank() && index == get.0 => {}
-        other => panic!("{what} to reserved index {}: {other:?}", get.0),
+            if rank == client.rank() && index == get.index() => {}
+        other => panic!("{what} to reserved index {}: {other:?}", get.index()),
     };
     refused(
         "request_short",
@@ -288,7 +288,7 @@ fn client_cannot_name_reserved(client: &Client) -> Res<()> {
     refused("a negotiated-payload commit", p.commit(get, &[0; 5], 8));
     // An index nobody registered below CLIENT_MIN is refused as reserved
     // too, not as unknown.
-    match client.request_short(peer, HandlerId(CLIENT_MIN - 1), &[], Flags::empty()) {
+    match client.request_short(peer, HandlerId::forge(CLIENT_MIN - 1), &[], Flags::empty()) {
         Err(Error::ReservedHandler { index, .. }) if index == CLIENT_MIN - 1 => {}
         other => panic!("a send to index {}: {other:?}", CLIENT_MIN - 1),
     }
@@ -299,7 +299,7 @@ fn client_cannot_name_reserved(client: &Client) -> Res<()> {
         RESERVED_REPLIES_REFUSED.load(Ordering::Relaxed),
     );
     client.barrier()?;
-    client.request_short(peer, HandlerId(ECHO), &[], Flags::empty())?;
+    client.request_short(peer, HandlerId::forge(ECHO), &[], Flags::empty())?;
     let errors = poll_until(client, "the echo", || {
         ECHOES.load(Ordering::Acquire) > echoes
     });
@@ -312,12 +312,13 @@ fn client_cannot_name_reserved(client: &Client) -> Res<()> {
     );
     let text = Error::ReservedHandler {
         rank: client.rank(),
-        index: get.0,
+        index: get.index(),
         client_min: CLIENT_MIN,
     }
     .to_string();
     assert!(
-        text.contains(&format!("index {}", get.0)) && text.contains(&format!("{CLIENT_MIN}..=255")),
+        text.contains(&format!("index {}", get.index()))
+            && text.contains(&format!("{CLIENT_MIN}..=255")),
         "{text}"
     );
     ok(
@@ -343,7 +344,7 @@ fn requests_without_arguments(client: &Client, next: Rank, prev: Rank) -> Res<()
     for &index in &protocol {
         client.forge_request(next, index, Category::Short, &[], &[], 0, Flags::empty())?;
     }
-    client.request_short(next, HandlerId(MARK), &[], Flags::empty())?;
+    client.request_short(next, HandlerId::forge(MARK), &[], Flags::empty())?;
     let errors = poll_until(client, "the mark after the argument-less requests", || {
         marks(prev) >= marked && client.malformed_messages() - before >= protocol.len() as u64
     });
@@ -395,7 +396,7 @@ fn forged_get_replies(client: &Client) -> Res<()> {
                 for id in &ids {
                     client.request_short(
                         Rank(2),
-                        HandlerId(FORGE_REPLY),
+                        HandlerId::forge(FORGE_REPLY),
                         &[1, reply, 1, 256, id[0], id[1], 0],
                         Flags::empty(),
                     )?;
@@ -403,7 +404,7 @@ fn forged_get_replies(client: &Client) -> Res<()> {
             }
             let echoes = ECHOES.load(Ordering::Acquire);
             let wrong_peer = if n >= 3 { Rank(2) } else { Rank(0) };
-            client.request_short(wrong_peer, HandlerId(ECHO), &[], Flags::empty())?;
+            client.request_short(wrong_peer, HandlerId::forge(ECHO), &[], Flags::empty())?;
             let mut errors = poll_until(client, "the echo after the forged get replies", || {
                 ECHOES.load(Ordering::Acquire) > echoes
             });
@@ -418,7 +419,7 @@ fn forged_get_replies(client: &Client) -> Res<()> {
                 "each forged get reply is one malformed message"
             );
             for r in 1..n {
-                client.request_short(Rank(r), HandlerId(MARK), &[], Flags::empty())?;
+                client.request_short(Rank(r), HandlerId::forge(MARK), &[], Flags::empty())?;
             }
         }
         _ => {
@@ -463,19 +464,19 @@ fn forged_refusals(client: &Client) -> Res<()> {
         0,
         Flags::empty(),
     )?;
-    client.request_short(next, HandlerId(MARK), &[], Flags::empty())?;
+    client.request_short(next, HandlerId::forge(MARK), &[], Flags::empty())?;
     // As replies from the next rank: an unregistered index, then a
     // registered one with a category code that names none.
     for args in [[200, 0], [u32::from(MARK), 9]] {
         client.request_short(
             next,
-            HandlerId(FORGE_REPLY),
+            HandlerId::forge(FORGE_REPLY),
             &[1, refused, 0, 0, args[0], args[1]],
             Flags::empty(),
         )?;
     }
     let echoes = ECHOES.load(Ordering::Acquire);
-    client.request_short(next, HandlerId(ECHO), &[], Flags::empty())?;
+    client.request_short(next, HandlerId::forge(ECHO), &[], Flags::empty())?;
     let errors = poll_until(client, "the echo after the forged refusals", || {
         ECHOES.load(Ordering::Acquire) > echoes && marks(prev) >= marked
     });
@@ -515,16 +516,16 @@ fn fuzz(client: &Client) -> Res<()> {
             f.long_offset,
             Flags::empty(),
         )?;
-        client.request_short(next, HandlerId(FORGE_REPLY), &[0, i], Flags::empty())?;
+        client.request_short(next, HandlerId::forge(FORGE_REPLY), &[0, i], Flags::empty())?;
         if i % 64 == 0 {
             if let Err(e) = client.poll() {
                 errors.push(e);
             }
         }
     }
-    client.request_short(next, HandlerId(MARK), &[], Flags::empty())?;
+    client.request_short(next, HandlerId::forge(MARK), &[], Flags::empty())?;
     let echoes = ECHOES.load(Ordering::Acquire);
-    client.request_short(next, HandlerId(ECHO), &[], Flags::empty())?;
+    client.request_short(next, HandlerId::forge(ECHO), &[], Flags::empty())?;
     errors.extend(poll_until(client, "the fuzz's mark and echo", || {
         marks(prev) >= marked && ECHOES.load(Ordering::Acquire) > echoes
     }));

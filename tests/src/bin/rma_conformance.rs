@@ -408,6 +408,7 @@ fn local_completion(client: &Client, win: u64) -> rgex::Result<()> {
         None,
         "the target saw bytes written after local completion"
     );
+    owned_buffers_of_every_kind(client, dst)?;
     // put_nb and put_nbi reach local completion at return: the source
     // overwritten at once, before remote completion, changes nothing (a
     // native path must have copied or sent it by then).
@@ -440,7 +441,7 @@ fn local_completion(client: &Client, win: u64) -> rgex::Result<()> {
     client.barrier()?;
     ok(
         client,
-        "local completion: a source overwritten after put_nb_defer's LC, and after put_nb and put_nbi return (8 B to 1 MiB), leaves the target holding the old data",
+        "local completion: a source overwritten after put_nb_defer's LC, and after put_nb and put_nbi return (8 B to 1 MiB), leaves the target holding the old data; put_nb_defer and get_nb take Vec, Box<[u8]> and BytesMut and hand back the same allocation",
     );
     Ok(())
 }
@@ -784,6 +785,104 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     Ok(())
 }
 
+/// put_nb_defer and get_nb with each kind of owned buffer (issue 28
+/// point 4): the bytes arrive, and the buffer handed back is the same
+/// allocation that was given.
+fn owned_buffers_of_every_kind(client: &Client, dst: GlobalAddr) -> rgex::Result<()> {
+    let me = client.rank().0;
+    let f = Flags::empty();
+    let mut pattern = vec![0u8; 4096];
+    fill_pattern(&mut pattern, me, 501);
+    let boxed: Box<[u8]> = pattern.clone().into_boxed_slice();
+    let at = boxed.as_ptr();
+    let put = client.put_nb_defer(dst, boxed, f)?;
+    let boxed = put.lc.wait()?;
+    assert_eq!(boxed.as_ptr(), at, "put_nb_defer hands back the same Box");
+    put.rc.wait()?;
+    let into: Box<[u8]> = vec![0u8; 4096].into_boxed_slice();
+    let at = into.as_ptr();
+    let got = client.get_nb(into, dst, f)?.wait()?;
+    assert_eq!(got.as_ptr(), at, "get_nb hands back the same Box");
+    assert_eq!(
+        pattern_mismatch(&got, me, 501),
+        None,
+        "a Box put, got into a Box"
+    );
+
+    fill_pattern(&mut pattern, me, 502);
+    let bytes = bytes::BytesMut::from(&pattern[..]);
+    let at = bytes.as_ptr();
+    let put = client.put_nb_defer(dst, bytes, f)?;
+    let bytes = put.lc.wait()?;
+    assert_eq!(
+        bytes.as_ptr(),
+        at,
+        "put_nb_defer hands back the same BytesMut"
+    );
+    put.rc.wait()?;
+    let into = bytes::BytesMut::zeroed(4096);
+    let at = into.as_ptr();
+    let got = client.get_nb(into, dst, f)?.wait()?;
+    assert_eq!(got.as_ptr(), at, "get_nb hands back the same BytesMut");
+    assert_eq!(
+        pattern_mismatch(&got, me, 502),
+        None,
+        "a BytesMut put, got into a BytesMut"
+    );
+    let into = vec![0u8; 4096];
+    let at = into.as_ptr();
+    let got = client.get_nb(into, dst, f)?.wait()?;
+    assert_eq!(got.as_ptr(), at, "get_nb hands back the same Vec");
+    assert_eq!(pattern_mismatch(&got, me, 502), None, "got into a Vec");
+    Ok(())
+}
+
+/// A put_nb_defer or get_nb that does not start (the range is past the
+/// end of `peer`'s segment of `seg` bytes) hands back the very buffer it
+/// was given, untouched, inside its error.
+fn owned_buffers_come_back_from_a_failed_start(client: &Client, peer: Rank, seg: u64, f: Flags) {
+    let past = GlobalAddr::new(peer, seg);
+    let check = |e: &rgex::Error, what: &str| {
+        assert!(
+            matches!(e, Error::OutOfSegment { .. }) && e.to_string().contains(&format!("{peer}")),
+            "{what}: {e}"
+        );
+    };
+    let v = vec![7u8; 16];
+    let at = v.as_ptr();
+    let (e, v) = client.get_nb(v, past, f).unwrap_err().into_parts();
+    check(&e, "get_nb of a Vec");
+    assert_eq!(
+        (v.as_ptr(), v.as_slice()),
+        (at, &[7u8; 16][..]),
+        "get_nb's Vec came back"
+    );
+    let (e, v) = client.put_nb_defer(past, v, f).unwrap_err().into_parts();
+    check(&e, "put_nb_defer of a Vec");
+    assert_eq!(v.as_ptr(), at, "put_nb_defer's Vec came back");
+    let b: Box<[u8]> = vec![3u8; 16].into_boxed_slice();
+    let at = b.as_ptr();
+    let (e, b) = client.put_nb_defer(past, b, f).unwrap_err().into_parts();
+    check(&e, "put_nb_defer of a Box");
+    assert_eq!(
+        (b.as_ptr(), &b[..]),
+        (at, &[3u8; 16][..]),
+        "put_nb_defer's Box came back"
+    );
+    let (e, b) = client.get_nb(b, past, f).unwrap_err().into_parts();
+    check(&e, "get_nb of a Box");
+    assert_eq!(b.as_ptr(), at, "get_nb's Box came back");
+    let m = bytes::BytesMut::zeroed(16);
+    let at = m.as_ptr();
+    let err = client.get_nb(m, past, f).unwrap_err();
+    check(err.error(), "get_nb of a BytesMut");
+    assert_eq!(
+        err.into_buffer().as_ptr(),
+        at,
+        "get_nb's BytesMut came back"
+    );
+}
+
 fn bad_input(client: &Client) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
     // Every rank's idea of every segment's length is that rank's own (the
@@ -830,7 +929,8 @@ fn bad_input(client: &Client) -> rgex::Result<()> {
     let e = client
         .get_nb(vec![0; 16], GlobalAddr::new(peer, seg), f)
         .unwrap_err();
-    assert!(matches!(e, Error::OutOfSegment { .. }), "{e}");
+    assert!(matches!(e.error, Error::OutOfSegment { .. }), "{e}");
+    owned_buffers_come_back_from_a_failed_start(client, peer, seg, f);
     // Every form checks the range (each of these asks for 8 bytes), with
     // the same error: past the end and with an offset that overflows.
     let forms = every_form_of_8_bytes(client);
@@ -883,7 +983,7 @@ fn every_form_of_8_bytes(
         ("put_nbi", Box::new(move |a| client.put_nbi(a, &src, f))),
         (
             "put_nb_defer",
-            Box::new(move |a| client.put_nb_defer(a, vec![0; 8], f).map(drop)),
+            Box::new(move |a| Ok(client.put_nb_defer(a, vec![0; 8], f).map(drop)?)),
         ),
         (
             "put_nb_raw (Now)",
@@ -907,7 +1007,7 @@ fn every_form_of_8_bytes(
         ("get_val", Box::new(move |a| client.get_val(a, f).map(drop))),
         (
             "get_nb",
-            Box::new(move |a| client.get_nb(vec![0; 8], a, f).map(drop)),
+            Box::new(move |a| Ok(client.get_nb(vec![0; 8], a, f).map(drop)?)),
         ),
         (
             "get_nb_raw",

@@ -1,0 +1,198 @@
+//! A progress thread: polls the endpoint while the application computes,
+//! and sleeps on the conduit's wait object when nothing arrives.
+//!
+//! Optional: started by [`Endpoint::start_progress_thread`] (the guard it
+//! returns stops and joins the thread when dropped or
+//! [`stop`](ProgressThread::stop)ped), or for the whole process with
+//! `RGEX_PROGRESS_THREAD=1` at `rgex::init` (the client holds it and stops
+//! it when dropped; see [`Client::progress_thread_from_env`](crate::Client::progress_thread_from_env)).
+//!
+//! While messages come it polls without pause; after [`SPIN`] without
+//! one it goes idle:
+//! - **smp** (and nothing else for now): it sleeps on the rank's doorbell,
+//!   a futex in the rank's shared region; a sender whose claim finds the
+//!   rank asleep rings it (`rgex_smp::bell`: the flag is in the ring's
+//!   tail word, so a send to a rank that is awake makes no system call,
+//!   and no message that comes after the thread decided to sleep is
+//!   missed). The sleep is bounded by [`IDLE_SLEEP`], a safety net.
+//! - **network conduits** (ofi, ibv, built on the rgex-net kit) have no
+//!   wait object the thread uses yet (a provider's completion fd or
+//!   `fi_wait` would be one): the thread parks for [`PARK`], polls, and
+//!   parks again. A message then waits at most about that long (plus the
+//!   provider's own progress, which the kit's ticker drives every
+//!   millisecond as well). Peers on the node reached through the
+//!   shared-memory bypass are polled the same way.
+//!
+//! Handlers run on the progress thread as on any polling thread (the
+//! handler rules do not change). Errors a poll would return (a dropped
+//! AM, a handler's error, a malformed message: see
+//! [`Endpoint::poll`]) are not taken by the thread: they stay queued for
+//! the application's next `poll` or wait, so none is lost.
+
+use crate::Endpoint;
+use rgex_core::{Error, PollSet, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long the thread keeps polling after the last message before it
+/// goes idle (a message answered within this keeps it polling).
+pub const SPIN: Duration = Duration::from_micros(50);
+
+/// The longest sleep on a conduit's wait object: a safety net, since a
+/// sender rings when it finds the thread asleep.
+pub const IDLE_SLEEP: Duration = Duration::from_millis(10);
+
+/// How long the thread parks between polls when its conduit has no wait
+/// object (the network conduits).
+pub const PARK: Duration = Duration::from_micros(200);
+
+/// Empty polls between two looks at the clock while spinning.
+const POLLS_PER_CLOCK: u32 = 64;
+
+/// The environment variable that starts a progress thread at init.
+pub const ENV: &str = "RGEX_PROGRESS_THREAD";
+
+/// A running progress thread (see the [module docs](self)). Dropping it
+/// stops and joins the thread; [`stop`](Self::stop) does the same and
+/// says whether the thread ended well.
+#[must_use = "dropping the guard stops the progress thread"]
+pub struct ProgressThread {
+    ep: Arc<Endpoint>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ProgressThread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgressThread")
+            .field("rank", &self.ep.rank())
+            .field("running", &self.thread.is_some())
+            .finish()
+    }
+}
+
+impl ProgressThread {
+    /// Stop the thread and wait for it to end. Messages that arrive after
+    /// it stopped stay queued for the application's polls. An error if the
+    /// thread ended by a panic (a handler it ran panicked).
+    pub fn stop(mut self) -> Result<()> {
+        self.end()
+    }
+
+    fn end(&mut self) -> Result<()> {
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        // Release: pairs with the thread's Acquire loads, so it sees the
+        // flag once it reads the bell rung below (see `idle`), and a
+        // parked thread once unparked.
+        self.stop.store(true, Ordering::Release);
+        self.ep.conduit().idle_wake();
+        thread.thread().unpark();
+        thread.join().map_err(|panic| {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            Error::Failed(format!(
+                "{}: the progress thread ended by a panic (in a handler it ran?): {why}",
+                self.ep.rank()
+            ))
+        })
+    }
+}
+
+impl Drop for ProgressThread {
+    fn drop(&mut self) {
+        if let Err(e) = self.end() {
+            eprintln!("rgex: {e}");
+        }
+    }
+}
+
+/// Whether `RGEX_PROGRESS_THREAD` asks for a progress thread: unset, empty
+/// or `0` no, `1` yes; anything else is an error naming the variable.
+pub fn wanted_from_env() -> Result<bool> {
+    match std::env::var(ENV).ok().as_deref() {
+        None | Some("") | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(other) => Err(Error::Config(format!("{ENV}={other:?}: expected 0 or 1"))),
+    }
+}
+
+/// The thread's loop: poll while messages come, idle when none did for
+/// [`SPIN`], until stopped.
+fn run(ep: &Endpoint, stop: &AtomicBool) {
+    let mut quiet_since: Option<Instant> = None;
+    let mut empty = 0u32;
+    // Acquire: see `ProgressThread::end`.
+    while !stop.load(Ordering::Acquire) {
+        if ep.progress(PollSet::All) != 0 {
+            quiet_since = None;
+            empty = 0;
+            continue;
+        }
+        empty += 1;
+        if empty < POLLS_PER_CLOCK {
+            std::hint::spin_loop();
+            continue;
+        }
+        empty = 0;
+        let since = *quiet_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= SPIN {
+            idle(ep, stop);
+            quiet_since = None;
+        }
+    }
+}
+
+/// Sleep until a message may have come (or the thread is stopped).
+fn idle(ep: &Endpoint, stop: &AtomicBool) {
+    // Acquire: see `ProgressThread::end`. Asked by the conduit after it
+    // armed its wait (smp: after reading its bell, which the stopper
+    // rings after setting the flag), so a stop is never slept through.
+    let still_idle = || !stop.load(Ordering::Acquire);
+    if !ep.conduit().idle_wait(IDLE_SLEEP, &still_idle) && still_idle() {
+        // No wait object: a bounded park (the stopper unparks).
+        std::thread::park_timeout(PARK);
+    }
+}
+
+impl Endpoint {
+    /// Start a progress thread for this endpoint (see
+    /// [`ProgressThread`] and the [module docs](crate::progress_thread)):
+    /// it polls while the application computes and sleeps on the
+    /// conduit's wait object when idle. It stops when the guard is
+    /// dropped.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+    /// let progress = client.start_progress_thread()?;
+    /// // ... compute without polling: peers' requests are still answered ...
+    /// progress.stop()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn start_progress_thread(&self) -> Result<ProgressThread> {
+        let ep = self
+            .me
+            .upgrade()
+            .expect("an endpoint is used through its Arc");
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ep2, stop2) = (ep.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("rgex-progress-{}", self.rank().0))
+            .spawn(move || run(&ep2, &stop2))
+            .map_err(|e| Error::Os {
+                op: format!("{}: spawn the progress thread", self.rank()),
+                source: e,
+            })?;
+        Ok(ProgressThread {
+            ep,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}

@@ -1,0 +1,171 @@
+//! A progress thread answers for a rank whose main thread never polls
+//! (issue 28 point 6). Two ranks: rank 0 starts a progress thread (mode
+//! `api`: `start_progress_thread`; mode `env`: `RGEX_PROGRESS_THREAD=1`
+//! at init, the client holds it), then sleeps in 1 ms steps without
+//! calling rgex, watching a word of its own segment. Rank 1 sends it `N`
+//! AM requests and waits for every reply, puts a pattern into rank 0's
+//! segment and gets it back, then puts the done word. Rank 0 then checks
+//! that every request ran, on the progress thread, and the pattern landed.
+//!
+//! Then the thread is stopped (`api`: `stop()`, which must say it ended
+//! well; `env`: kept), and rank 1 sends `M` more requests: rank 0's own
+//! polls must run every one (nothing is lost at the stop). The `env`
+//! client is dropped at the end, which joins its thread (a hang fails the
+//! job by the launcher's timeout).
+//!
+//! Usage: `job_progress_thread api|env [N]`
+
+use rgex::{Flags, GlobalAddr, Rank};
+use rgex_tests::{conduit_banner, fill_pattern, ok, pattern_mismatch, wait_until, HANG_LIMIT};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+/// More requests after the stop.
+const M: u64 = 50;
+/// The pattern's bytes and where they go in rank 0's segment.
+const PATTERN: usize = 4096;
+const PATTERN_AT: u64 = 4096;
+
+#[derive(Default)]
+struct Counts {
+    /// Requests rank 0 ran, and how many of them off its main thread.
+    pings: AtomicU64,
+    off_main: AtomicU64,
+    /// Replies rank 1 got.
+    pongs: AtomicU64,
+    main: OnceLock<std::thread::ThreadId>,
+}
+
+fn main() -> rgex::Result<()> {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "api".into());
+    let n: u64 = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(500);
+    let counts = Arc::new(Counts::default());
+    counts.main.set(std::thread::current().id()).unwrap();
+    let (c1, c2) = (counts.clone(), counts.clone());
+    let (client, ping) = rgex::init_with(|t| {
+        let pong = t.register("pt.pong", move |_tok, _msg| {
+            c2.pongs.fetch_add(1, Ordering::Relaxed);
+        })?;
+        t.register("pt.ping", move |tok, msg| {
+            if c1.main.get() != Some(&std::thread::current().id()) {
+                c1.off_main.fetch_add(1, Ordering::Relaxed);
+            }
+            // Release: rank 0's main thread reads the count with Acquire.
+            c1.pings.fetch_add(1, Ordering::Release);
+            tok.reply_short(pong, msg.args(), Flags::empty())
+        })
+    })?;
+    conduit_banner(&client);
+    assert_eq!(client.size(), 2, "a job of two ranks");
+    let env_thread = client.has_progress_thread();
+    assert_eq!(
+        env_thread,
+        mode == "env",
+        "RGEX_PROGRESS_THREAD must start a thread in mode env and only there"
+    );
+    if mode == "env" {
+        ok(
+            &client,
+            "RGEX_PROGRESS_THREAD=1 started a progress thread at init",
+        );
+    }
+    let done = client.segment().as_ptr().cast::<AtomicU64>();
+    // SAFETY: the segment is page aligned and at least a page long, and
+    // lives as long as the client; peers write it only by RMA, and this
+    // rank reads it as an atomic word.
+    let done = unsafe { &*done };
+    if client.rank() == Rank(0) {
+        let thread = match mode.as_str() {
+            "api" => Some(client.start_progress_thread()?),
+            _ => None,
+        };
+        client.barrier()?;
+        // Inattentive: no rgex call until rank 1 says it is done.
+        let start = Instant::now();
+        while done.load(Ordering::Acquire) == 0 {
+            assert!(
+                start.elapsed() < HANG_LIMIT,
+                "rank 0: rank 1 never finished (the progress thread did not answer)"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let pings = counts.pings.load(Ordering::Acquire);
+        assert_eq!(pings, n, "rank 0 ran {pings} of {n} requests unpolled");
+        assert_eq!(
+            counts.off_main.load(Ordering::Relaxed),
+            n,
+            "every request ran on the progress thread"
+        );
+        ok(
+            &client,
+            &format!("{n} requests answered by the progress thread while main slept"),
+        );
+        // SAFETY: inside this rank's segment; rank 1's put of it completed
+        // before its put of the done word, which we read with Acquire.
+        let landed = unsafe {
+            std::slice::from_raw_parts(client.segment().as_ptr().add(PATTERN_AT as usize), PATTERN)
+        };
+        assert_eq!(
+            pattern_mismatch(landed, 1, 7),
+            None,
+            "rank 1's put landed intact"
+        );
+        ok(&client, "RMA put and get served while main slept");
+        if let Some(t) = thread {
+            t.stop()?;
+            ok(
+                &client,
+                "stop() joined the progress thread, which ended well",
+            );
+        }
+        client.barrier()?;
+        // After the stop (api) the main thread's polls run the rest.
+        wait_until(&client, "the requests sent after the stop", || {
+            counts.pings.load(Ordering::Acquire) == n + M
+        });
+        if mode == "api" {
+            assert_eq!(
+                counts.off_main.load(Ordering::Relaxed),
+                n,
+                "no request ran on a stopped progress thread"
+            );
+        }
+        ok(&client, "the requests sent after the stop all ran");
+        client.barrier()?;
+    } else {
+        client.barrier()?;
+        let peer = Rank(0);
+        for i in 0..n {
+            client.request_short(peer, ping, &[i as u32], Flags::empty())?;
+        }
+        wait_until(&client, "the replies", || {
+            counts.pongs.load(Ordering::Relaxed) == n
+        });
+        let mut pattern = vec![0u8; PATTERN];
+        fill_pattern(&mut pattern, 1, 7);
+        client.put(GlobalAddr::new(peer, PATTERN_AT), &pattern, Flags::empty())?;
+        let mut back = vec![0u8; PATTERN];
+        client.get(&mut back, GlobalAddr::new(peer, PATTERN_AT), Flags::empty())?;
+        assert_eq!(back, pattern, "rank 1 got back what it put");
+        client.put(
+            GlobalAddr::new(peer, 0),
+            &1u64.to_ne_bytes(),
+            Flags::empty(),
+        )?;
+        client.barrier()?;
+        for i in 0..M {
+            client.request_short(peer, ping, &[i as u32], Flags::empty())?;
+        }
+        wait_until(&client, "the replies after the stop", || {
+            counts.pongs.load(Ordering::Relaxed) == n + M
+        });
+        client.barrier()?;
+    }
+    // The env client's thread is stopped and joined here.
+    drop(client);
+    Ok(())
+}

@@ -1,0 +1,37 @@
+//! The progress thread (issue 28 point 6): `src/bin/job_progress_thread.rs`
+//! has rank 0 sleep without polling while rank 1 sends it requests and
+//! RMA, answered by rank 0's progress thread; then the thread stops and
+//! the requests sent after it run in rank 0's own polls.
+
+mod common;
+use common::{job, run, run_ok};
+
+const PROGRAM: &str = env!("CARGO_BIN_EXE_job_progress_thread");
+
+#[test]
+fn started_by_the_api_answers_an_unpolled_rank_and_stops() {
+    run_ok(&job(2, PROGRAM, &["api"]), (4, 0));
+}
+
+#[test]
+fn started_by_the_environment_answers_an_unpolled_rank() {
+    run_ok(
+        &job(2, PROGRAM, &["env"]).env("RGEX_PROGRESS_THREAD", "1"),
+        (4, 0),
+    );
+}
+
+#[test]
+fn a_bad_environment_value_is_refused_naming_the_variable() {
+    let (outcome, _out, err) = run(&job(2, PROGRAM, &["env"]).env("RGEX_PROGRESS_THREAD", "yes"));
+    assert_ne!(
+        outcome.status, 0,
+        "init must refuse RGEX_PROGRESS_THREAD=yes"
+    );
+    assert!(
+        err.contains("RGEX_PROGRESS_THREAD=")
+            && err.contains("yes")
+            && err.contains("expected 0 or 1"),
+        "the error names the variable and its values: {err}"
+    );
+}
