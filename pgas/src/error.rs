@@ -83,3 +83,12 @@ pub enum Error {
 
 /// The result of rgex-pgas's calls.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// A non-blocking rgex transfer that could not start hands its buffer
+/// back inside the error; rgex-pgas's own buffers are temporary, so only
+/// the error is kept.
+impl<B> From<rgex::rma::BufError<B>> for Error {
+    fn from(e: rgex::rma::BufError<B>) -> Self {
+        Error::Rgex(e.into_parts().0)
+    }
+}
