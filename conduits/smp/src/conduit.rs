@@ -3,7 +3,7 @@
 use crate::cell::{Doorbell, Header};
 use crate::region::{Region, REPLY, REQUEST};
 use crate::ring::{Padded, Ring};
-use crate::{prefetch, shm, SmpConfig};
+use crate::{prefetch, shm, small_copy, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
 use rgex_core::descriptor::Kind;
 use rgex_core::doorbell::MappedQueue;
@@ -332,6 +332,7 @@ impl SmpConduit {
         n
     }
 
+    #[inline(always)]
     fn deliver(
         &self,
         me: &Region,
@@ -485,9 +486,7 @@ impl Conduit for SmpConduit {
             // SAFETY: the claim grants `most >= len` (checked above)
             // writable bytes at `claim.buf`, reserved for this message,
             // which cannot overlap the caller's `payload` slice.
-            unsafe {
-                std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
-            };
+            unsafe { small_copy::copy(payload.as_ptr(), claim.buf.as_ptr(), payload.len()) };
         }
         // SAFETY: the claim was just made by `claim` (its ticket is the
         // claimed cell's address) and is published once, here.
