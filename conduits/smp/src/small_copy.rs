@@ -15,10 +15,10 @@ const INLINE_MAX: usize = 16;
 /// for `len` bytes, the two not overlapping.
 #[inline(always)]
 pub(crate) unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
-    // SAFETY (every block below): each access reads or writes inside
-    // `src..src + len` or `dst..dst + len` (a word at the start and one
-    // ending at `len`, with `len` at least the word's size), which the
-    // caller vouches for; unaligned reads and writes need no alignment.
+    // SAFETY: each access reads or writes inside `src..src + len` or
+    // `dst..dst + len` (a word at the start and one ending at `len`, with
+    // `len` at least the word's size), which the caller vouches for;
+    // unaligned reads and writes need no alignment.
     unsafe {
         if len > INLINE_MAX {
             std::ptr::copy_nonoverlapping(src, dst, len);
