@@ -7,7 +7,8 @@
 //! Usage: `icount OP COUNT`, OP one of `put8`, `get8` (blocking, 8 B),
 //! `short` (AM Short round trip: request, its handler replies, the reply's
 //! handler counts), `medium8` (the same with 8-byte Mediums, the request's
-//! payload not read, the reply from a static buffer: the peers' mode).
+//! payload not read, the reply from a static buffer: the peers' mode),
+//! `poll` (a poll that finds nothing: what a waiting rank spins on).
 //!
 //! `valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/icount short 1000`
 //! then `... short 11000`: (Ir difference) / 10,000 per round trip.
@@ -70,10 +71,15 @@ fn main() -> rgex::Result<()> {
                 ep.get(&mut dst, std::hint::black_box(at), Flags::empty())?;
             }
         }
+        "poll" => {
+            for _ in 0..n {
+                client.poll()?;
+            }
+        }
         "short" => round_trip(short, false)?,
         "medium8" => round_trip(medium, true)?,
         _ => {
-            eprintln!("usage: icount put8|get8|short|medium8 COUNT");
+            eprintln!("usage: icount put8|get8|poll|short|medium8 COUNT");
             std::process::exit(2);
         }
     }

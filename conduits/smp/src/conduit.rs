@@ -213,10 +213,20 @@ impl SmpConduit {
         }
     }
 
-    /// This rank's own region.
-    #[inline]
+    /// This rank's own region (every poll's first step: no bounds or
+    /// presence check, which `region` makes for a peer).
+    #[inline(always)]
     fn mine(&self) -> &Region {
-        self.region(self.rank)
+        debug_assert!(matches!(self.regions.get(self.rank.index()), Some(Some(_))));
+        // SAFETY: `new_node` puts this rank's own region at index `rank`
+        // of `regions` (one entry per rank of the job, `rank` among them)
+        // and `regions` is never changed after.
+        unsafe {
+            self.regions
+                .get_unchecked(self.rank.index())
+                .as_ref()
+                .unwrap_unchecked()
+        }
     }
 
     /// The region of a node-local `peer`. The AM layer only sends to ranks
