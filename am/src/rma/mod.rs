@@ -1,7 +1,8 @@
 //! One-sided RMA: put and get, blocking, non-blocking with events, and
 //! implicit-handle (NBI), with local completion exposed for puts.
 //!
-//! Three paths, chosen per peer (not per byte):
+//! Three paths, chosen once per peer when the endpoint is made (the
+//! `route` module; not per byte, nor per operation):
 //!
 //! - **native**: the conduit moves the bytes itself (RDMA on ofi, coherent
 //!   copies on scc) through [`Conduit::try_put`](rgex_core::Conduit::try_put)
@@ -15,6 +16,10 @@
 //!
 //! Every remote range is checked against the peer's segment first; a bad
 //! one is an error naming the rank, offset and segment size, and nothing moves.
+//!
+//! A blocking put or get to a mapped peer is that check, the copy and a
+//! fence (release before a put's stores, acquire after a get's loads: see
+//! [`Endpoint::put`]); no completion counter or event is made for it.
 
 mod completion;
 mod nbi;
