@@ -6,6 +6,7 @@ use crate::extension::Extensions;
 use crate::handler::Target;
 use crate::refusal::{self, Refusals};
 use crate::rma::reference::Reference;
+use crate::rma::Routes;
 use crate::{HandlerTable, Message, Prepared, ProtocolId, Token};
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::idle_help::Board;
@@ -67,7 +68,8 @@ pub struct Endpoint {
     /// a poll or a wait (see [`share`](Endpoint::share)).
     board: Board,
     rma_reference: Arc<Reference>,
-    rma_reference_only: bool,
+    /// Every peer's RMA route, decided once here.
+    routes: Routes,
     extensions: Extensions,
     /// Tables of operations in flight that stalled waits check for gone
     /// peers (see [`crate::abandon`]).
@@ -121,6 +123,7 @@ impl Endpoint {
                 )))
             }
         };
+        let routes = Routes::new(&*conduit, rma_reference_only);
         let mapped = (0..conduit.size())
             .map(|p| conduit.mapped_queue(Rank(p)))
             .collect();
@@ -140,7 +143,7 @@ impl Endpoint {
             background: OnceLock::new(),
             board: Board::new(),
             rma_reference,
-            rma_reference_only,
+            routes,
             extensions: Extensions::default(),
             watched: Watched::default(),
         });
@@ -160,8 +163,10 @@ impl Endpoint {
         &self.extensions
     }
 
-    pub(crate) fn rma_reference_only(&self) -> bool {
-        self.rma_reference_only
+    /// Every peer's RMA route.
+    #[inline(always)]
+    pub(crate) fn routes(&self) -> &Routes {
+        &self.routes
     }
 
     /// This endpoint as the progress engine events poll.

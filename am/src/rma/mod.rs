@@ -1,7 +1,8 @@
 //! One-sided RMA: put and get, blocking, non-blocking with events, and
 //! implicit-handle (NBI), with local completion exposed for puts.
 //!
-//! Three paths, chosen per peer (not per byte):
+//! Three paths, chosen once per peer when the endpoint is made (the
+//! `route` module; not per byte, nor per operation):
 //!
 //! - **native**: the conduit moves the bytes itself (RDMA on ofi, coherent
 //!   copies on scc) through [`Conduit::try_put`](rgex_core::Conduit::try_put)
@@ -15,19 +16,27 @@
 //!
 //! Every remote range is checked against the peer's segment first; a bad
 //! one is an error naming the rank, offset and segment size, and nothing moves.
+//!
+//! A blocking put or get to a mapped peer is that check, the copy and a
+//! fence (release before a put's stores, acquire after a get's loads: see
+//! [`Endpoint::put`]); no completion counter or event is made for it.
 
 mod buf_error;
 mod completion;
 mod nbi;
 pub(crate) mod reference;
+mod route;
 
 pub use buf_error::BufError;
 pub use completion::{GetPending, Held, LocalCompletion, PutDeferred};
 pub use nbi::NbiCategory;
 
 use crate::Endpoint;
-use rgex_core::segment::check_range;
-use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result, Segment};
+use rgex_core::idle_help::SHARE_MIN;
+use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result};
+use route::Route;
+pub(crate) use route::Routes;
+use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 /// A fresh counter for one non-blocking operation.
@@ -47,8 +56,7 @@ pub enum RmaPath {
 }
 
 /// Where one RMA operation goes, its remote range checked: what
-/// [`Endpoint::target`] finds with one look at the conduit (the mapped
-/// path's pointer comes with the segment that was asked about).
+/// [`Endpoint::target`] finds in the peer's [`Route`].
 enum Target {
     /// Nothing to move (zero bytes).
     Nothing,
@@ -114,63 +122,27 @@ pub struct PutEvents {
 }
 
 impl Endpoint {
-    /// How RMA to `peer` is carried out.
+    /// How RMA to `peer` is carried out (decided once per peer when the
+    /// endpoint was made; a rank out of range has no path but the
+    /// reference's, which refuses it).
     pub fn rma_path(&self, peer: Rank) -> RmaPath {
-        self.route(peer).0
-    }
-
-    /// The path to `peer`, with its mapped segment on the mapped path:
-    /// the one decision [`rma_path`](Self::rma_path) reports and
-    /// [`target`](Self::target) acts on (one lookup of the segment).
-    #[inline(always)]
-    fn route(&self, peer: Rank) -> (RmaPath, Option<Segment>) {
-        let c = self.conduit();
-        if self.rma_reference_only() {
-            (RmaPath::Reference, None)
-        } else if c.rma_native(peer) {
-            (RmaPath::Native, None)
-        } else if let Some(seg) = c.mapped_segment(peer) {
-            (RmaPath::Mapped, Some(seg))
-        } else {
-            (RmaPath::Reference, None)
-        }
+        self.routes()
+            .of(peer)
+            .map_or(RmaPath::Reference, Route::path)
     }
 
     /// Where an operation on `len` bytes at `at` goes, the rank and the
-    /// range checked. On the mapped path the segment from [`route`](Self::route)
-    /// checks the range itself, so the operation makes one dynamic call
-    /// for its route and none for the segment's length (each such call
-    /// returns through memory: three had been a third of a small NBI
-    /// put's time).
+    /// range checked against the peer's cached [`Route`]: no dynamic call
+    /// to the conduit (each such call returns through memory: three had
+    /// been a third of a small NBI put's time).
     #[inline(always)]
     fn target(&self, at: GlobalAddr, len: usize) -> Result<Target> {
-        let size = self.size();
-        if at.rank.0 >= size {
-            return Err(Error::RankOutOfRange {
-                rank: at.rank.0,
-                size,
-            });
-        }
-        let c = self.conduit();
-        let (path, mapped) = self.route(at.rank);
-        if let Some(seg) = mapped {
-            // The mapped segment is the peer's whole segment (the trait's
-            // contract): its check is `check_range`'s below, same error.
-            debug_assert_eq!(
-                (seg.rank(), seg.len() as u64),
-                (at.rank, c.segment_len(at.rank))
-            );
-            let p = seg.ptr_at(at.offset, len)?;
-            return Ok(if len == 0 {
-                Target::Nothing
-            } else {
-                Target::Mapped(p)
-            });
-        }
-        check_range(at.rank, c.segment_len(at.rank), at.offset, len as u64)?;
-        Ok(match (len, path) {
+        let route = self.routes().of(at.rank)?;
+        route.check(at.rank, at.offset, len)?;
+        Ok(match (len, route.mapped_at(at.offset)) {
             (0, _) => Target::Nothing,
-            (_, RmaPath::Native) => Target::Native,
+            (_, Some(p)) => Target::Mapped(p),
+            _ if route.path() == RmaPath::Native => Target::Native,
             _ => Target::Reference,
         })
     }
@@ -223,11 +195,11 @@ impl Endpoint {
                 Ok(Started { rc: Some(rc), lc })
             }
             Target::Mapped(to) => {
+                // Ordering: as the blocking put's.
+                fence(Ordering::Release);
                 // SAFETY: `to..to+len` is inside the peer's mapped segment
-                // (checked); the caller guarantees the source. `share_copy`
-                // is a memmove when the two overlap (a put within our own
-                // segment may); large ones are shared with waiting threads.
-                unsafe { self.share_copy(src, to, len) };
+                // (checked); the caller guarantees the source.
+                unsafe { self.mapped_copy(src, to, len) };
                 Ok(Started::default())
             }
             Target::Reference => {
@@ -272,7 +244,9 @@ impl Endpoint {
             Target::Mapped(from) => {
                 // SAFETY: the range is inside the mapped segment (checked),
                 // the caller guarantees the destination; as for a put.
-                unsafe { self.share_copy(from, dst, len) };
+                unsafe { self.mapped_copy(from, dst, len) };
+                // Ordering: as the blocking get's.
+                fence(Ordering::Acquire);
                 Ok(None)
             }
             Target::Reference => {
@@ -321,16 +295,90 @@ impl Endpoint {
     /// assert_eq!(&back, b"hello");
     /// # Ok(()) }
     /// ```
+    #[inline]
     pub fn put(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
+        let route = self.routes().of(dst.rank)?;
+        route.check(dst.rank, dst.offset, src.len())?;
+        let Some(to) = route.mapped_at(dst.offset) else {
+            return self.put_unmapped(dst, src, flags);
+        };
+        // Ordering: a release fence before the stores, so that what this
+        // thread wrote before the put (its own segment included) is
+        // visible to a peer that sees the put's bytes through an acquire
+        // (an acquire load of them, an atomic's ACQUIRE, or the get path's
+        // acquire fence below): the message-passing pattern "write data,
+        // then put a flag" holds. Nothing is needed after the stores: the
+        // put is complete once they are issued (coherent memory), and
+        // whatever this thread does next that a peer may synchronise with
+        // (a later put, an AM, an atomic, a barrier) carries its own
+        // release, ordering these stores before it. Free on x86 (a
+        // compiler barrier: TSO keeps stores in order).
+        fence(Ordering::Release);
+        // SAFETY: `to..to + len` is inside the peer's mapped segment
+        // (checked just above against its length), which stays mapped for
+        // the conduit's life; `src` is a borrowed slice.
+        unsafe { self.mapped_copy(src.as_ptr(), to, src.len()) };
+        Ok(())
+    }
+
+    /// A blocking put to a peer whose segment is not mapped here: start
+    /// it and wait (out of line, so the mapped path stays small enough to
+    /// inline).
+    #[inline(never)]
+    fn put_unmapped(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
         self.put_nb(dst, src, flags)?.wait()
     }
 
     /// Blocking get: returns when `dst` holds the bytes at `src`.
+    #[inline]
     pub fn get(&self, dst: &mut [u8], src: GlobalAddr, flags: Flags) -> Result<()> {
+        let route = self.routes().of(src.rank)?;
+        route.check(src.rank, src.offset, dst.len())?;
+        let Some(from) = route.mapped_at(src.offset) else {
+            return self.get_unmapped(dst, src, flags);
+        };
+        // SAFETY: `from..from + len` is inside the peer's mapped segment
+        // (checked just above), `dst` an exclusive borrowed slice.
+        unsafe { self.mapped_copy(from, dst.as_mut_ptr(), dst.len()) };
+        // Ordering: an acquire fence after the loads, the mirror of the
+        // put's release fence: if the bytes read were stored by a put
+        // (whose release fence came before them) or after any release of
+        // the writer, what the writer did before is visible to what this
+        // thread does after the get ("get a flag, then read the data").
+        // Nothing is needed before the loads: the peer's data that this
+        // thread knows of reached it through an acquire of its own (an
+        // AM, an atomic, a barrier, an earlier get). Free on x86.
+        fence(Ordering::Acquire);
+        Ok(())
+    }
+
+    /// A blocking get from a peer whose segment is not mapped here (see
+    /// [`put_unmapped`](Self::put_unmapped)).
+    #[inline(never)]
+    fn get_unmapped(&self, dst: &mut [u8], src: GlobalAddr, flags: Flags) -> Result<()> {
         // SAFETY: `dst` is borrowed for this whole call, which waits for
         // completion before returning.
         let done = unsafe { self.start_get(dst.as_mut_ptr(), dst.len(), src, fresh, flags)? };
         self.event(done).wait()
+    }
+
+    /// The mapped path's copy: a plain `memmove` below
+    /// [`SHARE_MIN`] (a put within this rank's own segment may overlap;
+    /// with a constant length the compiler makes it a load and a store),
+    /// [`share_copy`](Endpoint::share_copy) from there (large copies
+    /// shared with the threads waiting on this endpoint).
+    ///
+    /// # Safety
+    /// `src` readable and `dst` writable for `len` bytes, for the call.
+    #[inline(always)]
+    unsafe fn mapped_copy(&self, src: *const u8, dst: *mut u8, len: usize) {
+        if len < SHARE_MIN {
+            // SAFETY: the caller's contract.
+            unsafe { std::ptr::copy(src, dst, len) }
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { self.share_copy(src, dst, len) }
+        }
     }
 
     /// Put a `u64` by value (native byte order).

@@ -243,6 +243,17 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         }
     }
 
+    /// Each side's own fixed-payload send (smp's is one function, without
+    /// the provided one's calls through `claim_send` and `publish_send`).
+    #[inline]
+    fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
+        if self.local(spec.peer) {
+            self.smp.try_send(spec, handler, args, payload)
+        } else {
+            self.net.try_send(spec, handler, args, payload)
+        }
+    }
+
     unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
         if self.local(slot.peer) {
             // SAFETY: the claim to a node-local peer was smp's (try_prepare

@@ -42,6 +42,8 @@ mod prefetch;
 mod region;
 pub mod ring;
 pub mod shm;
+#[cfg(not(loom))]
+mod small_copy;
 
 #[cfg(not(loom))]
 pub use conduit::{host_name, SmpConduit};

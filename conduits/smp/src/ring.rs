@@ -292,6 +292,35 @@ impl Ring {
         self.cell(pos).seq.load(Ordering::Relaxed) == pos + 1
     }
 
+    /// Consumer that is this ring's only one for the call (smp's drain
+    /// holds the ring's turn, see `SmpConduit::drain`): take the next
+    /// published position, or `None`. As [`try_take`](Self::try_take)
+    /// without its compare-exchange: nobody else moves `head` meanwhile,
+    /// so a plain store moves it on.
+    ///
+    /// # Safety
+    /// No other thread may take from this ring (through this or
+    /// [`try_take`](Self::try_take)) until the caller stops: each would
+    /// take the same position.
+    #[inline(always)]
+    pub unsafe fn take_sole(&self) -> Option<u64> {
+        let head = &self.hdr().head.0;
+        // Relaxed: only sole consumers store `head`, and the previous one
+        // handed over through the turn's Release/Acquire pair, so this
+        // reads the last value stored.
+        let pos = head.load(Ordering::Relaxed);
+        // Acquire: pairs with `publish`, so the producer's writes to the
+        // cell and its payload are visible.
+        if self.cell(pos).seq.load(Ordering::Acquire) != pos + 1 {
+            return None;
+        }
+        // Relaxed: `head` is a position counter, nothing is published
+        // through it (the cell's `seq` carries the data edges); the next
+        // consumer reads it after the turn's hand-over.
+        head.store(pos + 1, Ordering::Relaxed);
+        Some(pos)
+    }
+
     /// Consumer: hand the cell at `pos` (taken by us) back to producers.
     #[inline]
     pub fn release(&self, pos: u64) {
@@ -432,6 +461,38 @@ mod tests {
             },
             "disarmed: no ring"
         );
+    }
+
+    #[test]
+    fn a_sole_consumer_takes_in_order_and_waits_for_the_unpublished() {
+        let (_h, _c, ring) = heap_ring(4);
+        // SAFETY: this thread is the ring's only consumer.
+        let take = |r: &Ring| unsafe { r.take_sole() };
+        assert_eq!(take(&ring), None, "empty");
+        for lap in 0..3u64 {
+            let a = ring.try_claim().unwrap().pos;
+            let b = ring.try_claim().unwrap().pos;
+            write_len(&ring, b, 2);
+            ring.publish(b);
+            assert_eq!(take(&ring), None, "a is not published");
+            write_len(&ring, a, 1);
+            ring.publish(a);
+            for (want, len) in [(a, 1), (b, 2)] {
+                let p = take(&ring).expect("published");
+                assert_eq!((p, read_len(&ring, p)), (want, len), "lap {lap}");
+                ring.release(p);
+            }
+            assert_eq!(take(&ring), None);
+            assert!(ring.is_idle());
+        }
+        // The two kinds of take share the counter.
+        let p = ring.try_claim().unwrap().pos;
+        ring.publish(p);
+        assert_eq!(ring.try_take(), Some(p));
+        ring.release(p);
+        assert_eq!(take(&ring), None);
+        ring.close();
+        assert_eq!(take(&ring), None, "closed");
     }
 
     #[test]
@@ -632,6 +693,58 @@ mod loom_tests {
             };
             prod.join().unwrap();
             assert_eq!(got, 7);
+        });
+    }
+
+    /// Two consumer threads that take with `take_sole` while holding a
+    /// turn flag (smp's drain: Acquire to take it, Release to give it
+    /// back), one producer: each message is taken exactly once, intact,
+    /// and the plain store of `head` reaches the next turn's holder.
+    #[test]
+    fn sole_consumers_handing_over_a_turn() {
+        use loom::sync::atomic::AtomicBool;
+        loom::model(|| {
+            let h = heap_ring(2);
+            let turn = Arc::new(AtomicBool::new(false));
+            let consumers: Vec<_> = (0..2)
+                .map(|_| {
+                    let (h, turn) = (h.clone(), turn.clone());
+                    loom::thread::spawn(move || {
+                        if turn
+                            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                            .is_err()
+                        {
+                            return 0;
+                        }
+                        let mut got = 0;
+                        // SAFETY: the turn makes this thread the only consumer.
+                        while let Some(p) = unsafe { h.ring.take_sole() } {
+                            got += read_len(&h.ring, p);
+                            h.ring.release(p);
+                        }
+                        turn.store(false, Ordering::Release);
+                        got
+                    })
+                })
+                .collect();
+            for v in [1u32, 2] {
+                loop {
+                    if let Some(p) = h.ring.try_claim().map(|c| c.pos) {
+                        write_len(&h.ring, p, v);
+                        h.ring.publish(p);
+                        break;
+                    }
+                    loom::thread::yield_now();
+                }
+            }
+            let taken: u32 = consumers.into_iter().map(|c| c.join().unwrap()).sum();
+            let mut rest = 0;
+            // SAFETY: the consumers have finished: this thread is the only one.
+            while let Some(p) = unsafe { h.ring.take_sole() } {
+                rest += read_len(&h.ring, p);
+                h.ring.release(p);
+            }
+            assert_eq!(taken + rest, 3);
         });
     }
 

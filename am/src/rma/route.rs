@@ -1,0 +1,187 @@
+//! Where RMA to each peer goes, decided once per peer when the endpoint is
+//! made (the SPI's [`rma_native`](rgex_core::Conduit::rma_native) says the
+//! decision is per peer and fixed): the path, the peer's segment length
+//! and, on the mapped path, its base address here. An operation reads its
+//! peer's entry (one load of a table the endpoint owns) instead of asking
+//! the conduit through dynamic calls, and checks its range with one
+//! compare.
+
+use super::RmaPath;
+use rgex_core::{Conduit, Error, Rank, Result};
+
+/// One peer's route.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Route {
+    /// The peer's segment as mapped here on the mapped path; null on the
+    /// others.
+    base: *mut u8,
+    /// The peer's segment length (exchanged at setup, fixed for the job).
+    len: u64,
+    path: RmaPath,
+}
+
+impl Route {
+    /// The path.
+    #[inline(always)]
+    pub(crate) fn path(&self) -> RmaPath {
+        self.path
+    }
+
+    /// Check that `[offset, offset + len)` lies inside `rank`'s segment
+    /// (this route's peer): one compare, in 128 bits so that no sum
+    /// overflows. The error names the rank, the range and the segment's
+    /// length, as [`check_range`](rgex_core::segment::check_range)'s does.
+    #[inline(always)]
+    pub(crate) fn check(&self, rank: Rank, offset: u64, len: usize) -> Result<()> {
+        if u128::from(offset) + len as u128 > u128::from(self.len) {
+            return Err(out_of_segment(rank, offset, len, self.len));
+        }
+        Ok(())
+    }
+
+    /// The address of `offset` in the peer's mapped segment, on the mapped
+    /// path (`None` on the others). Only meaningful for an offset that
+    /// [`check`](Self::check) accepted.
+    #[inline(always)]
+    pub(crate) fn mapped_at(&self, offset: u64) -> Option<*mut u8> {
+        if self.base.is_null() {
+            None
+        } else {
+            // `wrapping_add`: no claim on the pointer's provenance here;
+            // the caller dereferences it only inside the checked range.
+            Some(self.base.wrapping_add(offset as usize))
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn out_of_segment(rank: Rank, offset: u64, len: usize, seg_len: u64) -> Error {
+    Error::OutOfSegment {
+        rank,
+        offset,
+        len: len as u64,
+        seg_len,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn rank_out_of_range(rank: Rank, size: usize) -> Error {
+    Error::RankOutOfRange {
+        rank: rank.0,
+        size: size as u32,
+    }
+}
+
+/// Every peer's [`Route`], indexed by rank.
+pub(crate) struct Routes(Box<[Route]>);
+
+// SAFETY: the table is written once at construction and only read after;
+// the base pointers are addresses of segments the conduit keeps mapped for
+// its whole life (the endpoint that owns this table holds the conduit), and
+// every access through them is a range-checked copy, from any thread, as
+// `Segment` (itself `Send + Sync`) allows.
+unsafe impl Send for Routes {}
+// SAFETY: as above.
+unsafe impl Sync for Routes {}
+
+impl Routes {
+    /// Ask `conduit` once per peer: its own RMA, a mapped segment, or
+    /// active messages (all peers with `reference_only`).
+    pub(crate) fn new(conduit: &dyn Conduit, reference_only: bool) -> Self {
+        let route = |p: u32| {
+            let peer = Rank(p);
+            let len = conduit.segment_len(peer);
+            let (path, base) = if reference_only {
+                (RmaPath::Reference, std::ptr::null_mut())
+            } else if conduit.rma_native(peer) {
+                (RmaPath::Native, std::ptr::null_mut())
+            } else if let Some(seg) = conduit.mapped_segment(peer) {
+                // The mapped segment is the peer's whole segment (the
+                // trait's contract): its length is `segment_len`'s.
+                debug_assert_eq!((seg.rank(), seg.len() as u64), (peer, len));
+                (RmaPath::Mapped, seg.as_ptr())
+            } else {
+                (RmaPath::Reference, std::ptr::null_mut())
+            };
+            Route { base, len, path }
+        };
+        Routes((0..conduit.size()).map(route).collect())
+    }
+
+    /// `rank`'s route, or the error naming it and the job's size.
+    #[inline(always)]
+    pub(crate) fn of(&self, rank: Rank) -> Result<&Route> {
+        match self.0.get(rank.index()) {
+            Some(r) => Ok(r),
+            None => Err(rank_out_of_range(rank, self.0.len())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(len: u64) -> Route {
+        Route {
+            base: std::ptr::null_mut(),
+            len,
+            path: RmaPath::Reference,
+        }
+    }
+
+    #[test]
+    fn the_one_compare_accepts_exactly_the_ranges_inside() {
+        let r = route(100);
+        for (offset, len) in [(0, 100), (99, 1), (100, 0), (0, 0)] {
+            assert!(r.check(Rank(3), offset, len).is_ok(), "[{offset}, +{len})");
+        }
+        let refused = [
+            (0, 101),
+            (100, 1),
+            (101, 0),
+            (u64::MAX, 1),
+            (u64::MAX - 3, 8),
+            (1, usize::MAX),
+            (u64::MAX, usize::MAX),
+        ];
+        for (offset, len) in refused {
+            let e = r.check(Rank(3), offset, len).unwrap_err();
+            let text = e.to_string();
+            assert!(
+                matches!(
+                    e,
+                    Error::OutOfSegment { rank: Rank(3), offset: o, len: l, seg_len: 100 }
+                        if o == offset && l == len as u64
+                ),
+                "[{offset}, +{len}): {text}"
+            );
+            assert!(text.contains("rank 3") && text.contains("0x64"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_rank_past_the_table_is_out_of_range_naming_the_size() {
+        let routes = Routes(vec![route(8); 2].into_boxed_slice());
+        assert!(routes.of(Rank(1)).is_ok());
+        let e = routes.of(Rank(2)).unwrap_err();
+        assert!(
+            matches!(e, Error::RankOutOfRange { rank: 2, size: 2 }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn only_the_mapped_path_gives_an_address() {
+        let mut seg = [0u8; 16];
+        let mapped = Route {
+            base: seg.as_mut_ptr(),
+            len: 16,
+            path: RmaPath::Mapped,
+        };
+        assert_eq!(mapped.mapped_at(4), Some(seg.as_mut_ptr().wrapping_add(4)));
+        assert_eq!(route(16).mapped_at(4), None);
+    }
+}
