@@ -48,7 +48,8 @@ struct Find {
 #[lamellar::am]
 impl LamellarAM for Find {
     async fn exec(self) -> Option<Vec<u8>> {
-        self.table.map.lock().expect("table").get(&self.key).cloned()
+        let v = self.table.map.lock().expect("table").get(&self.key).cloned();
+        v
     }
 }
 
@@ -61,7 +62,8 @@ struct Report {
 #[lamellar::am]
 impl LamellarAM for Report {
     async fn exec(self) -> (u64, f64, f64) {
-        *self.table.report.lock().expect("report")
+        let r = *self.table.report.lock().expect("report");
+        r
     }
 }
 

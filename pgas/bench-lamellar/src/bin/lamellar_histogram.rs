@@ -53,7 +53,8 @@ struct Rate {
 #[lamellar::am]
 impl LamellarAM for Rate {
     async fn exec(self) -> f64 {
-        *self.bins.rate.lock().expect("rate")
+        let r = *self.bins.rate.lock().expect("rate");
+        r
     }
 }
 
