@@ -48,7 +48,13 @@ struct Find {
 #[lamellar::am]
 impl LamellarAM for Find {
     async fn exec(self) -> Option<Vec<u8>> {
-        let v = self.table.map.lock().expect("table").get(&self.key).cloned();
+        let v = self
+            .table
+            .map
+            .lock()
+            .expect("table")
+            .get(&self.key)
+            .cloned();
         v
     }
 }
@@ -142,7 +148,11 @@ fn main() {
     *table.report.lock().expect("report") = (held, rate(k, inserts), rate(2 * k, finds));
     world.barrier();
     if me == 0 {
-        let all = world.spawn_am_all(Report { table: table.clone() }).block();
+        let all = world
+            .spawn_am_all(Report {
+                table: table.clone(),
+            })
+            .block();
         let total: u64 = all.iter().map(|r| r.0).sum();
         assert_eq!(total, n * k, "keys held by the owners");
         let ins: f64 = all.iter().map(|r| r.1).sum();
