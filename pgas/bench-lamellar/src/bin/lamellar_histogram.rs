@@ -91,8 +91,9 @@ fn main() {
                     i: (g % bins) as u32,
                     k: 1,
                 };
-                // Launched now; completion is awaited by wait_all below.
-                let _ = world.spawn_am_pe((g / bins) as usize, am);
+                // Launched now (spawn_am_pe submits it; dropping the
+                // handle does not cancel it); wait_all below awaits it.
+                drop(world.spawn_am_pe((g / bins) as usize, am));
             }
         }
         "atomics" => {
