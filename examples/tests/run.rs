@@ -51,6 +51,27 @@ fn dht_on_one_two_and_four_ranks() {
 }
 
 #[test]
+fn dht_with_rate_still_checks_and_reports_both_rates() {
+    let out = run(2, env!("CARGO_BIN_EXE_dht"), &["2000", "rate"]);
+    assert!(
+        out.contains("dht: 4000 keys on 2 ranks (2000 inserted by each), every lookup exact"),
+        "{out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.ends_with("lookups/s (all ranks)"))
+        .unwrap_or_else(|| panic!("no rate line: {out}"));
+    let rates: Vec<f64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(
+        rates.len() == 2 && rates.iter().all(|r| r.is_finite() && *r > 0.0),
+        "two positive rates: {line}"
+    );
+}
+
+#[test]
 fn halo_on_one_two_and_three_ranks_matches_the_whole_grid() {
     for n in [1u32, 2, 3] {
         let out = run(n, env!("CARGO_BIN_EXE_halo"), &["24", "8", "12"]);

@@ -10,12 +10,18 @@
 //! every answer. Rank 0 reports the total, which an allreduce of the
 //! per-rank table sizes confirms.
 //!
-//! Run: `rgex-run -n 4 target/release/dht [K]`
+//! With `rate` as the second argument, rank 0 also prints the inserts and
+//! lookups per second (each rank's rate from its first request to its
+//! last answer, summed over the ranks), for comparison with rgex-pgas's
+//! DHT in pgas/bench-lamellar/run.sh.
+//!
+//! Run: `rgex-run -n 4 target/release/dht [K] [rate]`
 
 use rgex::{Client, Flags, HandlerId, Rank, ReduceOp, Token};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The value stored under `key`: 0..=200 bytes, a pattern of the key.
 fn value_of(key: u64) -> Vec<u8> {
@@ -111,12 +117,14 @@ fn main() -> rgex::Result<()> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_000);
+    let timed = std::env::args().nth(2).as_deref() == Some("rate");
     let sh = Arc::new(Shared::default());
     let (client, h) = rgex::init_with(|t| register(t, &sh))?;
     let (me, n) = (client.rank().0, client.size());
     let key = |r: u32, i: u64| u64::from(r) * k + i;
 
     // Insert this rank's keys; each owner acknowledges.
+    let t0 = Instant::now();
     for i in 0..k {
         let key = key(me, i);
         client.request_medium(
@@ -128,17 +136,20 @@ fn main() -> rgex::Result<()> {
         )?;
     }
     poll_until(&client, || sh.acked.load(Ordering::Acquire) == k)?;
+    let inserts = t0.elapsed();
     client.barrier()?;
 
     // Look up the right neighbour's keys, and keys nobody inserted.
     let right = (me + 1) % n;
     let absent_base = u64::from(n) * k;
+    let t1 = Instant::now();
     for i in 0..k {
         for key in [key(right, i), absent_base + key(me, i)] {
             client.request_short(owner(key, n), h.lookup, &split(key), Flags::empty())?;
         }
     }
     poll_until(&client, || sh.answers.lock().unwrap().len() as u64 == 2 * k)?;
+    let lookups = t1.elapsed();
     let answers = sh.answers.lock().unwrap();
     for i in 0..k {
         let present = key(right, i);
@@ -166,6 +177,17 @@ fn main() -> rgex::Result<()> {
             "dht: {total} keys on {n} ranks ({k} inserted by each), every lookup exact, {} absent keys reported absent",
             k * u64::from(n)
         );
+    }
+    if timed {
+        let rate = |ops: u64, d: Duration| ops as f64 / d.as_secs_f64();
+        let rates = [rate(k, inserts), rate(2 * k, lookups)];
+        let sum = client.world_team().allreduce(&rates, ReduceOp::Sum)?;
+        if me == 0 {
+            println!(
+                "dht: {:.0} inserts/s, {:.0} lookups/s (all ranks)",
+                sum[0], sum[1]
+            );
+        }
     }
     Ok(())
 }
