@@ -22,6 +22,11 @@ fn started_by_the_environment_answers_an_unpolled_rank() {
 }
 
 #[test]
+fn collectives_stepped_by_two_threads_complete_once() {
+    run_ok(&job(3, PROGRAM, &["collectives", "3000"]), (1, 0));
+}
+
+#[test]
 fn a_bad_environment_value_is_refused_naming_the_variable() {
     let (outcome, _out, err) = run(&job(2, PROGRAM, &["env"]).env("RGEX_PROGRESS_THREAD", "yes"));
     assert_ne!(

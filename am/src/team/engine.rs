@@ -64,7 +64,10 @@ pub(crate) trait Step {
 
 /// A non-blocking collective in flight.
 struct PendingOp {
-    op: Mutex<Box<dyn Step + Send>>,
+    /// The collective's state; `None` once a thread has finished it
+    /// (another thread may still hold this entry from its snapshot of
+    /// the pending list, and must not step or complete it again).
+    op: Mutex<Option<Box<dyn Step + Send>>>,
     done: Arc<Completion>,
     /// The team's handle, kept until the collective finishes: dropping
     /// the last handle forgets the team, whose messages would then be
@@ -290,7 +293,11 @@ impl Engine {
         let snapshot: Vec<Arc<PendingOp>> = self.pending.lock().clone();
         for p in snapshot {
             // Another thread stepping it is as good as stepping it here.
-            let Some(mut op) = p.op.try_lock() else {
+            let Some(mut slot) = p.op.try_lock() else {
+                continue;
+            };
+            // Finished by a thread whose snapshot also held it.
+            let Some(op) = slot.as_mut() else {
                 continue;
             };
             let outcome = match self.step_or_gone(&mut **op) {
@@ -299,7 +306,9 @@ impl Engine {
                 Err(e) => Err(e),
             };
             self.finish(op.id(), outcome.is_err());
-            drop(op);
+            // Under the lock: no other thread steps or completes it now.
+            *slot = None;
+            drop(slot);
             let mut pending = self.pending.lock();
             pending.retain(|q| !Arc::ptr_eq(q, &p));
             self.in_flight.store(pending.len(), Ordering::Relaxed);
@@ -387,7 +396,7 @@ impl Engine {
         let done = Completion::new(1);
         let mut pending = self.pending.lock();
         pending.push(Arc::new(PendingOp {
-            op: Mutex::new(op),
+            op: Mutex::new(Some(op)),
             done: done.clone(),
             _team: team,
         }));

@@ -13,7 +13,14 @@
 //! client is dropped at the end, which joins its thread (a hang fails the
 //! job by the launcher's timeout).
 //!
-//! Usage: `job_progress_thread api|env [N]`
+//! Mode `collectives` (any number of ranks): every rank runs a progress
+//! thread and, on its main thread, `N` non-blocking barriers and
+//! allreduces waited for while the thread progresses them too. Two
+//! threads stepping one collective must complete it once: a second
+//! completion panicked ("Completion::done without a matching add") before
+//! the team engine marked a finished collective under its lock.
+//!
+//! Usage: `job_progress_thread api|env|collectives [N]`
 
 use rgex::{Flags, GlobalAddr, Rank};
 use rgex_tests::{conduit_banner, fill_pattern, ok, pattern_mismatch, wait_until, HANG_LIMIT};
@@ -60,6 +67,9 @@ fn main() -> rgex::Result<()> {
         })
     })?;
     conduit_banner(&client);
+    if mode == "collectives" {
+        return collectives(&client, n);
+    }
     assert_eq!(client.size(), 2, "a job of two ranks");
     let env_thread = client.has_progress_thread();
     assert_eq!(
@@ -167,5 +177,26 @@ fn main() -> rgex::Result<()> {
     }
     // The env client's thread is stopped and joined here.
     drop(client);
+    Ok(())
+}
+
+/// Mode `collectives`: see the module docs.
+fn collectives(client: &rgex::Client, n: u64) -> rgex::Result<()> {
+    let thread = client.endpoint().start_progress_thread()?;
+    let team = client.world_team();
+    let size = u64::from(client.size());
+    for i in 0..n {
+        team.barrier_nb()?.wait()?;
+        if i % 16 == 0 {
+            let sum = team.allreduce(&[i], rgex::ReduceOp::Sum)?;
+            assert_eq!(sum[0], i * size, "allreduce {i}");
+        }
+    }
+    thread.stop()?;
+    client.barrier()?;
+    ok(
+        client,
+        &format!("{n} barriers and allreduces with a progress thread stepping them too, each completed once"),
+    );
     Ok(())
 }
