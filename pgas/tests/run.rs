@@ -27,8 +27,17 @@ fn example(name: &str) -> PathBuf {
 /// Run example `name` on `n` ranks with `args`; require status 0 and
 /// return rank 0's output.
 fn run(n: u32, name: &str, args: &[&str]) -> String {
+    run_with(n, name, args, &[])
+}
+
+/// As [`run`], with `env` set for every rank.
+fn run_with(n: u32, name: &str, args: &[&str], env: &[(&str, &str)]) -> String {
     let exe = example(name);
-    let (outcome, out, err) = Job::new(n, exe.to_str().expect("a UTF-8 path"))
+    let mut job = Job::new(n, exe.to_str().expect("a UTF-8 path"));
+    for (k, v) in env {
+        job = job.env(k, v);
+    }
+    let (outcome, out, err) = job
         .args(args.iter().copied())
         .timeout(Some(Duration::from_secs(240)))
         .run_captured()
@@ -67,6 +76,14 @@ fn every_piece_checks_on_one_two_and_four_ranks() {
             "{out}"
         );
     }
+}
+
+#[test]
+fn every_piece_checks_with_rgex_s_progress_thread_running() {
+    // The thread polls rgex (handlers queue work); RPC bodies still run
+    // in user-level progress, on the threads that make it.
+    let out = run_with(3, "conformance", &["all"], &[("RGEX_PROGRESS_THREAD", "1")]);
+    assert!(out.contains("ok: all checks on 3 ranks"), "{out}");
 }
 
 #[test]
