@@ -16,7 +16,7 @@
 //!
 //! **Progress** follows UPC++: RPC bodies run only in user-level progress
 //! ([`Pgas::progress`], [`Pgas::wait`], the progress task), on the thread
-//! that makes it; see [`runtime`](crate::runtime).
+//! that makes it; see [`runtime`].
 //!
 //! ```no_run
 //! use rgex::Rank;

@@ -54,7 +54,7 @@ pub(crate) enum Returned {
 }
 
 /// A handle on rgex-pgas for this rank: cheap to clone, shareable
-/// across threads. Made once per process by [`init`](crate::init).
+/// across threads. Made once per process by [`init`].
 #[derive(Clone)]
 pub struct Pgas {
     pub(crate) inner: Arc<Inner>,
