@@ -5,7 +5,12 @@
 //! reported as absent. Checks every result exactly and prints
 //! throughput.
 //!
-//! Usage: `dht [KEYS_PER_RANK] [WINDOW]`
+//! With `raw` as the third argument it runs raw rgex's workload instead
+//! (`examples/src/bin/dht.rs`: values of 0..=200 bytes, the same hashed
+//! owner, every request issued before any answer is awaited), so the two
+//! can be compared in one run.
+//!
+//! Usage: `dht [KEYS_PER_RANK] [WINDOW] [raw]`
 
 use rgex::Rank;
 use rgex_pgas::{Pgas, RpcFuture};
@@ -28,6 +33,20 @@ fn value_of(key: u64) -> Vec<u8> {
     (0..len)
         .map(|i| (key as usize).wrapping_mul(31).wrapping_add(i) as u8)
         .collect()
+}
+
+/// Raw rgex's DHT's value for `key` (examples/src/bin/dht.rs).
+fn raw_value_of(key: u64) -> Vec<u8> {
+    let len = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % 201;
+    (0..len)
+        .map(|i| (key as u8).wrapping_add(i as u8))
+        .collect()
+}
+
+/// Raw rgex's DHT's owner of `key`.
+fn raw_owner(key: u64, ranks: u32) -> Rank {
+    let h = (key ^ (key >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    Rank(((h >> 32) % u64::from(ranks)) as u32)
 }
 
 /// Insert at the owner: true if the key was new.
@@ -64,15 +83,25 @@ fn main() -> rgex_pgas::Result<()> {
     let mut args = std::env::args().skip(1);
     let k: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(2000);
     let window: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(64);
+    let raw = args.next().as_deref() == Some("raw");
+    let value_of: fn(u64) -> Vec<u8> = if raw { raw_value_of } else { value_of };
+    // Raw's workload awaits nothing until every request is out.
+    let window = if raw { usize::MAX } else { window };
     let pg = rgex_pgas::init()?;
     pg.set_state(Table::default());
     pg.barrier()?;
     let (me, n) = (u64::from(pg.rank().0), u64::from(pg.size()));
-    let owner = |key: u64| Rank((key % n) as u32);
+    let owner = |key: u64| {
+        if raw {
+            raw_owner(key, n as u32)
+        } else {
+            Rank((key % n) as u32)
+        }
+    };
     let key = |r: u64, i: u64| r * k + i;
 
     let t0 = Instant::now();
-    let mut pending = Vec::with_capacity(window);
+    let mut pending = Vec::with_capacity(window.min(2 * k as usize));
     for i in 0..k {
         let kk = key(me, i);
         pending.push((kk, pg.rpc(owner(kk), insert, (kk, value_of(kk)))?));
@@ -91,7 +120,7 @@ fn main() -> rgex_pgas::Result<()> {
     // Find the keys of the next rank, and as many that nobody inserted.
     let other = (me + 1) % n;
     let t1 = Instant::now();
-    let mut pending = Vec::with_capacity(window);
+    let mut pending = Vec::with_capacity(window.min(2 * k as usize));
     let check = |kk: u64, got: Option<Vec<u8>>| {
         if kk >= n * k {
             assert!(got.is_none(), "rank {me}: missing key {kk} was found");
@@ -135,8 +164,13 @@ fn main() -> rgex_pgas::Result<()> {
             n * k,
             n * k
         );
+        let how = if raw {
+            "raw rgex's workload".to_string()
+        } else {
+            format!("window {window}")
+        };
         println!(
-            "pgas dht: {:.0} inserts/s, {:.0} finds/s (all ranks, window {window})",
+            "pgas dht: {:.0} inserts/s, {:.0} finds/s (all ranks, {how})",
             ins[0], fnd[0]
         );
     }

@@ -110,6 +110,20 @@ fn the_dht_on_one_two_four_and_eight_ranks() {
 }
 
 #[test]
+fn the_dht_on_raw_rgex_s_workload() {
+    for n in [1u32, 3] {
+        let out = run(n, "dht", &["500", "64", "raw"]);
+        assert!(
+            out.contains(&format!(
+                "pgas dht: {} keys on {n} ranks (500 inserted by each), every find exact",
+                500 * n
+            )) && out.contains("raw rgex's workload"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
 fn the_histogram_by_rpc_ff_and_by_atomics_on_one_two_four_and_eight_ranks() {
     for how in ["rpc_ff", "atomics"] {
         for n in [1u32, 2, 4, 8] {
