@@ -814,7 +814,19 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     // Flags at commit (issue 28 point 5): IMMEDIATE is accepted (every
     // commit returns at once: the prepare claimed everything, and
     // IMMEDIATE there is what fails fast), on a message prepared with it.
-    let mut sd = client.prepare_request_medium(dest, None, 16, 16, 2, Flags::IMMEDIATE)?;
+    // (The prepare may rightly say would-block while earlier messages
+    // fill the peer's queue: poll and retry, bounded.)
+    let mut tries = 0u64;
+    let mut sd = loop {
+        match client.prepare_request_medium(dest, None, 16, 16, 2, Flags::IMMEDIATE) {
+            Ok(sd) => break sd,
+            Err(Error::WouldBlock { .. }) if tries < 10_000_000 => {
+                tries += 1;
+                client.poll()?;
+            }
+            Err(e) => return Err(e),
+        }
+    };
     fill_pattern(sd.buf(), me, 5);
     sd.commit_with(NP_SINK, &[5, 16], 16, Flags::IMMEDIATE)?;
     committed.push(16);
