@@ -137,11 +137,11 @@ impl Pgas {
         let ev = self
             .ep()
             .put_nb(dst.addr()?, bytes_of(src), Flags::empty())?;
-        let id = self.inner.names.name(crate::rpc::trampoline_of_ff(&f));
+        let id = self.inner.names.name(crate::rpc::trampoline_of(&f));
         let done = Arc::new(Mutex::new(Notice::default()));
         let then: Then =
             Box::new(move |pg: &Pgas| pg.call(dst.rank(), 0, id, &args, std::any::type_name::<F>));
-        lock(&REMOTE).push(RemoteCx {
+        lock(&self.inner.remote.0).push(RemoteCx {
             ev,
             then: Some(then),
             done: done.clone(),
@@ -160,9 +160,9 @@ struct RemoteCx {
     done: Arc<Mutex<Notice>>,
 }
 
-/// Puts waiting for their remote completions (every `Pgas` of this
-/// process shares one list; there is one per process).
-static REMOTE: Mutex<Vec<RemoteCx>> = Mutex::new(Vec::new());
+/// Puts waiting for their remote completions, kept by the runtime.
+#[derive(Default)]
+pub(crate) struct RemoteCompletions(Mutex<Vec<RemoteCx>>);
 
 /// The outcome of a remote completion, and who waits for it.
 #[derive(Default)]
@@ -191,7 +191,7 @@ impl Future for NoticeFuture {
 /// Send the calls of the puts that have completed (user-level progress).
 pub(crate) fn run_remote_completions(pg: &Pgas) -> Result<usize> {
     let ready: Vec<RemoteCx> = {
-        let mut list = lock(&REMOTE);
+        let mut list = lock(&pg.inner.remote.0);
         if list.is_empty() {
             return Ok(0);
         }

@@ -166,12 +166,3 @@ impl<R> Drop for RpcFuture<R> {
         }
     }
 }
-
-/// The trampoline of a fire-and-forget `F` (no result).
-pub(crate) fn trampoline_of_ff<F, A>(f: &F) -> Trampoline
-where
-    F: Fn(&Pgas, A) + Copy + Send + 'static,
-    A: DeserializeOwned,
-{
-    trampoline_of::<F, A, ()>(f)
-}

@@ -69,6 +69,7 @@ pub(crate) struct Inner {
     pub mail: Arc<Mailbox>,
     pub dist: crate::dist_object::Registry,
     pub vis: rgex::Vis,
+    pub remote: crate::rma::RemoteCompletions,
     states: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     progress_calls: AtomicU64,
     /// RPC bodies that failed with nobody to tell (rpc_ff).
@@ -175,6 +176,7 @@ pub fn init() -> Result<Pgas> {
         ids,
         mail,
         dist: Default::default(),
+        remote: Default::default(),
         vis: rgex::Vis::new(client.endpoint())?,
         states: Mutex::default(),
         progress_calls: AtomicU64::new(0),
