@@ -17,6 +17,13 @@ use rgex_core::sync::{AtomicU64, Ordering, Slot};
 use rgex_core::{Rank, MAX_ARGS};
 use std::ptr::NonNull;
 
+/// The turn number of a closed cell ([`Ring::close`](crate::ring::Ring::close)):
+/// below it by more than half the counter space for every position a ring
+/// reaches (2^63), so claims read it as a lap behind for producers and
+/// consumers alike. A doorbell rung on a cell closed since its claim leaves
+/// it closed.
+pub(crate) const CLOSED: u64 = u64::MAX;
+
 /// The fixed part of a message as it sits in a cell: written by the
 /// sender between claim and publish, read by the receiver in place.
 ///
@@ -225,7 +232,13 @@ impl Doorbell {
         // Relaxed: the turn word has not changed since our claim read it
         // (with Acquire) and found it ours, and nobody stores it while we
         // hold the cell, so this reads that same value.
+        // Except when the receiver's ring was closed since our claim (its
+        // rank left the job): then this reads the closed mark, and the cell
+        // stays closed; the message goes nowhere, as `Ring::close` says.
         let now = turn.load(Ordering::Relaxed);
+        if now == CLOSED {
+            return;
+        }
         // Release: the header written before and the payload the sender
         // assembled since the claim become visible to the receiver whose
         // Acquire load of the turn word sees `now + 1` (the ring's
@@ -260,6 +273,17 @@ mod tests {
         assert_eq!((h.src, h.kind, h.handler, h.nargs), (2, kind, 7, 6));
         assert_eq!((h.len, h.long_offset), (40, 128));
         assert_eq!(h.args[..6], [1, 2, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn ringing_a_cell_closed_since_its_claim_leaves_it_closed() {
+        let cell = Cell::new();
+        cell.seq.store(CLOSED, Ordering::Relaxed);
+        // SAFETY: as above.
+        let bell = unsafe { Doorbell::new(&cell) };
+        let kind = Kind::new(Category::Short, Direction::Request);
+        bell.ring(Rank(0), kind, 1, &[], 0, 0);
+        assert_eq!(look(&cell).0, CLOSED, "the receiver left: still closed");
     }
 
     #[test]

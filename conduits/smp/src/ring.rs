@@ -18,14 +18,10 @@
 //! with relaxed ordering while the `seq` stores and loads carry the
 //! release/acquire edges that order the cell contents.
 
-use crate::cell::{Cell, Header};
+use crate::cell::{Cell, Header, CLOSED};
 use rgex_core::sync::{fence, AtomicU64, Ordering, Slot};
 use std::ptr::NonNull;
 
-/// The turn number of a closed cell ([`Ring::close`]): below it by more
-/// than half the counter space for every position a ring reaches (2^63),
-/// so `advance` reads it as a lap behind for producers and consumers alike.
-const CLOSED: u64 = u64::MAX;
 
 /// The flag of `tail` that says the receiver is asleep (see
 /// [`bell`](crate::bell)): set by [`Ring::arm_sleep`] on an empty ring,
