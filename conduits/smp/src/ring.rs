@@ -22,7 +22,6 @@ use crate::cell::{Cell, Header, CLOSED};
 use rgex_core::sync::{fence, AtomicU64, Ordering, Slot};
 use std::ptr::NonNull;
 
-
 /// The flag of `tail` that says the receiver is asleep (see
 /// [`bell`](crate::bell)): set by [`Ring::arm_sleep`] on an empty ring,
 /// cleared by the next claim. Positions never reach it (2^63).
