@@ -3,8 +3,12 @@
 //! executor, with the errors it must give. Prints one `ok:` line per
 //! check on rank 0 and exits 0 only if every check held.
 //!
-//! Usage: `conformance [all|departure]`. `departure`: rank 1 leaves the
-//! job at once; rank 0's RPC to it must fail naming it.
+//! Usage: `conformance [all|departure|window]`. `departure`: rank 1
+//! leaves the job at once; rank 0's RPC to it must fail naming it.
+//! `window` (in a fresh process, so the work-queue peak is its own):
+//! rank 1 computes without progress while the others call it, and its
+//! queue must stay within one window per sender; then every rank floods
+//! every rank at once, which must neither hang nor lose a call.
 
 use rgex::{AtomicOp, OpSet, Rank};
 use rgex_pgas::{AtomicDomain, DistObject, Error, GlobalPtr, Pgas};
@@ -410,6 +414,96 @@ fn departure(pg: &Pgas) -> rgex_pgas::Result<()> {
     }
 }
 
+/// Calls counted by `bump` on this rank.
+static BUMPS: AtomicU64 = AtomicU64::new(0);
+
+fn bump(_: &Pgas, n: u64) {
+    BUMPS.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Make progress until `BUMPS` reaches `want` (bounded).
+fn progress_until(pg: &Pgas, want: u64, what: &str) -> rgex_pgas::Result<()> {
+    let start = Instant::now();
+    while BUMPS.load(Ordering::Relaxed) < want {
+        pg.progress()?;
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "{}: {what}: {} of {want} calls served after 120 s",
+            pg.rank(),
+            BUMPS.load(Ordering::Relaxed)
+        );
+    }
+    assert_eq!(BUMPS.load(Ordering::Relaxed), want, "{what}: no call twice");
+    Ok(())
+}
+
+/// The flow-control window: a target that does not make progress holds
+/// at most one window of work per sender, and a flood of every rank to
+/// every rank drains.
+fn window(pg: &Pgas) -> rgex_pgas::Result<()> {
+    if pg.size() < 2 {
+        println!("skip: window needs two ranks");
+        return Ok(());
+    }
+    let w = u64::from(pg.window());
+    let calls = 4 * w + 3;
+    let slow = Rank(1);
+    let senders = u64::from(pg.size()) - 1;
+    pg.barrier()?;
+    if pg.rank() == slow {
+        // Compute, with no progress, while the others call.
+        std::thread::sleep(Duration::from_millis(300));
+        progress_until(pg, senders * calls, "a slow target")?;
+        let peak = pg.work_peak() as u64;
+        assert!(
+            peak <= senders * w,
+            "{slow}: {peak} calls waited at once, more than {senders} senders x window {w}"
+        );
+        println!("ok: window: a target that computed for 300 ms held at most {peak} calls ({senders} senders x window {w} allowed), served all {}", senders * calls);
+    } else {
+        for i in 0..calls {
+            // Half with results (awaited at the end), half fire-and-forget.
+            if i % 2 == 0 {
+                pg.rpc_ff(slow, bump, 1)?;
+            } else {
+                let f = pg.rpc(
+                    slow,
+                    |_pg: &Pgas, n: u64| {
+                        BUMPS.fetch_add(n, Ordering::Relaxed);
+                        n
+                    },
+                    1,
+                )?;
+                drop(f);
+            }
+            let out = u64::from(pg.outstanding(slow));
+            assert!(
+                out <= w,
+                "{}: {out} calls outstanding to {slow}, window {w}",
+                pg.rank()
+            );
+        }
+    }
+    pg.barrier()?;
+    BUMPS.store(0, Ordering::Relaxed);
+    pg.barrier()?;
+    // Every rank floods every rank (itself too) before it serves anything:
+    // each waits for room by serving the others.
+    let n = pg.size();
+    for i in 0..calls {
+        for r in 0..n {
+            pg.rpc_ff(Rank((pg.rank().0 + r + i as u32) % n), bump, 1)?;
+        }
+    }
+    progress_until(pg, calls * u64::from(n), "an all-to-all flood")?;
+    pg.barrier()?;
+    ok(
+        pg,
+        &format!("window: every rank sent {calls} calls to every rank with window {w}: all served, none twice, no hang"),
+    );
+    Ok(())
+}
+
 fn main() -> rgex_pgas::Result<()> {
     let what = std::env::args().nth(1).unwrap_or_else(|| "all".into());
     let pg = rgex_pgas::init()?;
@@ -426,7 +520,8 @@ fn main() -> rgex_pgas::Result<()> {
             ok(&pg, &format!("all checks on {} ranks", pg.size()));
         }
         "departure" => departure(&pg)?,
-        other => panic!("unknown check {other:?}: all or departure"),
+        "window" => window(&pg)?,
+        other => panic!("unknown check {other:?}: all, departure or window"),
     }
     Ok(())
 }

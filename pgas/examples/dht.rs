@@ -10,17 +10,21 @@
 //! owner, every request issued before any answer is awaited), so the two
 //! can be compared in one run.
 //!
+//! Values travel as `serde_bytes::ByteBuf`: serde writes a plain
+//! `Vec<u8>` one element at a time, a byte buffer as one slice.
+//!
 //! Usage: `dht [KEYS_PER_RANK] [WINDOW] [raw]`
 
 use rgex::Rank;
 use rgex_pgas::{Pgas, RpcFuture};
+use serde_bytes::ByteBuf;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
 /// This rank's part of the table.
 #[derive(Default)]
-struct Table(Mutex<HashMap<u64, Vec<u8>>>);
+struct Table(Mutex<HashMap<u64, ByteBuf>>);
 
 /// The value stored for `key`: its length varies with the key, and every
 /// 500th is 100 KB.
@@ -50,7 +54,7 @@ fn raw_owner(key: u64, ranks: u32) -> Rank {
 }
 
 /// Insert at the owner: true if the key was new.
-fn insert(pg: &Pgas, (key, value): (u64, Vec<u8>)) -> bool {
+fn insert(pg: &Pgas, (key, value): (u64, ByteBuf)) -> bool {
     let t = pg
         .state::<Table>()
         .expect("the table is set before any insert");
@@ -59,7 +63,7 @@ fn insert(pg: &Pgas, (key, value): (u64, Vec<u8>)) -> bool {
 }
 
 /// Find at the owner.
-fn find(pg: &Pgas, key: u64) -> Option<Vec<u8>> {
+fn find(pg: &Pgas, key: u64) -> Option<ByteBuf> {
     let t = pg
         .state::<Table>()
         .expect("the table is set before any find");
@@ -104,7 +108,10 @@ fn main() -> rgex_pgas::Result<()> {
     let mut pending = Vec::with_capacity(window.min(2 * k as usize));
     for i in 0..k {
         let kk = key(me, i);
-        pending.push((kk, pg.rpc(owner(kk), insert, (kk, value_of(kk)))?));
+        pending.push((
+            kk,
+            pg.rpc(owner(kk), insert, (kk, ByteBuf::from(value_of(kk))))?,
+        ));
         if pending.len() == window {
             drain(&pg, &mut pending, |kk, fresh| {
                 assert!(fresh, "key {kk} inserted twice")
@@ -121,12 +128,12 @@ fn main() -> rgex_pgas::Result<()> {
     let other = (me + 1) % n;
     let t1 = Instant::now();
     let mut pending = Vec::with_capacity(window.min(2 * k as usize));
-    let check = |kk: u64, got: Option<Vec<u8>>| {
+    let check = |kk: u64, got: Option<ByteBuf>| {
         if kk >= n * k {
             assert!(got.is_none(), "rank {me}: missing key {kk} was found");
         } else {
             assert_eq!(
-                got.as_deref(),
+                got.as_ref().map(|b| &b[..]),
                 Some(&value_of(kk)[..]),
                 "rank {me}: key {kk}"
             );

@@ -123,6 +123,7 @@ where
     /// A copy of `rank`'s instance.
     pub fn fetch(&self, rank: Rank) -> Result<RpcFuture<T>> {
         let mail = &self.pg.inner.mail;
+        self.pg.reserve(rank)?;
         let ticket = mail.open(rank);
         let sent = self.pg.send(
             rank,
@@ -130,6 +131,9 @@ where
             &[ticket],
             &self.id.to_le_bytes(),
         );
+        if sent.is_err() {
+            mail.window.give_back(rank);
+        }
         match sent {
             Ok(()) => Ok(RpcFuture::new(self.pg.clone(), rank, ticket)),
             Err(e) => {

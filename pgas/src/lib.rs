@@ -16,7 +16,13 @@
 //!
 //! **Progress** follows UPC++: RPC bodies run only in user-level progress
 //! ([`Pgas::progress`], [`Pgas::wait`], the progress task), on the thread
-//! that makes it; see [`runtime`].
+//! that makes it; see [`runtime`]. One addition: a call is held to a
+//! **flow-control window** of [`Pgas::window`] calls waiting unserved at
+//! each target (`RGEX_PGAS_WINDOW`, default 256), so a target that
+//! computes queues a bounded amount; a call that finds its window full
+//! makes user-level progress while it waits for room (it serves this
+//! rank's own calls, as a GASNet AM request runs arrived handlers while
+//! the network is full). Calls made inside RPC bodies are not held.
 //!
 //! ```no_run
 //! use rgex::Rank;
@@ -44,6 +50,7 @@ mod error;
 mod fn_id;
 mod global_ptr;
 pub mod heap;
+mod int_hash;
 mod mailbox;
 mod plain;
 mod progress_task;
@@ -51,6 +58,7 @@ mod rma;
 mod rpc;
 pub mod runtime;
 mod vis;
+mod window;
 
 pub use atomic::AtomicDomain;
 pub use dist_object::DistObject;

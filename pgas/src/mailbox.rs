@@ -4,9 +4,12 @@
 //! table of calls waiting for their results.
 
 use crate::fn_id::FnId;
+use crate::int_hash::IntHash;
 use crate::runtime::{lock, Ids, Pgas, Returned, FAILED, INLINE, STAGED};
+use crate::window::Window;
 use rgex::{HandlerTable, Message, Rank, Token};
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Waker;
 
@@ -43,20 +46,67 @@ struct Waiting {
 #[derive(Default)]
 struct Calls {
     next: u32,
-    waiting: HashMap<u32, Waiting>,
+    waiting: HashMap<u32, Waiting, IntHash>,
+    /// Per target rank: how many of `waiting` are to it and not done (so
+    /// the liveness check looks at targets, not at every call).
+    open_to: Vec<u32>,
+}
+
+impl Calls {
+    fn open_to(&mut self, target: Rank) -> &mut u32 {
+        let i = target.0 as usize;
+        if self.open_to.len() <= i {
+            self.open_to.resize(i + 1, 0);
+        }
+        &mut self.open_to[i]
+    }
+
+    /// `ticket`'s call is no longer open (done, or forgotten undone).
+    fn settle(&mut self, target: Rank) {
+        let n = self.open_to(target);
+        *n = n.saturating_sub(1);
+    }
 }
 
 /// The handlers' side of the runtime.
-#[derive(Default)]
 pub(crate) struct Mailbox {
     work: Mutex<VecDeque<Incoming>>,
+    /// The most pieces of work ever queued at once.
+    peak: AtomicUsize,
     chores: Mutex<VecDeque<Incoming>>,
     calls: Mutex<Calls>,
+    /// How much work this rank may have waiting at each target.
+    pub window: Window,
 }
 
 impl Mailbox {
+    pub fn new(window: Window) -> Self {
+        Mailbox {
+            work: Mutex::default(),
+            peak: AtomicUsize::new(0),
+            chores: Mutex::default(),
+            calls: Mutex::default(),
+            window,
+        }
+    }
+
     pub fn queued(&self) -> usize {
         lock(&self.work).len()
+    }
+
+    /// The most pieces of work that were ever queued here at once.
+    pub fn peak(&self) -> usize {
+        // Relaxed: a statistic; `push_work` raises it under the queue's lock.
+        self.peak.load(Ordering::Relaxed)
+    }
+
+    /// Queue a piece of work for user-level progress.
+    fn push_work(&self, item: Incoming) {
+        let mut q = lock(&self.work);
+        q.push_back(item);
+        // Relaxed: a statistic, raised under the lock of the queue it
+        // measures.
+        self.peak.fetch_max(q.len(), Ordering::Relaxed);
     }
 
     pub fn pop(&self) -> Option<Incoming> {
@@ -74,6 +124,7 @@ impl Mailbox {
             c.next = c.next.wrapping_add(1);
             let t = c.next;
             if t != 0 && !c.waiting.contains_key(&t) {
+                *c.open_to(target) += 1;
                 c.waiting.insert(
                     t,
                     Waiting {
@@ -89,7 +140,12 @@ impl Mailbox {
 
     /// Forget `ticket` (its future was dropped, or its send failed).
     pub fn close(&self, ticket: u32) {
-        lock(&self.calls).waiting.remove(&ticket);
+        let mut c = lock(&self.calls);
+        if let Some(w) = c.waiting.remove(&ticket) {
+            if w.done.is_none() {
+                c.settle(w.target);
+            }
+        }
     }
 
     /// `ticket`'s outcome came.
@@ -100,8 +156,13 @@ impl Mailbox {
             let Some(w) = c.waiting.get_mut(&ticket) else {
                 return;
             };
+            if w.done.is_some() {
+                return; // a second outcome (a damaged message): the first stands
+            }
             w.done = Some(r);
-            w.waker.take()
+            let (target, waker) = (w.target, w.waker.take());
+            c.settle(target);
+            waker
         };
         if let Some(w) = waker {
             w.wake();
@@ -132,15 +193,10 @@ impl Mailbox {
     pub fn fail_calls_to_gone(&self, pg: &Pgas) {
         let targets: Vec<Rank> = {
             let c = lock(&self.calls);
-            let mut t: Vec<Rank> = c
-                .waiting
-                .values()
-                .filter(|w| w.done.is_none())
-                .map(|w| w.target)
-                .collect();
-            t.sort_unstable_by_key(|r| r.0);
-            t.dedup();
-            t
+            (0..c.open_to.len() as u32)
+                .filter(|&r| c.open_to[r as usize] > 0)
+                .map(Rank)
+                .collect()
         };
         for t in targets {
             let Some(why) = pg.ep().conduit().peer_gone(t) else {
@@ -148,14 +204,17 @@ impl Mailbox {
             };
             let wakers: Vec<Waker> = {
                 let mut c = lock(&self.calls);
-                c.waiting
+                let wakers = c
+                    .waiting
                     .values_mut()
                     .filter(|w| w.target == t && w.done.is_none())
                     .filter_map(|w| {
                         w.done = Some(Returned::Failed(format!("{t} is unreachable: {why}")));
                         w.waker.take()
                     })
-                    .collect()
+                    .collect();
+                *c.open_to(t) = 0;
+                wakers
             };
             wakers.into_iter().for_each(Waker::wake);
         }
@@ -170,7 +229,7 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
         let parsed =
             FnId::read(p).and_then(|id| Some((id, body(msg.arg(1), p.get(FnId::LEN..)?)?)));
         match parsed {
-            Some((id, body)) => lock(&m.work).push_back(Incoming::Call {
+            Some((id, body)) => m.push_work(Incoming::Call {
                 src: tok.src(),
                 ticket: msg.arg(0),
                 id,
@@ -205,7 +264,7 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
     let fetch = t.register(
         "pgas.fetch",
         move |tok: &Token<'_>, msg: &Message<'_>| match word(msg.payload(), 0) {
-            Some(id) => lock(&m.work).push_back(Incoming::Fetch {
+            Some(id) => m.push_work(Incoming::Fetch {
                 src: tok.src(),
                 ticket: msg.arg(0),
                 id,
@@ -213,7 +272,7 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
             None => tok.malformed("rgex-pgas: a dist_object fetch without its id"),
         },
     )?;
-    let m = mail;
+    let m = mail.clone();
     let free = t.register(
         "pgas.free",
         move |tok: &Token<'_>, msg: &Message<'_>| match word(msg.payload(), 0) {
@@ -221,11 +280,22 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
             None => tok.malformed("rgex-pgas: a free without its offset"),
         },
     )?;
+    let m = mail;
+    let credit = t.register("pgas.credit", move |tok: &Token<'_>, msg: &Message<'_>| {
+        let fits = match msg.args() {
+            [n] => m.window.credited(tok.src(), *n),
+            _ => false,
+        };
+        if !fits {
+            tok.malformed("rgex-pgas: a credit for more work than was sent there");
+        }
+    })?;
     Ok(Ids {
         call,
         ret,
         fetch,
         free,
+        credit,
     })
 }
 

@@ -96,13 +96,18 @@ impl Pgas {
         let mut prefix = [0u8; FnId::LEN];
         id.write(&mut prefix);
         let call = self.inner.ids.call;
-        self.send_body(rank, call, ticket, &prefix, &Body::Value(args), || {
+        self.reserve(rank)?;
+        let sent = self.send_body(rank, call, ticket, &prefix, &Body::Value(args), || {
             format!(
                 "the arguments ({}) of an rpc to {} on {rank}",
                 std::any::type_name::<A>(),
                 name()
             )
-        })
+        });
+        if sent.is_err() {
+            self.inner.mail.window.give_back(rank);
+        }
+        sent
     }
 }
 

@@ -39,6 +39,9 @@ pub(crate) struct Ids {
     pub fetch: HandlerId,
     /// "I have read what you staged at this offset": payload: offset.
     pub free: HandlerId,
+    /// "I served this many pieces of your work": args [count] (the
+    /// flow-control window, see [`window`](crate::window)).
+    pub credit: HandlerId,
 }
 
 /// Body kinds (a call's args[1], a result's status).
@@ -70,7 +73,7 @@ pub(crate) struct Inner {
     pub dist: crate::dist_object::Registry,
     pub vis: rgex::Vis,
     pub remote: crate::rma::RemoteCompletions,
-    states: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    states: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>, crate::int_hash::IntHash>>,
     progress_calls: AtomicU64,
     /// RPC bodies that failed with nobody to tell (rpc_ff).
     pub lost_failures: AtomicU64,
@@ -139,6 +142,9 @@ pub(crate) mod erased {
     }
 }
 
+/// The in-place buffer a serialized body is tried in first (bytes).
+const FIRST_TRY: usize = 1024;
+
 /// How often progress asks the conduit whether the targets of calls
 /// still waiting for results are alive.
 const LIVENESS_EVERY: u64 = 256;
@@ -151,7 +157,9 @@ const LIVENESS_EVERY: u64 = 256;
 /// # Ok::<(), rgex_pgas::Error>(())
 /// ```
 pub fn init() -> Result<Pgas> {
-    let mail = Arc::new(Mailbox::default());
+    let window = crate::window::Window::from_env()
+        .map_err(|why| rgex::Error::Failed(format!("rgex-pgas: {why}")))?;
+    let mail = Arc::new(Mailbox::new(window));
     let m = mail.clone();
     let (client, ids) = rgex::init_with(move |t| crate::mailbox::register(t, m))?;
     let ep = client.endpoint().clone();
@@ -169,6 +177,7 @@ pub fn init() -> Result<Pgas> {
             ),
         });
     }
+    mail.window.size(n);
     let seg = client.segment().len() as u64;
     let inner = Inner {
         heap: Heap::new(me, 0, seg),
@@ -187,7 +196,6 @@ pub fn init() -> Result<Pgas> {
     let pg = Pgas {
         inner: Arc::new(inner),
     };
-    let _ = n;
     pg.barrier()?;
     Ok(pg)
 }
@@ -339,8 +347,28 @@ impl Pgas {
         Ok(n)
     }
 
-    /// Run one piece of arrived work.
+    /// Run one piece of arrived work, then credit it back to its sender
+    /// when a batch is full (see [`window`](crate::window)).
     fn serve(&self, item: Incoming) -> Result<()> {
+        let src = match &item {
+            Incoming::Call { src, .. } | Incoming::Fetch { src, .. } => *src,
+            Incoming::Result { .. } | Incoming::Free { .. } => {
+                unreachable!("results and frees are chores, not work")
+            }
+        };
+        let served = self.run_work(item);
+        if let Some(n) = self.inner.mail.window.served(src) {
+            match self.send(src, self.inner.ids.credit, &[n], &[]) {
+                // A sender that left waits for no credit.
+                Err(_) if self.ep().conduit().peer_gone(src).is_some() => {}
+                sent => sent?,
+            }
+        }
+        served
+    }
+
+    /// Run one piece of arrived work.
+    fn run_work(&self, item: Incoming) -> Result<()> {
         match item {
             Incoming::Call {
                 src,
@@ -404,6 +432,54 @@ impl Pgas {
         Ok(bytes)
     }
 
+    /// Take room in the window to `target` for one piece of work (see
+    /// [`window`](crate::window)). While the window is full this makes
+    /// user-level progress: it runs this rank's own arrived work, as
+    /// [`progress`](Self::progress) does, so two ranks that fill their
+    /// windows to each other both drain. Inside user-level progress (an
+    /// RPC body, a remote completion) it cannot, since nested bodies are
+    /// not run and two bodies could wait on each other: the room is
+    /// taken past the limit instead. Fails naming `target` if it left
+    /// the job.
+    pub(crate) fn reserve(&self, target: Rank) -> Result<()> {
+        let w = &self.inner.mail.window;
+        if w.try_take(target) {
+            return Ok(());
+        }
+        if IN_USER_PROGRESS.with(Cell::get) {
+            w.overdraw(target);
+            return Ok(());
+        }
+        let mut idle = 0u64;
+        loop {
+            let n = self.progress()?;
+            if w.try_take(target) {
+                return Ok(());
+            }
+            if n > 0 {
+                continue;
+            }
+            idle += 1;
+            if idle.is_multiple_of(64) {
+                if let Some(why) = self.ep().conduit().peer_gone(target) {
+                    return Err(rgex::Error::PeerUnreachable {
+                        what: format!(
+                            "rgex-pgas: waiting for room in the window of {} calls to it",
+                            w.limit()
+                        ),
+                        from: self.rank(),
+                        rank: target,
+                        why,
+                    }
+                    .into());
+                }
+                std::thread::yield_now();
+            } else if self.inner.ep.polite() {
+                std::thread::yield_now();
+            }
+        }
+    }
+
     /// Send a call's outcome back (nothing for a fire-and-forget call,
     /// ticket 0: a failure there is printed and counted).
     pub(crate) fn answer(
@@ -451,8 +527,11 @@ impl Pgas {
 
     /// Prepare a Medium of `least..=most` bytes for `peer`, let `fill`
     /// write it in place and say how many bytes it used, and send them.
-    /// Waits (with internal progress) while there is no room:
-    /// back-pressure by IMMEDIATE, never an unbounded queue. `fill` may
+    /// Waits while there is no room (back-pressure by IMMEDIATE, never an
+    /// unbounded queue), making user-level progress meanwhile outside RPC
+    /// bodies (the calls that filled the network to this rank run, as
+    /// when a call waits for room in its window: see
+    /// [`reserve`](Self::reserve)), internal progress inside them. `fill` may
     /// say it does not fit (`None`: nothing sent, `Ok(false)`) or fail.
     pub(crate) fn send_with(
         &self,
@@ -487,7 +566,12 @@ impl Pgas {
                 }
                 Err(rgex::Error::WouldBlock { .. }) => {
                     spins += 1;
-                    if self.poll()? == 0 && (self.inner.ep.polite() || spins.is_multiple_of(64)) {
+                    let n = if IN_USER_PROGRESS.with(Cell::get) {
+                        self.poll()?
+                    } else {
+                        self.progress()?
+                    };
+                    if n == 0 && (self.inner.ep.polite() || spins.is_multiple_of(64)) {
                         std::thread::yield_now();
                     }
                 }
@@ -517,8 +601,21 @@ impl Pgas {
         };
         let max = self.inner.ep.max_medium(peer, 2);
         let k = prefix.len();
-        if k <= max {
-            let sent = self.send_with(peer, h, &[ticket, INLINE], k, max, |b| {
+        // The buffers to try in place: bytes of a known length get exactly
+        // what they need; a value to serialize first gets a small buffer
+        // (most calls are small, and a conduit may prepare every byte it
+        // grants: smp prefetches up to 8 KiB of it), then the largest.
+        let tries: [usize; 2] = match body {
+            Body::Bytes(b) => [k + b.len(); 2],
+            Body::Value(_) => [FIRST_TRY.min(max), max],
+        };
+        let mut tried = 0;
+        for most in tries {
+            if most < k || most > max || most <= tried {
+                continue;
+            }
+            tried = most;
+            let sent = self.send_with(peer, h, &[ticket, INLINE], k, most, |b| {
                 b[..k].copy_from_slice(prefix);
                 match body.write(&mut b[k..]) {
                     Ok(used) => Ok(Some(k + used)),
@@ -601,6 +698,38 @@ impl Pgas {
     /// [`rpc_ff`](Self::rpc_ff)); each was printed (the first 16).
     pub fn lost_failures(&self) -> u64 {
         self.inner.lost_failures.load(Ordering::Relaxed)
+    }
+
+    /// The flow-control window: how many calls (rpc, rpc_ff, rput_then's
+    /// call, dist_object fetches) this rank may have waiting at each
+    /// target, unserved. `RGEX_PGAS_WINDOW` sets it (default 256).
+    ///
+    /// ```no_run
+    /// # fn demo(pg: &rgex_pgas::Pgas) {
+    /// println!("at most {} calls waiting at each target", pg.window());
+    /// # }
+    /// ```
+    pub fn window(&self) -> u32 {
+        self.inner.mail.window.limit()
+    }
+
+    /// Calls sent to `target` that it has not yet credited back as
+    /// served (at most [`window`](Self::window) outside RPC bodies, plus
+    /// up to half a window served there whose credit is still to come).
+    pub fn outstanding(&self, target: Rank) -> u32 {
+        self.inner.mail.window.outstanding(target)
+    }
+
+    /// The most pieces of work (calls, fetches) that ever waited at once
+    /// on this rank for user-level progress.
+    ///
+    /// ```no_run
+    /// # fn demo(pg: &rgex_pgas::Pgas) {
+    /// assert!(pg.work_peak() <= pg.size() as usize * pg.window() as usize);
+    /// # }
+    /// ```
+    pub fn work_peak(&self) -> usize {
+        self.inner.mail.peak()
     }
 }
 

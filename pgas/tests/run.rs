@@ -96,6 +96,38 @@ fn an_rpc_to_a_rank_that_left_is_an_error_naming_it() {
 }
 
 #[test]
+fn a_target_that_computes_holds_one_window_per_sender_and_floods_drain() {
+    // (With rgex's progress thread the target's network is emptied into
+    // its queue while it computes: only the window holds the senders.)
+    for (n, w, thread) in [
+        (3u32, "8", "0"),
+        (2, "1", "0"),
+        (4, "256", "0"),
+        (3, "32", "1"),
+    ] {
+        let env = [("RGEX_PGAS_WINDOW", w), ("RGEX_PROGRESS_THREAD", thread)];
+        let out = run_with(n, "conformance", &["window"], &env);
+        assert!(
+            out.contains("ok: window: every rank sent"),
+            "{n} ranks, window {w}: {out}"
+        );
+    }
+    // A window that is not a number is refused by name.
+    let exe = example("conformance");
+    let (outcome, _, err) = Job::new(1, exe.to_str().expect("a UTF-8 path"))
+        .args(["window"])
+        .env("RGEX_PGAS_WINDOW", "lots")
+        .timeout(Some(Duration::from_secs(60)))
+        .run_captured()
+        .expect("the launcher starts the job");
+    assert_ne!(outcome.status, 0);
+    assert!(
+        err.contains("RGEX_PGAS_WINDOW=") && err.contains("lots") && err.contains("whole number"),
+        "{err}"
+    );
+}
+
+#[test]
 fn the_dht_on_one_two_four_and_eight_ranks() {
     for n in [1u32, 2, 4, 8] {
         let out = run(n, "dht", &["600"]);
@@ -111,8 +143,10 @@ fn the_dht_on_one_two_four_and_eight_ranks() {
 
 #[test]
 fn the_dht_on_raw_rgex_s_workload() {
-    for n in [1u32, 3] {
-        let out = run(n, "dht", &["500", "64", "raw"]);
+    // Every request is out before any answer is awaited: with a window of
+    // 4 each rank serves the others' calls while it waits for room.
+    for (n, w) in [(1u32, "256"), (3, "256"), (3, "4")] {
+        let out = run_with(n, "dht", &["500", "64", "raw"], &[("RGEX_PGAS_WINDOW", w)]);
         assert!(
             out.contains(&format!(
                 "pgas dht: {} keys on {n} ranks (500 inserted by each), every find exact",
