@@ -18,14 +18,16 @@ use rgex::Rank;
 use serde::{de::DeserializeOwned, Serialize};
 use std::hash::{Hash, Hasher};
 
-/// What runs a call at its target: decode the arguments, run, encode the
-/// result. Instantiated once per (function, argument, result) type.
-pub(crate) type Trampoline = fn(&Pgas, Rank, &[u8]) -> Result<Vec<u8>>;
+/// What runs a call at its target: decode the arguments, run, and answer
+/// call `ticket` of `src` (the result serialized straight into the
+/// reply, or the failure). Errs only if the answer could not be sent.
+/// Instantiated once per (function, argument, result) type.
+pub(crate) type Trampoline = fn(&Pgas, Rank, u32, &[u8]) -> Result<()>;
 
 /// The base every offset is taken from.
 #[inline(never)]
-fn base(_: &Pgas, _: Rank, _: &[u8]) -> Result<Vec<u8>> {
-    Ok(Vec::new())
+fn base(_: &Pgas, _: Rank, _: u32, _: &[u8]) -> Result<()> {
+    Ok(())
 }
 
 /// A function's name on the wire: its offset from [`base`] and its tag.
@@ -62,10 +64,19 @@ impl Names {
         Names { key }
     }
 
+    /// The tag of `offset`: two rounds of a 64-bit finalizer (every
+    /// input bit reaches every output bit) over the offset and the key.
+    /// Damage that changes the offset, the tag or both passes the check
+    /// with a chance of 2^-64. It is not a MAC, and need not be: it
+    /// guards against damage, not against a peer (see the module's note),
+    /// and it runs twice per call.
     fn tag(&self, offset: u64) -> u64 {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (self.key, offset, 0x7267_6578_7067_6173_u64).hash(&mut h);
-        h.finish()
+        fn mix(mut x: u64) -> u64 {
+            x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            x ^ (x >> 31)
+        }
+        mix(mix(offset ^ self.key) ^ self.key.rotate_left(32) ^ 0x7267_6578_7067_6173)
     }
 
     /// The name of `f`'s trampoline.
@@ -110,13 +121,31 @@ pub(crate) fn fingerprint() -> u64 {
     h.finish()
 }
 
-/// Decode `A`, run the function `F` (zero-sized, so conjured here), encode
-/// its `R`.
-pub(crate) fn run<F, A, R>(pg: &Pgas, src: Rank, bytes: &[u8]) -> Result<Vec<u8>>
+/// Decode `A`, run the function `F` (zero-sized, so conjured here), and
+/// answer `ticket` with its `R` (see [`Trampoline`]).
+pub(crate) fn run<F, A, R>(pg: &Pgas, src: Rank, ticket: u32, bytes: &[u8]) -> Result<()>
 where
     F: Fn(&Pgas, A) -> R + Copy + Send + 'static,
     A: DeserializeOwned,
     R: Serialize,
+{
+    match call::<F, A, R>(pg, src, bytes) {
+        Ok(r) => pg.answer_value(src, ticket, &r, || {
+            format!(
+                "the result ({}) of {}",
+                std::any::type_name::<R>(),
+                std::any::type_name::<F>()
+            )
+        }),
+        Err(e) => pg.answer(src, ticket, Err(e.to_string())),
+    }
+}
+
+/// Decode `A` and run `F` on it.
+fn call<F, A, R>(pg: &Pgas, src: Rank, bytes: &[u8]) -> Result<R>
+where
+    F: Fn(&Pgas, A) -> R + Copy + Send + 'static,
+    A: DeserializeOwned,
 {
     let args: A = postcard::from_bytes(bytes).map_err(|e| Error::Serialization {
         rank: pg.rank(),
@@ -130,7 +159,7 @@ where
     let f = conjure::<F>();
     // A body that panics fails its call (reported to the caller), not
     // the rank that runs it.
-    let r =
+    let r: R =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(pg, args))).map_err(|p| {
             let why = p
                 .downcast_ref::<&str>()
@@ -143,15 +172,7 @@ where
                 pg.rank()
             ))
         })?;
-    postcard::to_allocvec(&r).map_err(|e| Error::Serialization {
-        rank: pg.rank(),
-        what: format!(
-            "the result ({}) of {}",
-            std::any::type_name::<R>(),
-            std::any::type_name::<F>()
-        ),
-        why: e.to_string(),
-    })
+    Ok(r)
 }
 
 /// The value of a zero-sized function type.

@@ -376,22 +376,23 @@ impl Pgas {
                 id,
                 body,
             } => {
-                let out = self.take_body(src, body).and_then(|args| {
-                    let Some(run) = self.inner.names.resolve(id) else {
-                        self.inner.ep.malformed(
-                            src,
-                            self.inner.ids.call.index(),
-                            "rgex-pgas: an rpc names no function of this program (bad tag)",
-                        );
-                        return Err(rgex::Error::Failed(format!(
-                            "{} found no function for the call's name (a damaged message?)",
-                            self.rank()
-                        ))
-                        .into());
-                    };
-                    run(self, src, &args)
-                });
-                self.answer(src, ticket, out.map_err(|e| e.to_string()))
+                let args = match self.take_body(src, body) {
+                    Ok(args) => args,
+                    Err(e) => return self.answer(src, ticket, Err(e.to_string())),
+                };
+                let Some(run) = self.inner.names.resolve(id) else {
+                    self.inner.ep.malformed(
+                        src,
+                        self.inner.ids.call.index(),
+                        "rgex-pgas: an rpc names no function of this program (bad tag)",
+                    );
+                    let why = format!(
+                        "{} found no function for the call's name (a damaged message?)",
+                        self.rank()
+                    );
+                    return self.answer(src, ticket, Err(why));
+                };
+                run(self, src, ticket, &args)
             }
             Incoming::Fetch { src, ticket, id } => {
                 match self.inner.dist.serve(self, id, src, ticket) {
@@ -506,6 +507,27 @@ impl Pgas {
                 unreachable!("bytes always encode")
             }),
             Err(why) => self.send(src, ret, &[ticket, FAILED], why.as_bytes()),
+        }
+    }
+
+    /// Answer call `ticket` of `src` with `value`, serialized straight into
+    /// the reply (nothing for a fire-and-forget call, ticket 0). A value
+    /// that cannot be serialized is answered as a failure naming it
+    /// (`what`).
+    pub(crate) fn answer_value(
+        &self,
+        src: Rank,
+        ticket: u32,
+        value: &dyn erased::Encode,
+        what: impl Fn() -> String,
+    ) -> Result<()> {
+        if ticket == 0 {
+            return Ok(());
+        }
+        let ret = self.inner.ids.ret;
+        match self.send_body(src, ret, ticket, &[], &Body::Value(value), what) {
+            Err(e @ Error::Serialization { .. }) => self.answer(src, ticket, Err(e.to_string())),
+            sent => sent,
         }
     }
 
