@@ -143,7 +143,7 @@ pub(crate) mod erased {
 }
 
 /// The in-place buffer a serialized body is tried in first (bytes).
-const FIRST_TRY: usize = 1024;
+const FIRST_TRY: usize = 512;
 
 /// How often progress asks the conduit whether the targets of calls
 /// still waiting for results are alive.
