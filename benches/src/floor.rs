@@ -5,6 +5,9 @@
 //!   round trip faster.
 //! - [`memcpy_bandwidth`]: how fast this core copies `size` bytes; a
 //!   payload that is copied cannot move faster.
+//! - [`cross_copy_rtt`]: two pinned threads take turns copying `size`
+//!   bytes out of the buffer the other one wrote last: a round trip of
+//!   two cross-core copies, the floor of a large message's round trip.
 
 use crate::affinity::pin_current_thread;
 use crate::stats::{self, Stats};
@@ -106,6 +109,100 @@ pub fn cache_line_rtt(cpus: [usize; 2], target: Duration, reps: usize) -> io::Re
     let iters = calibrate(target, 1_000, 1 << 32, |n| cache_line_run(cpus, n))?;
     let s = stats::repeat(reps, || {
         cache_line_run(cpus, iters).map(|t| t.as_nanos() as f64 / iters as f64)
+    })?;
+    Ok((s, iters))
+}
+
+/// A buffer two threads take turns on: one copies into it, hands over
+/// through a ping-pong line, the other copies out of it.
+struct Turns(std::cell::UnsafeCell<Vec<u8>>);
+
+// SAFETY: the threads of `cross_copy_run` touch a `Turns` only in their
+// own turn, and turns hand over through a Release store and the Acquire
+// load that sees it (`wait_for`), so no two accesses are concurrent.
+unsafe impl Sync for Turns {}
+
+/// One timed run of `iters` copy round trips between a thread on
+/// `cpus[0]` and one on `cpus[1]`, each `size` bytes a way. In its turn
+/// a thread copies the other's buffer (whose lines sit in the other
+/// core's cache, just written) into its own (whose lines the other core
+/// just read), then passes the turn by a cache line: a round trip is two
+/// cross-core copies and two hand-overs. Returns the elapsed time of the
+/// timed round trips.
+pub fn cross_copy_run(cpus: [usize; 2], size: usize, iters: u64) -> io::Result<Duration> {
+    let size = size.max(1);
+    let bufs = [Turns(vec![1u8; size].into()), Turns(vec![2u8; size].into())];
+    let ping = Line(AtomicU64::new(0));
+    let pong = Line(AtomicU64::new(0));
+    let ready = [AtomicU8::new(0), AtomicU8::new(0)];
+    let total = WARMUP.min(1_000) + iters;
+    // Copy `from` into `to` in this thread's turn.
+    let copy = |to: usize, from: usize| {
+        // SAFETY: only the thread whose turn it is runs this (see `Turns`),
+        // and the two buffers are distinct.
+        unsafe {
+            let src = &*bufs[from].0.get();
+            let dst = &mut *bufs[to].0.get();
+            black_box(dst).copy_from_slice(black_box(src));
+        }
+    };
+    std::thread::scope(|s| {
+        let responder = s.spawn(|| -> io::Result<()> {
+            if pin_and_meet(cpus[1], &ready[1], &ready[0])? {
+                for i in 1..=total {
+                    wait_for(&ping, i);
+                    copy(1, 0);
+                    pong.0.store(i, Ordering::Release);
+                }
+            }
+            Ok(())
+        });
+        let both = pin_and_meet(cpus[0], &ready[0], &ready[1]);
+        let mut start = Instant::now();
+        if let Ok(true) = both {
+            for i in 1..=total {
+                if i == total - iters + 1 {
+                    start = Instant::now();
+                }
+                copy(0, 1);
+                ping.0.store(i, Ordering::Release);
+                wait_for(&pong, i);
+            }
+        }
+        let elapsed = start.elapsed();
+        let responder = responder.join().expect("the copying thread does not panic");
+        match (both?, responder) {
+            (true, Ok(())) => Ok(elapsed),
+            (_, Err(e)) => Err(e),
+            (false, Ok(())) => Err(io::Error::other(format!(
+                "could not pin a thread to CPU {}",
+                cpus[1]
+            ))),
+        }
+    })
+    .map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cross-core copy round trip of {size} bytes between CPUs {} and {}: {e}",
+                cpus[0], cpus[1]
+            ),
+        )
+    })
+}
+
+/// Round trips of two cross-core copies of `size` bytes
+/// ([`cross_copy_run`]) in nanoseconds: each repetition about `target`,
+/// `reps` repetitions; the statistics and round trips per repetition.
+pub fn cross_copy_rtt(
+    cpus: [usize; 2],
+    size: usize,
+    target: Duration,
+    reps: usize,
+) -> io::Result<(Stats, u64)> {
+    let iters = calibrate(target, 10, 1 << 32, |n| cross_copy_run(cpus, size, n))?;
+    let s = stats::repeat(reps, || {
+        cross_copy_run(cpus, size, iters).map(|t| t.as_nanos() as f64 / iters as f64)
     })?;
     Ok((s, iters))
 }
@@ -243,6 +340,10 @@ pub struct Floors {
     pub memcpy: Vec<MemcpyPoint>,
     /// The same out of cache ([`memcpy_cold_bandwidth`]).
     pub memcpy_cold: Vec<MemcpyPoint>,
+    /// Round trips of two cross-core copies ([`cross_copy_rtt`]) in ns
+    /// per size, with round trips per repetition: measured only by the
+    /// benches that ask ([`Floors::measure_cross_copies`]).
+    pub cross_copy: Vec<MemcpyPoint>,
 }
 
 impl Floors {
@@ -276,7 +377,29 @@ impl Floors {
             cache_rtt,
             memcpy,
             memcpy_cold,
+            cross_copy: Vec::new(),
         }
+    }
+
+    /// Also measure the round trip of two cross-core copies at each of
+    /// `sizes` (where the node has two CPUs to pin to).
+    pub fn measure_cross_copies(&mut self, sizes: &[usize], target: Duration, reps: usize) {
+        if crate::affinity::online_cpus() < 2 {
+            return;
+        }
+        self.cross_copy = sizes
+            .iter()
+            .filter_map(|&size| {
+                let (s, n) = cross_copy_rtt(self.cpus, size, target, reps).ok()?;
+                Some((size, s, n))
+            })
+            .collect();
+    }
+
+    /// The round trip of two cross-core copies of `size` bytes (ns), if
+    /// measured.
+    pub fn cross_copy_at(&self, size: usize) -> Option<Stats> {
+        at_size(&self.cross_copy, size)
     }
 
     /// Median cache-line round trip in ns, if measured.
@@ -328,6 +451,17 @@ impl Floors {
                 ]);
             }
         }
+        for (size, st, trips) in &self.cross_copy {
+            t.row([
+                format!(
+                    "two cross-core copies of {}, round trip CPU {a} <-> CPU {b}",
+                    size_str(*size as u64)
+                ),
+                spread(st),
+                "ns".into(),
+                format!("{trips} trips"),
+            ]);
+        }
         t
     }
 
@@ -349,6 +483,10 @@ impl Floors {
             for (size, st, copies) in list {
                 v.push(job.record(&name, Some(*size as u64), st, "GB/s", *copies));
             }
+        }
+        for (size, st, trips) in &self.cross_copy {
+            let name = "floor: two cross-core copies, round trip";
+            v.push(job.record(name, Some(*size as u64), st, "ns", *trips));
         }
         v
     }

@@ -16,9 +16,16 @@ pub fn memcpy_sizes() -> Vec<usize> {
     (0..=16).map(|k| 1usize << k).chain([64 << 20]).collect()
 }
 
-/// Measure the floors (the benches' shared measurement).
+/// The large Medium sizes whose round trip is compared with two
+/// cross-core copies of the payload.
+pub const CROSS_COPY_SIZES: [usize; 3] = [4 << 10, 16 << 10, 64 << 10];
+
+/// Measure the floors (the benches' shared measurement, and the round
+/// trip of two cross-core copies at [`CROSS_COPY_SIZES`]).
 pub fn floors(target: Duration, reps: usize) -> Floors {
-    Floors::measure(&memcpy_sizes(), target, reps)
+    let mut f = Floors::measure(&memcpy_sizes(), target, reps);
+    f.measure_cross_copies(&CROSS_COPY_SIZES, target, reps);
+    f
 }
 
 /// The UCX peer's AM latency, as round trips.

@@ -214,6 +214,7 @@ pub fn table(run: &Run) -> String {
         "NP-client vs FP".into(),
         "FP x cache RTT".into(),
         "memcpy ns".into(),
+        "2 cross-core copies ns".into(),
         "trips/rep".into(),
     ]);
     let mut t = Table::new(header);
@@ -226,6 +227,12 @@ pub fn table(run: &Run) -> String {
             .memcpy_at(row.size)
             .filter(|m| m.median > 0.0)
             .map_or_else(|| "-".into(), |m| num(row.size as f64 / m.median));
+        // Two cross-core copies of the payload, one each way: the floor of
+        // a large Medium's round trip.
+        let cross = run
+            .floors
+            .cross_copy_at(row.size)
+            .map_or_else(|| "-".into(), |c| num(c.median));
         t.row([
             row.size.to_string(),
             spread(&fp.ns),
@@ -236,6 +243,7 @@ pub fn table(run: &Run) -> String {
             speedup(&row.paired[1]),
             run.x_floor(fp.ns.median),
             copy,
+            cross,
             fp.iters.to_string(),
         ]);
     }
@@ -273,6 +281,23 @@ pub fn table(run: &Run) -> String {
             num(rtt.median),
             ours / rtt.median
         );
+    }
+    let fps = Variant::ALL
+        .iter()
+        .position(|v| *v == Variant::FpStatic)
+        .expect("FP-static is a variant");
+    for row in &am.medium {
+        if let Some(c) = run.floors.cross_copy_at(row.size) {
+            let ours = row.points[fps].ns.median;
+            let _ = writeln!(
+                s,
+                "rgex AM Medium {} round trip FP-static / two cross-core copies of it = {} / {} ns = {:.2}",
+                rgex_benches::report::size(row.size as u64),
+                num(ours),
+                num(c.median),
+                ours / c.median
+            );
+        }
     }
     let _ = writeln!(
         s,
