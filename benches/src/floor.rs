@@ -47,19 +47,28 @@ fn pin_and_meet(cpu: usize, mine: &AtomicU8, theirs: &AtomicU8) -> io::Result<bo
     pinned.map(|()| other == 1)
 }
 
-/// One timed run: `iters` round trips between a thread on `cpus[0]` (ping,
-/// timed) and one on `cpus[1]` (pong). Returns the elapsed time of the
-/// timed round trips.
-pub fn cache_line_run(cpus: [usize; 2], iters: u64) -> io::Result<Duration> {
+/// One timed run of `iters` turn round trips, after `warmup` untimed
+/// ones, between a thread on `cpus[0]` and one on `cpus[1]`: in round `i`
+/// the first runs `first()` then passes the turn through a cache line,
+/// the second waits for it, runs `second()` and passes it back. Returns
+/// the elapsed time of the timed round trips.
+fn turns(
+    cpus: [usize; 2],
+    warmup: u64,
+    iters: u64,
+    mut first: impl FnMut(),
+    mut second: impl FnMut() + Send,
+) -> io::Result<Duration> {
     let ping = Line(AtomicU64::new(0));
     let pong = Line(AtomicU64::new(0));
     let ready = [AtomicU8::new(0), AtomicU8::new(0)];
-    let total = WARMUP + iters;
+    let total = warmup + iters;
     std::thread::scope(|s| {
         let responder = s.spawn(|| -> io::Result<()> {
             if pin_and_meet(cpus[1], &ready[1], &ready[0])? {
                 for i in 1..=total {
                     wait_for(&ping, i);
+                    second();
                     pong.0.store(i, Ordering::Release);
                 }
             }
@@ -69,15 +78,18 @@ pub fn cache_line_run(cpus: [usize; 2], iters: u64) -> io::Result<Duration> {
         let mut start = Instant::now();
         if let Ok(true) = both {
             for i in 1..=total {
-                if i == WARMUP + 1 {
+                if i == warmup + 1 {
                     start = Instant::now();
                 }
+                first();
                 ping.0.store(i, Ordering::Release);
                 wait_for(&pong, i);
             }
         }
         let elapsed = start.elapsed();
-        let responder = responder.join().expect("the pong thread does not panic");
+        let responder = responder
+            .join()
+            .expect("the responding thread does not panic");
         match (both?, responder) {
             (true, Ok(())) => Ok(elapsed),
             (_, Err(e)) => Err(io::Error::new(
@@ -90,7 +102,13 @@ pub fn cache_line_run(cpus: [usize; 2], iters: u64) -> io::Result<Duration> {
             ))),
         }
     })
-    .map_err(|e| {
+}
+
+/// One timed run: `iters` round trips between a thread on `cpus[0]` (ping,
+/// timed) and one on `cpus[1]` (pong). Returns the elapsed time of the
+/// timed round trips.
+pub fn cache_line_run(cpus: [usize; 2], iters: u64) -> io::Result<Duration> {
+    turns(cpus, WARMUP, iters, || {}, || {}).map_err(|e| {
         io::Error::new(
             e.kind(),
             format!(
@@ -132,10 +150,6 @@ unsafe impl Sync for Turns {}
 pub fn cross_copy_run(cpus: [usize; 2], size: usize, iters: u64) -> io::Result<Duration> {
     let size = size.max(1);
     let bufs = [Turns(vec![1u8; size].into()), Turns(vec![2u8; size].into())];
-    let ping = Line(AtomicU64::new(0));
-    let pong = Line(AtomicU64::new(0));
-    let ready = [AtomicU8::new(0), AtomicU8::new(0)];
-    let total = WARMUP.min(1_000) + iters;
     // Copy `from` into `to` in this thread's turn.
     let copy = |to: usize, from: usize| {
         // SAFETY: only the thread whose turn it is runs this (see `Turns`),
@@ -146,41 +160,7 @@ pub fn cross_copy_run(cpus: [usize; 2], size: usize, iters: u64) -> io::Result<D
             black_box(dst).copy_from_slice(black_box(src));
         }
     };
-    std::thread::scope(|s| {
-        let responder = s.spawn(|| -> io::Result<()> {
-            if pin_and_meet(cpus[1], &ready[1], &ready[0])? {
-                for i in 1..=total {
-                    wait_for(&ping, i);
-                    copy(1, 0);
-                    pong.0.store(i, Ordering::Release);
-                }
-            }
-            Ok(())
-        });
-        let both = pin_and_meet(cpus[0], &ready[0], &ready[1]);
-        let mut start = Instant::now();
-        if let Ok(true) = both {
-            for i in 1..=total {
-                if i == total - iters + 1 {
-                    start = Instant::now();
-                }
-                copy(0, 1);
-                ping.0.store(i, Ordering::Release);
-                wait_for(&pong, i);
-            }
-        }
-        let elapsed = start.elapsed();
-        let responder = responder.join().expect("the copying thread does not panic");
-        match (both?, responder) {
-            (true, Ok(())) => Ok(elapsed),
-            (_, Err(e)) => Err(e),
-            (false, Ok(())) => Err(io::Error::other(format!(
-                "could not pin a thread to CPU {}",
-                cpus[1]
-            ))),
-        }
-    })
-    .map_err(|e| {
+    turns(cpus, WARMUP.min(1_000), iters, || copy(0, 1), || copy(1, 0)).map_err(|e| {
         io::Error::new(
             e.kind(),
             format!(
