@@ -280,7 +280,7 @@ fn every_rgex_variable_the_crates_read_is_in_the_table() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut missing = Vec::new();
     let mut dirs: Vec<std::path::PathBuf> = [
-        "core", "am", "atomics", "vis", "conduits", "pmix", "rgex/src", "dl",
+        "core", "am", "atomics", "vis", "conduits", "pmix", "rgex/src", "dl", "pgas/src",
     ]
     .iter()
     .map(|d| root.join(d))

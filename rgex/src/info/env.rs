@@ -30,6 +30,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     v("RGEX_ATOMICS", "auto (default), or require reference (active messages), shared (CPU atomics on mapped segments) or offload (the conduit's NIC atomics)"),
     v("RGEX_PROGRESS_THREAD", "1: start a progress thread at init that polls while the application computes and sleeps when idle (smp: on a futex senders ring; network conduits: 200 us parks); default 0"),
     v("RGEX_VIS", "VIS mechanism: auto (default), direct, rma or am"),
+    v("RGEX_PGAS_WINDOW", "rgex-pgas: calls a rank may have waiting unserved at each target (rpc, rpc_ff, rput_then's call, dist_object fetches), 1 to 2^32-1 (default 256)"),
     // smp.
     v("RGEX_SMP_QUEUE_DEPTH", "smp: AM queue cells per receiver, a power of two from 2 to 1048576 (default 64)"),
     v("RGEX_SMP_MAX_MEDIUM", "smp: largest Medium payload (default 64K, at least 512)"),
