@@ -33,6 +33,11 @@ const M: u64 = 50;
 /// The pattern's bytes and where they go in rank 0's segment.
 const PATTERN: usize = 4096;
 const PATTERN_AT: u64 = 4096;
+/// Where in rank 1's segment rank 0 says its main thread has left the
+/// barrier and sleeps (rank 1 sends nothing before: a request that came
+/// while rank 0's main thread still polled in the barrier would run
+/// there, not on the progress thread).
+const ASLEEP_AT: u64 = 64;
 
 #[derive(Default)]
 struct Counts {
@@ -94,6 +99,12 @@ fn main() -> rgex::Result<()> {
             _ => None,
         };
         client.barrier()?;
+        // From here on the main thread polls no more: tell rank 1.
+        client.put(
+            GlobalAddr::new(Rank(1), ASLEEP_AT),
+            &1u64.to_ne_bytes(),
+            Flags::empty(),
+        )?;
         // Inattentive: no rgex call until rank 1 says it is done.
         let start = Instant::now();
         while done.load(Ordering::Acquire) == 0 {
@@ -148,6 +159,19 @@ fn main() -> rgex::Result<()> {
         client.barrier()?;
     } else {
         client.barrier()?;
+        // SAFETY: as `done` above (a word of this rank's own segment that
+        // the peer writes only by RMA).
+        let asleep = unsafe {
+            &*client
+                .segment()
+                .as_ptr()
+                .add(ASLEEP_AT as usize)
+                .cast::<AtomicU64>()
+        };
+        wait_until(&client, "rank 0's main thread to leave the barrier", || {
+            // Acquire: pairs with the put's delivery (a plain word).
+            asleep.load(Ordering::Acquire) != 0
+        });
         let peer = Rank(0);
         for i in 0..n {
             client.request_short(peer, ping, &[i as u32], Flags::empty())?;
