@@ -433,6 +433,16 @@ impl Pgas {
         Ok(bytes)
     }
 
+    /// The pause of a loop that waits on progress, at its `idle`-th
+    /// round that found nothing: give the core away every 64th round, or
+    /// every round when oversubscribed (more ranks than cores: rgex's
+    /// polite mode).
+    fn pause(&self, idle: u64) {
+        if self.inner.ep.polite() || idle.is_multiple_of(64) {
+            std::thread::yield_now();
+        }
+    }
+
     /// Take room in the window to `target` for one piece of work (see
     /// [`window`](crate::window)). While the window is full this makes
     /// user-level progress: it runs this rank's own arrived work, as
@@ -474,10 +484,8 @@ impl Pgas {
                     }
                     .into());
                 }
-                std::thread::yield_now();
-            } else if self.inner.ep.polite() {
-                std::thread::yield_now();
             }
+            self.pause(idle);
         }
     }
 
@@ -593,8 +601,8 @@ impl Pgas {
                     } else {
                         self.progress()?
                     };
-                    if n == 0 && (self.inner.ep.polite() || spins.is_multiple_of(64)) {
-                        std::thread::yield_now();
+                    if n == 0 {
+                        self.pause(spins);
                     }
                 }
                 Err(e) => return Err(e.into()),
@@ -679,18 +687,14 @@ impl Pgas {
         let mut fut = pin!(fut);
         let waker = Waker::noop();
         let mut cx = Context::from_waker(waker);
-        let mut idle = 0u32;
+        let mut idle = 0u64;
         loop {
             if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
                 return v;
             }
             if self.progress()? == 0 {
                 idle += 1;
-                // Oversubscribed (more ranks than cores: rgex's polite
-                // mode), give the core away at once.
-                if self.inner.ep.polite() || idle.is_multiple_of(64) {
-                    std::thread::yield_now();
-                }
+                self.pause(idle);
             }
         }
     }
