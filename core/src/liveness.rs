@@ -14,7 +14,7 @@
 //! [`Presence`]); nothing here is on a fast path.
 
 use crate::Rank;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -160,14 +160,24 @@ pub struct PeerWatch {
     /// Per peer: when (nanoseconds after `epoch`) its process may next be
     /// looked at.
     next: Box<[AtomicU64]>,
+    /// Per peer: how often it was asked about (only every
+    /// [`CLOCK_EVERY`]th question reads the clock).
+    asked: Box<[AtomicU32]>,
     epoch: Instant,
 }
+
+/// A refused send asks about its peer on every retry; the clock is read
+/// for every this-many questions about one peer only (reading it was 3%
+/// of a flood's time where the ring was full). At a retry's ~100 ns,
+/// this delays a check that is due by a few microseconds at most.
+const CLOCK_EVERY: u32 = 16;
 
 impl PeerWatch {
     /// A watch over `ranks` ranks, every process check due now.
     pub fn new(ranks: usize) -> PeerWatch {
         PeerWatch {
             next: (0..ranks).map(|_| AtomicU64::new(0)).collect(),
+            asked: (0..ranks).map(|_| AtomicU32::new(0)).collect(),
             epoch: Instant::now(),
         }
     }
@@ -176,9 +186,18 @@ impl PeerWatch {
     /// once per [`PROCESS_CHECK_EVERY`] for each peer, across threads
     /// (false for a rank outside the watch).
     pub fn process_check_due(&self, peer: Rank) -> bool {
-        let Some(next) = self.next.get(peer.index()) else {
+        let (Some(next), Some(asked)) = (self.next.get(peer.index()), self.asked.get(peer.index()))
+        else {
             return false;
         };
+        // Relaxed load and store, not a read-modify-write: a throttle,
+        // where a count lost to a race between threads only moves the
+        // next clock read by a question.
+        let k = asked.load(Ordering::Relaxed);
+        asked.store(k.wrapping_add(1), Ordering::Relaxed);
+        if k % CLOCK_EVERY != 0 {
+            return false;
+        }
         let now = self.epoch.elapsed().as_nanos() as u64;
         // Relaxed: a schedule, private to this process; the CAS only keeps
         // two threads from both looking in one period.
@@ -374,5 +393,30 @@ mod tests {
         assert!(why.contains(&pid.to_string()), "{why}");
         assert_eq!(dead.departure(), DIED);
         assert!(!watch.process_check_due(Rank(7)), "outside the watch");
+    }
+
+    #[test]
+    fn a_due_check_waits_for_the_questions_that_read_the_clock() {
+        let watch = PeerWatch::new(2);
+        let peer = Rank(1);
+        assert!(
+            watch.process_check_due(peer),
+            "the first question reads the clock"
+        );
+        std::thread::sleep(PROCESS_CHECK_EVERY * 2);
+        // Due by the clock now, but only every CLOCK_EVERYth question
+        // reads it.
+        for k in 1..CLOCK_EVERY {
+            assert!(
+                !watch.process_check_due(peer),
+                "question {k} read the clock"
+            );
+        }
+        assert!(
+            watch.process_check_due(peer),
+            "question {CLOCK_EVERY} did not"
+        );
+        // Another peer's questions are counted apart.
+        assert!(watch.process_check_due(Rank(0)));
     }
 }
