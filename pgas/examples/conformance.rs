@@ -290,7 +290,26 @@ fn rpc(pg: &Pgas) -> rgex_pgas::Result<()> {
     }
     pg.barrier()?;
     assert_eq!(c.load(Ordering::Relaxed), want);
-    ok(pg, "rpc: values, strings, 300 KB arguments and results, serialization errors both sides, a panicking body, 4 threads x 300 calls, 500 rpc_ff");
+    // A replaced state is what the next lookup finds, on the thread that
+    // looked the old one up last and on another; a type never set is an
+    // error even right after another type was found.
+    struct Gen(u64);
+    pg.set_state(Gen(1));
+    let old = pg.state::<Gen>()?; // still held while it is replaced
+    assert_eq!(old.0, 1);
+    pg.set_state(Gen(2));
+    assert_eq!(pg.state::<Gen>()?.0, 2, "a replaced state");
+    drop(old);
+    std::thread::scope(|s| {
+        s.spawn(|| assert_eq!(pg.state::<Gen>().expect("set").0, 2));
+    });
+    let e = pg.state::<String>().err().map(|e| e.to_string());
+    assert!(
+        e.as_deref()
+            .is_some_and(|e| e.contains("no state of type alloc::string::String")),
+        "{e:?}"
+    );
+    ok(pg, "rpc: values, strings, 300 KB arguments and results, serialization errors both sides, a panicking body, 4 threads x 300 calls, 500 rpc_ff, states replaced");
     Ok(())
 }
 

@@ -1,10 +1,17 @@
 //! A distributed histogram (GUPS-style random-access update): every rank
 //! owns `BINS` counters in its shared heap and makes `UPDATES` increments
-//! of pseudo-random bins anywhere, either by `rpc_ff` (the owner adds to
-//! its own table) or by remote atomics on the heap's counters. Each rank recomputes every rank's update stream
-//! and checks its own bins exactly; prints updates per second.
+//! of pseudo-random bins anywhere, in one of three ways:
+//! - `rpc_ff`: one `rpc_ff` per update, the owner adds to its own table;
+//! - `atomics`: one remote atomic add per update on the heap's counters;
+//! - `batched`: the updates are grouped per owner, [`BATCH`] bins to one
+//!   `rpc_ff`, and the owner adds them to its own table (the aggregation
+//!   lamellar's `batch_add` does inside the library, written here in the
+//!   program, as a UPC++ program would).
 //!
-//! Usage: `histogram [rpc_ff|atomics] [UPDATES_PER_RANK] [BINS_PER_RANK]`
+//! Each rank recomputes every rank's update stream and checks its own
+//! bins exactly; prints updates per second.
+//!
+//! Usage: `histogram [rpc_ff|atomics|batched] [UPDATES_PER_RANK] [BINS_PER_RANK]`
 
 use rgex::{AtomicOp, OpSet, Rank};
 use rgex_pgas::{AtomicDomain, DistObject, Pgas};
@@ -33,6 +40,20 @@ fn bump(pg: &Pgas, (i, k): (u32, u64)) {
     b.counts.lock().expect("bins")[i as usize] += k;
     b.served.fetch_add(1, Ordering::Relaxed);
 }
+
+/// The owner adds one to each of its bins in `bins` (run by rpc_ff at
+/// the owner, for the batched variant).
+fn bump_all(pg: &Pgas, bins: Vec<u32>) {
+    let b = pg.state::<Bins>().expect("set at start");
+    let mut counts = b.counts.lock().expect("bins");
+    for &i in &bins {
+        counts[i as usize] += 1;
+    }
+    b.served.fetch_add(bins.len() as u64, Ordering::Relaxed);
+}
+
+/// Updates sent to one owner in one call by the batched variant.
+const BATCH: usize = 1024;
 
 fn main() -> rgex_pgas::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -66,6 +87,24 @@ fn main() -> rgex_pgas::Result<()> {
                 }
             }
         }
+        "batched" => {
+            let mut pending: Vec<Vec<u32>> = vec![Vec::with_capacity(BATCH); n as usize];
+            for i in 0..updates {
+                let g = bin(me, i, total);
+                let owner = (g / bins) as usize;
+                pending[owner].push((g % bins) as u32);
+                if pending[owner].len() == BATCH {
+                    let full = std::mem::replace(&mut pending[owner], Vec::with_capacity(BATCH));
+                    pg.rpc_ff(Rank(owner as u32), bump_all, full)?;
+                    pg.progress()?;
+                }
+            }
+            for (owner, rest) in pending.into_iter().enumerate() {
+                if !rest.is_empty() {
+                    pg.rpc_ff(Rank(owner as u32), bump_all, rest)?;
+                }
+            }
+        }
         "atomics" => {
             let mut window = Vec::with_capacity(256);
             for i in 0..updates {
@@ -80,7 +119,7 @@ fn main() -> rgex_pgas::Result<()> {
                 pg.wait(f)?;
             }
         }
-        other => panic!("histogram: {other:?}: rpc_ff or atomics"),
+        other => panic!("histogram: {other:?}: rpc_ff, atomics or batched"),
     }
     // The updates this rank owns, from every rank's stream.
     let mut want = vec![0u64; bins as usize];
@@ -92,7 +131,7 @@ fn main() -> rgex_pgas::Result<()> {
             }
         }
     }
-    if how == "rpc_ff" {
+    if how != "atomics" {
         // Serve until every update meant for this rank has run (an
         // rpc_ff has no completion at its sender to wait for).
         let expected: u64 = want.iter().sum();
@@ -114,8 +153,8 @@ fn main() -> rgex_pgas::Result<()> {
     pg.barrier()?;
     let secs = t0.elapsed().as_secs_f64();
     let got = match how.as_str() {
-        "rpc_ff" => pg.state::<Bins>()?.counts.lock().expect("bins").clone(),
-        _ => pg.wait(pg.rget_slice(mine, bins as usize)?)?,
+        "atomics" => pg.wait(pg.rget_slice(mine, bins as usize)?)?,
+        _ => pg.state::<Bins>()?.counts.lock().expect("bins").clone(),
     };
     assert_eq!(got, want, "rank {me}: bins");
     let rate = pg.allreduce(&[updates as f64 / secs], rgex::ReduceOp::Sum)?;

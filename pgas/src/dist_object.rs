@@ -124,7 +124,13 @@ where
     pub fn fetch(&self, rank: Rank) -> Result<RpcFuture<T>> {
         let mail = &self.pg.inner.mail;
         self.pg.reserve(rank)?;
-        let ticket = mail.open(rank);
+        let ticket = match self.pg.open_call(rank) {
+            Ok(t) => t,
+            Err(e) => {
+                mail.window.give_back(rank);
+                return Err(e);
+            }
+        };
         let sent = self.pg.send(
             rank,
             self.pg.inner.ids.fetch,

@@ -44,6 +44,7 @@
 
 mod alloc;
 mod atomic;
+mod calls;
 mod collectives;
 mod dist_object;
 mod error;
@@ -52,6 +53,7 @@ mod global_ptr;
 pub mod heap;
 mod int_hash;
 mod mailbox;
+mod payload;
 mod plain;
 mod progress_task;
 mod rma;

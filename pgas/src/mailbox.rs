@@ -3,13 +3,13 @@
 //! (reading a staged result, freeing what a peer has read), and the
 //! table of calls waiting for their results.
 
+use crate::calls::Calls;
 use crate::fn_id::FnId;
-use crate::int_hash::IntHash;
-use crate::runtime::{lock, Ids, Pgas, Returned, FAILED, INLINE, STAGED};
+use crate::runtime::{lock, Ids, Payload, Pgas, Returned, FAILED, INLINE, STAGED};
 use crate::window::Window;
 use rgex::{HandlerTable, Message, Rank, Token};
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Waker;
 
@@ -36,44 +36,21 @@ pub(crate) enum Incoming {
     Free { at: u64 },
 }
 
-/// A call waiting for its result.
-struct Waiting {
-    target: Rank,
-    done: Option<Returned>,
-    waker: Option<Waker>,
-}
-
-#[derive(Default)]
-struct Calls {
-    next: u32,
-    waiting: HashMap<u32, Waiting, IntHash>,
-    /// Per target rank: how many of `waiting` are to it and not done (so
-    /// the liveness check looks at targets, not at every call).
-    open_to: Vec<u32>,
-}
-
-impl Calls {
-    fn open_to(&mut self, target: Rank) -> &mut u32 {
-        let i = target.0 as usize;
-        if self.open_to.len() <= i {
-            self.open_to.resize(i + 1, 0);
-        }
-        &mut self.open_to[i]
-    }
-
-    /// `ticket`'s call is no longer open (done, or forgotten undone).
-    fn settle(&mut self, target: Rank) {
-        let n = self.open_to(target);
-        *n = n.saturating_sub(1);
-    }
-}
-
 /// The handlers' side of the runtime.
 pub(crate) struct Mailbox {
     work: Mutex<VecDeque<Incoming>>,
-    /// The most pieces of work ever queued at once.
+    /// Whether `work` may hold something: set under its lock by a push,
+    /// cleared under it by [`take_work`](Self::take_work), read without
+    /// it so an idle progress skips the lock. Relaxed: a hint; the queue
+    /// itself is read under the lock, and a waiter that reads a stale
+    /// `false` polls again.
+    has_work: AtomicBool,
+    /// The most pieces of work ever queued at once (written under
+    /// `work`'s lock only).
     peak: AtomicUsize,
     chores: Mutex<VecDeque<Incoming>>,
+    /// Whether `chores` may hold something (as `has_work`).
+    has_chores: AtomicBool,
     calls: Mutex<Calls>,
     /// How much work this rank may have waiting at each target.
     pub window: Window,
@@ -83,20 +60,18 @@ impl Mailbox {
     pub fn new(window: Window) -> Self {
         Mailbox {
             work: Mutex::default(),
+            has_work: AtomicBool::new(false),
             peak: AtomicUsize::new(0),
             chores: Mutex::default(),
+            has_chores: AtomicBool::new(false),
             calls: Mutex::default(),
             window,
         }
     }
 
-    pub fn queued(&self) -> usize {
-        lock(&self.work).len()
-    }
-
     /// The most pieces of work that were ever queued here at once.
     pub fn peak(&self) -> usize {
-        // Relaxed: a statistic; `push_work` raises it under the queue's lock.
+        // Relaxed: a statistic.
         self.peak.load(Ordering::Relaxed)
     }
 
@@ -104,66 +79,76 @@ impl Mailbox {
     fn push_work(&self, item: Incoming) {
         let mut q = lock(&self.work);
         q.push_back(item);
-        // Relaxed: a statistic, raised under the lock of the queue it
-        // measures.
-        self.peak.fetch_max(q.len(), Ordering::Relaxed);
+        // Relaxed (both): a hint and a statistic, written under the lock
+        // of the queue they describe (see the fields).
+        self.has_work.store(true, Ordering::Relaxed);
+        if q.len() > self.peak.load(Ordering::Relaxed) {
+            self.peak.store(q.len(), Ordering::Relaxed);
+        }
     }
 
-    pub fn pop(&self) -> Option<Incoming> {
-        lock(&self.work).pop_front()
+    /// Move all the work queued now into `into` (empty), in order, with
+    /// one lock: what arrives meanwhile waits for the next call.
+    pub fn take_work(&self, into: &mut VecDeque<Incoming>) {
+        // Relaxed: a hint (see `has_work`).
+        if !self.has_work.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut q = lock(&self.work);
+        std::mem::swap(&mut *q, into);
+        self.has_work.store(false, Ordering::Relaxed);
+    }
+
+    /// Put back work taken by [`take_work`](Self::take_work) and not run
+    /// (a piece of it failed), ahead of anything that came since.
+    pub fn put_back(&self, rest: &mut VecDeque<Incoming>) {
+        if rest.is_empty() {
+            return;
+        }
+        let mut q = lock(&self.work);
+        while let Some(item) = rest.pop_back() {
+            q.push_front(item);
+        }
+        // Relaxed: a hint (see `has_work`).
+        self.has_work.store(true, Ordering::Relaxed);
+    }
+
+    /// Queue a chore for any progress.
+    fn push_chore(&self, item: Incoming) {
+        let mut q = lock(&self.chores);
+        q.push_back(item);
+        // Relaxed: a hint (see `has_work`), written under the lock.
+        self.has_chores.store(true, Ordering::Relaxed);
     }
 
     pub fn pop_chore(&self) -> Option<Incoming> {
-        lock(&self.chores).pop_front()
+        // Relaxed: a hint (see `has_work`).
+        if !self.has_chores.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut q = lock(&self.chores);
+        let c = q.pop_front();
+        if q.is_empty() {
+            self.has_chores.store(false, Ordering::Relaxed);
+        }
+        c
     }
 
-    /// A ticket for a call to `target` (never 0).
-    pub fn open(&self, target: Rank) -> u32 {
-        let mut c = lock(&self.calls);
-        loop {
-            c.next = c.next.wrapping_add(1);
-            let t = c.next;
-            if t != 0 && !c.waiting.contains_key(&t) {
-                *c.open_to(target) += 1;
-                c.waiting.insert(
-                    t,
-                    Waiting {
-                        target,
-                        done: None,
-                        waker: None,
-                    },
-                );
-                return t;
-            }
-        }
+    /// A ticket for a call to `target` (never 0), or `None` when
+    /// [`MAX_OPEN`](crate::calls::MAX_OPEN) calls already wait here.
+    pub fn open(&self, target: Rank) -> Option<u32> {
+        lock(&self.calls).open(target)
     }
 
     /// Forget `ticket` (its future was dropped, or its send failed).
     pub fn close(&self, ticket: u32) {
-        let mut c = lock(&self.calls);
-        if let Some(w) = c.waiting.remove(&ticket) {
-            if w.done.is_none() {
-                c.settle(w.target);
-            }
-        }
+        lock(&self.calls).close(ticket);
     }
 
-    /// `ticket`'s outcome came.
+    /// `ticket`'s outcome came (a second one, from a damaged message, or
+    /// one for a forgotten call, is dropped).
     pub fn complete(&self, ticket: u32, r: Returned) {
-        let waker = {
-            let mut c = lock(&self.calls);
-            // None: its future was dropped meanwhile.
-            let Some(w) = c.waiting.get_mut(&ticket) else {
-                return;
-            };
-            if w.done.is_some() {
-                return; // a second outcome (a damaged message): the first stands
-            }
-            w.done = Some(r);
-            let (target, waker) = (w.target, w.waker.take());
-            c.settle(target);
-            waker
-        };
+        let waker = lock(&self.calls).complete(ticket, r);
         if let Some(w) = waker {
             w.wake();
         }
@@ -172,50 +157,19 @@ impl Mailbox {
     /// `ticket`'s outcome if it came (the ticket is then closed), else
     /// remember `waker`.
     pub fn take(&self, ticket: u32, waker: &Waker) -> Option<Returned> {
-        let mut c = lock(&self.calls);
-        let w = c.waiting.get_mut(&ticket)?;
-        match w.done.take() {
-            Some(r) => {
-                c.waiting.remove(&ticket);
-                Some(r)
-            }
-            None => {
-                if !w.waker.as_ref().is_some_and(|old| old.will_wake(waker)) {
-                    w.waker = Some(waker.clone());
-                }
-                None
-            }
-        }
+        lock(&self.calls).take(ticket, waker)
     }
 
     /// Fail the calls whose target the conduit says is gone (a result
     /// will never come from it).
     pub fn fail_calls_to_gone(&self, pg: &Pgas) {
-        let targets: Vec<Rank> = {
-            let c = lock(&self.calls);
-            (0..c.open_to.len() as u32)
-                .filter(|&r| c.open_to[r as usize] > 0)
-                .map(Rank)
-                .collect()
-        };
+        let targets = lock(&self.calls).targets();
         for t in targets {
             let Some(why) = pg.ep().conduit().peer_gone(t) else {
                 continue;
             };
-            let wakers: Vec<Waker> = {
-                let mut c = lock(&self.calls);
-                let wakers = c
-                    .waiting
-                    .values_mut()
-                    .filter(|w| w.target == t && w.done.is_none())
-                    .filter_map(|w| {
-                        w.done = Some(Returned::Failed(format!("{t} is unreachable: {why}")));
-                        w.waker.take()
-                    })
-                    .collect();
-                *c.open_to(t) = 0;
-                wakers
-            };
+            let why = format!("{t} is unreachable: {why}");
+            let wakers = lock(&self.calls).fail_to(t, &why);
             wakers.into_iter().for_each(Waker::wake);
         }
     }
@@ -248,14 +202,12 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
                 ticket,
                 Returned::Failed(String::from_utf8_lossy(msg.payload()).into_owned()),
             ),
-            (_, Some(Returned::Staged { at, len })) => {
-                lock(&m.chores).push_back(Incoming::Result {
-                    src: tok.src(),
-                    ticket,
-                    at,
-                    len,
-                })
-            }
+            (_, Some(Returned::Staged { at, len })) => m.push_chore(Incoming::Result {
+                src: tok.src(),
+                ticket,
+                at,
+                len,
+            }),
             (_, Some(r)) => m.complete(ticket, r),
             (_, None) => tok.malformed("rgex-pgas: a result of unknown kind"),
         }
@@ -276,7 +228,7 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
     let free = t.register(
         "pgas.free",
         move |tok: &Token<'_>, msg: &Message<'_>| match word(msg.payload(), 0) {
-            Some(at) => lock(&m.chores).push_back(Incoming::Free { at }),
+            Some(at) => m.push_chore(Incoming::Free { at }),
             None => tok.malformed("rgex-pgas: a free without its offset"),
         },
     )?;
@@ -302,7 +254,7 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
 /// A body of kind `kind` ([`INLINE`] or [`STAGED`]) in `rest`.
 fn body(kind: u32, rest: &[u8]) -> Option<Returned> {
     match kind {
-        INLINE => Some(Returned::Bytes(rest.to_vec())),
+        INLINE => Some(Returned::Bytes(Payload::from_slice(rest))),
         STAGED => Some(Returned::Staged {
             at: word(rest, 0)?,
             len: word(rest, 8)?,

@@ -51,7 +51,7 @@ impl Pgas {
     {
         let id = self.inner.names.name(trampoline_of(&f));
         let mail = &self.inner.mail;
-        let ticket = mail.open(rank);
+        let ticket = self.open_call(rank)?;
         match self.call(rank, ticket, id, &args, std::any::type_name::<F>) {
             Ok(()) => Ok(RpcFuture::new(self.clone(), rank, ticket)),
             Err(e) => {
@@ -145,7 +145,7 @@ impl<R: DeserializeOwned> Future for RpcFuture<R> {
         self.done = true;
         let me = self.pg.rank();
         Poll::Ready(match r {
-            Returned::Bytes(b) => postcard::from_bytes(&b).map_err(|e| Error::Serialization {
+            Returned::Bytes(b) => postcard::from_bytes(&b[..]).map_err(|e| Error::Serialization {
                 rank: me,
                 what: format!(
                     "the result ({}) of a call to {}",

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::fn_id::Names;
 use crate::heap::Heap;
 use crate::mailbox::{Incoming, Mailbox};
+pub(crate) use crate::payload::Payload;
 use rgex::{Client, Endpoint, Flags, GlobalAddr, HandlerId, Rank};
 use std::any::{Any, TypeId};
 use std::cell::Cell;
@@ -51,7 +52,7 @@ pub(crate) const FAILED: u32 = 2;
 
 /// What a `ret` carries.
 pub(crate) enum Returned {
-    Bytes(Vec<u8>),
+    Bytes(Payload),
     Staged { at: u64, len: u64 },
     Failed(String),
 }
@@ -73,7 +74,10 @@ pub(crate) struct Inner {
     pub dist: crate::dist_object::Registry,
     pub vis: rgex::Vis,
     pub remote: crate::rma::RemoteCompletions,
-    states: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>, crate::int_hash::IntHash>>,
+    states: Mutex<HashMap<TypeId, AnyState, crate::int_hash::IntHash>>,
+    /// Which `states` a thread's [`LAST_STATE`] may stand for: this
+    /// runtime's own number and how many times `set_state` has run.
+    states_seen: (u64, AtomicU64),
     progress_calls: AtomicU64,
     /// RPC bodies that failed with nobody to tell (rpc_ff).
     pub lost_failures: AtomicU64,
@@ -84,6 +88,16 @@ thread_local! {
     static IN_USER_PROGRESS: Cell<bool> = const { Cell::new(false) };
     /// This thread is doing chores.
     static IN_CHORES: Cell<bool> = const { Cell::new(false) };
+    /// The state this thread looked up last, with the runtime number and
+    /// `set_state` count it was read under (so a body that looks up one
+    /// state per call takes no lock). Weak, so a replaced state is not
+    /// kept alive here.
+    static LAST_STATE: std::cell::RefCell<Option<LastState>> =
+        const { std::cell::RefCell::new(None) };
+    /// The queue this thread's user-level progress takes work into (kept
+    /// between calls for its buffer; empty between them).
+    static SPARE_QUEUE: std::cell::RefCell<std::collections::VecDeque<Incoming>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
 }
 
 /// Clears a thread-local flag when dropped.
@@ -95,6 +109,22 @@ impl Drop for Leave {
     }
 }
 
+/// A value kept by [`Pgas::set_state`].
+type AnyState = Arc<dyn Any + Send + Sync>;
+
+/// A state a thread looked up, and under what it was found.
+struct LastState {
+    runtime: u64,
+    sets: u64,
+    ty: TypeId,
+    value: std::sync::Weak<dyn Any + Send + Sync>,
+}
+
+/// Runtimes made in this process (each one's number tells its states
+/// apart in [`LAST_STATE`]). Relaxed: a counter that only hands out
+/// distinct numbers.
+static RUNTIMES: AtomicU64 = AtomicU64::new(0);
+
 /// A body to send: bytes already encoded, or a value to serialize.
 pub(crate) enum Body<'a> {
     Bytes(&'a [u8]),
@@ -102,6 +132,14 @@ pub(crate) enum Body<'a> {
 }
 
 impl Body<'_> {
+    /// The bytes it takes encoded.
+    fn len(&self) -> std::result::Result<usize, postcard::Error> {
+        match self {
+            Body::Bytes(b) => Ok(b.len()),
+            Body::Value(v) => v.encoded_len(),
+        }
+    }
+
     /// Encode into `out`; the bytes used.
     fn write(&self, out: &mut [u8]) -> std::result::Result<usize, postcard::Error> {
         match self {
@@ -128,11 +166,16 @@ impl Body<'_> {
 pub(crate) mod erased {
     /// A value postcard can encode.
     pub trait Encode {
+        /// The bytes its encoding takes (a walk that writes nothing).
+        fn encoded_len(&self) -> Result<usize, postcard::Error>;
         fn encode_into(&self, out: &mut [u8]) -> Result<usize, postcard::Error>;
         fn encode(&self) -> Result<Vec<u8>, postcard::Error>;
     }
 
     impl<T: serde::Serialize> Encode for T {
+        fn encoded_len(&self) -> Result<usize, postcard::Error> {
+            postcard::serialize_with_flavor(self, postcard::ser_flavors::Size::default())
+        }
         fn encode_into(&self, out: &mut [u8]) -> Result<usize, postcard::Error> {
             postcard::to_slice(self, out).map(|b| b.len())
         }
@@ -141,9 +184,6 @@ pub(crate) mod erased {
         }
     }
 }
-
-/// The in-place buffer a serialized body is tried in first (bytes).
-const FIRST_TRY: usize = 512;
 
 /// How often progress asks the conduit whether the targets of calls
 /// still waiting for results are alive.
@@ -188,6 +228,7 @@ pub fn init() -> Result<Pgas> {
         remote: Default::default(),
         vis: rgex::Vis::new(client.endpoint())?,
         states: Mutex::default(),
+        states_seen: (RUNTIMES.fetch_add(1, Ordering::Relaxed), AtomicU64::new(0)),
         progress_calls: AtomicU64::new(0),
         lost_failures: AtomicU64::new(0),
         ep,
@@ -248,11 +289,37 @@ impl Pgas {
     /// ```
     pub fn set_state<S: Any + Send + Sync>(&self, state: S) {
         lock(&self.inner.states).insert(TypeId::of::<S>(), Arc::new(state));
+        // Release: a thread that reads the new count (Acquire, in
+        // `state`) also sees the insert above, so it never keeps an
+        // older value under the new count.
+        self.inner.states_seen.1.fetch_add(1, Ordering::Release);
     }
 
     /// The state of type `S` kept by [`set_state`](Self::set_state).
     pub fn state<S: Any + Send + Sync>(&self) -> Result<Arc<S>> {
-        let s = lock(&self.inner.states).get(&TypeId::of::<S>()).cloned();
+        let (runtime, sets) = (
+            self.inner.states_seen.0,
+            // Acquire: pairs with `set_state`'s Release (see there).
+            self.inner.states_seen.1.load(Ordering::Acquire),
+        );
+        let ty = TypeId::of::<S>();
+        let cached = LAST_STATE.with(|c| {
+            c.borrow()
+                .as_ref()
+                .filter(|l| (l.runtime, l.sets, l.ty) == (runtime, sets, ty))
+                .and_then(|l| l.value.upgrade())
+        });
+        let s = cached.or_else(|| {
+            let s = lock(&self.inner.states).get(&ty).cloned()?;
+            let last = LastState {
+                runtime,
+                sets,
+                ty,
+                value: Arc::downgrade(&s),
+            };
+            LAST_STATE.with(|c| *c.borrow_mut() = Some(last));
+            Some(s)
+        });
         s.and_then(|s| s.downcast::<S>().ok()).ok_or_else(|| {
             rgex::Error::Failed(format!(
                 "rgex-pgas: {}: no state of type {} was set on this rank (Pgas::set_state)",
@@ -289,7 +356,10 @@ impl Pgas {
                     len,
                 } => {
                     let got = self.fetch_staged(src, at, len);
-                    let r = got.map_or_else(|e| Returned::Failed(e.to_string()), Returned::Bytes);
+                    let r = got.map_or_else(
+                        |e| Returned::Failed(e.to_string()),
+                        |b| Returned::Bytes(Payload::from_vec(b)),
+                    );
                     self.inner.mail.complete(ticket, r);
                 }
                 Incoming::Free { at } => {
@@ -328,17 +398,20 @@ impl Pgas {
             return Ok(n);
         }
         let _leave = Leave(&IN_USER_PROGRESS);
-        // What was there when we started: work arriving meanwhile waits
-        // for the next call (so a flood cannot keep this one going).
-        let mut budget = self.inner.mail.queued();
-        while budget > 0 {
-            let Some(item) = self.inner.mail.pop() else {
-                break;
-            };
-            budget -= 1;
+        // What was there when we started, taken in one lock: work arriving
+        // meanwhile waits for the next call (so a flood cannot keep this
+        // one going). The queue taken is this thread's spare, kept so its
+        // buffer is reused.
+        let mut batch = SPARE_QUEUE.with(|q| std::mem::take(&mut *q.borrow_mut()));
+        self.inner.mail.take_work(&mut batch);
+        while let Some(item) = batch.pop_front() {
             n += 1;
-            self.serve(item)?;
+            if let Err(e) = self.serve(item) {
+                self.inner.mail.put_back(&mut batch);
+                return Err(e);
+            }
         }
+        SPARE_QUEUE.with(|q| *q.borrow_mut() = batch);
         n += crate::rma::run_remote_completions(self)?;
         let k = self.inner.progress_calls.fetch_add(1, Ordering::Relaxed);
         if k.is_multiple_of(LIVENESS_EVERY) {
@@ -408,10 +481,10 @@ impl Pgas {
 
     /// The bytes of a body: inline, or read from where the sender staged
     /// them.
-    fn take_body(&self, src: Rank, body: Returned) -> Result<Vec<u8>> {
+    fn take_body(&self, src: Rank, body: Returned) -> Result<Payload> {
         match body {
             Returned::Bytes(b) => Ok(b),
-            Returned::Staged { at, len } => self.fetch_staged(src, at, len),
+            Returned::Staged { at, len } => self.fetch_staged(src, at, len).map(Payload::from_vec),
             Returned::Failed(why) => Err(rgex::Error::Failed(why).into()),
         }
     }
@@ -487,6 +560,20 @@ impl Pgas {
             }
             self.pause(idle);
         }
+    }
+
+    /// A ticket for a call to `target` whose result someone will wait
+    /// for, or an error when [`MAX_OPEN`](crate::calls::MAX_OPEN) calls
+    /// already wait here.
+    pub(crate) fn open_call(&self, target: Rank) -> Result<u32> {
+        self.inner.mail.open(target).ok_or_else(|| {
+            rgex::Error::Failed(format!(
+                "rgex-pgas: {}: a call to {target}: {} calls already wait for their results on this rank (the most there can be); await some before making more",
+                self.rank(),
+                crate::calls::MAX_OPEN
+            ))
+            .into()
+        })
     }
 
     /// Send a call's outcome back (nothing for a fire-and-forget call,
@@ -629,33 +716,21 @@ impl Pgas {
             what: what(),
             why: e.to_string(),
         };
-        let max = self.inner.ep.max_medium(peer, 2);
         let k = prefix.len();
-        // The buffers to try in place: bytes of a known length get exactly
-        // what they need; a value to serialize first gets a small buffer
-        // (most calls are small, and a conduit may prepare every byte it
-        // grants: smp prefetches up to 8 KiB of it), then the largest.
-        let tries: [usize; 2] = match body {
-            Body::Bytes(b) => [k + b.len(); 2],
-            Body::Value(_) => [FIRST_TRY.min(max), max],
-        };
-        let mut tried = 0;
-        for most in tries {
-            if most < k || most > max || most <= tried {
-                continue;
-            }
-            tried = most;
-            let sent = self.send_with(peer, h, &[ticket, INLINE], k, most, |b| {
+        // The body's size first (a walk that writes nothing), so the
+        // Medium asked for is exactly what is written: a conduit may
+        // prepare every byte it grants (smp fetches them from the
+        // receiver's core in a writable state), and a body that does not
+        // fit is staged without being encoded in vain.
+        let len = k + body.len().map_err(ser)?;
+        if len <= self.inner.ep.max_medium(peer, 2) {
+            let sent = self.send_with(peer, h, &[ticket, INLINE], len, len, |b| {
                 b[..k].copy_from_slice(prefix);
-                match body.write(&mut b[k..]) {
-                    Ok(used) => Ok(Some(k + used)),
-                    Err(postcard::Error::SerializeBufferFull) => Ok(None),
-                    Err(e) => Err(ser(e)),
-                }
+                let used = body.write(&mut b[k..len]).map_err(ser)?;
+                Ok(Some(k + used))
             })?;
-            if sent {
-                return Ok(());
-            }
+            debug_assert!(sent, "the fill always fits");
+            return Ok(());
         }
         let bytes = body.to_vec().map_err(ser)?;
         let at = self.inner.heap.alloc::<Staged>(bytes.len() as u64, 1)?;

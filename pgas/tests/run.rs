@@ -158,8 +158,8 @@ fn the_dht_on_raw_rgex_s_workload() {
 }
 
 #[test]
-fn the_histogram_by_rpc_ff_and_by_atomics_on_one_two_four_and_eight_ranks() {
-    for how in ["rpc_ff", "atomics"] {
+fn the_histogram_by_rpc_ff_by_atomics_and_batched_on_one_two_four_and_eight_ranks() {
+    for how in ["rpc_ff", "atomics", "batched"] {
         for n in [1u32, 2, 4, 8] {
             let out = run(n, "histogram", &[how, "3000", "256"]);
             assert!(
