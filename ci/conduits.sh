@@ -18,8 +18,10 @@ export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
 # `mixed`: only the jobs spanning two emulated nodes. With the bypass on
 # and every rank on this node, smp carries all but the mixed jobs' remote
 # half, and the bypass's routing is the same code whatever the network
-# (ShmBypass over NetConduit): ofi-tcp-bypass runs it whole, the other
-# bypass rows only where their network carries something (mixed).
+# (ShmBypass over NetConduit): ofi-tcp-bypass and ibv-soft-bypass (the
+# ibv conduit's issue asks for its whole suite with the bypass on; about
+# 50 s) run it whole, the other bypass rows only where their network
+# carries something (mixed).
 rows=(
     "ofi-tcp|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=tcp;ofi_rxm RGEX_SHM_BYPASS=0|full"
     "ofi-sockets|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=sockets RGEX_SHM_BYPASS=0|full"
@@ -28,7 +30,7 @@ rows=(
     "ofi-sockets-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=sockets RGEX_SHM_BYPASS=1|mixed"
     "ofi-shm-bypass|RGEX_CONDUIT=ofi RGEX_OFI_PROVIDER=shm RGEX_SHM_BYPASS=1|mixed"
     "ibv-soft|RGEX_CONDUIT=ibv RGEX_IBV_DEVICE=soft RGEX_SHM_BYPASS=0|full"
-    "ibv-soft-bypass|RGEX_CONDUIT=ibv RGEX_IBV_DEVICE=soft RGEX_SHM_BYPASS=1|mixed"
+    "ibv-soft-bypass|RGEX_CONDUIT=ibv RGEX_IBV_DEVICE=soft RGEX_SHM_BYPASS=1|full"
     "scc|RGEX_CONDUIT=scc RGEX_SCC_CHECK=1|full"
 )
 # mixed: jobs spanning two emulated nodes (runs on the rows with the
