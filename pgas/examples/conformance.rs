@@ -523,6 +523,68 @@ fn window(pg: &Pgas) -> rgex_pgas::Result<()> {
     Ok(())
 }
 
+/// Wait (through rgex-pgas) until this rank's word at `p` is set (read
+/// by atomic loads: a plain get need not see a put on scc's non-coherent
+/// memory without a synchronization).
+fn wait_for_word(pg: &Pgas, p: GlobalPtr<u64>) -> u64 {
+    let ad = pg
+        .state::<AtomicDomain<u64>>()
+        .expect("the domain is kept as state");
+    let start = Instant::now();
+    loop {
+        let v = ad
+            .load(p)
+            .and_then(|f| pg.wait(f))
+            .expect("read my own word");
+        if v != 0 {
+            return v;
+        }
+        // The load of this rank's own word is ready at once: poll, so the
+        // caller's store (an active message where the atomics are rgex's
+        // reference ones) is received.
+        pg.progress().expect("progress inside a body");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the caller's word never came: a result held for the batch's end was not sent before this body waited"
+        );
+    }
+}
+
+/// Results held for the end of a batch (`answers`) go out before a body
+/// of the batch waits: rank 0 calls rank 1 twice, A (a plain result)
+/// then B (a body that waits until rank 0 writes a word, which rank 0
+/// does only once it has A's result). Rank 1 sleeps without progress
+/// first, so A and B are served in one batch; if A's result waited for
+/// the batch's end, both ranks would wait forever (B fails after 30 s).
+fn held_results(pg: &Pgas) -> rgex_pgas::Result<()> {
+    if pg.size() < 2 {
+        return Ok(()); // the caller would be the body that waits
+    }
+    let word = pg.new_::<u64>(0)?;
+    let words = DistObject::new(pg, word)?;
+    let theirs = pg.wait(words.fetch(Rank(1))?)?;
+    pg.set_state(AtomicDomain::<u64>::new(
+        pg,
+        OpSet::of(&[AtomicOp::Get, AtomicOp::Set]),
+    )?);
+    pg.barrier()?;
+    match pg.rank().0 {
+        0 => {
+            let a = pg.rpc(Rank(1), |_, x: u64| x + 1, 41)?;
+            let b = pg.rpc(Rank(1), wait_for_word, theirs)?;
+            assert_eq!(pg.wait(a)?, 42);
+            let ad = pg.state::<AtomicDomain<u64>>()?;
+            pg.wait(ad.store(theirs, 7)?)?;
+            assert_eq!(pg.wait(b)?, 7);
+        }
+        1 => std::thread::sleep(Duration::from_millis(200)),
+        _ => {}
+    }
+    pg.barrier()?;
+    ok(pg, "held results: a body that waits for its caller gets what the caller does once it has an earlier result of the same batch");
+    Ok(())
+}
+
 fn main() -> rgex_pgas::Result<()> {
     let what = std::env::args().nth(1).unwrap_or_else(|| "all".into());
     let pg = rgex_pgas::init()?;
@@ -532,6 +594,7 @@ fn main() -> rgex_pgas::Result<()> {
             rma(&pg)?;
             vis(&pg)?;
             rpc(&pg)?;
+            held_results(&pg)?;
             dist_object_early(&pg)?;
             atomics(&pg)?;
             executor(&pg)?;

@@ -23,6 +23,11 @@
 //! makes user-level progress while it waits for room (it serves this
 //! rank's own calls, as a GASNet AM request runs arrived handlers while
 //! the network is full). Calls made inside RPC bodies are not held.
+//! Results of the calls one progress serves travel back together, one
+//! message per caller (small ones, up to 256 bytes encoded), sent when
+//! that batch is done or before one of its bodies waits through this
+//! crate; a body that waits by other means (a blocking rgex call) should
+//! not wait for what its callers do after an earlier result.
 //!
 //! ```no_run
 //! use rgex::Rank;
@@ -43,6 +48,7 @@
 //! ```
 
 mod alloc;
+mod answers;
 mod atomic;
 mod calls;
 mod collectives;

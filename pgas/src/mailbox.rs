@@ -154,6 +154,27 @@ impl Mailbox {
         }
     }
 
+    /// The results in a batch (see [`answers`](crate::answers)), each
+    /// completed as by [`complete`](Self::complete), under one lock;
+    /// false if the batch was cut short (what came before the cut is
+    /// kept).
+    pub fn complete_all(&self, batch: &[u8]) -> bool {
+        let mut whole = true;
+        let mut wakers = Vec::new();
+        {
+            let mut c = lock(&self.calls);
+            for entry in crate::answers::entries(batch) {
+                match entry {
+                    Some((ticket, bytes)) => wakers
+                        .extend(c.complete(ticket, Returned::Bytes(Payload::from_slice(bytes)))),
+                    None => whole = false,
+                }
+            }
+        }
+        wakers.into_iter().for_each(Waker::wake);
+        whole
+    }
+
     /// `ticket`'s outcome if it came (the ticket is then closed), else
     /// remember `waker`.
     pub fn take(&self, ticket: u32, waker: &Waker) -> Option<Returned> {
@@ -232,6 +253,7 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
             None => tok.malformed("rgex-pgas: a free without its offset"),
         },
     )?;
+    let mail_for_rets = mail.clone();
     let m = mail;
     let credit = t.register("pgas.credit", move |tok: &Token<'_>, msg: &Message<'_>| {
         let fits = match msg.args() {
@@ -242,12 +264,19 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
             tok.malformed("rgex-pgas: a credit for more work than was sent there");
         }
     })?;
+    let m = mail_for_rets;
+    let rets = t.register("pgas.rets", move |tok: &Token<'_>, msg: &Message<'_>| {
+        if !m.complete_all(msg.payload()) {
+            tok.malformed("rgex-pgas: a batch of results cut short");
+        }
+    })?;
     Ok(Ids {
         call,
         ret,
         fetch,
         free,
         credit,
+        rets,
     })
 }
 

@@ -10,7 +10,9 @@
 //! it. A program that computes for long stretches calls `progress()` now
 //! and then, or leaves a thread polling. An RPC body itself may send,
 //! wait and make RPCs; the progress it makes inside is internal only, so
-//! bodies never nest.
+//! bodies never nest. The small results of the calls one progress serves
+//! are sent together per caller at the end, one message each, or before
+//! a body waits.
 
 use crate::error::{Error, Result};
 use crate::fn_id::Names;
@@ -43,6 +45,9 @@ pub(crate) struct Ids {
     /// "I served this many pieces of your work": args [count] (the
     /// flow-control window, see [`window`](crate::window)).
     pub credit: HandlerId,
+    /// Results held while a batch of calls ran, for one caller: payload:
+    /// the entries of [`answers`](crate::answers).
+    pub rets: HandlerId,
 }
 
 /// Body kinds (a call's args[1], a result's status).
@@ -395,6 +400,9 @@ impl Pgas {
     pub fn progress(&self) -> Result<usize> {
         let mut n = self.poll()?;
         if IN_USER_PROGRESS.with(|c| c.replace(true)) {
+            // Inside a body, which may be polling for something its
+            // callers do once they have their results.
+            self.flush_answers()?;
             return Ok(n);
         }
         let _leave = Leave(&IN_USER_PROGRESS);
@@ -404,12 +412,25 @@ impl Pgas {
         // buffer is reused.
         let mut batch = SPARE_QUEUE.with(|q| std::mem::take(&mut *q.borrow_mut()));
         self.inner.mail.take_work(&mut batch);
-        while let Some(item) = batch.pop_front() {
-            n += 1;
-            if let Err(e) = self.serve(item) {
-                self.inner.mail.put_back(&mut batch);
+        if !batch.is_empty() {
+            // Small results wait for the batch's end, one message per
+            // caller (see `answers`).
+            let held = crate::answers::open();
+            let mut failed = None;
+            while let Some(item) = batch.pop_front() {
+                n += 1;
+                if let Err(e) = self.serve(item) {
+                    self.inner.mail.put_back(&mut batch);
+                    failed = Some(e);
+                    break;
+                }
+            }
+            drop(held);
+            let flushed = self.flush_answers();
+            if let Some(e) = failed {
                 return Err(e);
             }
+            flushed?;
         }
         SPARE_QUEUE.with(|q| *q.borrow_mut() = batch);
         n += crate::rma::run_remote_completions(self)?;
@@ -619,9 +640,64 @@ impl Pgas {
         if ticket == 0 {
             return Ok(());
         }
+        if crate::answers::is_open() {
+            let ser = |e: postcard::Error| Error::Serialization {
+                rank: self.rank(),
+                what: what(),
+                why: e.to_string(),
+            };
+            let len = match value.encoded_len() {
+                Ok(len) => len,
+                Err(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
+            };
+            let max = self.inner.ep.max_medium(src, 0);
+            if len <= crate::answers::SMALL && crate::answers::HEAD + len <= max {
+                let room = crate::answers::FLUSH_AT.min(max);
+                if crate::answers::held_for(src) + crate::answers::HEAD + len > room {
+                    self.flush_answers_to(src)?;
+                }
+                return match crate::answers::add(src, ticket, len, |b| value.encode_into(b)) {
+                    Ok(()) => Ok(()),
+                    Err(e) => self.answer(src, ticket, Err(ser(e).to_string())),
+                };
+            }
+        }
         let ret = self.inner.ids.ret;
         match self.send_body(src, ret, ticket, &[], &Body::Value(value), what) {
             Err(e @ Error::Serialization { .. }) => self.answer(src, ticket, Err(e.to_string())),
+            sent => sent,
+        }
+    }
+
+    /// Send every result this thread holds (see
+    /// [`answers`](crate::answers)): at a batch's end, and before a body
+    /// waits. A caller that left waits for nothing; any other failure is
+    /// returned once every caller has been tried.
+    pub(crate) fn flush_answers(&self) -> Result<()> {
+        let mut first = Ok(());
+        for (caller, buf) in crate::answers::take_all() {
+            let sent = self.send_answers(caller, &buf);
+            if first.is_ok() {
+                first = sent;
+            }
+        }
+        first
+    }
+
+    /// Send the results this thread holds for `caller`.
+    fn flush_answers_to(&self, caller: Rank) -> Result<()> {
+        match crate::answers::take(caller) {
+            Some(buf) => self.send_answers(caller, &buf),
+            None => Ok(()),
+        }
+    }
+
+    fn send_answers(&self, caller: Rank, buf: &[u8]) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match self.send(caller, self.inner.ids.rets, &[], buf) {
+            Err(_) if self.ep().conduit().peer_gone(caller).is_some() => Ok(()),
             sent => sent,
         }
     }
@@ -759,6 +835,11 @@ impl Pgas {
     /// # Ok(()) }
     /// ```
     pub fn wait<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        if IN_USER_PROGRESS.with(Cell::get) {
+            // A body waits: what it waits for may come only once its
+            // batch's callers have their results.
+            self.flush_answers()?;
+        }
         let mut fut = pin!(fut);
         let waker = Waker::noop();
         let mut cx = Context::from_waker(waker);

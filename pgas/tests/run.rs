@@ -72,6 +72,10 @@ fn every_piece_checks_on_one_two_and_four_ranks() {
             );
         }
         assert!(
+            n < 2 || out.contains("ok: held results:"),
+            "{n} ranks: no held-results line: {out}"
+        );
+        assert!(
             out.contains(&format!("ok: all checks on {n} ranks")),
             "{out}"
         );
