@@ -184,7 +184,9 @@ pub trait Conduit: Send + Sync + 'static {
     /// claimed or sent, when a resource is not free.
     ///
     /// A conduit specializes the steps (how it claims, how it publishes a
-    /// claim), never this sequence: rgex's conduits do not override it.
+    /// claim), never this sequence: rgex's conduits do not override it
+    /// (the node-local bypass only routes it to each side's own). Small
+    /// payloads are copied inline, without a `memcpy` call.
     ///
     /// ```no_run
     /// # use rgex_core::{Conduit, Prepare, Result};
@@ -201,9 +203,7 @@ pub trait Conduit: Send + Sync + 'static {
             // SAFETY: the conduit granted `most >= len` (checked above)
             // writable bytes at `claim.buf`, reserved for this message,
             // which cannot overlap the caller's `payload` slice.
-            unsafe {
-                std::ptr::copy_nonoverlapping(payload.as_ptr(), claim.buf.as_ptr(), payload.len())
-            };
+            unsafe { crate::small_copy::copy(payload.as_ptr(), claim.buf.as_ptr(), payload.len()) };
         }
         // SAFETY: the claim was just made by this conduit's claim_send for
         // `spec` and is published once, here; len <= most (checked above).

@@ -24,6 +24,7 @@ pub mod idle_help;
 pub mod liveness;
 pub mod rank;
 pub mod segment;
+mod small_copy;
 #[doc(hidden)]
 pub mod sync;
 pub mod team;

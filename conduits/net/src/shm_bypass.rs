@@ -243,8 +243,9 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         }
     }
 
-    /// Each side's own fixed-payload send (smp's is one function, without
-    /// the provided one's calls through `claim_send` and `publish_send`).
+    /// Each side's fixed-payload send (the provided sequence compiled
+    /// for each side, so smp's claim and publish inline into it): routing
+    /// only, the sequence is not rewritten.
     #[inline]
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
         if self.local(spec.peer) {

@@ -3,7 +3,7 @@
 use crate::cell::{Doorbell, Header};
 use crate::region::{Region, REPLY, REQUEST};
 use crate::ring::{Padded, Ring};
-use crate::{prefetch, shm, small_copy, SmpConfig};
+use crate::{prefetch, shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
 use rgex_core::descriptor::Kind;
 use rgex_core::doorbell::MappedQueue;
@@ -497,42 +497,17 @@ impl Conduit for SmpConduit {
         self.is_local(peer).then(|| unsafe { MappedQueue::vouch() })
     }
 
-    #[inline]
+    /// Inlined into the provided `try_send` (compiled for this conduit),
+    /// with `publish_send`: left as calls, a Short round trip took about
+    /// 60 more instructions, the claim returned through memory and read
+    /// back.
+    #[inline(always)]
     fn claim_send(&self, spec: &Prepare) -> Result<Claim> {
         self.claim(spec)
     }
 
-    /// The provided `try_send` with the claim and the doorbell spelled
-    /// out in one function: through `claim_send` and `publish_send` (left
-    /// as calls) a Short round trip took about 60 more instructions, the
-    /// claim returned through memory and read back.
-    #[inline]
-    fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
-        spec.check_payload(payload.len())?;
-        let claim = self.claim(spec)?;
-        if !payload.is_empty() {
-            // SAFETY: the claim grants `most >= len` (checked above)
-            // writable bytes at `claim.buf`, reserved for this message,
-            // which cannot overlap the caller's `payload` slice.
-            unsafe { small_copy::copy(payload.as_ptr(), claim.buf.as_ptr(), payload.len()) };
-        }
-        // SAFETY: the claim was just made by `claim` (its ticket is the
-        // claimed cell's address) and is published once, here.
-        let bell = unsafe { Doorbell::of_ticket(claim.ticket) };
-        let kind = Kind::new(spec.category, spec.dir);
-        bell.ring(
-            self.rank,
-            kind,
-            handler,
-            args,
-            payload.len(),
-            spec.long_offset,
-        );
-        Ok(())
-    }
-
     /// Rings the claim's doorbell straight from `spec` (no [`SendSlot`]).
-    #[inline]
+    #[inline(always)]
     unsafe fn publish_send(
         &self,
         spec: &Prepare,

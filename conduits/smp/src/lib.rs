@@ -43,8 +43,6 @@ mod region;
 pub mod ring;
 pub mod shm;
 #[cfg(not(loom))]
-mod small_copy;
-
 #[cfg(not(loom))]
 pub use conduit::{host_name, SmpConduit};
 pub use config::SmpConfig;
