@@ -59,6 +59,7 @@ mod global_ptr;
 pub mod heap;
 mod int_hash;
 mod mailbox;
+mod outbox;
 mod payload;
 mod plain;
 mod progress_task;

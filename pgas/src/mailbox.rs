@@ -23,6 +23,15 @@ pub(crate) enum Incoming {
         id: FnId,
         body: Returned,
     },
+    /// The calls `src` held for this rank and sent together (see
+    /// [`outbox`](crate::outbox)): the entries of `bytes` from `at` on,
+    /// `left` of them.
+    Calls {
+        src: Rank,
+        bytes: Vec<u8>,
+        at: usize,
+        left: usize,
+    },
     /// Send a copy of dist_object `id` back for `ticket`.
     Fetch { src: Rank, ticket: u32, id: u64 },
     /// Read the result `src` staged for `ticket`.
@@ -36,9 +45,27 @@ pub(crate) enum Incoming {
     Free { at: u64 },
 }
 
+impl Incoming {
+    /// The pieces of work it is (a batch of calls counts each call).
+    fn pieces(&self) -> usize {
+        match self {
+            Incoming::Calls { left, .. } => *left,
+            _ => 1,
+        }
+    }
+}
+
+/// Work queued for user-level progress.
+#[derive(Default)]
+struct Work {
+    queue: VecDeque<Incoming>,
+    /// The pieces of work in `queue` (see [`Incoming::pieces`]).
+    pieces: usize,
+}
+
 /// The handlers' side of the runtime.
 pub(crate) struct Mailbox {
-    work: Mutex<VecDeque<Incoming>>,
+    work: Mutex<Work>,
     /// Whether `work` may hold something: set under its lock by a push,
     /// cleared under it by [`take_work`](Self::take_work), read without
     /// it so an idle progress skips the lock. Relaxed: a hint; the queue
@@ -46,7 +73,7 @@ pub(crate) struct Mailbox {
     /// `false` polls again.
     has_work: AtomicBool,
     /// The most pieces of work ever queued at once (written under
-    /// `work`'s lock only).
+    /// `work`'s lock only; a batch of calls counts each call).
     peak: AtomicUsize,
     chores: Mutex<VecDeque<Incoming>>,
     /// Whether `chores` may hold something (as `has_work`).
@@ -77,13 +104,14 @@ impl Mailbox {
 
     /// Queue a piece of work for user-level progress.
     fn push_work(&self, item: Incoming) {
-        let mut q = lock(&self.work);
-        q.push_back(item);
+        let mut w = lock(&self.work);
+        w.pieces += item.pieces();
+        w.queue.push_back(item);
         // Relaxed (both): a hint and a statistic, written under the lock
         // of the queue they describe (see the fields).
         self.has_work.store(true, Ordering::Relaxed);
-        if q.len() > self.peak.load(Ordering::Relaxed) {
-            self.peak.store(q.len(), Ordering::Relaxed);
+        if w.pieces > self.peak.load(Ordering::Relaxed) {
+            self.peak.store(w.pieces, Ordering::Relaxed);
         }
     }
 
@@ -94,8 +122,9 @@ impl Mailbox {
         if !self.has_work.load(Ordering::Relaxed) {
             return;
         }
-        let mut q = lock(&self.work);
-        std::mem::swap(&mut *q, into);
+        let mut w = lock(&self.work);
+        std::mem::swap(&mut w.queue, into);
+        w.pieces = 0;
         self.has_work.store(false, Ordering::Relaxed);
     }
 
@@ -105,9 +134,10 @@ impl Mailbox {
         if rest.is_empty() {
             return;
         }
-        let mut q = lock(&self.work);
+        let mut w = lock(&self.work);
         while let Some(item) = rest.pop_back() {
-            q.push_front(item);
+            w.pieces += item.pieces();
+            w.queue.push_front(item);
         }
         // Relaxed: a hint (see `has_work`).
         self.has_work.store(true, Ordering::Relaxed);
@@ -216,6 +246,22 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
         }
     })?;
     let m = mail.clone();
+    let calls = t.register("pgas.calls", move |tok: &Token<'_>, msg: &Message<'_>| {
+        let p = msg.payload();
+        let (n, whole) = crate::outbox::whole_entries(p);
+        if whole < p.len() {
+            tok.malformed("rgex-pgas: a batch of calls cut short (the calls before the cut run)");
+        }
+        if n > 0 {
+            m.push_work(Incoming::Calls {
+                src: tok.src(),
+                bytes: p[..whole].to_vec(),
+                at: 0,
+                left: n,
+            });
+        }
+    })?;
+    let m = mail.clone();
     let ret = t.register("pgas.ret", move |tok: &Token<'_>, msg: &Message<'_>| {
         let ticket = msg.arg(0);
         match (msg.arg(1), body(msg.arg(1), msg.payload())) {
@@ -272,6 +318,7 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
     })?;
     Ok(Ids {
         call,
+        calls,
         ret,
         fetch,
         free,

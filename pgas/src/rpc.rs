@@ -93,11 +93,8 @@ impl Pgas {
         args: &A,
         name: impl Fn() -> &'static str,
     ) -> Result<()> {
-        let mut prefix = [0u8; FnId::LEN];
-        id.write(&mut prefix);
-        let call = self.inner.ids.call;
         self.reserve(rank)?;
-        let sent = self.send_body(rank, call, ticket, &prefix, &Body::Value(args), || {
+        let sent = self.send_call(rank, ticket, id, &Body::Value(args), || {
             format!(
                 "the arguments ({}) of an rpc to {} on {rank}",
                 std::any::type_name::<A>(),
@@ -139,6 +136,10 @@ impl<R: DeserializeOwned> Future for RpcFuture<R> {
     type Output = Result<R>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<R>> {
+        // The call may still be held here (see `outbox`): an executor
+        // that polls this future before any progress sends it now. A
+        // failure to send fails the held calls, this one's too.
+        let _ = self.pg.flush_calls();
         let Some(r) = self.pg.inner.mail.take(self.ticket, cx.waker()) else {
             return Poll::Pending;
         };

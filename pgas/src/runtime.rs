@@ -15,7 +15,7 @@
 //! a body waits.
 
 use crate::error::{Error, Result};
-use crate::fn_id::Names;
+use crate::fn_id::{FnId, Names};
 use crate::heap::Heap;
 use crate::mailbox::{Incoming, Mailbox};
 pub(crate) use crate::payload::Payload;
@@ -35,6 +35,9 @@ pub(crate) struct Ids {
     /// A call: args [ticket, body kind]; payload: FnId, then the
     /// arguments inline or where they are staged.
     pub call: HandlerId,
+    /// Calls held for one target and sent together: payload: the entries
+    /// of [`outbox`](crate::outbox).
+    pub calls: HandlerId,
     /// A result: args [ticket, status]; payload: the result's bytes,
     /// where they are staged, or the error's text.
     pub ret: HandlerId,
@@ -76,6 +79,8 @@ pub(crate) struct Inner {
     pub names: Names,
     pub ids: Ids,
     pub mail: Arc<Mailbox>,
+    /// Small calls waiting to go out, per target.
+    pub outbox: crate::outbox::Outbox,
     pub dist: crate::dist_object::Registry,
     pub vis: rgex::Vis,
     pub remote: crate::rma::RemoteCompletions,
@@ -223,12 +228,15 @@ pub fn init() -> Result<Pgas> {
         });
     }
     mail.window.size(n);
+    let outbox = crate::outbox::Outbox::new();
+    outbox.size(n);
     let seg = client.segment().len() as u64;
     let inner = Inner {
         heap: Heap::new(me, 0, seg),
         names: Names::new(root[1]),
         ids,
         mail,
+        outbox,
         dist: Default::default(),
         remote: Default::default(),
         vis: rgex::Vis::new(client.endpoint())?,
@@ -339,6 +347,7 @@ impl Pgas {
     /// the chores any progress may do. Errors rgex reports from its
     /// handlers come back here.
     pub(crate) fn poll(&self) -> Result<usize> {
+        self.flush_calls()?;
         let n = self.inner.ep.poll()?;
         Ok(n + self.chores()?)
     }
@@ -376,7 +385,7 @@ impl Pgas {
                         );
                     }
                 }
-                Incoming::Call { .. } | Incoming::Fetch { .. } => {
+                Incoming::Call { .. } | Incoming::Calls { .. } | Incoming::Fetch { .. } => {
                     unreachable!("calls and fetches are work, not chores")
                 }
             }
@@ -418,8 +427,19 @@ impl Pgas {
             let held = crate::answers::open();
             let mut failed = None;
             while let Some(item) = batch.pop_front() {
-                n += 1;
-                if let Err(e) = self.serve(item) {
+                let served = match item {
+                    Incoming::Calls {
+                        src,
+                        bytes,
+                        at,
+                        left,
+                    } => self.serve_calls(src, bytes, at, left, &mut batch, &mut n),
+                    item => {
+                        n += 1;
+                        self.serve(item)
+                    }
+                };
+                if let Err(e) = served {
                     self.inner.mail.put_back(&mut batch);
                     failed = Some(e);
                     break;
@@ -434,6 +454,8 @@ impl Pgas {
         }
         SPARE_QUEUE.with(|q| *q.borrow_mut() = batch);
         n += crate::rma::run_remote_completions(self)?;
+        // What the bodies and remote completions called goes out now.
+        self.flush_calls()?;
         let k = self.inner.progress_calls.fetch_add(1, Ordering::Relaxed);
         if k.is_multiple_of(LIVENESS_EVERY) {
             self.inner.mail.fail_calls_to_gone(self);
@@ -445,12 +467,53 @@ impl Pgas {
     /// when a batch is full (see [`window`](crate::window)).
     fn serve(&self, item: Incoming) -> Result<()> {
         let src = match &item {
-            Incoming::Call { src, .. } | Incoming::Fetch { src, .. } => *src,
+            Incoming::Call { src, .. }
+            | Incoming::Calls { src, .. }
+            | Incoming::Fetch { src, .. } => *src,
             Incoming::Result { .. } | Incoming::Free { .. } => {
                 unreachable!("results and frees are chores, not work")
             }
         };
         let served = self.run_work(item);
+        served.and(self.credit(src))
+    }
+
+    /// Run the calls of a batch from `src` (the entries of `bytes` from
+    /// `at`, `left` of them), each credited as [`serve`](Self::serve)
+    /// does; `n` counts them. If one fails, the rest go back in front of
+    /// `batch`.
+    fn serve_calls(
+        &self,
+        src: Rank,
+        bytes: Vec<u8>,
+        mut at: usize,
+        mut left: usize,
+        batch: &mut std::collections::VecDeque<Incoming>,
+        n: &mut usize,
+    ) -> Result<()> {
+        while let Some((call, used)) = crate::outbox::entry(&bytes[at..]) {
+            at += used;
+            left -= 1;
+            *n += 1;
+            let served = self.run_call(src, call.ticket, call.id, call.body);
+            if let Err(e) = served.and(self.credit(src)) {
+                if left > 0 {
+                    batch.push_front(Incoming::Calls {
+                        src,
+                        bytes,
+                        at,
+                        left,
+                    });
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Count one piece of work from `src` as served, and send its credits
+    /// back when a batch of them is full.
+    fn credit(&self, src: Rank) -> Result<()> {
         if let Some(n) = self.inner.mail.window.served(src) {
             match self.send(src, self.inner.ids.credit, &[n], &[]) {
                 // A sender that left waits for no credit.
@@ -458,7 +521,7 @@ impl Pgas {
                 sent => sent?,
             }
         }
-        served
+        Ok(())
     }
 
     /// Run one piece of arrived work.
@@ -474,19 +537,7 @@ impl Pgas {
                     Ok(args) => args,
                     Err(e) => return self.answer(src, ticket, Err(e.to_string())),
                 };
-                let Some(run) = self.inner.names.resolve(id) else {
-                    self.inner.ep.malformed(
-                        src,
-                        self.inner.ids.call.index(),
-                        "rgex-pgas: an rpc names no function of this program (bad tag)",
-                    );
-                    let why = format!(
-                        "{} found no function for the call's name (a damaged message?)",
-                        self.rank()
-                    );
-                    return self.answer(src, ticket, Err(why));
-                };
-                run(self, src, ticket, &args)
+                self.run_call(src, ticket, id, &args)
             }
             Incoming::Fetch { src, ticket, id } => {
                 match self.inner.dist.serve(self, id, src, ticket) {
@@ -494,10 +545,28 @@ impl Pgas {
                     None => Ok(()), // queued until the object exists here
                 }
             }
+            Incoming::Calls { .. } => unreachable!("a batch of calls is served call by call"),
             Incoming::Result { .. } | Incoming::Free { .. } => {
                 unreachable!("results and frees are chores, not work")
             }
         }
+    }
+
+    /// Run call `ticket` of `src`: function `id` on `args`.
+    fn run_call(&self, src: Rank, ticket: u32, id: FnId, args: &[u8]) -> Result<()> {
+        let Some(run) = self.inner.names.resolve(id) else {
+            self.inner.ep.malformed(
+                src,
+                self.inner.ids.call.index(),
+                "rgex-pgas: an rpc names no function of this program (bad tag)",
+            );
+            let why = format!(
+                "{} found no function for the call's name (a damaged message?)",
+                self.rank()
+            );
+            return self.answer(src, ticket, Err(why));
+        };
+        run(self, src, ticket, args)
     }
 
     /// The bytes of a body: inline, or read from where the sender staged
@@ -692,6 +761,114 @@ impl Pgas {
         }
     }
 
+    /// Send call `ticket` of function `id` with `body` to `target`: held
+    /// with the other small calls to it (see [`outbox`](crate::outbox)),
+    /// or on its own, after them, if it is large. `what` names the body
+    /// for a serialization error.
+    pub(crate) fn send_call(
+        &self,
+        target: Rank,
+        ticket: u32,
+        id: FnId,
+        body: &Body<'_>,
+        what: impl Fn() -> String,
+    ) -> Result<()> {
+        use crate::outbox::{Added, FLUSH_AT};
+        let ser = |e: postcard::Error| Error::Serialization {
+            rank: self.rank(),
+            what: what(),
+            why: e.to_string(),
+        };
+        let len = body.len().map_err(ser)?;
+        let cap = FLUSH_AT.min(self.inner.ep.max_medium(target, 0));
+        loop {
+            match self
+                .inner
+                .outbox
+                .add(target, ticket, id, len, cap, |b| body.write(b))
+            {
+                Added::Held => return Ok(()),
+                Added::Full(held) => self.send_calls(target, held)?,
+                Added::Failed(e) => return Err(ser(e)),
+                Added::NotHeld => break,
+            }
+        }
+        // On its own, after what is held for `target`: a target runs one
+        // caller's calls in the order they were made.
+        self.flush_calls_to(target)?;
+        let mut name = [0u8; FnId::LEN];
+        id.write(&mut name);
+        self.send_body(target, self.inner.ids.call, ticket, &name, body, what)
+    }
+
+    /// Send every call held for any target (see
+    /// [`outbox`](crate::outbox)). Calls that could not be sent fail
+    /// (their futures resolve to the error); the first error is returned
+    /// unless its target left the job (its calls' failures say so).
+    pub(crate) fn flush_calls(&self) -> Result<()> {
+        if !self.inner.outbox.maybe_held() {
+            return Ok(());
+        }
+        let mut first = Ok(());
+        for target in self.inner.outbox.take_targets() {
+            let sent = self.flush_calls_to(target);
+            if first.is_ok() {
+                first = sent;
+            }
+        }
+        first
+    }
+
+    /// Send the calls held for `target`.
+    fn flush_calls_to(&self, target: Rank) -> Result<()> {
+        match self.inner.outbox.take(target) {
+            Some(held) => self.send_calls(target, held),
+            None => Ok(()),
+        }
+    }
+
+    /// Send a buffer of held calls to `target`, or fail each of them.
+    fn send_calls(&self, target: Rank, held: Vec<u8>) -> Result<()> {
+        let Err(e) = self.send(target, self.inner.ids.calls, &[], &held) else {
+            return Ok(());
+        };
+        let why = format!("{}: the call could not be sent: {e}", self.rank());
+        let mut at = 0;
+        while let Some((call, used)) = crate::outbox::entry(&held[at..]) {
+            at += used;
+            self.inner.mail.window.give_back(target);
+            if call.ticket != 0 {
+                self.inner
+                    .mail
+                    .complete(call.ticket, Returned::Failed(why.clone()));
+            } else if self.inner.lost_failures.fetch_add(1, Ordering::Relaxed) < 16 {
+                eprintln!("rgex-pgas: an rpc_ff to {target} was lost: {why}");
+            }
+        }
+        match self.ep().conduit().peer_gone(target) {
+            Some(_) => Ok(()),
+            None => Err(e),
+        }
+    }
+
+    /// Send the calls this rank holds now (UPC++'s `discharge`): a small
+    /// call may wait for this rank's next progress through rgex-pgas
+    /// ([`progress`](Self::progress), [`wait`](Self::wait), the poll of
+    /// a call's future, a barrier or collective), so a rank about to wait
+    /// by other means (a blocking rgex call, a lock another rank will
+    /// release) calls this first.
+    ///
+    /// ```no_run
+    /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {
+    /// pg.rpc_ff(rgex::Rank(1), |_pg, x: u64| println!("{x}"), 7)?;
+    /// pg.discharge()?; // on its way before rgex's own barrier
+    /// pg.client().barrier()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn discharge(&self) -> Result<()> {
+        self.flush_calls()
+    }
+
     fn send_answers(&self, caller: Rank, buf: &[u8]) -> Result<()> {
         if buf.is_empty() {
             return Ok(());
@@ -872,6 +1049,7 @@ impl Pgas {
 
     /// A barrier of every rank as a future.
     pub fn barrier_async(&self) -> Result<impl Future<Output = Result<()>> + 'static> {
+        self.flush_calls()?;
         let ev = self.inner.client.world_team().barrier_nb()?;
         Ok(async move { Ok(ev.await?) })
     }

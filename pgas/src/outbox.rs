@@ -1,0 +1,327 @@
+//! Calls held per target before they go out: a small call (rpc, rpc_ff,
+//! rput_then's call) is appended to its target's buffer, and each buffer
+//! goes out as one message when it fills, or at the latest when this rank
+//! next makes progress through rgex-pgas (any `progress`, `wait`, poll of
+//! an rpc's future, barrier or collective) or calls `discharge`. A flood
+//! of calls then costs one message per buffer instead of one per call:
+//! the message's send, its handler at the target and the queueing of its
+//! work were a third of a small call's instructions. The target serves a
+//! buffer's calls in the order they were made.
+//!
+//! UPC++ allows the same (an operation's injection may wait for the
+//! caller's next progress; `upcxx::discharge` forces it), and the same
+//! caution follows: a rank that is about to wait by other means (a
+//! blocking rgex call, a lock another rank releases) calls
+//! [`Pgas::discharge`](crate::Pgas::discharge) first.
+//!
+//! The buffers are shared by the rank's threads, so any thread's progress
+//! sends what every thread made. Entries are
+//! `[ticket: u32 LE][function: FnId::LEN bytes][length: u32 LE][body]`,
+//! back to back.
+
+use crate::fn_id::FnId;
+use crate::runtime::lock;
+use rgex::Rank;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// Bodies larger than this (bytes, encoded) are sent on their own.
+pub(crate) const SMALL: usize = 1024;
+
+/// Bytes of an entry's head (ticket, function, length).
+pub(crate) const HEAD: usize = 8 + FnId::LEN;
+
+/// A target's buffer is sent once it would pass this many bytes (or the
+/// conduit's Medium, if smaller).
+pub(crate) const FLUSH_AT: usize = 4096;
+
+/// Per-target buffers of calls made and not yet sent.
+pub(crate) struct Outbox {
+    held: OnceLock<Box<[Mutex<Vec<u8>>]>>,
+    /// The targets whose buffers went from empty to holding something
+    /// since the last [`take_targets`](Self::take_targets). A target is
+    /// added under its buffer's lock, so a buffer that holds something
+    /// is either listed here or being taken by a flush.
+    dirty: Mutex<Vec<Rank>>,
+    /// Whether `dirty` may list a target: set under its lock, cleared
+    /// under it by `take_targets`, read without it so that progress with
+    /// nothing held takes no lock. Relaxed: a hint; a thread always sees
+    /// its own calls' setting (program order), and what another thread
+    /// holds goes out at that thread's next progress if not sooner.
+    any: AtomicBool,
+}
+
+/// What [`Outbox::add`] did.
+pub(crate) enum Added<E> {
+    /// The call waits in its target's buffer.
+    Held,
+    /// The buffer had no room: here is what it held (to be sent first);
+    /// the call was not added.
+    Full(Vec<u8>),
+    /// The call is not held (too large, or the target is outside the
+    /// job): send it on its own.
+    NotHeld,
+    /// Its body could not be written; nothing was added.
+    Failed(E),
+}
+
+impl Outbox {
+    pub fn new() -> Self {
+        Outbox {
+            held: OnceLock::new(),
+            dirty: Mutex::new(Vec::new()),
+            any: AtomicBool::new(false),
+        }
+    }
+
+    /// Size the buffers for a job of `ranks` ranks (once, at init).
+    pub fn size(&self, ranks: u32) {
+        let _ = self
+            .held
+            .set((0..ranks).map(|_| Mutex::new(Vec::new())).collect());
+    }
+
+    /// Whether any call may be held (a hint, see `any`).
+    pub fn maybe_held(&self) -> bool {
+        self.any.load(Ordering::Relaxed)
+    }
+
+    /// Append a call for `target`: `ticket`, function `id` and a body of
+    /// `len` bytes that `write` fills (returning how many it used, at most
+    /// `len`), to a buffer sent at `cap` bytes.
+    pub fn add<E>(
+        &self,
+        target: Rank,
+        ticket: u32,
+        id: FnId,
+        len: usize,
+        cap: usize,
+        write: impl FnOnce(&mut [u8]) -> Result<usize, E>,
+    ) -> Added<E> {
+        let Some(slot) = self.held.get().and_then(|h| h.get(target.0 as usize)) else {
+            return Added::NotHeld;
+        };
+        if len > SMALL || HEAD + len > cap {
+            return Added::NotHeld;
+        }
+        let mut buf = lock(slot);
+        if !buf.is_empty() && buf.len() + HEAD + len > cap {
+            return Added::Full(std::mem::take(&mut *buf));
+        }
+        let was_empty = buf.is_empty();
+        if buf.capacity() == 0 {
+            buf.reserve(cap);
+        }
+        let start = buf.len();
+        buf.extend_from_slice(&ticket.to_le_bytes());
+        let mut name = [0u8; FnId::LEN];
+        id.write(&mut name);
+        buf.extend_from_slice(&name);
+        buf.extend_from_slice(&[0; 4]);
+        buf.resize(start + HEAD + len, 0);
+        match write(&mut buf[start + HEAD..]) {
+            Ok(used) => {
+                let used = used.min(len);
+                buf[start + HEAD - 4..start + HEAD].copy_from_slice(&(used as u32).to_le_bytes());
+                buf.truncate(start + HEAD + used);
+            }
+            Err(e) => {
+                buf.truncate(start);
+                return Added::Failed(e);
+            }
+        }
+        if was_empty {
+            lock(&self.dirty).push(target);
+            // Relaxed: a hint (see the field), set under `dirty`'s lock.
+            self.any.store(true, Ordering::Relaxed);
+        }
+        Added::Held
+    }
+
+    /// The targets that may hold calls (each then taken by
+    /// [`take`](Self::take)).
+    pub fn take_targets(&self) -> Vec<Rank> {
+        if !self.maybe_held() {
+            return Vec::new();
+        }
+        let mut d = lock(&self.dirty);
+        // Relaxed: a hint (see the field), cleared under `dirty`'s lock.
+        self.any.store(false, Ordering::Relaxed);
+        std::mem::take(&mut *d)
+    }
+
+    /// What `target`'s buffer holds, taken out (`None` if nothing).
+    pub fn take(&self, target: Rank) -> Option<Vec<u8>> {
+        let slot = self.held.get()?.get(target.0 as usize)?;
+        let mut buf = lock(slot);
+        (!buf.is_empty()).then(|| std::mem::take(&mut *buf))
+    }
+}
+
+/// One call in a buffer.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Entry<'a> {
+    pub ticket: u32,
+    pub id: FnId,
+    pub body: &'a [u8],
+}
+
+/// The entry at the start of `b` and the bytes it takes, or `None` if it
+/// is cut short.
+pub(crate) fn entry(b: &[u8]) -> Option<(Entry<'_>, usize)> {
+    let ticket = u32::from_le_bytes(b.get(..4)?.try_into().ok()?);
+    let id = FnId::read(b.get(4..4 + FnId::LEN)?)?;
+    let len = u32::from_le_bytes(b.get(HEAD - 4..HEAD)?.try_into().ok()?) as usize;
+    let body = b.get(HEAD..HEAD.checked_add(len)?)?;
+    Some((Entry { ticket, id, body }, HEAD + len))
+}
+
+/// How many whole entries `b` holds, and the bytes they take (less than
+/// `b.len()` if the last one is cut short: a damaged message).
+pub(crate) fn whole_entries(b: &[u8]) -> (usize, usize) {
+    let (mut n, mut at) = (0, 0);
+    while let Some((_, used)) = entry(&b[at..]) {
+        n += 1;
+        at += used;
+    }
+    (n, at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(k: u64) -> FnId {
+        FnId { offset: k, tag: !k }
+    }
+
+    fn entries(b: &[u8]) -> Vec<Entry<'_>> {
+        let mut at = 0;
+        let mut out = Vec::new();
+        while let Some((e, used)) = entry(&b[at..]) {
+            out.push(e);
+            at += used;
+        }
+        out
+    }
+
+    #[test]
+    fn calls_are_held_per_target_in_order_and_read_back() {
+        let ob = Outbox::new();
+        ob.size(3);
+        assert!(!ob.maybe_held());
+        let put = |t: u32, ticket: u32, body: &[u8]| {
+            ob.add::<()>(
+                Rank(t),
+                ticket,
+                id(u64::from(ticket)),
+                body.len(),
+                4096,
+                |b| {
+                    b.copy_from_slice(body);
+                    Ok(body.len())
+                },
+            )
+        };
+        assert!(matches!(put(1, 7, b"abc"), Added::Held));
+        assert!(matches!(put(2, 8, b""), Added::Held));
+        assert!(matches!(put(1, 0, b"xy"), Added::Held));
+        assert!(ob.maybe_held());
+        // A body that writes less than it asked for keeps what it wrote;
+        // a failed one leaves nothing.
+        assert!(matches!(
+            ob.add::<()>(Rank(1), 9, id(9), 10, 4096, |b| {
+                b[..1].copy_from_slice(b"z");
+                Ok(1)
+            }),
+            Added::Held
+        ));
+        assert!(matches!(
+            ob.add(Rank(1), 10, id(10), 4, 4096, |_| Err("no")),
+            Added::Failed("no")
+        ));
+        let mut targets = ob.take_targets();
+        targets.sort();
+        assert_eq!(targets, [Rank(1), Rank(2)]);
+        assert!(!ob.maybe_held());
+        let one = ob.take(Rank(1)).unwrap();
+        assert_eq!(
+            entries(&one),
+            [
+                Entry {
+                    ticket: 7,
+                    id: id(7),
+                    body: b"abc"
+                },
+                Entry {
+                    ticket: 0,
+                    id: id(0),
+                    body: b"xy"
+                },
+                Entry {
+                    ticket: 9,
+                    id: id(9),
+                    body: b"z"
+                },
+            ]
+        );
+        assert_eq!(whole_entries(&one), (3, one.len()));
+        assert_eq!(entries(&ob.take(Rank(2)).unwrap()).len(), 1);
+        assert!(ob.take(Rank(1)).is_none());
+        // Held again: the target is listed again.
+        assert!(matches!(put(1, 11, b"q"), Added::Held));
+        assert_eq!(ob.take_targets(), [Rank(1)]);
+    }
+
+    #[test]
+    fn a_full_buffer_is_handed_back_and_large_or_stray_calls_are_not_held() {
+        let ob = Outbox::new();
+        ob.size(2);
+        let cap = 2 * (HEAD + 10);
+        let put = |ticket: u32| {
+            ob.add::<()>(Rank(0), ticket, id(1), 10, cap, |b| {
+                b.fill(ticket as u8);
+                Ok(10)
+            })
+        };
+        assert!(matches!(put(1), Added::Held));
+        assert!(matches!(put(2), Added::Held));
+        let Added::Full(old) = put(3) else {
+            panic!("a third call does not fit {cap} bytes")
+        };
+        assert_eq!(entries(&old).len(), 2);
+        assert!(matches!(put(3), Added::Held));
+        assert!(matches!(
+            ob.add::<()>(Rank(0), 4, id(1), SMALL + 1, usize::MAX, |_| Ok(0)),
+            Added::NotHeld
+        ));
+        assert!(matches!(
+            ob.add::<()>(Rank(0), 4, id(1), cap, cap, |_| Ok(0)),
+            Added::NotHeld
+        ));
+        assert!(matches!(
+            ob.add::<()>(Rank(2), 4, id(1), 1, cap, |_| Ok(0)),
+            Added::NotHeld
+        ));
+    }
+
+    #[test]
+    fn a_buffer_cut_short_counts_only_its_whole_entries() {
+        let ob = Outbox::new();
+        ob.size(1);
+        for t in 1..=2 {
+            let _ = ob.add::<()>(Rank(0), t, id(5), 3, 4096, |b| {
+                b.copy_from_slice(b"abc");
+                Ok(3)
+            });
+        }
+        let b = ob.take(Rank(0)).unwrap();
+        let one = HEAD + 3;
+        assert_eq!(whole_entries(&b[..2 * one - 1]), (1, one));
+        assert_eq!(whole_entries(&b[..3]), (0, 0));
+        // A length past the end is cut short, not read beyond it.
+        let mut bad = b[..one].to_vec();
+        bad[HEAD - 4..HEAD].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(whole_entries(&bad), (0, 0));
+    }
+}
