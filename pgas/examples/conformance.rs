@@ -585,6 +585,90 @@ fn held_results(pg: &Pgas) -> rgex_pgas::Result<()> {
     Ok(())
 }
 
+/// The calls rank `r` received from its left neighbour, in the order
+/// they ran (see [`held_calls`]).
+#[derive(Default)]
+struct CallLog(std::sync::Mutex<Vec<u64>>);
+
+fn log_call(pg: &Pgas, (n, pad): (u64, Vec<u8>)) -> usize {
+    let log = pg.state::<CallLog>().expect("the log is set first");
+    log.0.lock().expect("log").push(n);
+    pad.len()
+}
+
+/// Calls served here by [`held_calls`]'s discharge check.
+static DISCHARGED: AtomicU64 = AtomicU64::new(0);
+
+/// Small calls wait in a per-target buffer (`outbox`) until the caller's
+/// next progress: they run in the order made, a large call sent on its
+/// own among them included, and `discharge` sends them before the caller
+/// waits by other means (here rgex's own barrier, which makes no
+/// rgex-pgas progress: without the discharge rank 1 would wait 120 s for
+/// calls rank 0 still holds, and fail).
+fn held_calls(pg: &Pgas) -> rgex_pgas::Result<()> {
+    pg.set_state(CallLog::default());
+    pg.barrier()?;
+    // Order: 10 small, one of 2 KiB (not held: sent after the held ones),
+    // 10 small, to the right neighbour (this rank itself on one rank).
+    let to = next(pg);
+    let mut calls = Vec::new();
+    for n in 0..21u64 {
+        let pad = vec![n as u8; if n == 10 { 2048 } else { 8 }];
+        calls.push(pg.rpc(to, log_call, (n, pad))?);
+    }
+    for (n, c) in calls.into_iter().enumerate() {
+        assert_eq!(pg.wait(c)?, if n == 10 { 2048 } else { 8 });
+    }
+    pg.barrier()?;
+    let got = pg.state::<CallLog>()?.0.lock().expect("log").clone();
+    assert_eq!(
+        got,
+        (0..21).collect::<Vec<_>>(),
+        "{}: calls ran out of order",
+        pg.rank()
+    );
+    pg.barrier()?;
+    if pg.size() >= 2 {
+        const N: u64 = 50;
+        match pg.rank().0 {
+            0 => {
+                for _ in 0..N {
+                    pg.rpc_ff(
+                        Rank(1),
+                        |_, n: u64| {
+                            DISCHARGED.fetch_add(n, Ordering::Relaxed);
+                        },
+                        1,
+                    )?;
+                }
+                pg.discharge()?;
+                pg.client().barrier()?;
+                pg.client().barrier()?;
+            }
+            1 => {
+                pg.client().barrier()?;
+                let start = Instant::now();
+                while DISCHARGED.load(Ordering::Relaxed) < N {
+                    pg.progress()?;
+                    assert!(
+                        start.elapsed() < Duration::from_secs(120),
+                        "rank 1: {} of {N} discharged calls came in 120 s",
+                        DISCHARGED.load(Ordering::Relaxed)
+                    );
+                }
+                pg.client().barrier()?;
+            }
+            _ => {
+                pg.client().barrier()?;
+                pg.client().barrier()?;
+            }
+        }
+    }
+    pg.barrier()?;
+    ok(pg, "held calls: run in the order made (a large one among them too); discharge sends them before a wait by other means");
+    Ok(())
+}
+
 fn main() -> rgex_pgas::Result<()> {
     let what = std::env::args().nth(1).unwrap_or_else(|| "all".into());
     let pg = rgex_pgas::init()?;
@@ -595,6 +679,7 @@ fn main() -> rgex_pgas::Result<()> {
             vis(&pg)?;
             rpc(&pg)?;
             held_results(&pg)?;
+            held_calls(&pg)?;
             dist_object_early(&pg)?;
             atomics(&pg)?;
             executor(&pg)?;

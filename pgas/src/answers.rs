@@ -12,8 +12,11 @@
 //! the body might wait for something its caller does only once it has
 //! its result.
 //!
-//! Entries are `[ticket: u32 LE][length: u32 LE][bytes]`, back to back.
+//! Entries are `[ticket: u32 LE][length: u32 LE][bytes]`, back to back
+//! ([`framing`]).
 
+use crate::framing;
+pub(crate) use crate::framing::Added;
 use rgex::Rank;
 use std::cell::RefCell;
 
@@ -21,7 +24,7 @@ use std::cell::RefCell;
 pub(crate) const SMALL: usize = 256;
 
 /// Bytes of an entry's head (ticket and length).
-pub(crate) const HEAD: usize = 8;
+pub(crate) const HEAD: usize = 4 + framing::LEN;
 
 /// A caller's buffer is sent once it holds this many bytes (or less, if
 /// the conduit's Medium is smaller).
@@ -60,72 +63,45 @@ pub(crate) fn open() -> Batch {
     Batch(())
 }
 
-/// Whether results are held on this thread now.
-pub(crate) fn is_open() -> bool {
-    HELD.with(|h| h.borrow().open)
-}
-
-/// How many bytes `caller`'s held results take.
-pub(crate) fn held_for(caller: Rank) -> usize {
-    HELD.with(|h| {
-        h.borrow()
-            .by_caller
-            .iter()
-            .find(|(r, _)| *r == caller)
-            .map_or(0, |(_, b)| b.len())
-    })
-}
-
-/// Append `ticket`'s result for `caller`, `len` bytes that `write` fills
-/// (and returns how many it used, at most `len`); `write`'s error leaves
-/// nothing appended.
+/// Hold `ticket`'s result for `caller`, `len` bytes that `write` fills
+/// (returning how many it used, at most `len`), in a buffer sent at
+/// `cap` bytes: [`Added::NotHeld`] outside a batch or for a result too
+/// large to hold.
 pub(crate) fn add<E>(
     caller: Rank,
     ticket: u32,
     len: usize,
+    cap: usize,
     write: impl FnOnce(&mut [u8]) -> Result<usize, E>,
-) -> Result<(), E> {
+) -> Added<E> {
+    if len > SMALL || HEAD + len > cap {
+        return Added::NotHeld;
+    }
     HELD.with(|h| {
         let mut h = h.borrow_mut();
+        if !h.open {
+            return Added::NotHeld;
+        }
         let i = match h.by_caller.iter().position(|(r, _)| *r == caller) {
             Some(i) => i,
             None => {
-                h.by_caller.push((caller, Vec::with_capacity(FLUSH_AT)));
+                h.by_caller.push((caller, Vec::new()));
                 h.by_caller.len() - 1
             }
         };
-        let buf = &mut h.by_caller[i].1;
-        let start = buf.len();
-        buf.extend_from_slice(&ticket.to_le_bytes());
-        buf.extend_from_slice(&[0; 4]);
-        buf.resize(start + HEAD + len, 0);
-        match write(&mut buf[start + HEAD..]) {
-            Ok(used) => {
-                let used = used.min(len);
-                buf[start + 4..start + HEAD].copy_from_slice(&(used as u32).to_le_bytes());
-                buf.truncate(start + HEAD + used);
-                Ok(())
-            }
-            Err(e) => {
-                buf.truncate(start);
-                Err(e)
-            }
-        }
+        framing::append(
+            &mut h.by_caller[i].1,
+            &ticket.to_le_bytes(),
+            len,
+            cap,
+            write,
+        )
     })
 }
 
 /// Take every held result, per caller (the buffers are then sent).
 pub(crate) fn take_all() -> Vec<(Rank, Vec<u8>)> {
     HELD.with(|h| std::mem::take(&mut h.borrow_mut().by_caller))
-}
-
-/// Take `caller`'s held results.
-pub(crate) fn take(caller: Rank) -> Option<Vec<u8>> {
-    HELD.with(|h| {
-        let mut h = h.borrow_mut();
-        let i = h.by_caller.iter().position(|(r, _)| *r == caller)?;
-        Some(h.by_caller.swap_remove(i).1)
-    })
 }
 
 /// The entries of a received buffer, or `None` at the first one cut
@@ -135,12 +111,9 @@ pub(crate) fn entries(mut b: &[u8]) -> impl Iterator<Item = Option<(u32, &[u8])>
         if b.is_empty() {
             return None;
         }
-        let entry = (|| {
-            let ticket = u32::from_le_bytes(b.get(..4)?.try_into().ok()?);
-            let len = u32::from_le_bytes(b.get(4..HEAD)?.try_into().ok()?) as usize;
-            let bytes = b.get(HEAD..HEAD.checked_add(len)?)?;
-            Some((ticket, bytes, HEAD + len))
-        })();
+        let entry = framing::split(b, 4).and_then(|(ticket, bytes, used)| {
+            Some((u32::from_le_bytes(ticket.try_into().ok()?), bytes, used))
+        });
         match entry {
             Some((ticket, bytes, used)) => {
                 b = &b[used..];
@@ -160,39 +133,33 @@ mod tests {
 
     #[test]
     fn results_are_held_per_caller_and_read_back_in_order() {
+        let put = |caller: u32, ticket: u32, bytes: &[u8]| {
+            add::<()>(Rank(caller), ticket, bytes.len(), FLUSH_AT, |b| {
+                b.copy_from_slice(bytes);
+                Ok(bytes.len())
+            })
+        };
+        // Outside a batch nothing is held.
+        assert!(matches!(put(1, 6, b"no"), Added::NotHeld));
         let batch = open();
-        assert!(is_open());
-        add::<()>(Rank(1), 7, 3, |b| {
-            b.copy_from_slice(b"abc");
-            Ok(3)
-        })
-        .unwrap();
-        add::<()>(Rank(2), 8, 1, |b| {
-            b[0] = 9;
-            Ok(1)
-        })
-        .unwrap();
-        // A write that uses less than it asked for keeps what it used.
-        add::<()>(Rank(1), 9, 10, |b| {
-            b[..2].copy_from_slice(b"xy");
-            Ok(2)
-        })
-        .unwrap();
-        // A failed write leaves nothing.
-        assert!(add(Rank(1), 10, 4, |_| Err("no")).is_err());
-        assert_eq!(held_for(Rank(1)), 2 * HEAD + 5);
-        let one = take(Rank(1)).unwrap();
-        let got: Vec<_> = entries(&one).collect();
+        assert!(matches!(put(1, 7, b"abc"), Added::Held));
+        assert!(matches!(put(2, 8, &[9]), Added::Held));
+        assert!(matches!(put(1, 9, b"xy"), Added::Held));
+        // Too large to hold.
+        assert!(matches!(put(1, 10, &[0; SMALL + 1]), Added::NotHeld));
+        let all = take_all();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].0, Rank(1));
+        let got: Vec<_> = entries(&all[0].1).collect();
         assert_eq!(got, vec![Some((7, &b"abc"[..])), Some((9, &b"xy"[..]))]);
-        let rest = take_all();
-        assert_eq!(rest.len(), 1);
-        assert_eq!(rest[0].0, Rank(2));
+        assert_eq!(all[1].0, Rank(2));
         assert_eq!(
-            entries(&rest[0].1).collect::<Vec<_>>(),
+            entries(&all[1].1).collect::<Vec<_>>(),
             vec![Some((8, &[9u8][..]))]
         );
         drop(batch);
-        assert!(!is_open());
+        assert!(matches!(put(1, 11, b"late"), Added::NotHeld));
+        assert!(take_all().is_empty());
     }
 
     #[test]

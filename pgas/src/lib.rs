@@ -55,6 +55,7 @@ mod collectives;
 mod dist_object;
 mod error;
 mod fn_id;
+mod framing;
 mod global_ptr;
 pub mod heap;
 mod int_hash;

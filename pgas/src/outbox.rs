@@ -20,6 +20,8 @@
 //! back to back.
 
 use crate::fn_id::FnId;
+use crate::framing;
+pub(crate) use crate::framing::Added;
 use crate::runtime::lock;
 use rgex::Rank;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,8 +30,11 @@ use std::sync::{Mutex, OnceLock};
 /// Bodies larger than this (bytes, encoded) are sent on their own.
 pub(crate) const SMALL: usize = 1024;
 
-/// Bytes of an entry's head (ticket, function, length).
-pub(crate) const HEAD: usize = 8 + FnId::LEN;
+/// Bytes of an entry's prefix (ticket, function).
+const PREFIX: usize = 4 + FnId::LEN;
+
+/// Bytes of an entry's head (prefix and length).
+pub(crate) const HEAD: usize = PREFIX + framing::LEN;
 
 /// A target's buffer is sent once it would pass this many bytes (or the
 /// conduit's Medium, if smaller).
@@ -49,20 +54,6 @@ pub(crate) struct Outbox {
     /// its own calls' setting (program order), and what another thread
     /// holds goes out at that thread's next progress if not sooner.
     any: AtomicBool,
-}
-
-/// What [`Outbox::add`] did.
-pub(crate) enum Added<E> {
-    /// The call waits in its target's buffer.
-    Held,
-    /// The buffer had no room: here is what it held (to be sent first);
-    /// the call was not added.
-    Full(Vec<u8>),
-    /// The call is not held (too large, or the target is outside the
-    /// job): send it on its own.
-    NotHeld,
-    /// Its body could not be written; nothing was added.
-    Failed(E),
 }
 
 impl Outbox {
@@ -104,38 +95,21 @@ impl Outbox {
         if len > SMALL || HEAD + len > cap {
             return Added::NotHeld;
         }
+        let mut prefix = [0u8; PREFIX];
+        prefix[..4].copy_from_slice(&ticket.to_le_bytes());
+        id.write(&mut prefix[4..]);
         let mut buf = lock(slot);
-        if !buf.is_empty() && buf.len() + HEAD + len > cap {
-            return Added::Full(std::mem::take(&mut *buf));
-        }
         let was_empty = buf.is_empty();
-        if buf.capacity() == 0 {
-            buf.reserve(cap);
-        }
-        let start = buf.len();
-        buf.extend_from_slice(&ticket.to_le_bytes());
-        let mut name = [0u8; FnId::LEN];
-        id.write(&mut name);
-        buf.extend_from_slice(&name);
-        buf.extend_from_slice(&[0; 4]);
-        buf.resize(start + HEAD + len, 0);
-        match write(&mut buf[start + HEAD..]) {
-            Ok(used) => {
-                let used = used.min(len);
-                buf[start + HEAD - 4..start + HEAD].copy_from_slice(&(used as u32).to_le_bytes());
-                buf.truncate(start + HEAD + used);
-            }
-            Err(e) => {
-                buf.truncate(start);
-                return Added::Failed(e);
-            }
+        let added = framing::append(&mut buf, &prefix, len, cap, write);
+        if !matches!(added, Added::Held) {
+            return added;
         }
         if was_empty {
             lock(&self.dirty).push(target);
             // Relaxed: a hint (see the field), set under `dirty`'s lock.
             self.any.store(true, Ordering::Relaxed);
         }
-        Added::Held
+        added
     }
 
     /// The targets that may hold calls (each then taken by
@@ -169,11 +143,10 @@ pub(crate) struct Entry<'a> {
 /// The entry at the start of `b` and the bytes it takes, or `None` if it
 /// is cut short.
 pub(crate) fn entry(b: &[u8]) -> Option<(Entry<'_>, usize)> {
-    let ticket = u32::from_le_bytes(b.get(..4)?.try_into().ok()?);
-    let id = FnId::read(b.get(4..4 + FnId::LEN)?)?;
-    let len = u32::from_le_bytes(b.get(HEAD - 4..HEAD)?.try_into().ok()?) as usize;
-    let body = b.get(HEAD..HEAD.checked_add(len)?)?;
-    Some((Entry { ticket, id, body }, HEAD + len))
+    let (prefix, body, used) = framing::split(b, PREFIX)?;
+    let ticket = u32::from_le_bytes(prefix[..4].try_into().ok()?);
+    let id = FnId::read(&prefix[4..])?;
+    Some((Entry { ticket, id, body }, used))
 }
 
 /// How many whole entries `b` holds, and the bytes they take (less than

@@ -16,6 +16,7 @@
 
 use crate::error::{Error, Result};
 use crate::fn_id::{FnId, Names};
+use crate::framing::Added;
 use crate::heap::Heap;
 use crate::mailbox::{Incoming, Mailbox};
 pub(crate) use crate::payload::Payload;
@@ -709,26 +710,22 @@ impl Pgas {
         if ticket == 0 {
             return Ok(());
         }
-        if crate::answers::is_open() {
-            let ser = |e: postcard::Error| Error::Serialization {
-                rank: self.rank(),
-                what: what(),
-                why: e.to_string(),
-            };
-            let len = match value.encoded_len() {
-                Ok(len) => len,
-                Err(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
-            };
-            let max = self.inner.ep.max_medium(src, 0);
-            if len <= crate::answers::SMALL && crate::answers::HEAD + len <= max {
-                let room = crate::answers::FLUSH_AT.min(max);
-                if crate::answers::held_for(src) + crate::answers::HEAD + len > room {
-                    self.flush_answers_to(src)?;
-                }
-                return match crate::answers::add(src, ticket, len, |b| value.encode_into(b)) {
-                    Ok(()) => Ok(()),
-                    Err(e) => self.answer(src, ticket, Err(ser(e).to_string())),
-                };
+        let ser = |e: postcard::Error| Error::Serialization {
+            rank: self.rank(),
+            what: what(),
+            why: e.to_string(),
+        };
+        let len = match value.encoded_len() {
+            Ok(len) => len,
+            Err(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
+        };
+        let cap = crate::answers::FLUSH_AT.min(self.inner.ep.max_medium(src, 0));
+        loop {
+            match crate::answers::add(src, ticket, len, cap, |b| value.encode_into(b)) {
+                Added::Held => return Ok(()),
+                Added::Full(held) => self.send_answers(src, &held)?,
+                Added::Failed(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
+                Added::NotHeld => break,
             }
         }
         let ret = self.inner.ids.ret;
@@ -753,14 +750,6 @@ impl Pgas {
         first
     }
 
-    /// Send the results this thread holds for `caller`.
-    fn flush_answers_to(&self, caller: Rank) -> Result<()> {
-        match crate::answers::take(caller) {
-            Some(buf) => self.send_answers(caller, &buf),
-            None => Ok(()),
-        }
-    }
-
     /// Send call `ticket` of function `id` with `body` to `target`: held
     /// with the other small calls to it (see [`outbox`](crate::outbox)),
     /// or on its own, after them, if it is large. `what` names the body
@@ -773,7 +762,7 @@ impl Pgas {
         body: &Body<'_>,
         what: impl Fn() -> String,
     ) -> Result<()> {
-        use crate::outbox::{Added, FLUSH_AT};
+        use crate::outbox::FLUSH_AT;
         let ser = |e: postcard::Error| Error::Serialization {
             rank: self.rank(),
             what: what(),
