@@ -22,7 +22,17 @@
 //! computes queues a bounded amount; a call that finds its window full
 //! makes user-level progress while it waits for room (it serves this
 //! rank's own calls, as a GASNet AM request runs arrived handlers while
-//! the network is full). Calls made inside RPC bodies are not held.
+//! the network is full). Calls made inside RPC bodies are not held to
+//! the window.
+//!
+//! Small calls (bodies up to 1 KiB encoded) **travel together**: each is
+//! appended to its target's buffer, which goes out as one message when
+//! it fills (4 KiB) or at the latest at the caller's next progress
+//! through this crate (`progress`, `wait`, the poll of an rpc's future,
+//! a barrier or collective), and the target runs them in the order they
+//! were made. UPC++ allows the same deferral; as there, a rank about to
+//! wait by other means (a blocking rgex call) calls
+//! [`Pgas::discharge`] first.
 //! Results of the calls one progress serves travel back together, one
 //! message per caller (small ones, up to 256 bytes encoded), sent when
 //! that batch is done or before one of its bodies waits through this

@@ -108,7 +108,9 @@ impl Pgas {
 
     /// Put `src` at `dst`, then run `f(pg, args)` on `dst`'s rank once the
     /// data is there (remote completion). The future resolves when the
-    /// call has been sent; the call runs whether or not it is awaited.
+    /// call has been made (a small call then goes out with this rank's
+    /// next progress at the latest, see [`Pgas::discharge`]); the call
+    /// runs whether or not it is awaited.
     ///
     /// ```no_run
     /// # fn demo(pg: &rgex_pgas::Pgas, halo: rgex_pgas::GlobalPtr<f64>) -> rgex_pgas::Result<()> {

@@ -34,7 +34,9 @@ where
 impl Pgas {
     /// Run `f(pg, args)` on `rank` and get its result: the future
     /// resolves once the result is back (an error if `rank` is gone, the
-    /// body failed there, or a value could not be serialized).
+    /// body failed there, or a value could not be serialized). A small
+    /// call waits with others to `rank` until this rank's next progress
+    /// (see [`discharge`](Self::discharge)).
     ///
     /// ```no_run
     /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {

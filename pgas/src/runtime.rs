@@ -12,7 +12,8 @@
 //! wait and make RPCs; the progress it makes inside is internal only, so
 //! bodies never nest. The small results of the calls one progress serves
 //! are sent together per caller at the end, one message each, or before
-//! a body waits.
+//! a body waits; small calls wait per target until the caller's next
+//! progress (see [`Pgas::discharge`]).
 
 use crate::error::{Error, Result};
 use crate::fn_id::{FnId, Names};
