@@ -15,16 +15,13 @@
 //! Entries are `[ticket: u32 LE][length: u32 LE][bytes]`, back to back
 //! ([`framing`]).
 
-use crate::framing;
 pub(crate) use crate::framing::Added;
+use crate::framing::{self, Buffer};
 use rgex::Rank;
 use std::cell::RefCell;
 
 /// Results larger than this (bytes, encoded) are sent on their own.
 pub(crate) const SMALL: usize = 256;
-
-/// Bytes of an entry's head (ticket and length).
-pub(crate) const HEAD: usize = 4 + framing::LEN;
 
 /// A caller's buffer is sent once it holds this many bytes (or less, if
 /// the conduit's Medium is smaller).
@@ -35,7 +32,7 @@ struct Held {
     /// end.
     open: bool,
     /// Per caller, its results so far.
-    by_caller: Vec<(Rank, Vec<u8>)>,
+    by_caller: Vec<(Rank, Buffer)>,
 }
 
 thread_local! {
@@ -63,20 +60,15 @@ pub(crate) fn open() -> Batch {
     Batch(())
 }
 
-/// Hold `ticket`'s result for `caller`, `len` bytes that `write` fills
-/// (returning how many it used, at most `len`), in a buffer sent at
-/// `cap` bytes: [`Added::NotHeld`] outside a batch or for a result too
-/// large to hold.
-pub(crate) fn add<E>(
+/// Hold `ticket`'s result for `caller`, which `write` encodes (see
+/// [`Buffer::append`]), in a buffer sent at `cap` bytes:
+/// [`Added::NotHeld`] outside a batch or for a result too large to hold.
+pub(crate) fn add(
     caller: Rank,
     ticket: u32,
-    len: usize,
     cap: usize,
-    write: impl FnOnce(&mut [u8]) -> Result<usize, E>,
-) -> Added<E> {
-    if len > SMALL || HEAD + len > cap {
-        return Added::NotHeld;
-    }
+    write: impl FnOnce(&mut [u8]) -> Result<usize, postcard::Error>,
+) -> Added<postcard::Error> {
     HELD.with(|h| {
         let mut h = h.borrow_mut();
         if !h.open {
@@ -85,23 +77,22 @@ pub(crate) fn add<E>(
         let i = match h.by_caller.iter().position(|(r, _)| *r == caller) {
             Some(i) => i,
             None => {
-                h.by_caller.push((caller, Vec::new()));
+                h.by_caller.push((caller, Buffer::default()));
                 h.by_caller.len() - 1
             }
         };
-        framing::append(
-            &mut h.by_caller[i].1,
-            &ticket.to_le_bytes(),
-            len,
-            cap,
-            write,
-        )
+        h.by_caller[i]
+            .1
+            .append(&ticket.to_le_bytes(), SMALL, cap, write)
     })
 }
 
 /// Take every held result, per caller (the buffers are then sent).
 pub(crate) fn take_all() -> Vec<(Rank, Vec<u8>)> {
-    HELD.with(|h| std::mem::take(&mut h.borrow_mut().by_caller))
+    let all = HELD.with(|h| std::mem::take(&mut h.borrow_mut().by_caller));
+    all.into_iter()
+        .filter_map(|(caller, mut b)| Some((caller, b.take()?)))
+        .collect()
 }
 
 /// The entries of a received buffer, or `None` at the first one cut
@@ -134,8 +125,10 @@ mod tests {
     #[test]
     fn results_are_held_per_caller_and_read_back_in_order() {
         let put = |caller: u32, ticket: u32, bytes: &[u8]| {
-            add::<()>(Rank(caller), ticket, bytes.len(), FLUSH_AT, |b| {
-                b.copy_from_slice(bytes);
+            add(Rank(caller), ticket, FLUSH_AT, |b| {
+                b.get_mut(..bytes.len())
+                    .ok_or(postcard::Error::SerializeBufferFull)?
+                    .copy_from_slice(bytes);
                 Ok(bytes.len())
             })
         };

@@ -21,38 +21,86 @@ pub(crate) enum Added<E> {
     Failed(E),
 }
 
-/// Append an entry of `prefix` and `len` bytes that `write` fills
-/// (returning how many it used, at most `len`) to `buf`, unless it would
-/// take `buf` past `cap` bytes: then `buf`'s contents are handed back
-/// ([`Added::Full`]). A buffer that is empty takes any entry (the caller
-/// checks that one entry fits `cap`).
-pub(crate) fn append<E>(
-    buf: &mut Vec<u8>,
-    prefix: &[u8],
-    len: usize,
-    cap: usize,
-    write: impl FnOnce(&mut [u8]) -> Result<usize, E>,
-) -> Added<E> {
-    let head = prefix.len() + LEN;
-    if !buf.is_empty() && buf.len() + head + len > cap {
-        return Added::Full(std::mem::take(buf));
+/// A buffer of entries being held. Entries are encoded straight into the
+/// room after the last one: no size walk before an entry, and each byte
+/// of the buffer is zeroed once, not once per entry that might use it.
+#[derive(Default)]
+pub(crate) struct Buffer {
+    bytes: Vec<u8>,
+    /// The bytes the entries so far take.
+    used: usize,
+}
+
+impl Buffer {
+    /// The bytes held.
+    pub fn len(&self) -> usize {
+        self.used
     }
-    if buf.capacity() == 0 {
-        buf.reserve(cap);
-    }
-    let start = buf.len();
-    buf.extend_from_slice(prefix);
-    buf.resize(start + head + len, 0);
-    match write(&mut buf[start + head..]) {
-        Ok(used) => {
-            let used = used.min(len);
-            buf[start + prefix.len()..start + head].copy_from_slice(&(used as u32).to_le_bytes());
-            buf.truncate(start + head + used);
-            Added::Held
+
+    /// What it holds, taken out (`None` if nothing).
+    pub fn take(&mut self) -> Option<Vec<u8>> {
+        if self.used == 0 {
+            return None;
         }
-        Err(e) => {
-            buf.truncate(start);
-            Added::Failed(e)
+        let mut b = std::mem::take(&mut self.bytes);
+        b.truncate(self.used);
+        self.used = 0;
+        Some(b)
+    }
+
+    /// Append an entry of `prefix` and at most `most` bytes that `write`
+    /// encodes (returning how many it used; postcard's
+    /// `SerializeBufferFull` when they do not fit), keeping the buffer
+    /// within `cap` bytes. An entry that does not fit in what is left
+    /// hands the buffer's contents back ([`Added::Full`]; the caller sends
+    /// them and tries again); one that fits in neither `most` bytes nor
+    /// an empty buffer is [`Added::NotHeld`].
+    pub fn append(
+        &mut self,
+        prefix: &[u8],
+        most: usize,
+        cap: usize,
+        write: impl FnOnce(&mut [u8]) -> Result<usize, postcard::Error>,
+    ) -> Added<postcard::Error> {
+        let start = self.used + prefix.len() + LEN;
+        let room = cap.saturating_sub(start);
+        if room == 0 {
+            return match self.take() {
+                Some(held) => Added::Full(held),
+                None => Added::NotHeld,
+            };
+        }
+        let window = room.min(most);
+        if self.bytes.capacity() == 0 {
+            self.bytes.reserve(cap);
+        }
+        if self.bytes.len() < start + window {
+            // Zeroed once: a byte written for one entry is not zeroed
+            // again for the next.
+            self.bytes.resize(start + window, 0);
+        }
+        match write(&mut self.bytes[start..start + window]) {
+            Ok(used) => {
+                let used = used.min(window);
+                let at = self.used;
+                self.bytes[at..at + prefix.len()].copy_from_slice(prefix);
+                self.bytes[start - LEN..start].copy_from_slice(&(used as u32).to_le_bytes());
+                self.used = start + used;
+                Added::Held
+            }
+            Err(postcard::Error::SerializeBufferFull) => match self.take() {
+                // Cut short by the room left, not by `most`: send what
+                // is held and try again in an empty buffer.
+                Some(held) if window < most => Added::Full(held),
+                Some(held) => {
+                    // Too large to hold at all: keep what is held.
+                    self.bytes = held;
+                    self.used = self.bytes.len();
+                    Added::NotHeld
+                }
+                None => Added::NotHeld,
+            },
+            Err(e) => Added::Failed(e),
         }
     }
 }
@@ -71,55 +119,82 @@ pub(crate) fn split(b: &[u8], prefix: usize) -> Option<(&[u8], &[u8], usize)> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn entries_go_in_and_come_back_out() {
-        let mut b = Vec::new();
-        assert!(matches!(
-            append::<()>(&mut b, b"P1", 3, 64, |o| {
-                o.copy_from_slice(b"abc");
-                Ok(3)
-            }),
-            Added::Held
-        ));
-        // Less used than asked for: what was used is kept.
-        assert!(matches!(
-            append::<()>(&mut b, b"P2", 10, 64, |o| {
-                o[..1].copy_from_slice(b"z");
-                Ok(1)
-            }),
-            Added::Held
-        ));
-        // A failed write leaves nothing.
-        let before = b.len();
-        assert!(matches!(
-            append(&mut b, b"P3", 4, 64, |_| Err("no")),
-            Added::Failed("no")
-        ));
-        assert_eq!(b.len(), before);
-        let (p, bytes, used) = split(&b, 2).unwrap();
-        assert_eq!((p, bytes), (&b"P1"[..], &b"abc"[..]));
-        let (p, bytes, rest) = split(&b[used..], 2).unwrap();
-        assert_eq!((p, bytes), (&b"P2"[..], &b"z"[..]));
-        assert_eq!(used + rest, b.len());
+    fn bytes(b: &'static [u8]) -> impl FnOnce(&mut [u8]) -> Result<usize, postcard::Error> {
+        move |o| {
+            o.get_mut(..b.len())
+                .ok_or(postcard::Error::SerializeBufferFull)?
+                .copy_from_slice(b);
+            Ok(b.len())
+        }
     }
 
     #[test]
-    fn a_full_buffer_is_handed_back_and_a_cut_entry_is_none() {
-        let mut b = Vec::new();
-        let fill = |o: &mut [u8]| -> Result<usize, ()> {
-            o.fill(7);
-            Ok(o.len())
+    fn entries_go_in_and_come_back_out() {
+        let mut b = Buffer::default();
+        assert!(b.take().is_none());
+        assert!(matches!(
+            b.append(b"P1", 64, 64, bytes(b"abc")),
+            Added::Held
+        ));
+        assert!(matches!(b.append(b"P2", 64, 64, bytes(b"z")), Added::Held));
+        // A failed write leaves nothing.
+        let before = b.len();
+        assert!(matches!(
+            b.append(b"P3", 64, 64, |_| Err(postcard::Error::WontImplement)),
+            Added::Failed(postcard::Error::WontImplement)
+        ));
+        assert_eq!(b.len(), before);
+        let held = b.take().unwrap();
+        assert_eq!(held.len(), 2 * (2 + LEN) + 4);
+        let (p, body, used) = split(&held, 2).unwrap();
+        assert_eq!((p, body), (&b"P1"[..], &b"abc"[..]));
+        let (p, body, rest) = split(&held[used..], 2).unwrap();
+        assert_eq!((p, body), (&b"P2"[..], &b"z"[..]));
+        assert_eq!(used + rest, held.len());
+        assert!(b.take().is_none());
+    }
+
+    #[test]
+    fn a_full_buffer_is_handed_back_and_a_large_entry_is_not_held() {
+        let mut b = Buffer::default();
+        let ten = bytes(b"0123456789");
+        // Each entry takes 1 + 4 + 10 bytes; two fit 30.
+        assert!(matches!(b.append(b"x", 64, 30, ten), Added::Held));
+        assert!(matches!(
+            b.append(b"x", 64, 30, bytes(b"0123456789")),
+            Added::Held
+        ));
+        let Added::Full(old) = b.append(b"x", 64, 30, bytes(b"0123456789")) else {
+            panic!("a third entry of 15 bytes does not fit 30")
         };
-        assert!(matches!(append(&mut b, b"x", 5, 20, fill), Added::Held));
-        assert!(matches!(append(&mut b, b"x", 5, 20, fill), Added::Held));
-        let Added::Full(old) = append(&mut b, b"x", 5, 20, fill) else {
-            panic!("a third entry of 10 bytes does not fit 20")
-        };
-        assert_eq!(old.len(), 20);
-        assert!(b.is_empty());
-        assert!(split(&old[..19], 1).is_some());
-        assert!(split(&old[10..19], 1).is_none());
-        let mut bad = old[..10].to_vec();
+        assert_eq!(old.len(), 30);
+        assert!(matches!(
+            b.append(b"x", 64, 30, bytes(b"0123456789")),
+            Added::Held
+        ));
+        // Larger than `most`: not held, and what is held stays.
+        assert!(matches!(
+            b.append(b"x", 4, 30, bytes(b"0123456789")),
+            Added::NotHeld
+        ));
+        assert_eq!(b.len(), 15);
+        // Larger than an empty buffer: not held.
+        let mut e = Buffer::default();
+        assert!(matches!(
+            e.append(b"x", 64, 12, bytes(b"0123456789")),
+            Added::NotHeld
+        ));
+        assert!(e.take().is_none());
+    }
+
+    #[test]
+    fn a_cut_entry_is_none() {
+        let mut b = Buffer::default();
+        let _ = b.append(b"x", 64, 64, bytes(b"0123456789"));
+        let held = b.take().unwrap();
+        assert!(split(&held, 1).is_some());
+        assert!(split(&held[..14], 1).is_none());
+        let mut bad = held.clone();
         bad[1..5].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(split(&bad, 1).is_none());
         assert!(split(&[1, 2], 1).is_none());

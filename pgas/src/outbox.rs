@@ -20,8 +20,8 @@
 //! back to back.
 
 use crate::fn_id::FnId;
-use crate::framing;
 pub(crate) use crate::framing::Added;
+use crate::framing::{self, Buffer};
 use crate::runtime::lock;
 use rgex::Rank;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,16 +33,13 @@ pub(crate) const SMALL: usize = 1024;
 /// Bytes of an entry's prefix (ticket, function).
 const PREFIX: usize = 4 + FnId::LEN;
 
-/// Bytes of an entry's head (prefix and length).
-pub(crate) const HEAD: usize = PREFIX + framing::LEN;
-
 /// A target's buffer is sent once it would pass this many bytes (or the
 /// conduit's Medium, if smaller).
 pub(crate) const FLUSH_AT: usize = 4096;
 
 /// Per-target buffers of calls made and not yet sent.
 pub(crate) struct Outbox {
-    held: OnceLock<Box<[Mutex<Vec<u8>>]>>,
+    held: OnceLock<Box<[Mutex<Buffer>]>>,
     /// The targets whose buffers went from empty to holding something
     /// since the last [`take_targets`](Self::take_targets). A target is
     /// added under its buffer's lock, so a buffer that holds something
@@ -69,7 +66,7 @@ impl Outbox {
     pub fn size(&self, ranks: u32) {
         let _ = self
             .held
-            .set((0..ranks).map(|_| Mutex::new(Vec::new())).collect());
+            .set((0..ranks).map(|_| Mutex::default()).collect());
     }
 
     /// Whether any call may be held (a hint, see `any`).
@@ -77,34 +74,27 @@ impl Outbox {
         self.any.load(Ordering::Relaxed)
     }
 
-    /// Append a call for `target`: `ticket`, function `id` and a body of
-    /// `len` bytes that `write` fills (returning how many it used, at most
-    /// `len`), to a buffer sent at `cap` bytes.
-    pub fn add<E>(
+    /// Append a call for `target`: `ticket`, function `id` and a body
+    /// that `write` encodes (see [`Buffer::append`]), to a buffer sent
+    /// at `cap` bytes.
+    pub fn add(
         &self,
         target: Rank,
         ticket: u32,
         id: FnId,
-        len: usize,
         cap: usize,
-        write: impl FnOnce(&mut [u8]) -> Result<usize, E>,
-    ) -> Added<E> {
+        write: impl FnOnce(&mut [u8]) -> Result<usize, postcard::Error>,
+    ) -> Added<postcard::Error> {
         let Some(slot) = self.held.get().and_then(|h| h.get(target.0 as usize)) else {
             return Added::NotHeld;
         };
-        if len > SMALL || HEAD + len > cap {
-            return Added::NotHeld;
-        }
         let mut prefix = [0u8; PREFIX];
         prefix[..4].copy_from_slice(&ticket.to_le_bytes());
         id.write(&mut prefix[4..]);
         let mut buf = lock(slot);
-        let was_empty = buf.is_empty();
-        let added = framing::append(&mut buf, &prefix, len, cap, write);
-        if !matches!(added, Added::Held) {
-            return added;
-        }
-        if was_empty {
+        let was_empty = buf.len() == 0;
+        let added = buf.append(&prefix, SMALL, cap, write);
+        if was_empty && matches!(added, Added::Held) {
             lock(&self.dirty).push(target);
             // Relaxed: a hint (see the field), set under `dirty`'s lock.
             self.any.store(true, Ordering::Relaxed);
@@ -127,8 +117,7 @@ impl Outbox {
     /// What `target`'s buffer holds, taken out (`None` if nothing).
     pub fn take(&self, target: Rank) -> Option<Vec<u8>> {
         let slot = self.held.get()?.get(target.0 as usize)?;
-        let mut buf = lock(slot);
-        (!buf.is_empty()).then(|| std::mem::take(&mut *buf))
+        lock(slot).take()
     }
 }
 
@@ -164,6 +153,9 @@ pub(crate) fn whole_entries(b: &[u8]) -> (usize, usize) {
 mod tests {
     use super::*;
 
+    /// Bytes of an entry's head (prefix and length).
+    const HEAD: usize = PREFIX + framing::LEN;
+
     fn id(k: u64) -> FnId {
         FnId { offset: k, tag: !k }
     }
@@ -178,67 +170,46 @@ mod tests {
         out
     }
 
+    fn body(b: &[u8]) -> impl FnOnce(&mut [u8]) -> Result<usize, postcard::Error> + '_ {
+        move |o| {
+            o.get_mut(..b.len())
+                .ok_or(postcard::Error::SerializeBufferFull)?
+                .copy_from_slice(b);
+            Ok(b.len())
+        }
+    }
+
     #[test]
     fn calls_are_held_per_target_in_order_and_read_back() {
         let ob = Outbox::new();
         ob.size(3);
         assert!(!ob.maybe_held());
-        let put = |t: u32, ticket: u32, body: &[u8]| {
-            ob.add::<()>(
-                Rank(t),
-                ticket,
-                id(u64::from(ticket)),
-                body.len(),
-                4096,
-                |b| {
-                    b.copy_from_slice(body);
-                    Ok(body.len())
-                },
-            )
+        let put = |t: u32, ticket: u32, b: &[u8]| {
+            ob.add(Rank(t), ticket, id(u64::from(ticket)), 4096, body(b))
         };
         assert!(matches!(put(1, 7, b"abc"), Added::Held));
         assert!(matches!(put(2, 8, b""), Added::Held));
         assert!(matches!(put(1, 0, b"xy"), Added::Held));
         assert!(ob.maybe_held());
-        // A body that writes less than it asked for keeps what it wrote;
-        // a failed one leaves nothing.
+        // A failed body leaves nothing.
         assert!(matches!(
-            ob.add::<()>(Rank(1), 9, id(9), 10, 4096, |b| {
-                b[..1].copy_from_slice(b"z");
-                Ok(1)
-            }),
-            Added::Held
-        ));
-        assert!(matches!(
-            ob.add(Rank(1), 10, id(10), 4, 4096, |_| Err("no")),
-            Added::Failed("no")
+            ob.add(Rank(1), 10, id(10), 4096, |_| Err(
+                postcard::Error::WontImplement
+            )),
+            Added::Failed(postcard::Error::WontImplement)
         ));
         let mut targets = ob.take_targets();
         targets.sort();
         assert_eq!(targets, [Rank(1), Rank(2)]);
         assert!(!ob.maybe_held());
         let one = ob.take(Rank(1)).unwrap();
-        assert_eq!(
-            entries(&one),
-            [
-                Entry {
-                    ticket: 7,
-                    id: id(7),
-                    body: b"abc"
-                },
-                Entry {
-                    ticket: 0,
-                    id: id(0),
-                    body: b"xy"
-                },
-                Entry {
-                    ticket: 9,
-                    id: id(9),
-                    body: b"z"
-                },
-            ]
-        );
-        assert_eq!(whole_entries(&one), (3, one.len()));
+        let e = |ticket, body| Entry {
+            ticket,
+            id: id(u64::from(ticket)),
+            body,
+        };
+        assert_eq!(entries(&one), [e(7, &b"abc"[..]), e(0, &b"xy"[..])]);
+        assert_eq!(whole_entries(&one), (2, one.len()));
         assert_eq!(entries(&ob.take(Rank(2)).unwrap()).len(), 1);
         assert!(ob.take(Rank(1)).is_none());
         // Held again: the target is listed again.
@@ -251,12 +222,8 @@ mod tests {
         let ob = Outbox::new();
         ob.size(2);
         let cap = 2 * (HEAD + 10);
-        let put = |ticket: u32| {
-            ob.add::<()>(Rank(0), ticket, id(1), 10, cap, |b| {
-                b.fill(ticket as u8);
-                Ok(10)
-            })
-        };
+        let ten = [5u8; 10];
+        let put = |ticket: u32| ob.add(Rank(0), ticket, id(1), cap, body(&ten));
         assert!(matches!(put(1), Added::Held));
         assert!(matches!(put(2), Added::Held));
         let Added::Full(old) = put(3) else {
@@ -264,16 +231,17 @@ mod tests {
         };
         assert_eq!(entries(&old).len(), 2);
         assert!(matches!(put(3), Added::Held));
+        let large = vec![1u8; SMALL + 1];
         assert!(matches!(
-            ob.add::<()>(Rank(0), 4, id(1), SMALL + 1, usize::MAX, |_| Ok(0)),
+            ob.add(Rank(1), 4, id(1), 4096, body(&large)),
             Added::NotHeld
         ));
         assert!(matches!(
-            ob.add::<()>(Rank(0), 4, id(1), cap, cap, |_| Ok(0)),
+            ob.add(Rank(1), 4, id(1), cap, body(&[1u8; 2 * (HEAD + 10)])),
             Added::NotHeld
         ));
         assert!(matches!(
-            ob.add::<()>(Rank(2), 4, id(1), 1, cap, |_| Ok(0)),
+            ob.add(Rank(2), 4, id(1), cap, body(b"x")),
             Added::NotHeld
         ));
     }
@@ -283,13 +251,11 @@ mod tests {
         let ob = Outbox::new();
         ob.size(1);
         for t in 1..=2 {
-            let _ = ob.add::<()>(Rank(0), t, id(5), 3, 4096, |b| {
-                b.copy_from_slice(b"abc");
-                Ok(3)
-            });
+            let _ = ob.add(Rank(0), t, id(5), 4096, body(b"abc"));
         }
         let b = ob.take(Rank(0)).unwrap();
         let one = HEAD + 3;
+        assert_eq!(b.len(), 2 * one);
         assert_eq!(whole_entries(&b[..2 * one - 1]), (1, one));
         assert_eq!(whole_entries(&b[..3]), (0, 0));
         // A length past the end is cut short, not read beyond it.

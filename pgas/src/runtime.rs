@@ -716,13 +716,9 @@ impl Pgas {
             what: what(),
             why: e.to_string(),
         };
-        let len = match value.encoded_len() {
-            Ok(len) => len,
-            Err(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
-        };
         let cap = crate::answers::FLUSH_AT.min(self.inner.ep.max_medium(src, 0));
         loop {
-            match crate::answers::add(src, ticket, len, cap, |b| value.encode_into(b)) {
+            match crate::answers::add(src, ticket, cap, |b| value.encode_into(b)) {
                 Added::Held => return Ok(()),
                 Added::Full(held) => self.send_answers(src, &held)?,
                 Added::Failed(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
@@ -769,13 +765,12 @@ impl Pgas {
             what: what(),
             why: e.to_string(),
         };
-        let len = body.len().map_err(ser)?;
         let cap = FLUSH_AT.min(self.inner.ep.max_medium(target, 0));
         loop {
             match self
                 .inner
                 .outbox
-                .add(target, ticket, id, len, cap, |b| body.write(b))
+                .add(target, ticket, id, cap, |b| body.write(b))
             {
                 Added::Held => return Ok(()),
                 Added::Full(held) => self.send_calls(target, held)?,
