@@ -3,7 +3,7 @@
 //! executor, with the errors it must give. Prints one `ok:` line per
 //! check on rank 0 and exits 0 only if every check held.
 //!
-//! Usage: `conformance [all|departure|window]`. `departure`: rank 1
+//! Usage: `conformance [all|departure|window|farewell]`. `departure`: rank 1
 //! leaves the job at once; rank 0's RPC to it must fail naming it.
 //! `window` (in a fresh process, so the work-queue peak is its own):
 //! rank 1 computes without progress while the others call it, and its
@@ -433,6 +433,43 @@ fn departure(pg: &Pgas) -> rgex_pgas::Result<()> {
     }
 }
 
+/// The calls a program makes just before it ends are sent, not lost
+/// with the calls held (see [`held_calls`]): rank 0 sends rank 1 `N`
+/// fire-and-forget calls and ends at once, with no progress after
+/// them; rank 1 must serve all `N` (it fails after 60 s otherwise).
+fn farewell(pg: Pgas) -> rgex_pgas::Result<()> {
+    const N: u64 = 40;
+    if pg.size() < 2 {
+        println!("skip: farewell needs two ranks");
+        return Ok(());
+    }
+    pg.barrier()?;
+    match pg.rank().0 {
+        0 => {
+            for _ in 0..N {
+                pg.rpc_ff(Rank(1), bump, 1)?;
+            }
+            drop(pg);
+        }
+        1 => {
+            let start = Instant::now();
+            while BUMPS.load(Ordering::Relaxed) < N {
+                pg.progress()?;
+                assert!(
+                    start.elapsed() < Duration::from_secs(60),
+                    "rank 1: {} of the {N} calls rank 0 made before it ended came",
+                    BUMPS.load(Ordering::Relaxed)
+                );
+            }
+            println!(
+                "ok: farewell: the {N} calls rank 0 made just before it ended were all served"
+            );
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Calls counted by `bump` on this rank.
 static BUMPS: AtomicU64 = AtomicU64::new(0);
 
@@ -688,7 +725,8 @@ fn main() -> rgex_pgas::Result<()> {
         }
         "departure" => departure(&pg)?,
         "window" => window(&pg)?,
-        other => panic!("unknown check {other:?}: all, departure or window"),
+        "farewell" => return farewell(pg),
+        other => panic!("unknown check {other:?}: all, departure, window or farewell"),
     }
     Ok(())
 }

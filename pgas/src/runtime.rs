@@ -95,6 +95,56 @@ pub(crate) struct Inner {
     pub lost_failures: AtomicU64,
 }
 
+/// How long the last handle's drop tries to send the calls still held
+/// (a target whose network stays full for longer is reported).
+const FLUSH_AT_EXIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Drop for Inner {
+    /// Send the calls still held (a program may end with an `rpc_ff`
+    /// and no progress after it): with rgex's own progress only, since
+    /// no handle is left to run bodies with, and for at most
+    /// [`FLUSH_AT_EXIT`] per target.
+    fn drop(&mut self) {
+        for target in self.outbox.take_targets() {
+            let Some(held) = self.outbox.take(target) else {
+                continue;
+            };
+            let start = std::time::Instant::now();
+            let sent = loop {
+                let n = held.len();
+                match self
+                    .ep
+                    .prepare_request_medium(target, None, n, n, 0, Flags::IMMEDIATE)
+                {
+                    Ok(mut p) => {
+                        p.buf()[..n].copy_from_slice(&held);
+                        break p.commit(self.ids.calls, &[], n).map_err(|e| e.to_string());
+                    }
+                    Err(rgex::Error::WouldBlock { .. }) => {
+                        if let Some(why) = self.ep.conduit().peer_gone(target) {
+                            break Err(why);
+                        }
+                        if start.elapsed() > FLUSH_AT_EXIT {
+                            break Err(format!("its network stayed full for {FLUSH_AT_EXIT:?}"));
+                        }
+                        if let Err(e) = self.ep.poll() {
+                            break Err(e.to_string());
+                        }
+                    }
+                    Err(e) => break Err(e.to_string()),
+                }
+            };
+            if let Err(why) = sent {
+                let calls = crate::outbox::whole_entries(&held).0;
+                eprintln!(
+                    "rgex-pgas: {}: {calls} calls to {target} made before the last handle was dropped could not be sent: {why}",
+                    self.client.rank()
+                );
+            }
+        }
+    }
+}
+
 thread_local! {
     /// This thread is inside user-level progress (running a body).
     static IN_USER_PROGRESS: Cell<bool> = const { Cell::new(false) };
@@ -839,9 +889,9 @@ impl Pgas {
     /// Send the calls this rank holds now (UPC++'s `discharge`): a small
     /// call may wait for this rank's next progress through rgex-pgas
     /// ([`progress`](Self::progress), [`wait`](Self::wait), the poll of
-    /// a call's future, a barrier or collective), so a rank about to wait
-    /// by other means (a blocking rgex call, a lock another rank will
-    /// release) calls this first.
+    /// a call's future, a barrier or collective, or the drop of the last
+    /// handle), so a rank about to wait by other means (a blocking rgex
+    /// call, a lock another rank will release) calls this first.
     ///
     /// ```no_run
     /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {

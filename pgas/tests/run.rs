@@ -100,6 +100,15 @@ fn an_rpc_to_a_rank_that_left_is_an_error_naming_it() {
 }
 
 #[test]
+fn the_calls_a_rank_makes_just_before_it_ends_are_sent() {
+    let out = run(2, "conformance", &["farewell"]);
+    assert!(
+        out.contains("ok: farewell: the 40 calls rank 0 made just before it ended were all served"),
+        "{out}"
+    );
+}
+
+#[test]
 fn a_target_that_computes_holds_one_window_per_sender_and_floods_drain() {
     // (With rgex's progress thread the target's network is emptied into
     // its queue while it computes: only the window holds the senders.)
