@@ -68,7 +68,6 @@ mod fn_id;
 mod framing;
 mod global_ptr;
 pub mod heap;
-mod int_hash;
 mod mailbox;
 mod outbox;
 mod payload;

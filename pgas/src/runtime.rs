@@ -86,7 +86,7 @@ pub(crate) struct Inner {
     pub dist: crate::dist_object::Registry,
     pub vis: rgex::Vis,
     pub remote: crate::rma::RemoteCompletions,
-    states: Mutex<HashMap<TypeId, AnyState, crate::int_hash::IntHash>>,
+    states: Mutex<HashMap<TypeId, AnyState>>,
     /// Which `states` a thread's [`LAST_STATE`] may stand for: this
     /// runtime's own number and how many times `set_state` has run.
     states_seen: (u64, AtomicU64),
