@@ -16,7 +16,7 @@
 //! ([`framing`]).
 
 pub(crate) use crate::framing::Added;
-use crate::framing::{self, Buffer};
+use crate::framing::{self, Buffer, Taken};
 use rgex::Rank;
 use std::cell::RefCell;
 
@@ -88,11 +88,25 @@ pub(crate) fn add(
 }
 
 /// Take every held result, per caller (the buffers are then sent).
-pub(crate) fn take_all() -> Vec<(Rank, Vec<u8>)> {
-    let all = HELD.with(|h| std::mem::take(&mut h.borrow_mut().by_caller));
-    all.into_iter()
-        .filter_map(|(caller, mut b)| Some((caller, b.take()?)))
-        .collect()
+pub(crate) fn take_all() -> Vec<(Rank, Taken)> {
+    HELD.with(|h| {
+        h.borrow_mut()
+            .by_caller
+            .iter_mut()
+            .filter_map(|(caller, b)| Some((*caller, b.take()?)))
+            .collect()
+    })
+}
+
+/// Give `caller`'s buffer back the allocation of what was taken from it
+/// and sent.
+pub(crate) fn give_back(caller: Rank, sent: Taken) {
+    HELD.with(|h| {
+        let mut h = h.borrow_mut();
+        if let Some((_, b)) = h.by_caller.iter_mut().find(|(r, _)| *r == caller) {
+            b.give(sent);
+        }
+    })
 }
 
 /// The entries of a received buffer, or `None` at the first one cut

@@ -7,13 +7,29 @@
 /// Bytes of an entry's length.
 pub(crate) const LEN: usize = 4;
 
+/// A buffer's entries, taken out to be sent (its bytes, as a slice).
+/// Given back to its buffer once sent, its allocation, zeroed already,
+/// serves the next entries: a buffer sent at every progress costs no
+/// allocation and no zeroing each time.
+pub(crate) struct Taken {
+    bytes: Vec<u8>,
+    used: usize,
+}
+
+impl std::ops::Deref for Taken {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.used]
+    }
+}
+
 /// What adding an entry to a held buffer did.
 pub(crate) enum Added<E> {
     /// The entry waits in the buffer.
     Held,
-    /// The buffer had no room: here is what it held (to be sent first);
-    /// the entry was not added.
-    Full(Vec<u8>),
+    /// The buffer had no room: here is what it held (to be sent first,
+    /// then given back); the entry was not added.
+    Full(Taken),
     /// The entry is not held (too large, or nothing holds entries for
     /// that peer now): send it on its own.
     NotHeld,
@@ -38,14 +54,23 @@ impl Buffer {
     }
 
     /// What it holds, taken out (`None` if nothing).
-    pub fn take(&mut self) -> Option<Vec<u8>> {
+    pub fn take(&mut self) -> Option<Taken> {
         if self.used == 0 {
             return None;
         }
-        let mut b = std::mem::take(&mut self.bytes);
-        b.truncate(self.used);
-        self.used = 0;
-        Some(b)
+        let used = std::mem::take(&mut self.used);
+        Some(Taken {
+            bytes: std::mem::take(&mut self.bytes),
+            used,
+        })
+    }
+
+    /// Take back the allocation of what was taken and sent, for the
+    /// next entries (unless the buffer has one again already).
+    pub fn give(&mut self, sent: Taken) {
+        if self.bytes.capacity() == 0 {
+            self.bytes = sent.bytes;
+        }
     }
 
     /// Append an entry of `prefix` and at most `most` bytes that `write`
@@ -94,8 +119,7 @@ impl Buffer {
                 Some(held) if window < most => Added::Full(held),
                 Some(held) => {
                     // Too large to hold at all: keep what is held.
-                    self.bytes = held;
-                    self.used = self.bytes.len();
+                    (self.bytes, self.used) = (held.bytes, held.used);
                     Added::NotHeld
                 }
                 None => Added::NotHeld,
@@ -188,13 +212,34 @@ mod tests {
     }
 
     #[test]
+    fn a_buffer_given_back_is_reused() {
+        let mut b = Buffer::default();
+        let _ = b.append(b"x", 64, 64, bytes(b"abc"));
+        let sent = b.take().unwrap();
+        let at = sent.as_ptr();
+        b.give(sent);
+        assert!(matches!(b.append(b"y", 64, 64, bytes(b"de")), Added::Held));
+        let sent = b.take().unwrap();
+        assert_eq!(sent.as_ptr(), at, "the allocation is reused");
+        assert_eq!(sent.len(), 1 + LEN + 2);
+        assert_eq!(split(&sent, 1), Some((&b"y"[..], &b"de"[..], 1 + LEN + 2)));
+        // A buffer that allocated again meanwhile keeps its own.
+        let _ = b.append(b"z", 64, 64, bytes(b"f"));
+        let mine = b.take().unwrap();
+        let _ = b.append(b"w", 64, 64, bytes(b"g"));
+        b.give(mine);
+        let now = b.take().unwrap();
+        assert_eq!(split(&now, 1), Some((&b"w"[..], &b"g"[..], 1 + LEN + 1)));
+    }
+
+    #[test]
     fn a_cut_entry_is_none() {
         let mut b = Buffer::default();
         let _ = b.append(b"x", 64, 64, bytes(b"0123456789"));
         let held = b.take().unwrap();
         assert!(split(&held, 1).is_some());
         assert!(split(&held[..14], 1).is_none());
-        let mut bad = held.clone();
+        let mut bad = held.to_vec();
         bad[1..5].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(split(&bad, 1).is_none());
         assert!(split(&[1, 2], 1).is_none());

@@ -28,7 +28,7 @@ pub(crate) enum Incoming {
     /// `left` of them.
     Calls {
         src: Rank,
-        bytes: Vec<u8>,
+        bytes: Payload,
         at: usize,
         left: usize,
     },
@@ -255,7 +255,7 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
         if n > 0 {
             m.push_work(Incoming::Calls {
                 src: tok.src(),
-                bytes: p[..whole].to_vec(),
+                bytes: Payload::from_slice(&p[..whole]),
                 at: 0,
                 left: n,
             });

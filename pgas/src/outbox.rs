@@ -21,7 +21,7 @@
 
 use crate::fn_id::FnId;
 pub(crate) use crate::framing::Added;
-use crate::framing::{self, Buffer};
+use crate::framing::{self, Buffer, Taken};
 use crate::runtime::lock;
 use rgex::Rank;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,9 +115,17 @@ impl Outbox {
     }
 
     /// What `target`'s buffer holds, taken out (`None` if nothing).
-    pub fn take(&self, target: Rank) -> Option<Vec<u8>> {
+    pub fn take(&self, target: Rank) -> Option<Taken> {
         let slot = self.held.get()?.get(target.0 as usize)?;
         lock(slot).take()
+    }
+
+    /// Give `target`'s buffer back the allocation of what was taken from
+    /// it and sent.
+    pub fn give_back(&self, target: Rank, sent: Taken) {
+        if let Some(slot) = self.held.get().and_then(|h| h.get(target.0 as usize)) {
+            lock(slot).give(sent);
+        }
     }
 }
 

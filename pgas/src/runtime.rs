@@ -537,7 +537,7 @@ impl Pgas {
     fn serve_calls(
         &self,
         src: Rank,
-        bytes: Vec<u8>,
+        bytes: Payload,
         mut at: usize,
         mut left: usize,
         batch: &mut std::collections::VecDeque<Incoming>,
@@ -770,7 +770,11 @@ impl Pgas {
         loop {
             match crate::answers::add(src, ticket, cap, |b| value.encode_into(b)) {
                 Added::Held => return Ok(()),
-                Added::Full(held) => self.send_answers(src, &held)?,
+                Added::Full(held) => {
+                    let sent = self.send_answers(src, &held);
+                    crate::answers::give_back(src, held);
+                    sent?
+                }
                 Added::Failed(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
                 Added::NotHeld => break,
             }
@@ -790,6 +794,7 @@ impl Pgas {
         let mut first = Ok(());
         for (caller, buf) in crate::answers::take_all() {
             let sent = self.send_answers(caller, &buf);
+            crate::answers::give_back(caller, buf);
             if first.is_ok() {
                 first = sent;
             }
@@ -863,8 +868,11 @@ impl Pgas {
     }
 
     /// Send a buffer of held calls to `target`, or fail each of them.
-    fn send_calls(&self, target: Rank, held: Vec<u8>) -> Result<()> {
-        let Err(e) = self.send(target, self.inner.ids.calls, &[], &held) else {
+    fn send_calls(&self, target: Rank, held: crate::framing::Taken) -> Result<()> {
+        let sent = self.send(target, self.inner.ids.calls, &[], &held);
+        let failed = sent.err().map(|e| (e, held.to_vec()));
+        self.inner.outbox.give_back(target, held);
+        let Some((e, held)) = failed else {
             return Ok(());
         };
         let why = format!("{}: the call could not be sent: {e}", self.rank());
