@@ -24,7 +24,6 @@ pub(crate) use crate::payload::Payload;
 use rgex::{Client, Endpoint, Flags, GlobalAddr, HandlerId, Rank};
 use std::any::{Any, TypeId};
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -86,7 +85,9 @@ pub(crate) struct Inner {
     pub dist: crate::dist_object::Registry,
     pub vis: rgex::Vis,
     pub remote: crate::rma::RemoteCompletions,
-    states: Mutex<HashMap<TypeId, AnyState>>,
+    /// The states by type: a short list, read only when a thread's
+    /// [`LAST_STATE`] misses (a program keeps a handful of types).
+    states: Mutex<Vec<(TypeId, AnyState)>>,
     /// Which `states` a thread's [`LAST_STATE`] may stand for: this
     /// runtime's own number and how many times `set_state` has run.
     states_seen: (u64, AtomicU64),
@@ -353,7 +354,19 @@ impl Pgas {
     /// # Ok(()) }
     /// ```
     pub fn set_state<S: Any + Send + Sync>(&self, state: S) {
-        lock(&self.inner.states).insert(TypeId::of::<S>(), Arc::new(state));
+        let (ty, state): (_, AnyState) = (TypeId::of::<S>(), Arc::new(state));
+        // The replaced state is dropped after the lock (its drop may
+        // look up a state).
+        let _replaced = {
+            let mut states = lock(&self.inner.states);
+            match states.iter_mut().find(|(t, _)| *t == ty) {
+                Some((_, old)) => Some(std::mem::replace(old, state)),
+                None => {
+                    states.push((ty, state));
+                    None
+                }
+            }
+        };
         // Release: a thread that reads the new count (Acquire, in
         // `state`) also sees the insert above, so it never keeps an
         // older value under the new count.
@@ -375,7 +388,10 @@ impl Pgas {
                 .and_then(|l| l.value.upgrade())
         });
         let s = cached.or_else(|| {
-            let s = lock(&self.inner.states).get(&ty).cloned()?;
+            let s = lock(&self.inner.states)
+                .iter()
+                .find(|(t, _)| *t == ty)
+                .map(|(_, s)| s.clone())?;
             let last = LastState {
                 runtime,
                 sets,
