@@ -25,14 +25,17 @@
 //! the network is full). Calls made inside RPC bodies are not held to
 //! the window.
 //!
-//! Small calls (bodies up to 1 KiB encoded) **travel together**: each is
-//! appended to its target's buffer, which goes out as one message when
-//! it fills (4 KiB) or at the latest at the caller's next progress
-//! through this crate (`progress`, `wait`, the poll of an rpc's future,
-//! a barrier or collective), and the target runs them in the order they
-//! were made. UPC++ allows the same deferral; as there, a rank about to
-//! wait by other means (a blocking rgex call) calls
-//! [`Pgas::discharge`] first.
+//! Small calls (bodies up to 1 KiB encoded) made back to back **travel
+//! together**: the first call after progress goes at once, and those
+//! that follow it are appended to their target's buffer, which goes out
+//! as one message when it fills (4 KiB) or at the latest at the caller's
+//! next progress through this crate (`progress`, `wait`, the poll of an
+//! rpc's future, a barrier or collective, the last handle's drop). A
+//! thread's calls to one target run there in the order it made them
+//! (while no other thread's progress is sending them at the same time:
+//! like UPC++, rgex-pgas does not order calls beyond that). UPC++ allows
+//! the same deferral; as there, a rank about to wait by other means (a
+//! blocking rgex call) calls [`Pgas::discharge`] first.
 //! Results of the calls one progress serves travel back together, one
 //! message per caller (small ones, up to 256 bytes encoded), sent when
 //! that batch is done or before one of its bodies waits through this

@@ -1,12 +1,16 @@
 //! Calls held per target before they go out: a small call (rpc, rpc_ff,
-//! rput_then's call) is appended to its target's buffer, and each buffer
-//! goes out as one message when it fills, or at the latest when this rank
-//! next makes progress through rgex-pgas (any `progress`, `wait`, poll of
-//! an rpc's future, barrier or collective) or calls `discharge`. A flood
-//! of calls then costs one message per buffer instead of one per call:
-//! the message's send, its handler at the target and the queueing of its
-//! work were a third of a small call's instructions. The target serves a
-//! buffer's calls in the order they were made.
+//! rput_then's call) that follows another with no progress between is
+//! appended to its target's buffer, and each buffer goes out as one
+//! message when it fills, or at the latest when this rank next makes
+//! progress through rgex-pgas (any `progress`, `wait`, poll of an rpc's
+//! future, barrier or collective) or calls `discharge`. A flood of calls
+//! then costs one message per buffer instead of one per call: the
+//! message's send, its handler at the target and the queueing of its
+//! work were a third of a small call's instructions. The first call after
+//! progress goes at once, so a caller that awaits each result before the
+//! next call pays nothing for the holding. The target serves a buffer's
+//! calls in the order they were made, and a call sent on its own goes
+//! after what is held for its target.
 //!
 //! UPC++ allows the same (an operation's injection may wait for the
 //! caller's next progress; `upcxx::discharge` forces it), and the same
@@ -51,6 +55,11 @@ pub(crate) struct Outbox {
     /// its own calls' setting (program order), and what another thread
     /// holds goes out at that thread's next progress if not sooner.
     any: AtomicBool,
+    /// A call was made since the last flush. The first call after one
+    /// goes out at once (a caller that waits for each result pays no
+    /// holding); the calls that follow it with no progress between are
+    /// held. Relaxed: a heuristic, never a guarantee about a call.
+    streaming: AtomicBool,
 }
 
 impl Outbox {
@@ -59,6 +68,7 @@ impl Outbox {
             held: OnceLock::new(),
             dirty: Mutex::new(Vec::new()),
             any: AtomicBool::new(false),
+            streaming: AtomicBool::new(false),
         }
     }
 
@@ -67,6 +77,22 @@ impl Outbox {
         let _ = self
             .held
             .set((0..ranks).map(|_| Mutex::default()).collect());
+    }
+
+    /// A call is being made: whether to hold it (another call came
+    /// before it since the last [`flushed`](Self::flushed)).
+    pub fn hold_next(&self) -> bool {
+        // Relaxed: a heuristic (see the field); a load first, so a flood
+        // does not write the line at every call.
+        self.streaming.load(Ordering::Relaxed) || self.streaming.swap(true, Ordering::Relaxed)
+    }
+
+    /// Progress sent what was held: the next call goes at once.
+    pub fn flushed(&self) {
+        // Relaxed: a heuristic (see the field); written only if set.
+        if self.streaming.load(Ordering::Relaxed) {
+            self.streaming.store(false, Ordering::Relaxed);
+        }
     }
 
     /// Whether any call may be held (a hint, see `any`).

@@ -836,21 +836,24 @@ impl Pgas {
             what: what(),
             why: e.to_string(),
         };
-        let cap = FLUSH_AT.min(self.inner.ep.max_medium(target, 0));
-        loop {
-            match self
-                .inner
-                .outbox
-                .add(target, ticket, id, cap, |b| body.write(b))
-            {
-                Added::Held => return Ok(()),
-                Added::Full(held) => self.send_calls(target, held)?,
-                Added::Failed(e) => return Err(ser(e)),
-                Added::NotHeld => break,
+        if self.inner.outbox.hold_next() {
+            let cap = FLUSH_AT.min(self.inner.ep.max_medium(target, 0));
+            loop {
+                match self
+                    .inner
+                    .outbox
+                    .add(target, ticket, id, cap, |b| body.write(b))
+                {
+                    Added::Held => return Ok(()),
+                    Added::Full(held) => self.send_calls(target, held)?,
+                    Added::Failed(e) => return Err(ser(e)),
+                    Added::NotHeld => break,
+                }
             }
         }
-        // On its own, after what is held for `target`: a target runs one
-        // caller's calls in the order they were made.
+        // On its own (the first since progress, or a large one), after
+        // what is held for `target`: a target runs one caller's calls in
+        // the order they were made.
         self.flush_calls_to(target)?;
         let mut name = [0u8; FnId::LEN];
         id.write(&mut name);
@@ -862,6 +865,7 @@ impl Pgas {
     /// (their futures resolve to the error); the first error is returned
     /// unless its target left the job (its calls' failures say so).
     pub(crate) fn flush_calls(&self) -> Result<()> {
+        self.inner.outbox.flushed();
         if !self.inner.outbox.maybe_held() {
             return Ok(());
         }
