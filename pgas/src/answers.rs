@@ -13,12 +13,15 @@
 //! its result.
 //!
 //! Entries are `[ticket: u32 LE][length: u32 LE][bytes]`, back to back
-//! ([`framing`]).
+//! ([`framing`]). This module also holds the runtime's sending of
+//! outcomes (`Pgas::answer`, `answer_value`, `flush_answers`).
 
-pub(crate) use crate::framing::Added;
-use crate::framing::{self, Buffer, Taken};
+use crate::error::Error;
+use crate::framing::{self, Added, Buffer, Taken};
+use crate::runtime::{erased, Body, Pgas, FAILED};
 use rgex::Rank;
 use std::cell::RefCell;
+use std::sync::atomic::Ordering;
 
 /// Results larger than this (bytes, encoded) are sent on their own.
 pub(crate) const SMALL: usize = 256;
@@ -130,6 +133,102 @@ pub(crate) fn entries(mut b: &[u8]) -> impl Iterator<Item = Option<(u32, &[u8])>
             }
         }
     })
+}
+
+impl Pgas {
+    /// Send a call's outcome back (nothing for a fire-and-forget call,
+    /// ticket 0: a failure there is printed and counted).
+    pub(crate) fn answer(
+        &self,
+        src: Rank,
+        ticket: u32,
+        out: std::result::Result<Vec<u8>, String>,
+    ) -> crate::Result<()> {
+        if ticket == 0 {
+            if let Err(why) = out {
+                let n = self.inner.lost_failures.fetch_add(1, Ordering::Relaxed);
+                if n < 16 {
+                    eprintln!(
+                        "rgex-pgas: {}: an rpc_ff from {src} failed: {why}",
+                        self.rank()
+                    );
+                }
+            }
+            return Ok(());
+        }
+        let ret = self.inner.ids.ret;
+        match out {
+            Ok(bytes) => self.send_body(src, ret, ticket, &[], &Body::Bytes(&bytes), || {
+                unreachable!("bytes always encode")
+            }),
+            Err(why) => self.send(src, ret, &[ticket, FAILED], why.as_bytes()),
+        }
+    }
+
+    /// Answer call `ticket` of `src` with `value`, serialized straight into
+    /// the reply (nothing for a fire-and-forget call, ticket 0). A value
+    /// that cannot be serialized is answered as a failure naming it
+    /// (`what`).
+    pub(crate) fn answer_value(
+        &self,
+        src: Rank,
+        ticket: u32,
+        value: &dyn erased::Encode,
+        what: impl Fn() -> String,
+    ) -> crate::Result<()> {
+        if ticket == 0 {
+            return Ok(());
+        }
+        let ser = |e: postcard::Error| Error::Serialization {
+            rank: self.rank(),
+            what: what(),
+            why: e.to_string(),
+        };
+        let cap = crate::answers::FLUSH_AT.min(self.inner.ep.max_medium(src, 0));
+        loop {
+            match crate::answers::add(src, ticket, cap, |b| value.encode_into(b)) {
+                Added::Held => return Ok(()),
+                Added::Full(held) => {
+                    let sent = self.send_answers(src, &held);
+                    crate::answers::give_back(src, held);
+                    sent?
+                }
+                Added::Failed(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
+                Added::NotHeld => break,
+            }
+        }
+        let ret = self.inner.ids.ret;
+        match self.send_body(src, ret, ticket, &[], &Body::Value(value), what) {
+            Err(e @ Error::Serialization { .. }) => self.answer(src, ticket, Err(e.to_string())),
+            sent => sent,
+        }
+    }
+
+    /// Send every result this thread holds (see
+    /// [`answers`](crate::answers)): at a batch's end, and before a body
+    /// waits. A caller that left waits for nothing; any other failure is
+    /// returned once every caller has been tried.
+    pub(crate) fn flush_answers(&self) -> crate::Result<()> {
+        let mut first = Ok(());
+        for (caller, buf) in crate::answers::take_all() {
+            let sent = self.send_answers(caller, &buf);
+            crate::answers::give_back(caller, buf);
+            if first.is_ok() {
+                first = sent;
+            }
+        }
+        first
+    }
+
+    fn send_answers(&self, caller: Rank, buf: &[u8]) -> crate::Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match self.send(caller, self.inner.ids.rets, &[], buf) {
+            Err(_) if self.ep().conduit().peer_gone(caller).is_some() => Ok(()),
+            sent => sent,
+        }
+    }
 }
 
 #[cfg(test)]

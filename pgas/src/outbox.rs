@@ -19,15 +19,17 @@
 //! [`Pgas::discharge`](crate::Pgas::discharge) first.
 //!
 //! The buffers are shared by the rank's threads, so any thread's progress
-//! sends what every thread made. Entries are
+//! sends what every thread made. This module holds them, the runtime's
+//! sending of calls through them (`Pgas::send_call`, `flush_calls`,
+//! [`Pgas::discharge`]) and the last handle's flush. Entries are
 //! `[ticket: u32 LE][function: FnId::LEN bytes][length: u32 LE][body]`,
 //! back to back.
 
+use crate::error::Error;
 use crate::fn_id::FnId;
-pub(crate) use crate::framing::Added;
-use crate::framing::{self, Buffer, Taken};
-use crate::runtime::lock;
-use rgex::Rank;
+use crate::framing::{self, Added, Buffer, Taken};
+use crate::runtime::{lock, Body, Pgas, Returned};
+use rgex::{Endpoint, Flags, HandlerId, Rank};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -152,6 +154,167 @@ impl Outbox {
         if let Some(slot) = self.held.get().and_then(|h| h.get(target.0 as usize)) {
             lock(slot).give(sent);
         }
+    }
+}
+
+/// How long the last handle's drop tries to send the calls still held
+/// (a target whose network stays full for longer is reported).
+const FLUSH_AT_EXIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Send the calls still held when the last handle is dropped (a program
+/// may end with an `rpc_ff` and no progress after it): with rgex's own
+/// progress only, since no handle is left to run bodies with, and for at
+/// most [`FLUSH_AT_EXIT`] per target; what cannot go is reported.
+pub(crate) fn send_at_exit(outbox: &Outbox, ep: &Endpoint, calls: HandlerId) {
+    for target in outbox.take_targets() {
+        let Some(held) = outbox.take(target) else {
+            continue;
+        };
+        let start = std::time::Instant::now();
+        let sent = loop {
+            let n = held.len();
+            match ep.prepare_request_medium(target, None, n, n, 0, Flags::IMMEDIATE) {
+                Ok(mut p) => {
+                    p.buf()[..n].copy_from_slice(&held);
+                    break p.commit(calls, &[], n).map_err(|e| e.to_string());
+                }
+                Err(rgex::Error::WouldBlock { .. }) => {
+                    if let Some(why) = ep.conduit().peer_gone(target) {
+                        break Err(why);
+                    }
+                    if start.elapsed() > FLUSH_AT_EXIT {
+                        break Err(format!("its network stayed full for {FLUSH_AT_EXIT:?}"));
+                    }
+                    if let Err(e) = ep.poll() {
+                        break Err(e.to_string());
+                    }
+                }
+                Err(e) => break Err(e.to_string()),
+            }
+        };
+        if let Err(why) = sent {
+            let lost = whole_entries(&held).0;
+            eprintln!(
+                "rgex-pgas: {}: {lost} calls to {target} made before the last handle was dropped could not be sent: {why}",
+                ep.rank()
+            );
+        }
+    }
+}
+
+impl Pgas {
+    /// Send call `ticket` of function `id` with `body` to `target`: held
+    /// with the other small calls to it (see [`outbox`](crate::outbox)),
+    /// or on its own, after them, if it is large. `what` names the body
+    /// for a serialization error.
+    pub(crate) fn send_call(
+        &self,
+        target: Rank,
+        ticket: u32,
+        id: FnId,
+        body: &Body<'_>,
+        what: impl Fn() -> String,
+    ) -> crate::Result<()> {
+        use crate::outbox::FLUSH_AT;
+        let ser = |e: postcard::Error| Error::Serialization {
+            rank: self.rank(),
+            what: what(),
+            why: e.to_string(),
+        };
+        if self.inner.outbox.hold_next() {
+            let cap = FLUSH_AT.min(self.inner.ep.max_medium(target, 0));
+            loop {
+                match self
+                    .inner
+                    .outbox
+                    .add(target, ticket, id, cap, |b| body.write(b))
+                {
+                    Added::Held => return Ok(()),
+                    Added::Full(held) => self.send_calls(target, held)?,
+                    Added::Failed(e) => return Err(ser(e)),
+                    Added::NotHeld => break,
+                }
+            }
+        }
+        // On its own (the first since progress, or a large one), after
+        // what is held for `target`: a target runs one caller's calls in
+        // the order they were made.
+        self.flush_calls_to(target)?;
+        let mut name = [0u8; FnId::LEN];
+        id.write(&mut name);
+        self.send_body(target, self.inner.ids.call, ticket, &name, body, what)
+    }
+
+    /// Send every call held for any target (see
+    /// [`outbox`](crate::outbox)). Calls that could not be sent fail
+    /// (their futures resolve to the error); the first error is returned
+    /// unless its target left the job (its calls' failures say so).
+    pub(crate) fn flush_calls(&self) -> crate::Result<()> {
+        self.inner.outbox.flushed();
+        if !self.inner.outbox.maybe_held() {
+            return Ok(());
+        }
+        let mut first = Ok(());
+        for target in self.inner.outbox.take_targets() {
+            let sent = self.flush_calls_to(target);
+            if first.is_ok() {
+                first = sent;
+            }
+        }
+        first
+    }
+
+    /// Send the calls held for `target`.
+    fn flush_calls_to(&self, target: Rank) -> crate::Result<()> {
+        match self.inner.outbox.take(target) {
+            Some(held) => self.send_calls(target, held),
+            None => Ok(()),
+        }
+    }
+
+    /// Send a buffer of held calls to `target`, or fail each of them.
+    fn send_calls(&self, target: Rank, held: crate::framing::Taken) -> crate::Result<()> {
+        let sent = self.send(target, self.inner.ids.calls, &[], &held);
+        let failed = sent.err().map(|e| (e, held.to_vec()));
+        self.inner.outbox.give_back(target, held);
+        let Some((e, held)) = failed else {
+            return Ok(());
+        };
+        let why = format!("{}: the call could not be sent: {e}", self.rank());
+        let mut at = 0;
+        while let Some((call, used)) = crate::outbox::entry(&held[at..]) {
+            at += used;
+            self.inner.mail.window.give_back(target);
+            if call.ticket != 0 {
+                self.inner
+                    .mail
+                    .complete(call.ticket, Returned::Failed(why.clone()));
+            } else if self.inner.lost_failures.fetch_add(1, Ordering::Relaxed) < 16 {
+                eprintln!("rgex-pgas: an rpc_ff to {target} was lost: {why}");
+            }
+        }
+        match self.ep().conduit().peer_gone(target) {
+            Some(_) => Ok(()),
+            None => Err(e),
+        }
+    }
+
+    /// Send the calls this rank holds now (UPC++'s `discharge`): a small
+    /// call may wait for this rank's next progress through rgex-pgas
+    /// ([`progress`](Self::progress), [`wait`](Self::wait), the poll of
+    /// a call's future, a barrier or collective, or the drop of the last
+    /// handle), so a rank about to wait by other means (a blocking rgex
+    /// call, a lock another rank will release) calls this first.
+    ///
+    /// ```no_run
+    /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {
+    /// pg.rpc_ff(rgex::Rank(1), |_pg, x: u64| println!("{x}"), 7)?;
+    /// pg.discharge()?; // on its way before rgex's own barrier
+    /// pg.client().barrier()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn discharge(&self) -> crate::Result<()> {
+        self.flush_calls()
     }
 }
 

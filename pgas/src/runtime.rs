@@ -17,7 +17,6 @@
 
 use crate::error::{Error, Result};
 use crate::fn_id::{FnId, Names};
-use crate::framing::Added;
 use crate::heap::Heap;
 use crate::mailbox::{Incoming, Mailbox};
 pub(crate) use crate::payload::Payload;
@@ -96,53 +95,10 @@ pub(crate) struct Inner {
     pub lost_failures: AtomicU64,
 }
 
-/// How long the last handle's drop tries to send the calls still held
-/// (a target whose network stays full for longer is reported).
-const FLUSH_AT_EXIT: std::time::Duration = std::time::Duration::from_secs(10);
-
 impl Drop for Inner {
-    /// Send the calls still held (a program may end with an `rpc_ff`
-    /// and no progress after it): with rgex's own progress only, since
-    /// no handle is left to run bodies with, and for at most
-    /// [`FLUSH_AT_EXIT`] per target.
+    /// Send the calls still held (see [`outbox`](crate::outbox)).
     fn drop(&mut self) {
-        for target in self.outbox.take_targets() {
-            let Some(held) = self.outbox.take(target) else {
-                continue;
-            };
-            let start = std::time::Instant::now();
-            let sent = loop {
-                let n = held.len();
-                match self
-                    .ep
-                    .prepare_request_medium(target, None, n, n, 0, Flags::IMMEDIATE)
-                {
-                    Ok(mut p) => {
-                        p.buf()[..n].copy_from_slice(&held);
-                        break p.commit(self.ids.calls, &[], n).map_err(|e| e.to_string());
-                    }
-                    Err(rgex::Error::WouldBlock { .. }) => {
-                        if let Some(why) = self.ep.conduit().peer_gone(target) {
-                            break Err(why);
-                        }
-                        if start.elapsed() > FLUSH_AT_EXIT {
-                            break Err(format!("its network stayed full for {FLUSH_AT_EXIT:?}"));
-                        }
-                        if let Err(e) = self.ep.poll() {
-                            break Err(e.to_string());
-                        }
-                    }
-                    Err(e) => break Err(e.to_string()),
-                }
-            };
-            if let Err(why) = sent {
-                let calls = crate::outbox::whole_entries(&held).0;
-                eprintln!(
-                    "rgex-pgas: {}: {calls} calls to {target} made before the last handle was dropped could not be sent: {why}",
-                    self.client.rank()
-                );
-            }
-        }
+        crate::outbox::send_at_exit(&self.outbox, &self.ep, self.ids.calls);
     }
 }
 
@@ -196,7 +152,7 @@ pub(crate) enum Body<'a> {
 
 impl Body<'_> {
     /// The bytes it takes encoded.
-    fn len(&self) -> std::result::Result<usize, postcard::Error> {
+    pub(crate) fn len(&self) -> std::result::Result<usize, postcard::Error> {
         match self {
             Body::Bytes(b) => Ok(b.len()),
             Body::Value(v) => v.encoded_len(),
@@ -204,7 +160,7 @@ impl Body<'_> {
     }
 
     /// Encode into `out`; the bytes used.
-    fn write(&self, out: &mut [u8]) -> std::result::Result<usize, postcard::Error> {
+    pub(crate) fn write(&self, out: &mut [u8]) -> std::result::Result<usize, postcard::Error> {
         match self {
             Body::Bytes(b) => {
                 let d = out
@@ -732,214 +688,6 @@ impl Pgas {
             ))
             .into()
         })
-    }
-
-    /// Send a call's outcome back (nothing for a fire-and-forget call,
-    /// ticket 0: a failure there is printed and counted).
-    pub(crate) fn answer(
-        &self,
-        src: Rank,
-        ticket: u32,
-        out: std::result::Result<Vec<u8>, String>,
-    ) -> Result<()> {
-        if ticket == 0 {
-            if let Err(why) = out {
-                let n = self.inner.lost_failures.fetch_add(1, Ordering::Relaxed);
-                if n < 16 {
-                    eprintln!(
-                        "rgex-pgas: {}: an rpc_ff from {src} failed: {why}",
-                        self.rank()
-                    );
-                }
-            }
-            return Ok(());
-        }
-        let ret = self.inner.ids.ret;
-        match out {
-            Ok(bytes) => self.send_body(src, ret, ticket, &[], &Body::Bytes(&bytes), || {
-                unreachable!("bytes always encode")
-            }),
-            Err(why) => self.send(src, ret, &[ticket, FAILED], why.as_bytes()),
-        }
-    }
-
-    /// Answer call `ticket` of `src` with `value`, serialized straight into
-    /// the reply (nothing for a fire-and-forget call, ticket 0). A value
-    /// that cannot be serialized is answered as a failure naming it
-    /// (`what`).
-    pub(crate) fn answer_value(
-        &self,
-        src: Rank,
-        ticket: u32,
-        value: &dyn erased::Encode,
-        what: impl Fn() -> String,
-    ) -> Result<()> {
-        if ticket == 0 {
-            return Ok(());
-        }
-        let ser = |e: postcard::Error| Error::Serialization {
-            rank: self.rank(),
-            what: what(),
-            why: e.to_string(),
-        };
-        let cap = crate::answers::FLUSH_AT.min(self.inner.ep.max_medium(src, 0));
-        loop {
-            match crate::answers::add(src, ticket, cap, |b| value.encode_into(b)) {
-                Added::Held => return Ok(()),
-                Added::Full(held) => {
-                    let sent = self.send_answers(src, &held);
-                    crate::answers::give_back(src, held);
-                    sent?
-                }
-                Added::Failed(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
-                Added::NotHeld => break,
-            }
-        }
-        let ret = self.inner.ids.ret;
-        match self.send_body(src, ret, ticket, &[], &Body::Value(value), what) {
-            Err(e @ Error::Serialization { .. }) => self.answer(src, ticket, Err(e.to_string())),
-            sent => sent,
-        }
-    }
-
-    /// Send every result this thread holds (see
-    /// [`answers`](crate::answers)): at a batch's end, and before a body
-    /// waits. A caller that left waits for nothing; any other failure is
-    /// returned once every caller has been tried.
-    pub(crate) fn flush_answers(&self) -> Result<()> {
-        let mut first = Ok(());
-        for (caller, buf) in crate::answers::take_all() {
-            let sent = self.send_answers(caller, &buf);
-            crate::answers::give_back(caller, buf);
-            if first.is_ok() {
-                first = sent;
-            }
-        }
-        first
-    }
-
-    /// Send call `ticket` of function `id` with `body` to `target`: held
-    /// with the other small calls to it (see [`outbox`](crate::outbox)),
-    /// or on its own, after them, if it is large. `what` names the body
-    /// for a serialization error.
-    pub(crate) fn send_call(
-        &self,
-        target: Rank,
-        ticket: u32,
-        id: FnId,
-        body: &Body<'_>,
-        what: impl Fn() -> String,
-    ) -> Result<()> {
-        use crate::outbox::FLUSH_AT;
-        let ser = |e: postcard::Error| Error::Serialization {
-            rank: self.rank(),
-            what: what(),
-            why: e.to_string(),
-        };
-        if self.inner.outbox.hold_next() {
-            let cap = FLUSH_AT.min(self.inner.ep.max_medium(target, 0));
-            loop {
-                match self
-                    .inner
-                    .outbox
-                    .add(target, ticket, id, cap, |b| body.write(b))
-                {
-                    Added::Held => return Ok(()),
-                    Added::Full(held) => self.send_calls(target, held)?,
-                    Added::Failed(e) => return Err(ser(e)),
-                    Added::NotHeld => break,
-                }
-            }
-        }
-        // On its own (the first since progress, or a large one), after
-        // what is held for `target`: a target runs one caller's calls in
-        // the order they were made.
-        self.flush_calls_to(target)?;
-        let mut name = [0u8; FnId::LEN];
-        id.write(&mut name);
-        self.send_body(target, self.inner.ids.call, ticket, &name, body, what)
-    }
-
-    /// Send every call held for any target (see
-    /// [`outbox`](crate::outbox)). Calls that could not be sent fail
-    /// (their futures resolve to the error); the first error is returned
-    /// unless its target left the job (its calls' failures say so).
-    pub(crate) fn flush_calls(&self) -> Result<()> {
-        self.inner.outbox.flushed();
-        if !self.inner.outbox.maybe_held() {
-            return Ok(());
-        }
-        let mut first = Ok(());
-        for target in self.inner.outbox.take_targets() {
-            let sent = self.flush_calls_to(target);
-            if first.is_ok() {
-                first = sent;
-            }
-        }
-        first
-    }
-
-    /// Send the calls held for `target`.
-    fn flush_calls_to(&self, target: Rank) -> Result<()> {
-        match self.inner.outbox.take(target) {
-            Some(held) => self.send_calls(target, held),
-            None => Ok(()),
-        }
-    }
-
-    /// Send a buffer of held calls to `target`, or fail each of them.
-    fn send_calls(&self, target: Rank, held: crate::framing::Taken) -> Result<()> {
-        let sent = self.send(target, self.inner.ids.calls, &[], &held);
-        let failed = sent.err().map(|e| (e, held.to_vec()));
-        self.inner.outbox.give_back(target, held);
-        let Some((e, held)) = failed else {
-            return Ok(());
-        };
-        let why = format!("{}: the call could not be sent: {e}", self.rank());
-        let mut at = 0;
-        while let Some((call, used)) = crate::outbox::entry(&held[at..]) {
-            at += used;
-            self.inner.mail.window.give_back(target);
-            if call.ticket != 0 {
-                self.inner
-                    .mail
-                    .complete(call.ticket, Returned::Failed(why.clone()));
-            } else if self.inner.lost_failures.fetch_add(1, Ordering::Relaxed) < 16 {
-                eprintln!("rgex-pgas: an rpc_ff to {target} was lost: {why}");
-            }
-        }
-        match self.ep().conduit().peer_gone(target) {
-            Some(_) => Ok(()),
-            None => Err(e),
-        }
-    }
-
-    /// Send the calls this rank holds now (UPC++'s `discharge`): a small
-    /// call may wait for this rank's next progress through rgex-pgas
-    /// ([`progress`](Self::progress), [`wait`](Self::wait), the poll of
-    /// a call's future, a barrier or collective, or the drop of the last
-    /// handle), so a rank about to wait by other means (a blocking rgex
-    /// call, a lock another rank will release) calls this first.
-    ///
-    /// ```no_run
-    /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {
-    /// pg.rpc_ff(rgex::Rank(1), |_pg, x: u64| println!("{x}"), 7)?;
-    /// pg.discharge()?; // on its way before rgex's own barrier
-    /// pg.client().barrier()?;
-    /// # Ok(()) }
-    /// ```
-    pub fn discharge(&self) -> Result<()> {
-        self.flush_calls()
-    }
-
-    fn send_answers(&self, caller: Rank, buf: &[u8]) -> Result<()> {
-        if buf.is_empty() {
-            return Ok(());
-        }
-        match self.send(caller, self.inner.ids.rets, &[], buf) {
-            Err(_) if self.ep().conduit().peer_gone(caller).is_some() => Ok(()),
-            sent => sent,
-        }
     }
 
     /// Send `payload` to handler `h` of `peer` with `args`.
