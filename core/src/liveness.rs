@@ -83,6 +83,21 @@ impl Owner {
         }
     }
 
+    /// The process `pid` of this pid namespace as it is now (a child not
+    /// yet reaped, whose id cannot have been reused).
+    ///
+    /// ```
+    /// let me = rgex_core::liveness::Owner::of(std::process::id());
+    /// assert!(me.gone().is_none());
+    /// ```
+    pub fn of(pid: u32) -> Owner {
+        Owner {
+            pid: u64::from(pid),
+            start: start_time(&format!("/proc/{pid}/stat")).unwrap_or(0),
+            pid_ns: pid_namespace(),
+        }
+    }
+
     /// Why the owner's process is gone, or `None` if it is there (or this
     /// process cannot tell: nothing recorded, another pid namespace, no
     /// `/proc`).
@@ -287,11 +302,22 @@ mod tests {
             .spawn()
             .expect("spawn true");
         let pid = u64::from(child.id());
-        let owner = Owner {
-            pid,
-            start: start_time(&format!("/proc/{pid}/stat")).unwrap_or(0),
-            pid_ns: me.pid_ns,
+        let owner = Owner::of(child.id());
+        assert_eq!(owner.pid_ns, me.pid_ns);
+        // Ended and not yet reaped: a zombie, gone already (as the
+        // launcher asks of a rank it has not reaped).
+        let start = std::time::Instant::now();
+        let why = loop {
+            if let Some(why) = owner.gone() {
+                break why;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "`true` never ended"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
         };
+        assert!(why.contains("zombie"), "{why}");
         child.wait().expect("wait for true");
         let why = owner.gone().expect("a reaped child is gone");
         assert!(why.contains(&pid.to_string()), "{why}");

@@ -6,6 +6,7 @@ use super::output::{note, Sink};
 use super::server::BootstrapServer;
 use super::signals::{received, signal_name};
 use super::JobOutcome;
+use rgex_core::liveness::Owner;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
@@ -165,9 +166,19 @@ pub(crate) fn supervise(
                         .is_some_and(|l| at.is_none_or(|at| l < at))
                 })
         });
+        // A rank still running by the launcher's account whose process
+        // has died: a killed process with several threads is a zombie
+        // while its other threads exit, and is reaped only after them.
+        // Its peers see the zombie and may exit with a status first, to
+        // report its loss: wait for it, a while, so the signal is blamed.
+        let dying = first.as_ref().is_some_and(|&(killed, ..)| !killed)
+            && procs
+                .iter()
+                .filter(|p| p.running)
+                .any(|p| Owner::of(p.child.id()).gone().is_some());
         let now = Instant::now();
         let judge = first.is_some()
-            && !(earlier_leaver && now < *judge_by.get_or_insert(now + BLAME_GRACE));
+            && !((earlier_leaver || dying) && now < *judge_by.get_or_insert(now + BLAME_GRACE));
         let failed = if judge && outcome.is_none() {
             first.map(|(_, _, _, s)| s.clone())
         } else {
