@@ -419,6 +419,7 @@ fn departure(pg: &Pgas) -> rgex_pgas::Result<()> {
                 let e = e.to_string();
                 assert!(e.contains("rank 1"), "the error names rank 1: {e}");
                 println!("ok: an rpc to a rank that left fails naming it: {e}");
+                held_calls_to_the_departed(pg);
                 return Ok(());
             }
             Ok(Ok(_)) => {
@@ -468,6 +469,25 @@ fn farewell(pg: Pgas) -> rgex_pgas::Result<()> {
         _ => {}
     }
     Ok(())
+}
+
+/// Calls made back to back to a rank that left (all but the first are
+/// held, see `held_calls`): each fails naming it, none waits forever.
+fn held_calls_to_the_departed(pg: &Pgas) {
+    let calls: Vec<_> = (0..5).map(|i| pg.rpc(Rank(1), double, i)).collect();
+    for (i, c) in calls.into_iter().enumerate() {
+        match c.map(|f| pg.wait(f)) {
+            Err(e) | Ok(Err(e)) => {
+                let e = e.to_string();
+                assert!(
+                    e.contains("rank 1"),
+                    "held call {i}: the error names rank 1: {e}"
+                );
+            }
+            Ok(Ok(v)) => panic!("held call {i} to a rank that left was answered: {v}"),
+        }
+    }
+    println!("ok: calls held for a rank that left fail naming it");
 }
 
 /// Calls counted by `bump` on this rank.

@@ -97,6 +97,10 @@ fn an_rpc_to_a_rank_that_left_is_an_error_naming_it() {
         out.contains("ok: an rpc to a rank that left fails naming it"),
         "{out}"
     );
+    assert!(
+        out.contains("ok: calls held for a rank that left fail naming it"),
+        "{out}"
+    );
 }
 
 #[test]
