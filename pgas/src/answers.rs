@@ -23,6 +23,9 @@ use rgex::Rank;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
+/// Bytes of an entry's prefix (the ticket).
+const TICKET: usize = 4;
+
 /// Results larger than this (bytes, encoded) are sent on their own.
 pub(crate) const SMALL: usize = 256;
 
@@ -114,24 +117,10 @@ pub(crate) fn give_back(caller: Rank, sent: Taken) {
 
 /// The entries of a received buffer, or `None` at the first one cut
 /// short (a damaged message).
-pub(crate) fn entries(mut b: &[u8]) -> impl Iterator<Item = Option<(u32, &[u8])>> {
-    std::iter::from_fn(move || {
-        if b.is_empty() {
-            return None;
-        }
-        let entry = framing::split(b, 4).and_then(|(ticket, bytes, used)| {
-            Some((u32::from_le_bytes(ticket.try_into().ok()?), bytes, used))
-        });
-        match entry {
-            Some((ticket, bytes, used)) => {
-                b = &b[used..];
-                Some(Some((ticket, bytes)))
-            }
-            None => {
-                b = &[];
-                Some(None)
-            }
-        }
+pub(crate) fn entries(b: &[u8]) -> impl Iterator<Item = Option<(u32, &[u8])>> {
+    framing::entries(b, TICKET).map(|entry| {
+        let (ticket, bytes, _) = entry?;
+        Some((u32::from_le_bytes(ticket.try_into().ok()?), bytes))
     })
 }
 
@@ -184,13 +173,13 @@ impl Pgas {
             what: what(),
             why: e.to_string(),
         };
-        let cap = crate::answers::FLUSH_AT.min(self.inner.ep.max_medium(src, 0));
+        let cap = FLUSH_AT.min(self.inner.ep.max_medium(src, 0));
         loop {
-            match crate::answers::add(src, ticket, cap, |b| value.encode_into(b)) {
+            match add(src, ticket, cap, |b| value.encode_into(b)) {
                 Added::Held => return Ok(()),
                 Added::Full(held) => {
                     let sent = self.send_answers(src, &held);
-                    crate::answers::give_back(src, held);
+                    give_back(src, held);
                     sent?
                 }
                 Added::Failed(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
@@ -210,9 +199,9 @@ impl Pgas {
     /// returned once every caller has been tried.
     pub(crate) fn flush_answers(&self) -> crate::Result<()> {
         let mut first = Ok(());
-        for (caller, buf) in crate::answers::take_all() {
+        for (caller, buf) in take_all() {
             let sent = self.send_answers(caller, &buf);
-            crate::answers::give_back(caller, buf);
+            give_back(caller, buf);
             if first.is_ok() {
                 first = sent;
             }
@@ -234,17 +223,12 @@ impl Pgas {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framing::tests::bytes;
 
     #[test]
     fn results_are_held_per_caller_and_read_back_in_order() {
-        let put = |caller: u32, ticket: u32, bytes: &[u8]| {
-            add(Rank(caller), ticket, FLUSH_AT, |b| {
-                b.get_mut(..bytes.len())
-                    .ok_or(postcard::Error::SerializeBufferFull)?
-                    .copy_from_slice(bytes);
-                Ok(bytes.len())
-            })
-        };
+        let put =
+            |caller: u32, ticket: u32, b: &[u8]| add(Rank(caller), ticket, FLUSH_AT, bytes(b));
         // Outside a batch nothing is held.
         assert!(matches!(put(1, 6, b"no"), Added::NotHeld));
         let batch = open();

@@ -129,6 +129,23 @@ impl Buffer {
     }
 }
 
+/// The entries of a received buffer with prefixes of `prefix` bytes, as
+/// [`split`] gives them, then `None` once if the last is cut short (a
+/// damaged message).
+pub(crate) fn entries(
+    mut b: &[u8],
+    prefix: usize,
+) -> impl Iterator<Item = Option<(&[u8], &[u8], usize)>> {
+    std::iter::from_fn(move || {
+        if b.is_empty() {
+            return None;
+        }
+        let entry = split(b, prefix);
+        b = entry.map_or(&[][..], |(_, _, used)| &b[used..]);
+        Some(entry)
+    })
+}
+
 /// The entry at the start of `b` with a prefix of `prefix` bytes: the
 /// prefix, the bytes, and how many bytes the entry takes; `None` if it
 /// is cut short.
@@ -140,16 +157,14 @@ pub(crate) fn split(b: &[u8], prefix: usize) -> Option<(&[u8], &[u8], usize)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::runtime::Body;
 
-    fn bytes(b: &'static [u8]) -> impl FnOnce(&mut [u8]) -> Result<usize, postcard::Error> {
-        move |o| {
-            o.get_mut(..b.len())
-                .ok_or(postcard::Error::SerializeBufferFull)?
-                .copy_from_slice(b);
-            Ok(b.len())
-        }
+    /// Writes `b` as an entry's bytes (as the runtime writes encoded
+    /// bytes).
+    pub(crate) fn bytes(b: &[u8]) -> impl FnOnce(&mut [u8]) -> Result<usize, postcard::Error> + '_ {
+        move |o| Body::Bytes(b).write(o)
     }
 
     #[test]
@@ -243,5 +258,11 @@ mod tests {
         bad[1..5].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(split(&bad, 1).is_none());
         assert!(split(&[1, 2], 1).is_none());
+        // Read in order, then one None at the cut.
+        let mut two = held.to_vec();
+        two.extend_from_slice(&held[..14]);
+        let got: Vec<_> = entries(&two, 1).map(|e| e.map(|(_, b, _)| b)).collect();
+        assert_eq!(got, [Some(&b"0123456789"[..]), None]);
+        assert_eq!(entries(&[], 1).count(), 0);
     }
 }

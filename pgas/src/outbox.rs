@@ -215,7 +215,6 @@ impl Pgas {
         body: &Body<'_>,
         what: impl Fn() -> String,
     ) -> crate::Result<()> {
-        use crate::outbox::FLUSH_AT;
         let ser = |e: postcard::Error| Error::Serialization {
             rank: self.rank(),
             what: what(),
@@ -273,29 +272,27 @@ impl Pgas {
     }
 
     /// Send a buffer of held calls to `target`, or fail each of them.
-    fn send_calls(&self, target: Rank, held: crate::framing::Taken) -> crate::Result<()> {
+    fn send_calls(&self, target: Rank, held: Taken) -> crate::Result<()> {
         let sent = self.send(target, self.inner.ids.calls, &[], &held);
-        let failed = sent.err().map(|e| (e, held.to_vec()));
-        self.inner.outbox.give_back(target, held);
-        let Some((e, held)) = failed else {
-            return Ok(());
-        };
-        let why = format!("{}: the call could not be sent: {e}", self.rank());
-        let mut at = 0;
-        while let Some((call, used)) = crate::outbox::entry(&held[at..]) {
-            at += used;
-            self.inner.mail.window.give_back(target);
-            if call.ticket != 0 {
-                self.inner
-                    .mail
-                    .complete(call.ticket, Returned::Failed(why.clone()));
-            } else if self.inner.lost_failures.fetch_add(1, Ordering::Relaxed) < 16 {
-                eprintln!("rgex-pgas: an rpc_ff to {target} was lost: {why}");
+        if let Err(e) = &sent {
+            let why = format!("{}: the call could not be sent: {e}", self.rank());
+            let mut at = 0;
+            while let Some((call, used)) = entry(&held[at..]) {
+                at += used;
+                self.inner.mail.window.give_back(target);
+                if call.ticket != 0 {
+                    self.inner
+                        .mail
+                        .complete(call.ticket, Returned::Failed(why.clone()));
+                } else if self.inner.lost_failures.fetch_add(1, Ordering::Relaxed) < 16 {
+                    eprintln!("rgex-pgas: an rpc_ff to {target} was lost: {why}");
+                }
             }
         }
-        match self.ep().conduit().peer_gone(target) {
-            Some(_) => Ok(()),
-            None => Err(e),
+        self.inner.outbox.give_back(target, held);
+        match sent {
+            Err(_) if self.ep().conduit().peer_gone(target).is_some() => Ok(()),
+            sent => sent,
         }
     }
 
@@ -338,17 +335,15 @@ pub(crate) fn entry(b: &[u8]) -> Option<(Entry<'_>, usize)> {
 /// How many whole entries `b` holds, and the bytes they take (less than
 /// `b.len()` if the last one is cut short: a damaged message).
 pub(crate) fn whole_entries(b: &[u8]) -> (usize, usize) {
-    let (mut n, mut at) = (0, 0);
-    while let Some((_, used)) = entry(&b[at..]) {
-        n += 1;
-        at += used;
-    }
-    (n, at)
+    framing::entries(b, PREFIX)
+        .map_while(|e| e)
+        .fold((0, 0), |(n, at), (_, _, used)| (n + 1, at + used))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framing::tests::bytes;
 
     /// Bytes of an entry's head (prefix and length).
     const HEAD: usize = PREFIX + framing::LEN;
@@ -367,22 +362,13 @@ mod tests {
         out
     }
 
-    fn body(b: &[u8]) -> impl FnOnce(&mut [u8]) -> Result<usize, postcard::Error> + '_ {
-        move |o| {
-            o.get_mut(..b.len())
-                .ok_or(postcard::Error::SerializeBufferFull)?
-                .copy_from_slice(b);
-            Ok(b.len())
-        }
-    }
-
     #[test]
     fn calls_are_held_per_target_in_order_and_read_back() {
         let ob = Outbox::new();
         ob.size(3);
         assert!(!ob.maybe_held());
         let put = |t: u32, ticket: u32, b: &[u8]| {
-            ob.add(Rank(t), ticket, id(u64::from(ticket)), 4096, body(b))
+            ob.add(Rank(t), ticket, id(u64::from(ticket)), 4096, bytes(b))
         };
         assert!(matches!(put(1, 7, b"abc"), Added::Held));
         assert!(matches!(put(2, 8, b""), Added::Held));
@@ -420,7 +406,7 @@ mod tests {
         ob.size(2);
         let cap = 2 * (HEAD + 10);
         let ten = [5u8; 10];
-        let put = |ticket: u32| ob.add(Rank(0), ticket, id(1), cap, body(&ten));
+        let put = |ticket: u32| ob.add(Rank(0), ticket, id(1), cap, bytes(&ten));
         assert!(matches!(put(1), Added::Held));
         assert!(matches!(put(2), Added::Held));
         let Added::Full(old) = put(3) else {
@@ -430,15 +416,15 @@ mod tests {
         assert!(matches!(put(3), Added::Held));
         let large = vec![1u8; SMALL + 1];
         assert!(matches!(
-            ob.add(Rank(1), 4, id(1), 4096, body(&large)),
+            ob.add(Rank(1), 4, id(1), 4096, bytes(&large)),
             Added::NotHeld
         ));
         assert!(matches!(
-            ob.add(Rank(1), 4, id(1), cap, body(&[1u8; 2 * (HEAD + 10)])),
+            ob.add(Rank(1), 4, id(1), cap, bytes(&[1u8; 2 * (HEAD + 10)])),
             Added::NotHeld
         ));
         assert!(matches!(
-            ob.add(Rank(2), 4, id(1), cap, body(b"x")),
+            ob.add(Rank(2), 4, id(1), cap, bytes(b"x")),
             Added::NotHeld
         ));
     }
@@ -448,7 +434,7 @@ mod tests {
         let ob = Outbox::new();
         ob.size(1);
         for t in 1..=2 {
-            let _ = ob.add(Rank(0), t, id(5), 4096, body(b"abc"));
+            let _ = ob.add(Rank(0), t, id(5), 4096, bytes(b"abc"));
         }
         let b = ob.take(Rank(0)).unwrap();
         let one = HEAD + 3;
