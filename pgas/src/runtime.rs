@@ -519,7 +519,7 @@ impl Pgas {
             at += used;
             left -= 1;
             *n += 1;
-            let served = self.run_call(src, call.ticket, call.id, call.body);
+            let served = self.run_call(self.inner.ids.calls, src, call.ticket, call.id, call.body);
             if let Err(e) = served.and(self.credit(src)) {
                 if left > 0 {
                     batch.push_front(Incoming::Calls {
@@ -561,7 +561,7 @@ impl Pgas {
                     Ok(args) => args,
                     Err(e) => return self.answer(src, ticket, Err(e.to_string())),
                 };
-                self.run_call(src, ticket, id, &args)
+                self.run_call(self.inner.ids.call, src, ticket, id, &args)
             }
             Incoming::Fetch { src, ticket, id } => {
                 match self.inner.dist.serve(self, id, src, ticket) {
@@ -576,12 +576,20 @@ impl Pgas {
         }
     }
 
-    /// Run call `ticket` of `src`: function `id` on `args`.
-    fn run_call(&self, src: Rank, ticket: u32, id: FnId, args: &[u8]) -> Result<()> {
+    /// Run call `ticket` of `src`, which came through handler `via`:
+    /// function `id` on `args`.
+    fn run_call(
+        &self,
+        via: HandlerId,
+        src: Rank,
+        ticket: u32,
+        id: FnId,
+        args: &[u8],
+    ) -> Result<()> {
         let Some(run) = self.inner.names.resolve(id) else {
             self.inner.ep.malformed(
                 src,
-                self.inner.ids.call.index(),
+                via.index(),
                 "rgex-pgas: an rpc names no function of this program (bad tag)",
             );
             let why = format!(
