@@ -279,15 +279,7 @@ fn rpc(pg: &Pgas) -> rgex_pgas::Result<()> {
     }
     let want = (0..500u64).sum::<u64>();
     let c = pg.state::<AtomicU64>()?;
-    let start = Instant::now();
-    while c.load(Ordering::Relaxed) < want {
-        pg.progress()?;
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "rpc_ff: {} of {want}",
-            c.load(Ordering::Relaxed)
-        );
-    }
+    progress_until(pg, &c, want, Duration::from_secs(60), "rpc_ff")?;
     pg.barrier()?;
     assert_eq!(c.load(Ordering::Relaxed), want);
     // A replaced state is what the next lookup finds, on the thread that
@@ -453,15 +445,13 @@ fn farewell(pg: Pgas) -> rgex_pgas::Result<()> {
             drop(pg);
         }
         1 => {
-            let start = Instant::now();
-            while BUMPS.load(Ordering::Relaxed) < N {
-                pg.progress()?;
-                assert!(
-                    start.elapsed() < Duration::from_secs(60),
-                    "rank 1: {} of the {N} calls rank 0 made before it ended came",
-                    BUMPS.load(Ordering::Relaxed)
-                );
-            }
+            progress_until(
+                &pg,
+                &BUMPS,
+                N,
+                Duration::from_secs(60),
+                "the calls rank 0 made before it ended",
+            )?;
             println!(
                 "ok: farewell: the {N} calls rank 0 made just before it ended were all served"
             );
@@ -497,19 +487,30 @@ fn bump(_: &Pgas, n: u64) {
     BUMPS.fetch_add(n, Ordering::Relaxed);
 }
 
-/// Make progress until `BUMPS` reaches `want` (bounded).
-fn progress_until(pg: &Pgas, want: u64, what: &str) -> rgex_pgas::Result<()> {
+/// Make progress until `served` reaches `want` (failing after `limit`),
+/// then check that it is exactly `want`: no call ran twice.
+fn progress_until(
+    pg: &Pgas,
+    served: &AtomicU64,
+    want: u64,
+    limit: Duration,
+    what: &str,
+) -> rgex_pgas::Result<()> {
     let start = Instant::now();
-    while BUMPS.load(Ordering::Relaxed) < want {
+    while served.load(Ordering::Relaxed) < want {
         pg.progress()?;
         assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "{}: {what}: {} of {want} calls served after 120 s",
+            start.elapsed() < limit,
+            "{}: {what}: {} of {want} calls served after {limit:?}",
             pg.rank(),
-            BUMPS.load(Ordering::Relaxed)
+            served.load(Ordering::Relaxed)
         );
     }
-    assert_eq!(BUMPS.load(Ordering::Relaxed), want, "{what}: no call twice");
+    assert_eq!(
+        served.load(Ordering::Relaxed),
+        want,
+        "{what}: no call twice"
+    );
     Ok(())
 }
 
@@ -529,7 +530,13 @@ fn window(pg: &Pgas) -> rgex_pgas::Result<()> {
     if pg.rank() == slow {
         // Compute, with no progress, while the others call.
         std::thread::sleep(Duration::from_millis(300));
-        progress_until(pg, senders * calls, "a slow target")?;
+        progress_until(
+            pg,
+            &BUMPS,
+            senders * calls,
+            Duration::from_secs(120),
+            "a slow target",
+        )?;
         let peak = pg.work_peak() as u64;
         assert!(
             peak <= senders * w,
@@ -571,7 +578,13 @@ fn window(pg: &Pgas) -> rgex_pgas::Result<()> {
             pg.rpc_ff(Rank((pg.rank().0 + r + i as u32) % n), bump, 1)?;
         }
     }
-    progress_until(pg, calls * u64::from(n), "an all-to-all flood")?;
+    progress_until(
+        pg,
+        &BUMPS,
+        calls * u64::from(n),
+        Duration::from_secs(120),
+        "an all-to-all flood",
+    )?;
     pg.barrier()?;
     ok(
         pg,
@@ -704,15 +717,13 @@ fn held_calls(pg: &Pgas) -> rgex_pgas::Result<()> {
             }
             1 => {
                 pg.client().barrier()?;
-                let start = Instant::now();
-                while DISCHARGED.load(Ordering::Relaxed) < N {
-                    pg.progress()?;
-                    assert!(
-                        start.elapsed() < Duration::from_secs(120),
-                        "rank 1: {} of {N} discharged calls came in 120 s",
-                        DISCHARGED.load(Ordering::Relaxed)
-                    );
-                }
+                progress_until(
+                    pg,
+                    &DISCHARGED,
+                    N,
+                    Duration::from_secs(120),
+                    "the calls rank 0 discharged",
+                )?;
                 pg.client().barrier()?;
             }
             _ => {
