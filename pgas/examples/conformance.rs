@@ -279,7 +279,7 @@ fn rpc(pg: &Pgas) -> rgex_pgas::Result<()> {
     }
     let want = (0..500u64).sum::<u64>();
     let c = pg.state::<AtomicU64>()?;
-    progress_until(pg, &c, want, Duration::from_secs(60), "rpc_ff")?;
+    progress_until(pg, c, want, Duration::from_secs(60), "rpc_ff")?;
     pg.barrier()?;
     assert_eq!(c.load(Ordering::Relaxed), want);
     // A replaced state is what the next lookup finds, on the thread that
@@ -291,7 +291,8 @@ fn rpc(pg: &Pgas) -> rgex_pgas::Result<()> {
     assert_eq!(old.0, 1);
     pg.set_state(Gen(2));
     assert_eq!(pg.state::<Gen>()?.0, 2, "a replaced state");
-    drop(old);
+    // The replaced one is still there for whoever borrowed it.
+    assert_eq!(old.0, 1, "a replaced state, still borrowed");
     std::thread::scope(|s| {
         s.spawn(|| assert_eq!(pg.state::<Gen>().expect("set").0, 2));
     });

@@ -17,6 +17,8 @@
 //! outcomes (`Pgas::answer`, `answer_value`, `flush_answers`).
 
 use crate::error::Error;
+#[cfg(test)]
+use crate::framing::FLUSH_AT;
 use crate::framing::{self, Added, Buffer, Taken};
 use crate::runtime::{erased, Body, Pgas, FAILED};
 use rgex::Rank;
@@ -28,10 +30,6 @@ const TICKET: usize = 4;
 
 /// Results larger than this (bytes, encoded) are sent on their own.
 pub(crate) const SMALL: usize = 256;
-
-/// A caller's buffer is sent once it holds this many bytes (or less, if
-/// the conduit's Medium is smaller).
-pub(crate) const FLUSH_AT: usize = 4096;
 
 struct Held {
     /// A batch is being served on this thread: results may wait for its
@@ -173,7 +171,7 @@ impl Pgas {
             what: what(),
             why: e.to_string(),
         };
-        let cap = FLUSH_AT.min(self.inner.ep.max_medium(src, 0));
+        let cap = self.hold_cap(src);
         loop {
             match add(src, ticket, cap, |b| value.encode_into(b)) {
                 Added::Held => return Ok(()),

@@ -7,6 +7,10 @@
 /// Bytes of an entry's length.
 pub(crate) const LEN: usize = 4;
 
+/// A held buffer is sent once it would pass this many bytes (or the
+/// conduit's Medium to its peer, if smaller: see `Pgas::hold_cap`).
+pub(crate) const FLUSH_AT: usize = 4096;
+
 /// A buffer's entries, taken out to be sent (its bytes, as a slice).
 /// Given back to its buffer once sent, its allocation, zeroed already,
 /// serves the next entries: a buffer sent at every progress costs no
@@ -79,7 +83,9 @@ impl Buffer {
     /// within `cap` bytes. An entry that does not fit in what is left
     /// hands the buffer's contents back ([`Added::Full`]; the caller sends
     /// them and tries again); one that fits in neither `most` bytes nor
-    /// an empty buffer is [`Added::NotHeld`].
+    /// an empty buffer is [`Added::NotHeld`]. Inlined: each caller's
+    /// prefix length and `most` are constants there.
+    #[inline]
     pub fn append(
         &mut self,
         prefix: &[u8],

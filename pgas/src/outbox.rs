@@ -39,10 +39,6 @@ pub(crate) const SMALL: usize = 1024;
 /// Bytes of an entry's prefix (ticket, function).
 const PREFIX: usize = 4 + FnId::LEN;
 
-/// A target's buffer is sent once it would pass this many bytes (or the
-/// conduit's Medium, if smaller).
-pub(crate) const FLUSH_AT: usize = 4096;
-
 /// Per-target buffers of calls made and not yet sent.
 pub(crate) struct Outbox {
     held: OnceLock<Box<[Mutex<Buffer>]>>,
@@ -221,7 +217,7 @@ impl Pgas {
             why: e.to_string(),
         };
         if self.inner.outbox.hold_next() {
-            let cap = FLUSH_AT.min(self.inner.ep.max_medium(target, 0));
+            let cap = self.hold_cap(target);
             loop {
                 match self
                     .inner

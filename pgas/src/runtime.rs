@@ -86,10 +86,13 @@ pub(crate) struct Inner {
     pub remote: crate::rma::RemoteCompletions,
     /// The states by type: a short list, read only when a thread's
     /// [`LAST_STATE`] misses (a program keeps a handful of types).
-    states: Mutex<Vec<(TypeId, AnyState)>>,
+    states: Mutex<States>,
     /// Which `states` a thread's [`LAST_STATE`] may stand for: this
     /// runtime's own number and how many times `set_state` has run.
     states_seen: (u64, AtomicU64),
+    /// Per peer: the bytes at which a buffer held for it is sent
+    /// ([`hold_cap`](Pgas::hold_cap)).
+    hold_caps: Box<[usize]>,
     progress_calls: AtomicU64,
     /// RPC bodies that failed with nobody to tell (rpc_ff).
     pub lost_failures: AtomicU64,
@@ -109,10 +112,8 @@ thread_local! {
     static IN_CHORES: Cell<bool> = const { Cell::new(false) };
     /// The state this thread looked up last, with the runtime number and
     /// `set_state` count it was read under (so a body that looks up one
-    /// state per call takes no lock). Weak, so a replaced state is not
-    /// kept alive here.
-    static LAST_STATE: std::cell::RefCell<Option<LastState>> =
-        const { std::cell::RefCell::new(None) };
+    /// state per call takes no lock and touches no reference count).
+    static LAST_STATE: Cell<Option<LastState>> = const { Cell::new(None) };
     /// The queue this thread's user-level progress takes work into (kept
     /// between calls for its buffer; empty between them).
     static SPARE_QUEUE: std::cell::RefCell<std::collections::VecDeque<Incoming>> =
@@ -131,12 +132,24 @@ impl Drop for Leave {
 /// A value kept by [`Pgas::set_state`].
 type AnyState = Arc<dyn Any + Send + Sync>;
 
-/// A state a thread looked up, and under what it was found.
+/// The states a runtime keeps. A replaced state is retired, not
+/// dropped: a body on another thread may still hold a reference to it
+/// (see [`Pgas::state`]), so it lives as long as the runtime.
+#[derive(Default)]
+struct States {
+    current: Vec<(TypeId, AnyState)>,
+    retired: Vec<AnyState>,
+}
+
+/// A state a thread looked up, and under what it was found: the runtime
+/// number, its `set_state` count, the type, and where the value lives
+/// (in an `Arc` its runtime's [`States`] keep until the runtime ends).
+#[derive(Clone, Copy)]
 struct LastState {
     runtime: u64,
     sets: u64,
     ty: TypeId,
-    value: std::sync::Weak<dyn Any + Send + Sync>,
+    value: *const (),
 }
 
 /// Runtimes made in this process (each one's number tells its states
@@ -240,6 +253,9 @@ pub fn init() -> Result<Pgas> {
     let outbox = crate::outbox::Outbox::new();
     outbox.size(n);
     let seg = client.segment().len() as u64;
+    let hold_caps = (0..n)
+        .map(|r| crate::framing::FLUSH_AT.min(ep.max_medium(Rank(r), 0)))
+        .collect();
     let inner = Inner {
         heap: Heap::new(me, 0, seg),
         names: Names::new(root[1]),
@@ -251,6 +267,7 @@ pub fn init() -> Result<Pgas> {
         vis: rgex::Vis::new(client.endpoint())?,
         states: Mutex::default(),
         states_seen: (RUNTIMES.fetch_add(1, Ordering::Relaxed), AtomicU64::new(0)),
+        hold_caps,
         progress_calls: AtomicU64::new(0),
         lost_failures: AtomicU64::new(0),
         ep,
@@ -297,8 +314,23 @@ impl Pgas {
         &self.inner.ep
     }
 
+    /// The bytes at which a buffer of calls or results held for `peer` is
+    /// sent: [`FLUSH_AT`](crate::framing::FLUSH_AT), or the conduit's
+    /// Medium to it if smaller (read once, at init: it is fixed for the
+    /// job). A rank outside the job gets rgex's least Medium; its send
+    /// fails there, naming it.
+    pub(crate) fn hold_cap(&self, peer: Rank) -> usize {
+        self.inner
+            .hold_caps
+            .get(peer.0 as usize)
+            .copied()
+            .unwrap_or(512)
+    }
+
     /// Keep `state` for RPC bodies on this rank to find with
     /// [`state`](Self::state) (one value per type; a second replaces it).
+    /// A replaced state is kept, unused, until the runtime ends: a body
+    /// on another thread may still be reading it.
     ///
     /// ```no_run
     /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {
@@ -311,60 +343,77 @@ impl Pgas {
     /// ```
     pub fn set_state<S: Any + Send + Sync>(&self, state: S) {
         let (ty, state): (_, AnyState) = (TypeId::of::<S>(), Arc::new(state));
-        // The replaced state is dropped after the lock (its drop may
-        // look up a state).
-        let _replaced = {
+        {
             let mut states = lock(&self.inner.states);
-            match states.iter_mut().find(|(t, _)| *t == ty) {
-                Some((_, old)) => Some(std::mem::replace(old, state)),
-                None => {
-                    states.push((ty, state));
-                    None
-                }
+            let States { current, retired } = &mut *states;
+            match current.iter_mut().find(|(t, _)| *t == ty) {
+                Some((_, old)) => retired.push(std::mem::replace(old, state)),
+                None => current.push((ty, state)),
             }
-        };
+        }
         // Release: a thread that reads the new count (Acquire, in
         // `state`) also sees the insert above, so it never keeps an
         // older value under the new count.
         self.inner.states_seen.1.fetch_add(1, Ordering::Release);
     }
 
-    /// The state of type `S` kept by [`set_state`](Self::set_state).
-    pub fn state<S: Any + Send + Sync>(&self) -> Result<Arc<S>> {
+    /// The state of type `S` kept by [`set_state`](Self::set_state),
+    /// borrowed for as long as this handle is (a state lives as long as
+    /// the runtime, even once replaced). A body that looks up the same
+    /// type as the last one on its thread takes no lock and touches no
+    /// reference count.
+    ///
+    /// ```no_run
+    /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// pg.set_state(AtomicU64::new(0));
+    /// pg.state::<AtomicU64>()?.fetch_add(1, Ordering::Relaxed);
+    /// # Ok(()) }
+    /// ```
+    pub fn state<S: Any + Send + Sync>(&self) -> Result<&S> {
         let (runtime, sets) = (
             self.inner.states_seen.0,
             // Acquire: pairs with `set_state`'s Release (see there).
             self.inner.states_seen.1.load(Ordering::Acquire),
         );
         let ty = TypeId::of::<S>();
-        let cached = LAST_STATE.with(|c| {
-            c.borrow()
-                .as_ref()
-                .filter(|l| (l.runtime, l.sets, l.ty) == (runtime, sets, ty))
-                .and_then(|l| l.value.upgrade())
-        });
-        let s = cached.or_else(|| {
-            let s = lock(&self.inner.states)
-                .iter()
-                .find(|(t, _)| *t == ty)
-                .map(|(_, s)| s.clone())?;
-            let last = LastState {
-                runtime,
-                sets,
-                ty,
-                value: Arc::downgrade(&s),
-            };
-            LAST_STATE.with(|c| *c.borrow_mut() = Some(last));
-            Some(s)
-        });
-        s.and_then(|s| s.downcast::<S>().ok()).ok_or_else(|| {
-            rgex::Error::Failed(format!(
+        let value = match LAST_STATE.get() {
+            Some(l) if (l.runtime, l.sets, l.ty) == (runtime, sets, ty) => Some(l.value),
+            _ => self.find_state(runtime, sets, ty),
+        };
+        match value {
+            // SAFETY: `value` points to the value of an `Arc` of type `S`
+            // (its `TypeId` matched) that this runtime's `States` keep
+            // until the runtime ends: it is never dropped while `self`, a
+            // handle on the runtime, lives, and the borrow returned is
+            // tied to `self`. The runtime number in `LAST_STATE` is
+            // unique in the process, so a pointer cached for another
+            // runtime never matches. The value is `Sync`: shared
+            // references to it may be used from any thread.
+            Some(v) => Ok(unsafe { &*v.cast::<S>() }),
+            None => Err(rgex::Error::Failed(format!(
                 "rgex-pgas: {}: no state of type {} was set on this rank (Pgas::set_state)",
                 self.rank(),
                 std::any::type_name::<S>()
             ))
-            .into()
-        })
+            .into()),
+        }
+    }
+
+    /// Look up the state of type `ty` under the lock and remember where it
+    /// lives in this thread's [`LAST_STATE`].
+    #[cold]
+    fn find_state(&self, runtime: u64, sets: u64, ty: TypeId) -> Option<*const ()> {
+        let states = lock(&self.inner.states);
+        let (_, s) = states.current.iter().find(|(t, _)| *t == ty)?;
+        let value = Arc::as_ptr(s).cast::<()>();
+        LAST_STATE.set(Some(LastState {
+            runtime,
+            sets,
+            ty,
+            value,
+        }));
+        Some(value)
     }
 
     /// Internal progress: receive (handlers only queue work), then do
