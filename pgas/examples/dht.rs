@@ -58,8 +58,7 @@ fn insert(pg: &Pgas, (key, value): (u64, ByteBuf)) -> bool {
     let t = pg
         .state::<Table>()
         .expect("the table is set before any insert");
-    let fresh = t.0.lock().expect("table").insert(key, value).is_none();
-    fresh
+    t.0.lock().expect("table").insert(key, value).is_none()
 }
 
 /// Find at the owner.
@@ -67,8 +66,7 @@ fn find(pg: &Pgas, key: u64) -> Option<ByteBuf> {
     let t = pg
         .state::<Table>()
         .expect("the table is set before any find");
-    let v = t.0.lock().expect("table").get(&key).cloned();
-    v
+    t.0.lock().expect("table").get(&key).cloned()
 }
 
 /// Wait for `window` futures at a time; check each with `check`.
