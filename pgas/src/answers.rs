@@ -20,7 +20,7 @@ use crate::error::Error;
 #[cfg(test)]
 use crate::framing::FLUSH_AT;
 use crate::framing::{self, Added, Buffer, Taken};
-use crate::runtime::{erased, Body, Pgas, FAILED};
+use crate::runtime::{Body, Pgas, FAILED};
 use rgex::Rank;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
@@ -156,11 +156,12 @@ impl Pgas {
     /// the reply (nothing for a fire-and-forget call, ticket 0). A value
     /// that cannot be serialized is answered as a failure naming it
     /// (`what`).
-    pub(crate) fn answer_value(
+    /// Generic, so a held result is encoded with no dynamic call.
+    pub(crate) fn answer_value<R: serde::Serialize>(
         &self,
         src: Rank,
         ticket: u32,
-        value: &dyn erased::Encode,
+        value: &R,
         what: impl Fn() -> String,
     ) -> crate::Result<()> {
         if ticket == 0 {
@@ -173,7 +174,9 @@ impl Pgas {
         };
         let cap = self.hold_cap(src);
         loop {
-            match add(src, ticket, cap, |b| value.encode_into(b)) {
+            match add(src, ticket, cap, |b| {
+                postcard::to_slice(value, b).map(|used| used.len())
+            }) {
                 Added::Held => return Ok(()),
                 Added::Full(held) => {
                     let sent = self.send_answers(src, &held);

@@ -199,16 +199,18 @@ pub(crate) fn send_at_exit(outbox: &Outbox, ep: &Endpoint, calls: HandlerId) {
 }
 
 impl Pgas {
-    /// Send call `ticket` of function `id` with `body` to `target`: held
-    /// with the other small calls to it (see [`outbox`](crate::outbox)),
-    /// or on its own, after them, if it is large. `what` names the body
-    /// for a serialization error.
-    pub(crate) fn send_call(
+    /// Send call `ticket` of function `id` with arguments `args` to
+    /// `target`: held with the other small calls to it (see
+    /// [`outbox`](crate::outbox)), or on its own, after them, if it is
+    /// large. `what` names the arguments for a serialization error.
+    /// Generic, so a held call's arguments are encoded with no dynamic
+    /// call.
+    pub(crate) fn send_call<A: serde::Serialize>(
         &self,
         target: Rank,
         ticket: u32,
         id: FnId,
-        body: &Body<'_>,
+        args: &A,
         what: impl Fn() -> String,
     ) -> crate::Result<()> {
         let ser = |e: postcard::Error| Error::Serialization {
@@ -219,11 +221,9 @@ impl Pgas {
         if self.inner.outbox.hold_next() {
             let cap = self.hold_cap(target);
             loop {
-                match self
-                    .inner
-                    .outbox
-                    .add(target, ticket, id, cap, |b| body.write(b))
-                {
+                match self.inner.outbox.add(target, ticket, id, cap, |b| {
+                    postcard::to_slice(args, b).map(|used| used.len())
+                }) {
                     Added::Held => return Ok(()),
                     Added::Full(held) => self.send_calls(target, held)?,
                     Added::Failed(e) => return Err(ser(e)),
@@ -237,18 +237,33 @@ impl Pgas {
         self.flush_calls_to(target)?;
         let mut name = [0u8; FnId::LEN];
         id.write(&mut name);
-        self.send_body(target, self.inner.ids.call, ticket, &name, body, what)
+        self.send_body(
+            target,
+            self.inner.ids.call,
+            ticket,
+            &name,
+            &Body::Value(args),
+            what,
+        )
     }
 
     /// Send every call held for any target (see
     /// [`outbox`](crate::outbox)). Calls that could not be sent fail
     /// (their futures resolve to the error); the first error is returned
     /// unless its target left the job (its calls' failures say so).
+    /// Inlined: most calls find nothing held (two loads).
+    #[inline]
     pub(crate) fn flush_calls(&self) -> crate::Result<()> {
         self.inner.outbox.flushed();
         if !self.inner.outbox.maybe_held() {
             return Ok(());
         }
+        self.flush_held_calls()
+    }
+
+    /// [`flush_calls`](Self::flush_calls) once something may be held.
+    #[inline(never)]
+    fn flush_held_calls(&self) -> crate::Result<()> {
         let mut first = Ok(());
         for target in self.inner.outbox.take_targets() {
             let sent = self.flush_calls_to(target);

@@ -12,7 +12,7 @@
 
 use crate::error::{Error, Result};
 use crate::fn_id::{assert_zero_sized, run, FnId, Trampoline};
-use crate::runtime::{Body, Pgas, Returned};
+use crate::runtime::{Pgas, Returned};
 use rgex::Rank;
 use serde::{de::DeserializeOwned, Serialize};
 use std::future::Future;
@@ -96,7 +96,7 @@ impl Pgas {
         name: impl Fn() -> &'static str,
     ) -> Result<()> {
         self.reserve(rank)?;
-        let sent = self.send_call(rank, ticket, id, &Body::Value(args), || {
+        let sent = self.send_call(rank, ticket, id, args, || {
             format!(
                 "the arguments ({}) of an rpc to {} on {rank}",
                 std::any::type_name::<A>(),
