@@ -413,7 +413,7 @@ fn departure(pg: &Pgas) -> rgex_pgas::Result<()> {
                 assert!(e.contains("rank 1"), "the error names rank 1: {e}");
                 println!("ok: an rpc to a rank that left fails naming it: {e}");
                 held_calls_to_the_departed(pg);
-                return Ok(());
+                return promise_to_the_departed(pg);
             }
             Ok(Ok(_)) => {
                 // Rank 1 answered before it left: try again.
@@ -479,6 +479,135 @@ fn held_calls_to_the_departed(pg: &Pgas) {
         }
     }
     println!("ok: calls held for a rank that left fail naming it");
+}
+
+/// A promise's calls to a rank that left: each fails at once naming it,
+/// or is counted, and then the promise fails naming it.
+fn promise_to_the_departed(pg: &Pgas) -> rgex_pgas::Result<()> {
+    let mut p = pg.promise()?;
+    let mut refused = 0;
+    for i in 0..5u64 {
+        if let Err(e) = p.rpc(Rank(1), double, i) {
+            let e = e.to_string();
+            assert!(
+                e.contains("rank 1"),
+                "call {i}: the error names rank 1: {e}"
+            );
+            refused += 1;
+        }
+    }
+    assert_eq!(p.calls() + refused, 5, "a call refused is not counted");
+    match pg.wait(p.finalize()) {
+        Ok(n) => assert!(
+            n == 0 && refused == 5,
+            "a promise's {n} calls to a rank that left were answered"
+        ),
+        Err(e) => {
+            let e = e.to_string();
+            assert!(
+                e.contains("rank 1"),
+                "the promise's error names rank 1: {e}"
+            );
+        }
+    }
+    println!(
+        "ok: a promise's calls to a rank that left fail naming it ({refused} of 5 refused at once)"
+    );
+    Ok(())
+}
+
+/// Calls a promise counted, run on this rank.
+static PROMISED: AtomicU64 = AtomicU64::new(0);
+
+fn promised(_: &Pgas, n: u64) -> bool {
+    PROMISED.fetch_add(n, Ordering::Relaxed);
+    true
+}
+
+/// Promises: every rank makes `N` counted calls to every rank (itself
+/// too) from two threads, each with its own promise, plus one large call
+/// (sent on its own, staged where it passes a Medium); each promise
+/// resolves to its count, and every call ran exactly once. Then the
+/// errors: a body that panics fails its promise, naming its target, once
+/// the others have run; arguments that do not serialize fail the call
+/// at once and are not counted; a promise with no calls is done at once;
+/// a promise dropped unfinalized loses nothing else.
+fn promises(pg: &Pgas) -> rgex_pgas::Result<()> {
+    const N: u64 = 300;
+    let n = u64::from(pg.size());
+    let made = N * n + 1;
+    std::thread::scope(|s| -> rgex_pgas::Result<()> {
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| -> rgex_pgas::Result<u64> {
+                    let mut p = pg.promise()?;
+                    for _ in 0..N {
+                        for r in 0..pg.size() {
+                            p.rpc(Rank(r), promised, 1)?;
+                        }
+                    }
+                    p.rpc(
+                        next(pg),
+                        |_, v: serde_bytes::ByteBuf| {
+                            PROMISED.fetch_add(1, Ordering::Relaxed);
+                            v.len()
+                        },
+                        serde_bytes::ByteBuf::from(vec![7u8; 100_000]),
+                    )?;
+                    assert_eq!(p.calls(), made);
+                    pg.wait(p.finalize())
+                })
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().expect("promise thread")?, made, "calls completed");
+        }
+        Ok(())
+    })?;
+    pg.barrier()?;
+    assert_eq!(
+        PROMISED.load(Ordering::Relaxed),
+        2 * made,
+        "{}: every promised call here ran once",
+        pg.rank()
+    );
+    let to = next(pg);
+    let mut p = pg.promise()?;
+    for i in 0..10u64 {
+        p.rpc(
+            to,
+            |_, x: u64| -> u64 {
+                assert!(x != 5, "x is {x}");
+                x
+            },
+            i,
+        )?;
+    }
+    let e = pg.wait(p.finalize()).unwrap_err();
+    assert!(
+        matches!(e, Error::Remote { target, .. } if target == to)
+            && e.to_string().contains("x is 5"),
+        "{e}"
+    );
+    let mut p = pg.promise()?;
+    p.rpc(to, double, 1)?;
+    let e = p.rpc(to, |_, _: Unserializable| 0u8, Unserializable);
+    assert!(e.is_err(), "an unserializable argument is refused");
+    assert!(p.rpc(Rank(pg.size()), double, 1).is_err(), "no such rank");
+    assert_eq!(p.calls(), 1);
+    assert_eq!(pg.wait(p.finalize())?, 1);
+    assert_eq!(pg.wait(pg.promise()?.finalize())?, 0, "no calls");
+    let mut dropped = pg.promise()?;
+    dropped.rpc(to, double, 2)?;
+    drop(dropped);
+    assert_eq!(
+        pg.wait(pg.rpc(to, double, 4)?)?,
+        8,
+        "calls after a dropped promise"
+    );
+    pg.barrier()?;
+    ok(pg, "promises: every counted call ran once, from two threads; a failure names its target; refused calls are not counted");
+    Ok(())
 }
 
 /// Calls counted by `bump` on this rank.
@@ -749,6 +878,7 @@ fn main() -> rgex_pgas::Result<()> {
             rpc(&pg)?;
             held_results(&pg)?;
             held_calls(&pg)?;
+            promises(&pg)?;
             dist_object_early(&pg)?;
             atomics(&pg)?;
             executor(&pg)?;

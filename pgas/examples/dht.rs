@@ -8,23 +8,29 @@
 //! With `raw` as the third argument it runs raw rgex's workload instead
 //! (`examples/src/bin/dht.rs`: values of 0..=200 bytes, the same hashed
 //! owner, every request issued before any answer is awaited), so the two
-//! can be compared in one run.
+//! can be compared in one run. As raw rgex counts its inserts'
+//! acknowledgements, the inserts are counted by one [`Promise`]; with
+//! `raw-futures` each insert has its own future, as in the default mode.
+//! Either way every insert's `fresh` is checked: a key inserted twice is
+//! counted at its owner and fails the run.
 //!
 //! Values travel as `serde_bytes::ByteBuf`: serde writes a plain
 //! `Vec<u8>` one element at a time, a byte buffer as one slice.
 //!
-//! Usage: `dht [KEYS_PER_RANK] [WINDOW] [raw]`
+//! Usage: `dht [KEYS_PER_RANK] [WINDOW] [raw | raw-futures]`
 
 use rgex::Rank;
-use rgex_pgas::{Pgas, RpcFuture};
+use rgex_pgas::{Pgas, Promise, RpcFuture};
 use serde_bytes::ByteBuf;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// This rank's part of the table.
+/// This rank's part of the table, and how many of its keys were
+/// inserted twice.
 #[derive(Default)]
-struct Table(Mutex<HashMap<u64, ByteBuf>>);
+struct Table(Mutex<HashMap<u64, ByteBuf>>, AtomicU64);
 
 /// The value stored for `key`: its length varies with the key, and every
 /// 500th is 100 KB.
@@ -58,7 +64,11 @@ fn insert(pg: &Pgas, (key, value): (u64, ByteBuf)) -> bool {
     let t = pg
         .state::<Table>()
         .expect("the table is set before any insert");
-    t.0.lock().expect("table").insert(key, value).is_none()
+    let fresh = t.0.lock().expect("table").insert(key, value).is_none();
+    if !fresh {
+        t.1.fetch_add(1, Ordering::Relaxed);
+    }
+    fresh
 }
 
 /// Find at the owner.
@@ -85,7 +95,9 @@ fn main() -> rgex_pgas::Result<()> {
     let mut args = std::env::args().skip(1);
     let k: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(2000);
     let window: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(64);
-    let raw = args.next().as_deref() == Some("raw");
+    let mode = args.next();
+    let raw = matches!(mode.as_deref(), Some("raw" | "raw-futures"));
+    let promised = mode.as_deref() == Some("raw");
     let value_of: fn(u64) -> Vec<u8> = if raw { raw_value_of } else { value_of };
     // Raw's workload awaits nothing until every request is out.
     let window = if raw { usize::MAX } else { window };
@@ -103,22 +115,31 @@ fn main() -> rgex_pgas::Result<()> {
     let key = |r: u64, i: u64| r * k + i;
 
     let t0 = Instant::now();
-    let mut pending = Vec::with_capacity(window.min(2 * k as usize));
-    for i in 0..k {
-        let kk = key(me, i);
-        pending.push((
-            kk,
-            pg.rpc(owner(kk), insert, (kk, ByteBuf::from(value_of(kk))))?,
-        ));
-        if pending.len() == window {
-            drain(&pg, &mut pending, |kk, fresh| {
-                assert!(fresh, "key {kk} inserted twice")
-            })?;
+    if promised {
+        let mut inserted: Promise = pg.promise()?;
+        for i in 0..k {
+            let kk = key(me, i);
+            inserted.rpc(owner(kk), insert, (kk, ByteBuf::from(value_of(kk))))?;
         }
+        assert_eq!(pg.wait(inserted.finalize())?, k, "inserts completed");
+    } else {
+        let mut pending = Vec::with_capacity(window.min(2 * k as usize));
+        for i in 0..k {
+            let kk = key(me, i);
+            pending.push((
+                kk,
+                pg.rpc(owner(kk), insert, (kk, ByteBuf::from(value_of(kk))))?,
+            ));
+            if pending.len() == window {
+                drain(&pg, &mut pending, |kk, fresh| {
+                    assert!(fresh, "key {kk} inserted twice")
+                })?;
+            }
+        }
+        drain(&pg, &mut pending, |kk, fresh| {
+            assert!(fresh, "key {kk} inserted twice")
+        })?;
     }
-    drain(&pg, &mut pending, |kk, fresh| {
-        assert!(fresh, "key {kk} inserted twice")
-    })?;
     let inserts = t0.elapsed();
     pg.barrier()?;
 
@@ -148,7 +169,13 @@ fn main() -> rgex_pgas::Result<()> {
     drain(&pg, &mut pending, check)?;
     let finds = t1.elapsed();
     pg.barrier()?;
-    let held = pg.state::<Table>()?.0.lock().expect("table").len() as u64;
+    let table = pg.state::<Table>()?;
+    assert_eq!(
+        table.1.load(Ordering::Relaxed),
+        0,
+        "rank {me}: keys inserted twice"
+    );
+    let held = table.0.lock().expect("table").len() as u64;
     let total = pg
         .client()
         .world_team()
@@ -169,8 +196,10 @@ fn main() -> rgex_pgas::Result<()> {
             n * k,
             n * k
         );
-        let how = if raw {
-            "raw rgex's workload".to_string()
+        let how = if promised {
+            "raw rgex's workload, inserts counted by a promise".to_string()
+        } else if raw {
+            "raw rgex's workload, a future per insert".to_string()
         } else {
             format!("window {window}")
         };

@@ -20,7 +20,7 @@ use crate::error::Error;
 #[cfg(test)]
 use crate::framing::FLUSH_AT;
 use crate::framing::{self, Added, Buffer, Taken};
-use crate::runtime::{Body, Pgas, FAILED};
+use crate::runtime::{Body, Pgas, FAILED, INLINE};
 use rgex::Rank;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
@@ -192,6 +192,25 @@ impl Pgas {
             Err(e @ Error::Serialization { .. }) => self.answer(src, ticket, Err(e.to_string())),
             sent => sent,
         }
+    }
+
+    /// Acknowledge a promise's call `ticket` of `src`: an entry with no
+    /// bytes among the held results, or a message of its own outside a
+    /// batch.
+    pub(crate) fn acknowledge(&self, src: Rank, ticket: u32) -> crate::Result<()> {
+        let cap = self.hold_cap(src);
+        loop {
+            match add(src, ticket, cap, |_| Ok(0)) {
+                Added::Held => return Ok(()),
+                Added::Full(held) => {
+                    let sent = self.send_answers(src, &held);
+                    give_back(src, held);
+                    sent?
+                }
+                Added::NotHeld | Added::Failed(_) => break,
+            }
+        }
+        self.send(src, self.inner.ids.ret, &[ticket, INLINE], &[])
     }
 
     /// Send every result this thread holds (see

@@ -10,6 +10,10 @@
 //! the slot (until the generation wraps, after [`GENERATIONS`] reuses of
 //! one slot while that result is still on its way).
 //!
+//! A slot may also count the calls of a [`Promise`](crate::Promise)
+//! ([`Counting`]): their tickets carry [`COUNTED`], and their targets
+//! answer each with an acknowledgement instead of its result.
+//!
 //! The table lives under the mailbox's lock; nothing here is shared.
 
 use crate::runtime::Returned;
@@ -20,11 +24,16 @@ use std::task::Waker;
 const INDEX_BITS: u32 = 21;
 const INDEX_MASK: u32 = (1 << INDEX_BITS) - 1;
 
+/// The ticket bit of a counted call (a promise's): its target answers
+/// with an acknowledgement, not with the result.
+pub(crate) const COUNTED: u32 = 1 << 31;
+
 /// How many calls may wait for their results at once on one rank.
 pub(crate) const MAX_OPEN: u32 = INDEX_MASK;
 
-/// How many times a slot is reused before its tickets repeat.
-pub(crate) const GENERATIONS: u32 = 1 << (32 - INDEX_BITS);
+/// How many times a slot is reused before its tickets repeat (the bits
+/// between the index and [`COUNTED`]).
+pub(crate) const GENERATIONS: u32 = 1 << (31 - INDEX_BITS);
 
 /// No slot (the end of the free list).
 const NONE: u32 = u32::MAX;
@@ -37,7 +46,62 @@ enum State {
     Open { target: Rank, waker: Option<Waker> },
     /// Its outcome came and waits for its future.
     Done(Returned),
+    /// A promise's calls (boxed: a promise stands for many calls, and
+    /// the other states stay small).
+    Counting(Box<Counting>),
 }
+
+/// The calls of one promise: how many each target has answered, and,
+/// once the promise is finalized, how many were made to each.
+#[derive(Default)]
+pub(crate) struct Counting {
+    /// Per target: its calls answered (acknowledged or failed).
+    done: Vec<u64>,
+    done_total: u64,
+    /// Per target: the calls made, known once the promise is finalized.
+    issued: Option<Vec<u64>>,
+    issued_total: u64,
+    /// The first call that failed: its target and why.
+    failed: Option<(Rank, String)>,
+    waker: Option<Waker>,
+}
+
+impl Counting {
+    /// Every call made has been answered (false before the promise is
+    /// finalized).
+    fn finished(&self) -> bool {
+        self.issued.is_some() && self.done_total >= self.issued_total
+    }
+
+    /// The calls to `t` answered so far.
+    fn done_to(&self, t: usize) -> u64 {
+        self.done.get(t).copied().unwrap_or(0)
+    }
+
+    /// The targets with calls not yet answered (none before finalize).
+    fn waiting_on(&self) -> Vec<Rank> {
+        self.issued
+            .iter()
+            .flat_map(|issued| issued.iter().enumerate())
+            .filter(|&(t, &n)| n > self.done_to(t))
+            .map(|(t, _)| Rank(t as u32))
+            .collect()
+    }
+
+    /// Count `n` calls to `target` as answered.
+    fn add_done(&mut self, target: Rank, n: u64) {
+        let t = target.0 as usize;
+        if self.done.len() <= t {
+            self.done.resize(t + 1, 0);
+        }
+        self.done[t] += n;
+        self.done_total += n;
+    }
+}
+
+/// What a finalized promise's calls came to: how many were answered, or
+/// the first failure (its target and why).
+pub(crate) type Counted = Result<u64, (Rank, String)>;
 
 struct Slot {
     /// The generation of the ticket that holds (or last held) the slot.
@@ -53,6 +117,9 @@ pub(crate) struct Calls {
     /// Per target rank: how many calls to it are open (so the liveness
     /// check looks at targets, not at every call).
     open_to: Vec<u32>,
+    /// The slots that count promises' calls (a handful: one per promise
+    /// alive), for the liveness check.
+    counting: Vec<usize>,
 }
 
 impl Default for Calls {
@@ -61,6 +128,7 @@ impl Default for Calls {
             slots: Vec::new(),
             free: NONE,
             open_to: Vec::new(),
+            counting: Vec::new(),
         }
     }
 }
@@ -70,7 +138,7 @@ fn split(ticket: u32) -> (usize, u32) {
     // Tickets are index + 1, so 0 is never one (0 means "nobody waits").
     (
         (ticket & INDEX_MASK).wrapping_sub(1) as usize,
-        ticket >> INDEX_BITS,
+        (ticket >> INDEX_BITS) & (GENERATIONS - 1),
     )
 }
 
@@ -100,30 +168,19 @@ impl Calls {
     /// Free slot `i`: its generation moves on, so its old ticket is dead.
     fn release(&mut self, i: usize) {
         let s = &mut self.slots[i];
+        let was_counting = matches!(s.state, State::Counting(_));
         s.generation = (s.generation + 1) % GENERATIONS;
         s.state = State::Free { next: self.free };
         self.free = i as u32;
+        if was_counting {
+            self.counting.retain(|&c| c != i);
+        }
     }
 
     /// A ticket for a call to `target` (never 0), or `None` when
     /// [`MAX_OPEN`] calls already wait.
     pub fn open(&mut self, target: Rank) -> Option<u32> {
-        let i = if self.free != NONE {
-            let i = self.free as usize;
-            let State::Free { next } = self.slots[i].state else {
-                unreachable!("the free list holds free slots only")
-            };
-            self.free = next;
-            i
-        } else if (self.slots.len() as u32) < MAX_OPEN {
-            self.slots.push(Slot {
-                generation: 0,
-                state: State::Free { next: NONE },
-            });
-            self.slots.len() - 1
-        } else {
-            return None;
-        };
+        let i = self.claim()?;
         *self.open_to(target) += 1;
         let s = &mut self.slots[i];
         s.state = State::Open {
@@ -131,6 +188,96 @@ impl Calls {
             waker: None,
         };
         Some(s.generation << INDEX_BITS | (i as u32 + 1))
+    }
+
+    /// A ticket for a promise's calls (with [`COUNTED`]), or `None` when
+    /// [`MAX_OPEN`] calls already wait.
+    pub fn open_counted(&mut self) -> Option<u32> {
+        let i = self.claim()?;
+        self.counting.push(i);
+        let s = &mut self.slots[i];
+        s.state = State::Counting(Box::default());
+        Some(COUNTED | s.generation << INDEX_BITS | (i as u32 + 1))
+    }
+
+    /// The promise `ticket` names, if the ticket is still its holder.
+    fn counting(&mut self, ticket: u32) -> Option<&mut Counting> {
+        if ticket & COUNTED == 0 {
+            return None;
+        }
+        match &mut self.slot(ticket)?.state {
+            State::Counting(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// One call of promise `ticket` to `target` was answered (`failure`:
+    /// it failed, and why); the waker to wake if that was the last.
+    /// Nothing for a ticket that is no promise's (a forgotten one, or a
+    /// damaged message).
+    pub fn count(&mut self, ticket: u32, target: Rank, failure: Option<String>) -> Option<Waker> {
+        let c = self.counting(ticket)?;
+        c.add_done(target, 1);
+        if let Some(why) = failure {
+            c.failed.get_or_insert((target, why));
+        }
+        if c.finished() {
+            c.waker.take()
+        } else {
+            None
+        }
+    }
+
+    /// Promise `ticket` made `issued[t]` calls to each target `t`: from
+    /// now on it can finish, and the liveness check watches its targets.
+    pub fn finalize(&mut self, ticket: u32, issued: Vec<u64>) {
+        if let Some(c) = self.counting(ticket) {
+            c.issued_total = issued.iter().sum();
+            c.issued = Some(issued);
+        }
+    }
+
+    /// What finalized promise `ticket`'s calls came to, once every one
+    /// was answered (the ticket is then closed); else remember `waker`.
+    pub fn take_counted(&mut self, ticket: u32, waker: &Waker) -> Option<Counted> {
+        let Some(c) = self.counting(ticket) else {
+            return Some(Err((
+                Rank(u32::MAX),
+                "the promise is not open on this rank".into(),
+            )));
+        };
+        if !c.finished() {
+            if !c.waker.as_ref().is_some_and(|old| old.will_wake(waker)) {
+                c.waker = Some(waker.clone());
+            }
+            return None;
+        }
+        let out = match c.failed.take() {
+            Some(f) => Err(f),
+            None => Ok(c.done_total),
+        };
+        self.release(split(ticket).0);
+        Some(out)
+    }
+
+    /// A free slot's index (taken off the free list, or a new one).
+    fn claim(&mut self) -> Option<usize> {
+        if self.free != NONE {
+            let i = self.free as usize;
+            let State::Free { next } = self.slots[i].state else {
+                unreachable!("the free list holds free slots only")
+            };
+            self.free = next;
+            Some(i)
+        } else if (self.slots.len() as u32) < MAX_OPEN {
+            self.slots.push(Slot {
+                generation: 0,
+                state: State::Free { next: NONE },
+            });
+            Some(self.slots.len() - 1)
+        } else {
+            None
+        }
     }
 
     /// Forget `ticket` (its future was dropped, or its send failed).
@@ -175,27 +322,57 @@ impl Calls {
                 self.release(split(ticket).0);
                 Some(r)
             }
+            // A promise's ticket is taken by its own future only.
+            State::Counting(_) => None,
             State::Free { .. } => unreachable!("slot() skips free slots"),
         }
     }
 
-    /// The targets that have open calls.
+    /// The targets that have open calls (a finalized promise's included).
     pub fn targets(&self) -> Vec<Rank> {
-        (0..self.open_to.len() as u32)
+        let mut t: Vec<Rank> = (0..self.open_to.len() as u32)
             .filter(|&r| self.open_to[r as usize] > 0)
             .map(Rank)
-            .collect()
+            .collect();
+        for &i in &self.counting {
+            if let State::Counting(c) = &self.slots[i].state {
+                t.extend(c.waiting_on());
+            }
+        }
+        t.sort_unstable();
+        t.dedup();
+        t
     }
 
     /// Fail every open call to `target` with `why`; the wakers to wake.
     pub fn fail_to(&mut self, target: Rank, why: &str) -> Vec<Waker> {
         let mut wakers = Vec::new();
         for s in &mut self.slots {
-            if let State::Open { target: t, waker } = &mut s.state {
-                if *t == target {
+            match &mut s.state {
+                State::Open { target: t, waker } if *t == target => {
                     wakers.extend(waker.take());
                     s.state = State::Done(Returned::Failed(why.to_string()));
                 }
+                // A finalized promise's calls to `target` that were not
+                // answered never will be: each counts as failed.
+                State::Counting(c) => {
+                    let t = target.0 as usize;
+                    let missing = c.issued.as_ref().map_or(0, |issued| {
+                        issued
+                            .get(t)
+                            .copied()
+                            .unwrap_or(0)
+                            .saturating_sub(c.done_to(t))
+                    });
+                    if missing > 0 {
+                        c.add_done(target, missing);
+                        c.failed.get_or_insert((target, why.to_string()));
+                        if c.finished() {
+                            wakers.extend(c.waker.take());
+                        }
+                    }
+                }
+                _ => {}
             }
         }
         *self.open_to(target) = 0;
@@ -278,6 +455,82 @@ mod tests {
             c.close(t);
         }
         assert_eq!(c.open(Rank(0)), Some(first), "wraps to the first ticket");
+    }
+
+    fn counted(c: &mut Calls, t: u32) -> Option<Counted> {
+        c.take_counted(t, Waker::noop())
+    }
+
+    #[test]
+    fn a_promise_finishes_once_every_call_it_made_is_answered() {
+        let mut c = Calls::default();
+        let p = c.open_counted().unwrap();
+        assert!(p & COUNTED != 0 && p != 0);
+        let call = c.open(Rank(1)).unwrap();
+        assert_eq!(call & COUNTED, 0, "a plain call's ticket is not counted");
+        // Answers may come before the promise is finalized.
+        assert!(c.count(p, Rank(0), None).is_none());
+        assert!(c.count(p, Rank(1), None).is_none());
+        assert_eq!(counted(&mut c, p), None, "not finalized");
+        assert!(c.targets().contains(&Rank(1)), "the plain call's target");
+        c.finalize(p, vec![2, 1]);
+        assert_eq!(
+            c.targets(),
+            vec![Rank(0), Rank(1)],
+            "one call to rank 0 unanswered"
+        );
+        assert_eq!(counted(&mut c, p), None, "one call still out");
+        c.count(p, Rank(0), None);
+        assert_eq!(counted(&mut c, p), Some(Ok(3)));
+        // Closed: a late answer is dropped, the ticket names nothing.
+        assert!(c.count(p, Rank(0), None).is_none());
+        assert!(matches!(counted(&mut c, p), Some(Err(_))));
+        // Kinds do not mix: a result for a promise's ticket, an
+        // acknowledgement for a plain call's.
+        let q = c.open_counted().unwrap();
+        assert!(c.complete(q, failed("not mine")).is_none());
+        assert!(c.count(call, Rank(1), None).is_none());
+        assert_eq!(why(c.take(call, Waker::noop())), None, "still open");
+        c.finalize(q, vec![]);
+        assert_eq!(counted(&mut c, q), Some(Ok(0)), "no calls: done at once");
+    }
+
+    #[test]
+    fn a_promise_reports_its_first_failure_after_the_rest() {
+        let mut c = Calls::default();
+        let p = c.open_counted().unwrap();
+        c.count(p, Rank(2), Some("body panicked".into()));
+        c.count(p, Rank(2), Some("second".into()));
+        c.finalize(p, vec![0, 0, 3, 2]);
+        assert_eq!(counted(&mut c, p), None);
+        // Rank 3 leaves with both its calls unanswered; the last of rank
+        // 2's then finishes the promise, with the first failure.
+        let wakers = c.fail_to(Rank(3), "rank 3 left");
+        assert!(wakers.is_empty(), "nobody waited with a waker yet");
+        assert_eq!(c.targets(), vec![Rank(2)]);
+        c.count(p, Rank(2), None);
+        assert_eq!(
+            counted(&mut c, p),
+            Some(Err((Rank(2), "body panicked".into())))
+        );
+        // A target's departure alone fails a promise, and wakes it.
+        let q = c.open_counted().unwrap();
+        c.finalize(q, vec![1]);
+        let w = std::sync::Arc::new(Flag);
+        assert_eq!(c.take_counted(q, &Waker::from(w.clone())), None);
+        assert_eq!(c.fail_to(Rank(0), "rank 0 left").len(), 1);
+        assert_eq!(
+            counted(&mut c, q),
+            Some(Err((Rank(0), "rank 0 left".into())))
+        );
+        assert!(c.targets().is_empty());
+    }
+
+    /// A waker that does nothing (the test counts the wakers returned).
+    struct Flag;
+
+    impl std::task::Wake for Flag {
+        fn wake(self: std::sync::Arc<Self>) {}
     }
 
     #[test]

@@ -122,7 +122,8 @@ pub(crate) fn fingerprint() -> u64 {
 }
 
 /// Decode `A`, run the function `F` (zero-sized, so conjured here), and
-/// answer `ticket` with its `R` (see [`Trampoline`]).
+/// answer `ticket` with its `R` (see [`Trampoline`]), or only acknowledge
+/// it for a promise's call ([`COUNTED`](crate::calls::COUNTED)).
 pub(crate) fn run<F, A, R>(pg: &Pgas, src: Rank, ticket: u32, bytes: &[u8]) -> Result<()>
 where
     F: Fn(&Pgas, A) -> R + Copy + Send + 'static,
@@ -130,6 +131,7 @@ where
     R: Serialize,
 {
     match call::<F, A, R>(pg, src, bytes) {
+        Ok(_) if ticket & crate::calls::COUNTED != 0 => pg.acknowledge(src, ticket),
         Ok(r) => pg.answer_value(src, ticket, &r, || {
             format!(
                 "the result ({}) of {}",

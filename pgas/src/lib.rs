@@ -7,7 +7,9 @@
 //!   [`Plain`] values and slices, with source, operation and remote
 //!   completion ([`rput_then`](Pgas::rput_then));
 //! - **RPC** ([`rpc`](Pgas::rpc), [`rpc_ff`](Pgas::rpc_ff)) of `fn` items
-//!   and non-capturing closures with serde arguments and results;
+//!   and non-capturing closures with serde arguments and results, and
+//!   [`Promise`]s that count many calls' completion together (UPC++'s
+//!   `operation_cx::as_promise`);
 //! - **distributed objects** ([`DistObject`]), **atomics**
 //!   ([`AtomicDomain`]) and the world's **barrier**;
 //! - every operation returns a `Future`: await it on any executor with a
@@ -76,6 +78,7 @@ mod outbox;
 mod payload;
 mod plain;
 mod progress_task;
+pub mod promise;
 mod rma;
 mod rpc;
 pub mod runtime;
@@ -88,6 +91,7 @@ pub use error::{Error, Result};
 pub use global_ptr::GlobalPtr;
 pub use plain::Plain;
 pub use progress_task::{ProgressStop, ProgressTask};
+pub use promise::{Promise, PromiseFuture};
 pub use rma::{Rget, Rput};
 pub use rpc::RpcFuture;
 pub use runtime::{init, Pgas};

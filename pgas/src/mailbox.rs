@@ -3,7 +3,7 @@
 //! (reading a staged result, freeing what a peer has read), and the
 //! table of calls waiting for their results.
 
-use crate::calls::Calls;
+use crate::calls::{Calls, Counted, COUNTED};
 use crate::fn_id::FnId;
 use crate::runtime::{lock, Ids, Payload, Pgas, Returned, FAILED, INLINE, STAGED};
 use crate::window::Window;
@@ -170,6 +170,32 @@ impl Mailbox {
         lock(&self.calls).open(target)
     }
 
+    /// A ticket for a promise's calls, or `None` when
+    /// [`MAX_OPEN`](crate::calls::MAX_OPEN) calls already wait here.
+    pub fn open_counted(&self) -> Option<u32> {
+        lock(&self.calls).open_counted()
+    }
+
+    /// One call of promise `ticket` to `target` was answered (`failure`:
+    /// it failed, and why).
+    pub fn count(&self, ticket: u32, target: Rank, failure: Option<String>) {
+        let waker = lock(&self.calls).count(ticket, target, failure);
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Promise `ticket` made `issued[t]` calls to each target `t`.
+    pub fn finalize(&self, ticket: u32, issued: Vec<u64>) {
+        lock(&self.calls).finalize(ticket, issued);
+    }
+
+    /// What finalized promise `ticket`'s calls came to, once all were
+    /// answered (the ticket is then closed); else remember `waker`.
+    pub fn take_counted(&self, ticket: u32, waker: &Waker) -> Option<Counted> {
+        lock(&self.calls).take_counted(ticket, waker)
+    }
+
     /// Forget `ticket` (its future was dropped, or its send failed).
     pub fn close(&self, ticket: u32) {
         lock(&self.calls).close(ticket);
@@ -184,17 +210,20 @@ impl Mailbox {
         }
     }
 
-    /// The results in a batch (see [`answers`](crate::answers)), each
-    /// completed as by [`complete`](Self::complete), under one lock;
-    /// false if the batch was cut short (what came before the cut is
-    /// kept).
-    pub fn complete_all(&self, batch: &[u8]) -> bool {
+    /// The results `src` sent in a batch (see [`answers`](crate::answers)),
+    /// each completed as by [`complete`](Self::complete) (or counted, for
+    /// a promise's call), under one lock; false if the batch was cut
+    /// short (what came before the cut is kept).
+    pub fn complete_all(&self, src: Rank, batch: &[u8]) -> bool {
         let mut whole = true;
         let mut wakers = Vec::new();
         {
             let mut c = lock(&self.calls);
             for entry in crate::answers::entries(batch) {
                 match entry {
+                    Some((ticket, _)) if ticket & COUNTED != 0 => {
+                        wakers.extend(c.count(ticket, src, None))
+                    }
                     Some((ticket, bytes)) => wakers
                         .extend(c.complete(ticket, Returned::Bytes(Payload::from_slice(bytes)))),
                     None => whole = false,
@@ -264,6 +293,12 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
     let m = mail.clone();
     let ret = t.register("pgas.ret", move |tok: &Token<'_>, msg: &Message<'_>| {
         let ticket = msg.arg(0);
+        if ticket & COUNTED != 0 {
+            // A promise's call: acknowledged, or failed (and why).
+            let failure =
+                (msg.arg(1) == FAILED).then(|| String::from_utf8_lossy(msg.payload()).into_owned());
+            return m.count(ticket, tok.src(), failure);
+        }
         match (msg.arg(1), body(msg.arg(1), msg.payload())) {
             (FAILED, _) => m.complete(
                 ticket,
@@ -312,7 +347,7 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
     })?;
     let m = mail_for_rets;
     let rets = t.register("pgas.rets", move |tok: &Token<'_>, msg: &Message<'_>| {
-        if !m.complete_all(msg.payload()) {
+        if !m.complete_all(tok.src(), msg.payload()) {
             tok.malformed("rgex-pgas: a batch of results cut short");
         }
     })?;

@@ -291,7 +291,11 @@ impl Pgas {
             while let Some((call, used)) = entry(&held[at..]) {
                 at += used;
                 self.inner.mail.window.give_back(target);
-                if call.ticket != 0 {
+                if call.ticket & crate::calls::COUNTED != 0 {
+                    self.inner
+                        .mail
+                        .count(call.ticket, target, Some(why.clone()));
+                } else if call.ticket != 0 {
                     self.inner
                         .mail
                         .complete(call.ticket, Returned::Failed(why.clone()));

@@ -62,6 +62,7 @@ fn every_piece_checks_on_one_two_and_four_ranks() {
             "heap:",
             "rma:",
             "rpc:",
+            "promises:",
             "dist_object:",
             "atomics:",
             "executor:",
@@ -99,6 +100,10 @@ fn an_rpc_to_a_rank_that_left_is_an_error_naming_it() {
     );
     assert!(
         out.contains("ok: calls held for a rank that left fail naming it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ok: a promise's calls to a rank that left fail naming it"),
         "{out}"
     );
 }
@@ -161,14 +166,20 @@ fn the_dht_on_one_two_four_and_eight_ranks() {
 #[test]
 fn the_dht_on_raw_rgex_s_workload() {
     // Every request is out before any answer is awaited: with a window of
-    // 4 each rank serves the others' calls while it waits for room.
-    for (n, w) in [(1u32, "256"), (3, "256"), (3, "4")] {
-        let out = run_with(n, "dht", &["500", "64", "raw"], &[("RGEX_PGAS_WINDOW", w)]);
+    // 4 each rank serves the others' calls while it waits for room. The
+    // inserts counted by one promise, or with a future each.
+    for (n, w, mode, how) in [
+        (1u32, "256", "raw", "inserts counted by a promise"),
+        (3, "256", "raw", "inserts counted by a promise"),
+        (3, "4", "raw", "inserts counted by a promise"),
+        (3, "4", "raw-futures", "a future per insert"),
+    ] {
+        let out = run_with(n, "dht", &["500", "64", mode], &[("RGEX_PGAS_WINDOW", w)]);
         assert!(
             out.contains(&format!(
                 "pgas dht: {} keys on {n} ranks (500 inserted by each), every find exact",
                 500 * n
-            )) && out.contains("raw rgex's workload"),
+            )) && out.contains(&format!("raw rgex's workload, {how}")),
             "{out}"
         );
     }
