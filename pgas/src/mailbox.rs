@@ -295,9 +295,15 @@ pub(crate) fn register(t: &HandlerTable, mail: Arc<Mailbox>) -> rgex::Result<Ids
         let ticket = msg.arg(0);
         if ticket & COUNTED != 0 {
             // A promise's call: acknowledged, or failed (and why).
-            let failure =
-                (msg.arg(1) == FAILED).then(|| String::from_utf8_lossy(msg.payload()).into_owned());
-            return m.count(ticket, tok.src(), failure);
+            return match msg.arg(1) {
+                INLINE => m.count(ticket, tok.src(), None),
+                FAILED => m.count(
+                    ticket,
+                    tok.src(),
+                    Some(String::from_utf8_lossy(msg.payload()).into_owned()),
+                ),
+                _ => tok.malformed("rgex-pgas: an acknowledgement of unknown kind"),
+            };
         }
         match (msg.arg(1), body(msg.arg(1), msg.payload())) {
             (FAILED, _) => m.complete(
