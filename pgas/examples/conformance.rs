@@ -367,7 +367,7 @@ fn executor(pg: &Pgas) -> rgex_pgas::Result<()> {
     let d = DistObject::new(pg, area)?;
     let theirs = pg.wait(d.fetch(to)?)?;
     let me = u64::from(pg.rank().0);
-    let tasks: Vec<Task<'_, rgex_pgas::Result<()>>> = (0..1000u64)
+    let mut tasks: Vec<Task<'_, rgex_pgas::Result<()>>> = (0..1000u64)
         .map(|i| {
             let pg = pg.clone();
             Box::pin(async move {
@@ -379,6 +379,21 @@ fn executor(pg: &Pgas) -> rgex_pgas::Result<()> {
             }) as Task<'_, _>
         })
         .collect();
+    // And a promise's calls, its completion awaited as one more task,
+    // polled first: some of its calls are still held then, so it waits
+    // for its acknowledgements to wake it.
+    let mut p = pg.promise()?;
+    for i in 0..500u64 {
+        p.rpc(to, double, i)?;
+    }
+    let counted = p.finalize();
+    tasks.insert(
+        0,
+        Box::pin(async move {
+            assert_eq!(counted.await?, 500, "a promise awaited on the executor");
+            Ok(())
+        }),
+    );
     let (outs, stats) = run_all("pgas executor", tasks, || {
         pg.progress().map(|n| n > 0).unwrap_or(false)
     });
@@ -392,7 +407,7 @@ fn executor(pg: &Pgas) -> rgex_pgas::Result<()> {
     outs.into_iter().collect::<rgex_pgas::Result<Vec<()>>>()?;
     ok(
         pg,
-        "executor: 1000 tasks each awaiting an rpc, an rput and an rget; barrier_async",
+        "executor: 1000 tasks each awaiting an rpc, an rput and an rget; a promise of 500 calls; barrier_async",
     );
     Ok(())
 }
