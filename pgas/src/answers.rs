@@ -172,20 +172,12 @@ impl Pgas {
             what: what(),
             why: e.to_string(),
         };
-        let cap = self.hold_cap(src);
-        loop {
-            match add(src, ticket, cap, |b| {
-                postcard::to_slice(value, b).map(|used| used.len())
-            }) {
-                Added::Held => return Ok(()),
-                Added::Full(held) => {
-                    let sent = self.send_answers(src, &held);
-                    give_back(src, held);
-                    sent?
-                }
-                Added::Failed(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
-                Added::NotHeld => break,
-            }
+        match self.hold_answer(src, ticket, |b| {
+            postcard::to_slice(value, b).map(|used| used.len())
+        })? {
+            Added::Held => return Ok(()),
+            Added::Failed(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
+            Added::NotHeld | Added::Full(_) => {}
         }
         let ret = self.inner.ids.ret;
         match self.send_body(src, ret, ticket, &[], &Body::Value(value), what) {
@@ -198,19 +190,33 @@ impl Pgas {
     /// bytes among the held results, or a message of its own outside a
     /// batch.
     pub(crate) fn acknowledge(&self, src: Rank, ticket: u32) -> crate::Result<()> {
+        match self.hold_answer(src, ticket, |_| Ok(0))? {
+            Added::Held => Ok(()),
+            _ => self.send(src, self.inner.ids.ret, &[ticket, INLINE], &[]),
+        }
+    }
+
+    /// Hold `ticket`'s answer for `src`, which `write` encodes (see
+    /// [`add`]), sending the caller's buffer first each time it is full:
+    /// [`Added::Held`], [`Added::NotHeld`] (send it on its own) or
+    /// [`Added::Failed`] (nothing held); never `Full`.
+    fn hold_answer(
+        &self,
+        src: Rank,
+        ticket: u32,
+        write: impl Fn(&mut [u8]) -> Result<usize, postcard::Error>,
+    ) -> crate::Result<Added<postcard::Error>> {
         let cap = self.hold_cap(src);
         loop {
-            match add(src, ticket, cap, |_| Ok(0)) {
-                Added::Held => return Ok(()),
+            match add(src, ticket, cap, &write) {
                 Added::Full(held) => {
                     let sent = self.send_answers(src, &held);
                     give_back(src, held);
                     sent?
                 }
-                Added::NotHeld | Added::Failed(_) => break,
+                other => return Ok(other),
             }
         }
-        self.send(src, self.inner.ids.ret, &[ticket, INLINE], &[])
     }
 
     /// Send every result this thread holds (see

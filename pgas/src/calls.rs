@@ -73,18 +73,19 @@ impl Counting {
         self.issued.is_some() && self.done_total >= self.issued_total
     }
 
-    /// The calls to `t` answered so far.
-    fn done_to(&self, t: usize) -> u64 {
-        self.done.get(t).copied().unwrap_or(0)
+    /// The calls to target `t` not yet answered (none before finalize).
+    fn unanswered(&self, t: usize) -> u64 {
+        let made = self.issued.as_ref().and_then(|i| i.get(t)).copied();
+        let done = self.done.get(t).copied().unwrap_or(0);
+        made.unwrap_or(0).saturating_sub(done)
     }
 
     /// The targets with calls not yet answered (none before finalize).
     fn waiting_on(&self) -> Vec<Rank> {
-        self.issued
-            .iter()
-            .flat_map(|issued| issued.iter().enumerate())
-            .filter(|&(t, &n)| n > self.done_to(t))
-            .map(|(t, _)| Rank(t as u32))
+        let targets = self.issued.as_ref().map_or(0, Vec::len);
+        (0..targets)
+            .filter(|&t| self.unanswered(t) > 0)
+            .map(|t| Rank(t as u32))
             .collect()
     }
 
@@ -96,6 +97,13 @@ impl Counting {
         }
         self.done[t] += n;
         self.done_total += n;
+    }
+}
+
+/// Keep `waker` in `slot` (unless the one there wakes the same task).
+fn remember(slot: &mut Option<Waker>, waker: &Waker) {
+    if !slot.as_ref().is_some_and(|old| old.will_wake(waker)) {
+        *slot = Some(waker.clone());
     }
 }
 
@@ -247,9 +255,7 @@ impl Calls {
             )));
         };
         if !c.finished() {
-            if !c.waker.as_ref().is_some_and(|old| old.will_wake(waker)) {
-                c.waker = Some(waker.clone());
-            }
+            remember(&mut c.waker, waker);
             return None;
         }
         let out = match c.failed.take() {
@@ -309,9 +315,7 @@ impl Calls {
         let s = self.slot(ticket)?;
         match &mut s.state {
             State::Open { waker: w, .. } => {
-                if !w.as_ref().is_some_and(|old| old.will_wake(waker)) {
-                    *w = Some(waker.clone());
-                }
+                remember(w, waker);
                 None
             }
             State::Done(_) => {
@@ -356,14 +360,7 @@ impl Calls {
                 // A finalized promise's calls to `target` that were not
                 // answered never will be: each counts as failed.
                 State::Counting(c) => {
-                    let t = target.0 as usize;
-                    let missing = c.issued.as_ref().map_or(0, |issued| {
-                        issued
-                            .get(t)
-                            .copied()
-                            .unwrap_or(0)
-                            .saturating_sub(c.done_to(t))
-                    });
+                    let missing = c.unanswered(target.0 as usize);
                     if missing > 0 {
                         c.add_done(target, missing);
                         c.failed.get_or_insert((target, why.to_string()));
