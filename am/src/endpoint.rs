@@ -434,7 +434,13 @@ impl Endpoint {
                 let token = Token::new(self, d.src, d.handler, d.dir);
                 let _scope = HandlerScope::enter();
                 let args = [u32::from(d.handler), refusal::category_code(d.category)];
-                if let Err(why) = token.reply_short(self.refused, &args, Flags::empty()) {
+                // rgex's own answer, for a client index that names no
+                // handler: sent past the token's check that only a
+                // protocol's request may answer with a protocol message.
+                let refuse = |ep: &Endpoint, spec| {
+                    ep.send_fixed(spec, self.refused, &args, &[], Flags::empty())
+                };
+                if let Err(why) = token.reply_with(Category::Short, 0, refuse) {
                     eprintln!(
                         "rgex: {}: could not tell {} of it: {why}",
                         self.rank(),

@@ -2,6 +2,7 @@
 
 use crate::{HandlerOutcome, Message, Token};
 use rgex_core::{Category, Direction, Error, Result};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 /// Handler indices below this are reserved for rgex's own protocols
@@ -48,16 +49,32 @@ impl HandlerId {
 
 /// A handler index reserved to one of rgex's own protocols, as
 /// [`HandlerTable::register_protocol`] returned it: the only kind of id
-/// that may name an index below [`CLIENT_MIN`] in a send. Clients cannot
-/// make one (a client's [`HandlerId`] below `CLIENT_MIN` is refused by
-/// every send call with [`Error::ReservedHandler`]).
+/// that may name an index below [`CLIENT_MIN`] in a send.
+///
+/// Clients cannot make one that an endpoint accepts:
+/// - an id is tied to the table that registered it, and a send refuses
+///   (with [`Error::ReservedHandler`]) an id of any table but its
+///   endpoint's own, so an id from a scratch table, or copied from
+///   another endpoint, names nothing;
+/// - `rgex::init` registers every protocol of rgex's on the endpoint's
+///   table and then [seals](HandlerTable::seal_protocols) it, before
+///   the client sees the table: a later `register_protocol` fails;
+/// - a reply naming a protocol is refused unless the token is one of a
+///   protocol's own request (a client handler cannot answer for rgex).
+///
+/// A client's [`HandlerId`] below `CLIENT_MIN` is refused by every send
+/// call with [`Error::ReservedHandler`] too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ProtocolId(u8);
+pub struct ProtocolId {
+    index: u8,
+    /// [`HandlerTable::id`] of the table that registered it.
+    table: u32,
+}
 
 impl ProtocolId {
     /// The raw index.
     pub fn index(self) -> u8 {
-        self.0
+        self.index
     }
 }
 
@@ -72,6 +89,9 @@ mod sealed {
 pub trait Target: sealed::Sealed + Copy {
     /// The raw index.
     fn raw(self) -> u8;
+    /// The [`HandlerTable::id`] that registered a [`ProtocolId`]; 0 for
+    /// a [`HandlerId`] (no table has id 0).
+    fn table(self) -> u32;
     /// True for [`ProtocolId`]: the index may be reserved.
     const PROTOCOL: bool;
 }
@@ -81,13 +101,21 @@ impl Target for HandlerId {
     fn raw(self) -> u8 {
         self.0
     }
+    #[inline(always)]
+    fn table(self) -> u32 {
+        0
+    }
     const PROTOCOL: bool = false;
 }
 
 impl Target for ProtocolId {
     #[inline(always)]
     fn raw(self) -> u8 {
-        self.0
+        self.index
+    }
+    #[inline(always)]
+    fn table(self) -> u32 {
+        self.table
     }
     const PROTOCOL: bool = true;
 }
@@ -262,7 +290,16 @@ where
 /// ```
 pub struct HandlerTable {
     slots: Box<[OnceLock<Entry>]>,
+    /// This table's identity, never 0, never reused in the process: what
+    /// ties a [`ProtocolId`] to the table that registered it.
+    id: u32,
+    /// Set by [`seal_protocols`](Self::seal_protocols): no more reserved
+    /// registrations.
+    sealed: AtomicBool,
 }
+
+/// The last [`HandlerTable::id`] given out.
+static LAST_TABLE_ID: AtomicU32 = AtomicU32::new(0);
 
 impl Default for HandlerTable {
     fn default() -> Self {
@@ -287,9 +324,56 @@ impl std::fmt::Debug for HandlerTable {
 impl HandlerTable {
     /// An empty table.
     pub fn new() -> Self {
+        // Relaxed: the counter only has to hand out distinct values; no
+        // other memory is published through it.
+        let id = LAST_TABLE_ID.fetch_add(1, Ordering::Relaxed) + 1;
+        assert_ne!(id, 0, "more than 2^32 - 1 handler tables in one process");
         HandlerTable {
             slots: (0..256).map(|_| OnceLock::new()).collect(),
+            id,
+            sealed: AtomicBool::new(false),
         }
+    }
+
+    /// This table's identity (distinct for every table of the process,
+    /// never 0): a [`ProtocolId`] names the table that registered it, and
+    /// an endpoint sends only to its own table's protocols.
+    ///
+    /// ```
+    /// use rgex_am::HandlerTable;
+    /// assert_ne!(HandlerTable::new().id(), HandlerTable::new().id());
+    /// ```
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Close the reserved range: from now on
+    /// [`register_protocol`](Self::register_protocol) fails. `rgex::init`
+    /// seals the endpoint's table once every protocol of rgex's is
+    /// registered, before the client sees it, so client code can never
+    /// put a handler at a reserved index (and answer for rgex through
+    /// it). Sealing twice is harmless.
+    ///
+    /// ```
+    /// use rgex_am::{Accepts, HandlerTable};
+    /// use rgex_core::Category;
+    /// let t = HandlerTable::new();
+    /// t.seal_protocols();
+    /// let late = t.register_protocol(40, "late", Accepts::reply(Category::Short, 0), |_, _| {});
+    /// assert!(late.is_err());
+    /// assert!(t.register("client", |_, _| {}).is_ok()); // the client range stays open
+    /// ```
+    pub fn seal_protocols(&self) {
+        // Release/Acquire with `register_protocol`'s load: a registration
+        // that starts after the seal is seen sees it (registrations that
+        // raced it ran in rgex's own init, before the client had the table).
+        self.sealed.store(true, Ordering::Release);
+    }
+
+    /// True once [`seal_protocols`](Self::seal_protocols) ran.
+    pub fn is_sealed(&self) -> bool {
+        // Acquire: pairs with the seal's Release.
+        self.sealed.load(Ordering::Acquire)
     }
 
     /// Register `f` at the lowest free client index. `f` returns `()` or
@@ -374,12 +458,25 @@ impl HandlerTable {
                 why: format!("not in rgex's reserved range 0..{CLIENT_MIN}"),
             });
         }
+        if self.is_sealed() {
+            return Err(Error::BadHandlerIndex {
+                index,
+                why: format!(
+                    "the reserved range 0..{CLIENT_MIN} is sealed: rgex registers its own \
+                     protocols when it builds the endpoint, and no handler can be added \
+                     there afterwards; {name:?} was not registered"
+                ),
+            });
+        }
         let checked = move |tok: &Token<'_>, msg: &Message<'_>| match accepts.check(tok, msg) {
             Ok(()) => f(tok, msg),
             Err(why) => tok.endpoint().malformed(tok.src(), index, &why),
         };
         self.set(index, name, Box::new(checked))?;
-        Ok(ProtocolId(index))
+        Ok(ProtocolId {
+            index,
+            table: self.id,
+        })
     }
 
     fn set(&self, index: u8, name: &str, f: Box<HandlerFn>) -> Result<HandlerId> {

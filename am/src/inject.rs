@@ -260,7 +260,15 @@ impl Endpoint {
     #[inline(always)]
     pub(crate) fn check_target<H: Target>(&self, h: H) -> Result<u8> {
         let index = h.raw();
-        if !H::PROTOCOL && index < CLIENT_MIN {
+        // A protocol id is good only on the endpoint whose table made it
+        // (one made on a scratch table names nothing here); a client id
+        // never names a reserved index.
+        let reserved = if H::PROTOCOL {
+            h.table() != self.handlers().id()
+        } else {
+            index < CLIENT_MIN
+        };
+        if reserved {
             return Err(self.reserved_handler(index));
         }
         match self.handlers().get(index) {

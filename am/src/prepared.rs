@@ -3,11 +3,10 @@
 
 use crate::handler::Target;
 use crate::token::ReplyState;
-use crate::Endpoint;
+use crate::{Endpoint, Token};
 use rgex_core::descriptor::Kind;
 use rgex_core::{Error, Flags, Prepare, Result, SendSlot};
 use rgex_smp::cell::Doorbell;
-use std::cell::Cell;
 use std::mem::ManuallyDrop;
 
 /// The flags [`Prepared::commit_with`] accepts: [`Flags::IMMEDIATE`].
@@ -49,7 +48,8 @@ pub struct Prepared<'a> {
     /// moves this struct, so it stays small and check-free.
     slot: ManuallyDrop<SendSlot>,
     client: Option<&'a mut [u8]>,
-    reply: Option<&'a Cell<ReplyState>>,
+    /// The token replying, for a reply.
+    reply: Option<&'a Token<'a>>,
 }
 
 impl std::fmt::Debug for Prepared<'_> {
@@ -68,7 +68,7 @@ impl<'a> Prepared<'a> {
         mut spec: Prepare,
         client: Option<&'a mut [u8]>,
         flags: Flags,
-        reply: Option<&'a Cell<ReplyState>>,
+        reply: Option<&'a Token<'a>>,
     ) -> Result<Self> {
         if let Some(b) = &client {
             if spec.least > b.len() {
@@ -83,7 +83,7 @@ impl<'a> Prepared<'a> {
         ep.validate(&mut spec, false)?;
         let claim = ep.claim(&spec, flags)?;
         if let Some(r) = reply {
-            r.set(ReplyState::Prepared);
+            r.set_state(ReplyState::Prepared);
         }
         Ok(Prepared {
             ep,
@@ -132,7 +132,7 @@ impl<'a> Prepared<'a> {
         &'a Endpoint,
         SendSlot,
         Option<&'a mut [u8]>,
-        Option<&'a Cell<ReplyState>>,
+        Option<&'a Token<'a>>,
     ) {
         let mut me = ManuallyDrop::new(self);
         // SAFETY: `me` is never used or dropped again, so the slot is taken
@@ -145,9 +145,13 @@ impl<'a> Prepared<'a> {
     /// (at most the `nargs` given at prepare). On error nothing is sent and
     /// the resources are released.
     #[inline(always)]
-    pub fn commit(self, h: impl Target, args: &[u32], len: usize) -> Result<()> {
+    pub fn commit<H: Target>(self, h: H, args: &[u32], len: usize) -> Result<()> {
         let (ep, slot, client, reply) = self.into_parts();
-        let handler = match ep.check_target(h) {
+        let checked = match reply {
+            Some(t) if H::PROTOCOL => t.may_answer_protocol(h.raw()),
+            _ => Ok(()),
+        };
+        let handler = match checked.and_then(|()| ep.check_target(h)) {
             Ok(i) if len <= slot.granted && args.len() <= slot.nargs as usize => i,
             checked => return Err(refuse_commit(ep, slot, reply, checked, args.len(), len)),
         };
@@ -164,7 +168,7 @@ impl<'a> Prepared<'a> {
         // `Drop` sees it again.
         unsafe { publish(ep, slot, handler, args, len) };
         if let Some(r) = reply {
-            r.set(ReplyState::Done);
+            r.set_state(ReplyState::Done);
         }
         Ok(())
     }
@@ -245,7 +249,7 @@ unsafe fn publish(ep: &Endpoint, slot: SendSlot, handler: u8, args: &[u32], len:
 fn refuse_commit(
     ep: &Endpoint,
     slot: SendSlot,
-    reply: Option<&Cell<ReplyState>>,
+    reply: Option<&Token<'_>>,
     checked: Result<u8>,
     nargs: usize,
     len: usize,
@@ -272,12 +276,12 @@ fn refuse_commit(
 }
 
 /// Cancel a claimed slot and free the token to reply again.
-fn release(ep: &Endpoint, slot: SendSlot, reply: Option<&Cell<ReplyState>>) {
+fn release(ep: &Endpoint, slot: SendSlot, reply: Option<&Token<'_>>) {
     // SAFETY: every caller passes the slot of a `Prepared` it has taken
     // apart (or is dropping), so the claim is live and used once, here.
     unsafe { ep.conduit().cancel(slot) };
     if let Some(r) = reply {
-        r.set(ReplyState::None);
+        r.set_state(ReplyState::None);
     }
 }
 

@@ -2,7 +2,7 @@
 //! way to answer.
 
 use crate::handler::Target;
-use crate::{Endpoint, HandlerId, Prepared};
+use crate::{Endpoint, HandlerId, Prepared, CLIENT_MIN};
 use rgex_core::{Category, Direction, Error, Flags, Prepare, Rank, Result};
 use std::cell::Cell;
 
@@ -75,6 +75,35 @@ impl<'a> Token<'a> {
         self.ep
     }
 
+    /// Set where this token is in its one-reply life (a prepared reply's).
+    #[inline(always)]
+    pub(crate) fn set_state(&self, state: ReplyState) {
+        self.state.set(state)
+    }
+
+    /// `Ok` if this token may answer with a message to protocol index
+    /// `index`: only the token of a protocol's own request (an index
+    /// below [`CLIENT_MIN`]) may, so a client handler can never answer
+    /// for rgex (say, with a forged get reply), whatever id it holds.
+    #[inline(always)]
+    pub(crate) fn may_answer_protocol(&self, index: u8) -> Result<()> {
+        if self.handler < CLIENT_MIN {
+            Ok(())
+        } else {
+            Err(self.protocol_reply_refusal(index))
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn protocol_reply_refusal(&self, index: u8) -> Error {
+        Error::ReservedHandler {
+            rank: self.ep.rank(),
+            index,
+            client_min: CLIENT_MIN,
+        }
+    }
+
     /// Check this token may reply now.
     #[inline(always)]
     fn may_reply(&self) -> Result<()> {
@@ -107,15 +136,18 @@ impl<'a> Token<'a> {
     }
 
     #[inline]
-    fn reply_fixed(
+    fn reply_fixed<H: Target>(
         &self,
         category: Category,
-        h: impl Target,
+        h: H,
         args: &[u32],
         payload: &[u8],
         off: u64,
         flags: Flags,
     ) -> Result<()> {
+        if H::PROTOCOL {
+            self.may_answer_protocol(h.raw())?;
+        }
         self.reply_with(category, off, |ep, spec| {
             ep.send_fixed(spec, h, args, payload, flags)
         })
@@ -265,6 +297,6 @@ impl<'a> Token<'a> {
         flags: Flags,
     ) -> Result<Prepared<'t>> {
         self.may_reply()?;
-        Prepared::new(self.ep, spec, client_buf, flags, Some(&self.state))
+        Prepared::new(self.ep, spec, client_buf, flags, Some(self))
     }
 }

@@ -86,6 +86,21 @@ pub mod nbi;
 mod reference;
 
 pub use domain::{AtomicDomain, AtomicEvent, Builder, Implementation};
+
+/// Register the active-message reference's handlers (reserved indices
+/// `AD_OP` and `AD_REPLY`) on `ep`, once; a later domain finds them.
+/// `rgex::init` calls it before it seals the endpoint's reserved range
+/// (see [`rgex_am::HandlerTable::seal_protocols`]); an endpoint made
+/// another way registers them at its first domain if it did not.
+///
+/// ```no_run
+/// # fn demo(ep: &std::sync::Arc<rgex_am::Endpoint>) -> rgex_core::Result<()> {
+/// rgex_atomics::install(ep)?; // on every rank, before any domain
+/// # Ok(()) }
+/// ```
+pub fn install(ep: &std::sync::Arc<rgex_am::Endpoint>) -> Result<()> {
+    reference::Reference::for_endpoint(ep).map(drop)
+}
 pub use nbi::{nbi_test, nbi_wait};
 pub use rgex_core::conduit::{AtomicOp, AtomicRequest, AtomicType, OpSet};
 

@@ -172,6 +172,10 @@ pub fn init_with<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result
     // VIS's protocol handlers, on every rank before the barrier (a VIS
     // context is made by one rank alone, whenever it likes).
     rgex_vis::install(client.endpoint())?;
+    rgex_atomics::install(client.endpoint())?;
+    // Every protocol of rgex's is registered: close the reserved range
+    // before client code can reach the table.
+    client.handlers().seal_protocols();
     let ids = register(client.handlers())?;
     // After registration, so the thread never runs a handler that is
     // still being registered; before the barrier, which it then helps.

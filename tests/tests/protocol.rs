@@ -10,7 +10,7 @@ use common::{job, run_ok};
 
 const PROTOCOL: &str = env!("CARGO_BIN_EXE_protocol_conformance");
 /// Passed and skipped: every check applies on every conduit.
-const CHECKS: (usize, usize) = (7, 0);
+const CHECKS: (usize, usize) = (8, 0);
 
 fn protocol_job(n: u32) -> rgex::launch::Job {
     job(n, PROTOCOL, &[])

@@ -8,6 +8,11 @@
 //!
 //! 1. client sends naming a reserved index are refused at the sender
 //!    ([`Error::ReservedHandler`]), for every send and reply form;
+//!    So is every public way to get hold of a protocol id: one
+//!    registered on a scratch table (sends, commits, and a handler's
+//!    reply forging a reference get's answer, which must not complete
+//!    the get), a copy of it, and `register_protocol` on the endpoint's
+//!    own table (sealed by `rgex::init`);
 //! 2. protocol requests with no arguments (which indexed past the end of
 //!    the argument list before) are reported as malformed, naming the
 //!    sender, and nothing panics;
@@ -21,8 +26,8 @@
 //!    collectives all still work.
 
 use rgex::{
-    AtomicDomain, AtomicFlags, AtomicOp, Category, Client, Error, Flags, GlobalAddr, HandlerId,
-    OpSet, Rank, Token, Vector, Vis, VisMechanism, CLIENT_MIN,
+    Accepts, AtomicDomain, AtomicFlags, AtomicOp, Category, Client, Error, Flags, GlobalAddr,
+    HandlerId, HandlerTable, OpSet, ProtocolId, Rank, Token, Vector, Vis, VisMechanism, CLIENT_MIN,
 };
 use rgex_tests::{ok, HANG_LIMIT};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,6 +43,10 @@ const MARK: u8 = CLIENT_MIN + 1;
 /// A request answered by an empty reply to `ECHOED`.
 const ECHO: u8 = CLIENT_MIN + 2;
 const ECHOED: u8 = CLIENT_MIN + 3;
+/// A request whose handler tries to answer with a reference get's reply
+/// through a protocol id of a scratch table (fixed and negotiated
+/// payload), counts each refusal, then answers `ECHOED`.
+const SCRATCH_REPLY: u8 = CLIENT_MIN + 4;
 
 /// Random messages each rank sends its successor: half forged requests,
 /// half requests for forged replies.
@@ -49,6 +58,46 @@ static ECHOES: AtomicU64 = AtomicU64::new(0);
 /// Echo requests whose handler's reply to a reserved index was refused
 /// with [`Error::ReservedHandler`] (it tries that first, every time).
 static RESERVED_REPLIES_REFUSED: AtomicU64 = AtomicU64::new(0);
+/// SCRATCH_REPLY's forged get replies refused at the sender.
+static SCRATCH_REPLIES_REFUSED: AtomicU64 = AtomicU64::new(0);
+
+/// A protocol id for `index`, registered on a table of its own (what any
+/// client can make: `HandlerTable::new` and `register_protocol` are public).
+fn scratch_protocol(index: u8) -> ProtocolId {
+    HandlerTable::new()
+        .register_protocol(
+            index,
+            "scratch",
+            Accepts::reply(Category::Medium, 3),
+            |_, _| {},
+        )
+        .expect("a scratch table takes a reserved registration")
+}
+
+/// The SCRATCH_REPLY handler: forge the answer of a get with id
+/// `[args[0], args[1]]` through a scratch table's id, every way a token
+/// can reply; each must be refused, and the token stays free to answer.
+fn scratch_reply(tok: &Token<'_>, args: &[u32]) {
+    let pid = scratch_protocol(rgex::reserved::RMA_GET_REPLY);
+    let id = [args[0], args[1], 0];
+    let refused = |r: rgex::Result<()>| match r {
+        Err(Error::ReservedHandler { rank, index, .. })
+            if rank == tok.endpoint().rank() && index == pid.index() =>
+        {
+            SCRATCH_REPLIES_REFUSED.fetch_add(1, Ordering::Relaxed);
+        }
+        other => panic!("a reply through a scratch table's protocol id: {other:?}"),
+    };
+    refused(tok.reply_medium(pid, &id, &[0xEE; 256], Flags::empty()));
+    refused(tok.reply_short(pid, &id, Flags::empty()));
+    let mut p = tok
+        .prepare_reply_medium(None, 256, 256, 3, Flags::empty())
+        .expect("a negotiated reply");
+    p.buf().fill(0xEE);
+    refused(p.commit(pid, &id, 256));
+    tok.reply_short(HandlerId::forge(ECHOED), &[], Flags::empty())
+        .expect("echo reply");
+}
 
 /// rgex's errors, and the atomics' own (until they fold into one).
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -228,6 +277,9 @@ fn main() -> Res<()> {
         t.register_at(ECHOED, "echoed", |_tok, _msg| {
             ECHOES.fetch_add(1, Ordering::Release);
         })?;
+        t.register_at(SCRATCH_REPLY, "scratch reply", |tok, msg| {
+            scratch_reply(tok, msg.args())
+        })?;
         Ok(())
     })?;
     rgex_tests::conduit_banner(&client);
@@ -254,6 +306,7 @@ fn main() -> Res<()> {
     // rank to be done with the one before (a message of the next check
     // may arrive while this rank is still in that barrier, and must count).
     client_cannot_name_reserved(&client)?;
+    protocol_ids_stay_rgexs(&client)?;
     requests_without_arguments(&client, Rank((me + 1) % n), Rank((me + n - 1) % n))?;
     forged_get_replies(&client)?;
     forged_refusals(&client)?;
@@ -324,6 +377,96 @@ fn client_cannot_name_reserved(client: &Client) -> Res<()> {
     ok(
         client,
         "client sends, commits and replies naming a reserved index are refused at the sender",
+    );
+    Ok(())
+}
+
+/// Check 1b: a protocol id from a scratch table (or a copy of one) names
+/// nothing on this endpoint, the endpoint's own table takes no protocol,
+/// and a handler cannot forge a reference get's answer with such an id.
+fn protocol_ids_stay_rgexs(client: &Client) -> Res<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let peer = Rank((me + 1) % n);
+    let get = scratch_protocol(rgex::reserved::RMA_GET);
+    let copied = get;
+    let refused = |what: &str, r: rgex::Result<()>| match r {
+        Err(Error::ReservedHandler { rank, index, .. })
+            if rank == client.rank() && index == get.index() => {}
+        other => panic!("{what} through a scratch table's protocol id: {other:?}"),
+    };
+    refused(
+        "request_short",
+        client.request_short(peer, get, &[0; 5], Flags::empty()),
+    );
+    refused(
+        "request_medium (a copied id)",
+        client.request_medium(peer, copied, &[0; 5], &[1, 2, 3], Flags::empty()),
+    );
+    refused(
+        "request_long",
+        client.request_long(peer, get, &[0; 5], &[1, 2, 3], 0, Flags::empty()),
+    );
+    let p = client.prepare_request_medium(peer, None, 8, 8, 5, Flags::empty())?;
+    refused("a negotiated-payload commit", p.commit(get, &[0; 5], 8));
+    // The endpoint's own table: sealed, at a free reserved index and at
+    // one rgex uses.
+    for index in [CLIENT_MIN - 1, rgex::reserved::RMA_GET_REPLY] {
+        match client.handlers().register_protocol(
+            index,
+            "late",
+            Accepts::reply(Category::Medium, 3),
+            |_, _| {},
+        ) {
+            Err(Error::BadHandlerIndex { index: i, why })
+                if i == index && why.contains("sealed") => {}
+            other => panic!("register_protocol({index}) on the endpoint's table: {other:?}"),
+        }
+    }
+    assert!(client.handlers().is_sealed());
+
+    // The forgery: rank 0 gets 256 bytes from rank 1 by
+    // reference, and asks rank 1's client handler to answer it with a
+    // forged reply (ids of a fresh table's first slots). Every forged
+    // reply is refused at rank 1, and the get ends with the real bytes.
+    let off = 8192u64;
+    let real: Vec<u8> = (0..256u32).map(|i| (i * 5 + 1) as u8).collect();
+    client.segment().write(off, &real)?;
+    let refused_before = SCRATCH_REPLIES_REFUSED.load(Ordering::Relaxed);
+    client.barrier()?;
+    let forgeries = 4u64;
+    if me == 0 {
+        let ev = client.get_nb(
+            vec![0u8; 256],
+            GlobalAddr::new(Rank(1), off),
+            Flags::empty(),
+        )?;
+        let echoes = ECHOES.load(Ordering::Acquire);
+        for slot in 0..forgeries as u32 {
+            client.request_short(
+                Rank(1),
+                HandlerId::forge(SCRATCH_REPLY),
+                &[slot, 0],
+                Flags::empty(),
+            )?;
+        }
+        let errors = poll_until(client, "the scratch replies' echoes", || {
+            ECHOES.load(Ordering::Acquire) >= echoes + forgeries
+        });
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(ev.wait()?, real, "the get took forged bytes");
+    }
+    client.barrier()?;
+    if me == 1 {
+        assert_eq!(
+            SCRATCH_REPLIES_REFUSED.load(Ordering::Relaxed) - refused_before,
+            3 * forgeries,
+            "every forged reply (reply_medium, reply_short, a commit) is refused at the sender"
+        );
+    }
+    client.barrier()?;
+    ok(
+        client,
+        "protocol ids of a scratch table (and copies) are refused at the sender, the endpoint's table is sealed, and a handler cannot forge a get's reply",
     );
     Ok(())
 }
