@@ -250,10 +250,40 @@ impl Entry {
         &self.name
     }
 
+    /// Run the handler. A panic in it is caught here, before it can
+    /// unwind through the conduit's delivery (which would leave a queue
+    /// cell or credit unreleased and wedge the peer), and reported as the
+    /// handler's error: [`Error::HandlerFailed`] naming the handler and
+    /// the sender, from this rank's next poll. Every later message is
+    /// delivered as usual. The panic hook still prints the panic first.
     #[inline]
     pub(crate) fn call(&self, token: &Token<'_>, msg: &Message<'_>) {
-        (self.f)(token, msg)
+        // AssertUnwindSafe: after a caught panic nothing of the handler's
+        // is used again but its table entry (immutable) and the token,
+        // whose reply state is a Cell a prepared reply's drop resets;
+        // whatever the handler's own state is, it is the client's to judge
+        // from the error.
+        let run = std::panic::AssertUnwindSafe(|| (self.f)(token, msg));
+        if let Err(payload) = std::panic::catch_unwind(run) {
+            panicked(token, &*payload);
+        }
     }
+}
+
+/// Report a handler's caught panic as its error.
+#[cold]
+#[inline(never)]
+fn panicked(token: &Token<'_>, payload: &(dyn std::any::Any + Send)) {
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a payload that is not a string".to_owned());
+    token.endpoint().handler_failed(
+        token.src(),
+        token.handler().index(),
+        format!("panicked: {text}"),
+    );
 }
 
 /// `f` boxed so that its error, if it returns one, is reported by the
@@ -379,6 +409,13 @@ impl HandlerTable {
     /// Register `f` at the lowest free client index. `f` returns `()` or
     /// a `Result`; an error is reported by this endpoint, naming the
     /// handler and the sender (see [`HandlerOutcome`]).
+    ///
+    /// **Panics in a handler** are caught by rgex around each call and
+    /// reported the same way ([`Error::HandlerFailed`], its `why` starting
+    /// `panicked: ` and the panic's message), by this rank's next poll;
+    /// the panic never leaves the poll, and every later message is
+    /// delivered. A request whose handler panicked before replying gets
+    /// no reply. (A program built with `panic = "abort"` aborts instead.)
     pub fn register<F, R>(&self, name: &str, f: F) -> Result<HandlerId>
     where
         F: Fn(&Token<'_>, &Message<'_>) -> R + Send + Sync + 'static,

@@ -14,28 +14,60 @@
 //! explicit handle), never `nbi_wait` across an `.await`.
 
 use crate::Endpoint;
-use rgex_core::Result;
+use rgex_core::{Error, Result};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+
+/// Errors a task keeps for its awaiter; those past it are only counted
+/// (a peer lost for good can fail every poll).
+const KEPT_ERRORS: usize = 64;
 
 /// A future that polls its endpoint each time it is polled and then
 /// yields (wakes itself and returns `Pending`), until its
-/// [`ProgressStop`] is used or a poll fails (that error is its output).
-/// Made by [`Endpoint::progress_task`]. It needs no runtime: any executor
-/// runs it as one of its tasks (on a single-thread executor it takes its
-/// turn between the others; on a multi-thread one it keeps a worker busy).
+/// [`ProgressStop`] is used. Made by [`Endpoint::progress_task`]. It
+/// needs no runtime: any executor runs it as one of its tasks (on a
+/// single-thread executor it takes its turn between the others; on a
+/// multi-thread one it keeps a worker busy).
+///
+/// A poll that fails (a handler's error, a malformed message, a lost
+/// peer) does not end it: the task keeps progressing, so the futures
+/// awaited beside it still complete, and keeps the error for whoever
+/// awaits or holds it: [`ProgressStop::take_errors`] hands over those met
+/// so far, and the task's output, once stopped, is the first error not
+/// taken (`Ok(())` if none).
 #[must_use = "a progress task does nothing unless polled"]
 pub struct ProgressTask {
     ep: Arc<Endpoint>,
-    stop: Arc<AtomicBool>,
+    shared: Arc<Shared>,
 }
 
-/// Ends a [`ProgressTask`]: its next poll returns `Ready(Ok(()))`.
-#[derive(Clone, Debug)]
-pub struct ProgressStop(Arc<AtomicBool>);
+/// What a task and its stoppers share.
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// The errors met and not yet taken, oldest first (at most
+    /// [`KEPT_ERRORS`]).
+    errors: Mutex<Vec<Error>>,
+    /// Every error met, kept or not.
+    met: AtomicU64,
+}
+
+/// Ends a [`ProgressTask`] (its next poll returns `Ready`), and reads
+/// the errors it met meanwhile.
+#[derive(Clone)]
+pub struct ProgressStop(Arc<Shared>);
+
+impl std::fmt::Debug for ProgressStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgressStop")
+            .field("stopped", &self.0.stop.load(Ordering::Relaxed))
+            .field("errors_met", &self.errors_met())
+            .finish()
+    }
+}
 
 impl ProgressStop {
     /// Stop the task (at its next poll).
@@ -43,22 +75,53 @@ impl ProgressStop {
         // Release: what the stopping thread did before happens before the
         // task's Acquire load that sees it (a courtesy; nothing depends
         // on it but the task ending).
-        self.0.store(true, Ordering::Release);
+        self.0.stop.store(true, Ordering::Release);
     }
+
+    /// Take the errors the task's polls have met so far and not handed
+    /// over yet, oldest first (at most 64 are kept; see
+    /// [`errors_met`](Self::errors_met) for the count of all). The task
+    /// went on progressing after each.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) {
+    /// let task = client.progress_task();
+    /// let stop = task.stopper();
+    /// // ... spawn `task`, await handles; then, now and again:
+    /// for e in stop.take_errors() {
+    ///     eprintln!("progress met: {e}");
+    /// }
+    /// # }
+    /// ```
+    pub fn take_errors(&self) -> Vec<Error> {
+        std::mem::take(&mut *lock(&self.0.errors))
+    }
+
+    /// How many errors the task's polls have met in all, taken or not.
+    pub fn errors_met(&self) -> u64 {
+        // Relaxed: a count; the errors themselves travel under the lock.
+        self.0.met.load(Ordering::Relaxed)
+    }
+}
+
+/// The errors' lock, also after a panic elsewhere poisoned it (a vector
+/// of errors has no invariant a panic can break).
+fn lock(m: &Mutex<Vec<Error>>) -> std::sync::MutexGuard<'_, Vec<Error>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl std::fmt::Debug for ProgressTask {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProgressTask")
-            .field("stopped", &self.stop.load(Ordering::Relaxed))
+            .field("stopped", &self.shared.stop.load(Ordering::Relaxed))
             .finish()
     }
 }
 
 impl ProgressTask {
-    /// A handle that ends this task.
+    /// A handle that ends this task and reads the errors it met.
     pub fn stopper(&self) -> ProgressStop {
-        ProgressStop(self.stop.clone())
+        ProgressStop(self.shared.clone())
     }
 }
 
@@ -67,11 +130,20 @@ impl Future for ProgressTask {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // Acquire: see `ProgressStop::stop`.
-        if self.stop.load(Ordering::Acquire) {
-            return Poll::Ready(Ok(()));
+        if self.shared.stop.load(Ordering::Acquire) {
+            let mut kept = lock(&self.shared.errors);
+            return Poll::Ready(if kept.is_empty() {
+                Ok(())
+            } else {
+                Err(kept.remove(0))
+            });
         }
         if let Err(e) = self.ep.poll() {
-            return Poll::Ready(Err(e));
+            self.shared.met.fetch_add(1, Ordering::Relaxed);
+            let mut kept = lock(&self.shared.errors);
+            if kept.len() < KEPT_ERRORS {
+                kept.push(e);
+            }
         }
         // Yield: the executor runs the other tasks (those this poll woke
         // among them) before polling this one again.
@@ -109,7 +181,7 @@ impl Endpoint {
                 .me
                 .upgrade()
                 .expect("an endpoint is used through its Arc"),
-            stop: Arc::new(AtomicBool::new(false)),
+            shared: Arc::default(),
         }
     }
 }

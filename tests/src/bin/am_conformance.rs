@@ -33,6 +33,11 @@ const MAXLONG_SEQ: u32 = 0x10C;
 const FIXED: HandlerId = HandlerId::forge(200);
 /// What a FIXED request carries, xored with its sender's rank.
 const FIXED_MAGIC: u32 = 0xF1_0ED0;
+/// A handler that panics on one message of a flood (see `handler_panics`).
+const MAY_PANIC: HandlerId = HandlerId::forge(210);
+/// The flood's length, and the message (0-based) whose handler panics.
+const PANIC_FLOOD: u32 = 200;
+const PANIC_AT: u32 = 9;
 
 #[derive(Default)]
 struct State {
@@ -56,6 +61,11 @@ struct State {
     max_long_got: Mutex<Vec<(u32, usize)>>,
     /// Messages the `may.fail` handler accepted (returned `Ok`).
     may_fail_ok: AtomicU64,
+    /// Messages the `may.panic` handler ran to their end, and the next
+    /// sequence number it expects (messages from one sender arrive in
+    /// order on every conduit).
+    may_panic_ok: AtomicU64,
+    may_panic_next: AtomicU64,
 }
 
 impl State {
@@ -367,6 +377,20 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>, areas: Arc<Areas>) -> rgex:
     })?;
     assert_eq!(id, FIXED);
     let s = st.clone();
+    t.register_at(MAY_PANIC.index(), "may.panic", move |_tok, msg| {
+        let k = u64::from(msg.arg(0));
+        let expected = s.may_panic_next.swap(k + 1, Ordering::Relaxed);
+        if k != expected {
+            s.problem(format!(
+                "may.panic: message {k} arrived, {expected} was next"
+            ));
+        }
+        if msg.arg(0) == PANIC_AT {
+            panic!("deliberate panic in may.panic (message {PANIC_AT} of {PANIC_FLOOD})");
+        }
+        s.may_panic_ok.fetch_add(1, Ordering::Release);
+    })?;
+    let s = st.clone();
     t.register("may.fail", move |_tok, msg| {
         if msg.arg(0) % 2 == 1 {
             return Err(format!("odd argument {}", msg.arg(0)));
@@ -406,6 +430,7 @@ fn main() -> rgex::Result<()> {
     fixed_index(&client, &st)?;
     unmatched_tables(&client)?;
     handler_errors(&client, &st, may_fail)?;
+    handler_panics(&client, &st)?;
     every_category(&client, &st, areas)?;
     negotiated_payload(&client, &st)?;
     bad_input(&client, &st)?;
@@ -629,6 +654,95 @@ fn handler_errors(client: &Client, st: &State, may_fail: HandlerId) -> rgex::Res
     ok(
         client,
         "a handler's Err is reported by its rank's poll with the handler's name and the sender, once each",
+    );
+    Ok(())
+}
+
+/// A handler that panics (on the 10th of 200 IMMEDIATE Shorts from one
+/// sender) is reported like one that returns `Err`: by its rank's poll,
+/// naming the handler, the sender and the panic, once; the panic never
+/// leaves the poll, and every later message is delivered (a panic that
+/// unwound through the conduit's delivery left its queue cell unreleased
+/// and wedged the sender).
+fn handler_panics(client: &Client, st: &State) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let (right, left) = (Rank((me + 1) % n), Rank((me + n - 1) % n));
+    // Every rank done with the check before (whose last poll must find
+    // nothing of this one).
+    client.barrier()?;
+    let start = std::time::Instant::now();
+    let mut errors = Vec::new();
+    let poll = |errors: &mut Vec<Error>| {
+        // What a runtime with its own panic policy does: catch around poll.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| client.poll())) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => errors.push(e),
+            Err(_) => panic!("{}: a handler's panic unwound out of poll", client.rank()),
+        }
+        assert!(
+            start.elapsed() < rgex_tests::HANG_LIMIT,
+            "{}: the panic flood is stuck after {:?}: {} of {} messages ran",
+            client.rank(),
+            rgex_tests::HANG_LIMIT,
+            st.may_panic_ok.load(Ordering::Acquire),
+            PANIC_FLOOD - 1
+        );
+    };
+    for k in 0..PANIC_FLOOD {
+        loop {
+            match client.request_short(right, MAY_PANIC, &[k], Flags::IMMEDIATE) {
+                Ok(()) => break,
+                Err(e) if e.is_would_block() => poll(&mut errors),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    while st.may_panic_ok.load(Ordering::Acquire) < u64::from(PANIC_FLOOD - 1) || errors.is_empty()
+    {
+        poll(&mut errors);
+    }
+    client.barrier()?;
+    poll(&mut errors);
+    assert_eq!(
+        st.may_panic_ok.load(Ordering::Acquire),
+        u64::from(PANIC_FLOOD - 1),
+        "{}: may.panic ran to its end a wrong number of times",
+        client.rank()
+    );
+    match &errors[..] {
+        [Error::HandlerFailed {
+            from,
+            to,
+            handler,
+            index,
+            why,
+        }] => {
+            assert_eq!(
+                (*from, *to, handler.as_str(), *index),
+                (left, client.rank(), "may.panic", MAY_PANIC.index()),
+                "{}: the report names the wrong message: {why}",
+                client.rank()
+            );
+            assert!(
+                why.contains("panicked: deliberate panic in may.panic (message 9 of 200)"),
+                "{}: {why}",
+                client.rank()
+            );
+        }
+        other => panic!(
+            "{}: expected one report of may.panic's panic, got {other:?}",
+            client.rank()
+        ),
+    }
+    assert_eq!(
+        client.handler_errors(),
+        3,
+        "{}: handler_errors",
+        client.rank()
+    );
+    ok(
+        client,
+        "a handler's panic is reported by its rank's poll (handler, sender, message), once, and the 190 messages after it are all delivered",
     );
     Ok(())
 }

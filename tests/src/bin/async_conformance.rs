@@ -9,6 +9,10 @@
 //! - `thread`: a second thread of the rank that polls the client; the
 //!   executor thread parks until a waker, called on that thread, wakes it.
 //!
+//! In `task` mode a handler error meets the progress task during the
+//! awaited `barrier_nb`: the task must keep progressing (the barrier
+//! completes) and hand the error to whoever holds its stopper.
+//!
 //! The second argument is the number of tasks (default 2000). Run with
 //! `RGEX_RMA=reference RGEX_ATOMICS=reference RGEX_VIS=am` too, so that
 //! the operations are really in flight when awaited (on smp's mapped
@@ -44,7 +48,11 @@ fn main() -> rgex::Result<()> {
         eprintln!("usage: async_conformance [task|thread] [tasks > 0] (got {mode:?})");
         std::process::exit(2);
     }
-    let client = rgex::init()?;
+    let (client, fails) = rgex::init_with(|t| {
+        t.register("async.fails", |_tok, _msg| {
+            Err::<(), _>("deliberate error for the progress task")
+        })
+    })?;
     conduit_banner(&client);
     let me = client.rank();
     let peer = Rank((me.0 + 1) % client.size());
@@ -116,28 +124,71 @@ fn main() -> rgex::Result<()> {
     }
 
     // A non-blocking barrier awaited, progress driven the same way.
-    let ev = client.world_team().barrier_nb()?;
     match mode.as_str() {
         "task" => {
+            // A request to itself (so that no other rank's poll meets
+            // it) makes this rank's progress task meet a handler error;
+            // the task must go on progressing.
+            client.request_short(me, fails, &[], Flags::empty())?;
+            let ev = client.world_team().barrier_nb()?;
             let progress = client.progress_task();
             let stop = progress.stopper();
+            let watch = stop.clone();
             let tasks: Vec<Task<'_, rgex::Result<()>>> = vec![
                 Box::pin(async move {
                     let r = ev.await;
-                    stop.stop();
+                    let start = std::time::Instant::now();
+                    while watch.errors_met() == 0 {
+                        assert!(
+                            start.elapsed() < rgex_tests::HANG_LIMIT,
+                            "the progress task met no handler error"
+                        );
+                        yield_once().await;
+                    }
+                    watch.stop();
                     r
                 }),
-                Box::pin(progress),
+                Box::pin(async move {
+                    match progress.await {
+                        Err(rgex::Error::HandlerFailed { handler, .. })
+                            if handler == "async.fails" =>
+                        {
+                            Ok(())
+                        }
+                        other => Err(rgex::Error::Failed(format!(
+                            "the progress task's output should be async.fails's error: {other:?}"
+                        ))),
+                    }
+                }),
             ];
             let (outs, _) = run_all("barrier_nb", tasks, || false);
             outs.into_iter().collect::<rgex::Result<Vec<()>>>()?;
+            assert_eq!(
+                stop.errors_met(),
+                1,
+                "{me}: errors met by the progress task"
+            );
+            assert!(
+                stop.take_errors().is_empty(),
+                "{me}: the error was handed over twice"
+            );
         }
-        _ => block_on("barrier_nb", ev, || {
+        _ => block_on("barrier_nb", client.world_team().barrier_nb()?, || {
             let _ = client.poll();
             true
         })?,
     }
-    ok(&client, &format!("{mode}: barrier_nb awaited"));
+    ok(
+        &client,
+        &format!(
+            "{mode}: barrier_nb awaited{}",
+            if mode == "task" {
+                ", the progress task going on past a handler error and handing it over"
+            } else {
+                ""
+            }
+        ),
+    );
 
     // Every rank's counter holds n: the neighbour's adds all landed.
     let total = ad.get(GlobalAddr::new(me, 0), AtomicFlags::empty())?;
@@ -149,6 +200,21 @@ fn main() -> rgex::Result<()> {
     }
     ok(&client, &format!("{mode}: every awaited fetch-add landed"));
     Ok(())
+}
+
+/// A future that is pending once (waking itself), then ready: lets the
+/// executor run the other tasks.
+fn yield_once() -> impl std::future::Future<Output = ()> {
+    let mut yielded = false;
+    std::future::poll_fn(move |cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
 }
 
 /// The bytes task `i` of rank `me` puts into slot `k` (0 or 1).

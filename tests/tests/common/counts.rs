@@ -13,7 +13,7 @@ use super::shares_memory;
 /// input), handler errors once, and a Long of max_long bytes last. One rank skips the
 /// unmatched handler tables and IMMEDIATE.
 pub fn am(n: u32, launched: bool) -> (usize, usize) {
-    split(13, usize::from(!launched) + if n == 1 { 2 } else { 0 })
+    split(14, usize::from(!launched) + if n == 1 { 2 } else { 0 })
 }
 
 /// rma_conformance on `n` ranks, on the reference path if `reference`.
