@@ -103,6 +103,9 @@ impl Endpoint {
             k >= STALL_POLLS
         });
         if stalled {
+            // The conduit's own operations in flight first (native RMA,
+            // offloaded atomics): their waits have no table here.
+            self.conduit().check_in_flight();
             self.abandon_gone_peers(set)
         } else {
             0

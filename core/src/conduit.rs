@@ -105,6 +105,25 @@ pub trait Conduit: Send + Sync + 'static {
         None
     }
 
+    /// Another part of this rank found `peer` gone for `why` (the
+    /// node-local bypass, whose smp watches the node's processes, about
+    /// a peer this conduit also carries offloaded atomics to): fail what
+    /// this conduit holds for `peer`, and every later operation to it,
+    /// naming it. Idempotent; never on a hot path. The default does
+    /// nothing (a conduit that watches all its peers itself).
+    fn peer_left(&self, peer: Rank, why: &str) {
+        let _ = (peer, why);
+    }
+
+    /// The waits of this rank have stalled (the protocol layer calls it
+    /// every [`STALL_POLLS`](https://docs.rs/rgex-am) empty polls in a
+    /// row on one thread, as it checks its own operations in flight):
+    /// look at the peers of the operations this conduit carries alone
+    /// (native RMA, offloaded atomics) and fail those to a peer that is
+    /// gone, so their waits end. Off any hot path. The default does
+    /// nothing.
+    fn check_in_flight(&self) {}
+
     /// Publish a claimed message with `len <= slot.granted` payload bytes
     /// already assembled at `slot.buf`. Never waits. A negotiated-payload
     /// claim to a peer with a [`mapped_queue`](Self::mapped_queue) is

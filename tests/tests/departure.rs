@@ -175,6 +175,51 @@ fn an_atomic_on_a_departed_rank_fails_naming_it() {
     departs("atomic", "exit");
 }
 
+/// Issue 38, defect 5: on a network conduit with the bypass on, ranks 0
+/// and 1 on one node and rank 2 on another, the atomic domain is
+/// offloaded to the network for every member, node-local ones too. Rank 1
+/// leaves (with exit handlers, or `_exit` without), and rank 0 waits until
+/// its process is gone; an offloaded atomic to it (blocking, and a handle
+/// waited on) must fail naming it. The network hears nothing of a
+/// node-local peer's departure (smp does): it posted the atomic, which
+/// then never completed (20 s and on) or failed with a provider's
+/// "Broken pipe".
+#[test]
+fn an_offloaded_atomic_to_a_departed_node_local_rank_fails_naming_it() {
+    let mixes = matches!(common::conduit().as_str(), "ofi" | "ibv") && shares_memory();
+    if common::skip_unless(
+        mixes,
+        "only a network conduit with its shared-memory bypass on offloads atomics to node-local peers",
+    ) {
+        return;
+    }
+    for (what, how) in [
+        ("atomic", "exit"),
+        ("atomic_nb", "exit"),
+        ("atomic_nb", "_exit"),
+    ] {
+        let script = format!("RGEX_HOST=node$((RGEX_RANK / 2)) exec '{DEPARTURE}' {what} {how}");
+        let j = job(3, "/bin/sh", &["-c", &script]);
+        let (outcome, out, _) = run(&j);
+        assert_eq!(
+            outcome.status, 0,
+            "{what} ({how}): job failed: {:?}",
+            outcome.failure
+        );
+        assert!(
+            out.contains("atomics: Offload"),
+            "{what} ({how}): the domain was not offloaded: {out}"
+        );
+        check_counts(&out, (1, 0));
+        let want = format!("ok: {what} to departed rank 1 failed: ");
+        let line = out.lines().find(|l| l.contains(&want));
+        assert!(
+            line.is_some_and(|l| l.contains("rank 1") && l.contains("unreachable")),
+            "{what} ({how}): {out}"
+        );
+    }
+}
+
 #[test]
 fn an_nbi_put_and_sync_to_a_departed_rank_fail_naming_it() {
     // On ofi (bypass off) the put is refused once the goodbye came, or,

@@ -323,6 +323,25 @@ impl<T: Transport> Conduit for NetConduit<T> {
         st.gone(peer.index())
     }
 
+    fn peer_left(&self, peer: Rank, why: &str) {
+        if peer.index() < self.net.geo.size && peer != self.rank {
+            self.state.lock().left(peer.index(), why);
+        }
+    }
+
+    /// Ask smp about each peer on this node that the transport holds
+    /// operations for (see [`ask_node`](Self::ask_node)): a process that
+    /// ended without a goodbye never completes them.
+    fn check_in_flight(&self) {
+        let mut st = self.state.lock();
+        let mut peers: Vec<u32> = st.ops.iter().filter_map(|op| op.peer()).collect();
+        peers.sort_unstable();
+        peers.dedup();
+        for p in peers {
+            self.ask_node(&mut st, Rank(p));
+        }
+    }
+
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }

@@ -98,6 +98,18 @@ impl<T: Transport> State<T> {
         self.abandon_ops_to(peer);
     }
 
+    /// Another part of this rank (the bypass's smp) found `peer` gone
+    /// for `why`, with everything it sent that way delivered: mark it
+    /// gone now (quietly) and fail what the transport holds for it.
+    pub(crate) fn left(&mut self, peer: usize, why: &str) {
+        if self.peers[peer].dead.is_some() {
+            return;
+        }
+        self.mark_gone(peer, &format!("rank {peer}: {why}"));
+        self.reported_dead[peer] = true;
+        self.abandon_ops_to(peer);
+    }
+
     /// `peer` runs on this node but is carried by the network, and smp
     /// (which watches the node's processes) says it is gone for `why`: a
     /// process that ended without a goodbye (`_exit`, a signal) sends

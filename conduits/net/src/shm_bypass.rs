@@ -136,6 +136,18 @@ impl<N: Conduit> ShmBypass<N> {
     fn local(&self, peer: Rank) -> bool {
         self.local.get(peer.index()).copied().unwrap_or(false)
     }
+
+    /// Tell `N` of every node-local peer smp has found gone.
+    #[cold]
+    fn tell_network_of_departures(&self) {
+        for p in (0..self.size()).map(Rank) {
+            if self.local(p) && p != self.rank() {
+                if let Some(why) = self.smp.peer_gone(p) {
+                    self.net.peer_left(p, &why);
+                }
+            }
+        }
+    }
 }
 
 impl<N: Conduit> Conduit for ShmBypass<N> {
@@ -213,6 +225,21 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         } else {
             self.net.peer_gone(peer)
         }
+    }
+
+    fn peer_left(&self, peer: Rank, why: &str) {
+        self.net.peer_left(peer, why);
+    }
+
+    /// `N` carries the offloaded atomics to node-local peers too, but
+    /// hears nothing of their departure (their goodbye, or their end,
+    /// reaches smp): tell it of each one smp has found gone, so what it
+    /// holds for them fails, then let it check its own.
+    fn check_in_flight(&self) {
+        if !self.all_local {
+            self.tell_network_of_departures();
+        }
+        self.net.check_in_flight();
     }
 
     #[inline]
@@ -356,6 +383,13 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         fetched: &Arc<AtomicU64>,
         done: &Arc<Completion>,
     ) -> Result<()> {
+        // A node-local target's departure is known to smp only: `N`
+        // would post to it, and the post might never complete.
+        if self.local(req.target) {
+            if let Some(why) = self.smp.peer_gone(req.target) {
+                self.net.peer_left(req.target, &why);
+            }
+        }
         self.net.atomic_start(req, fetched, done)
     }
 }
