@@ -41,26 +41,51 @@ const KEPT_ERRORS: usize = 64;
 #[must_use = "a progress task does nothing unless polled"]
 pub struct ProgressTask {
     ep: Arc<Endpoint>,
-    shared: Arc<Shared>,
+    stop: ProgressStop,
 }
 
 /// What a task and its stoppers share.
-#[derive(Default)]
-struct Shared {
+struct Shared<E> {
     stop: AtomicBool,
     /// The errors met and not yet taken, oldest first (at most
     /// [`KEPT_ERRORS`]).
-    errors: Mutex<Vec<Error>>,
+    errors: Mutex<Vec<E>>,
     /// Every error met, kept or not.
     met: AtomicU64,
 }
 
-/// Ends a [`ProgressTask`] (its next poll returns `Ready`), and reads
-/// the errors it met meanwhile.
-#[derive(Clone)]
-pub struct ProgressStop(Arc<Shared>);
+/// Ends a progress task (its next poll returns `Ready`), and reads the
+/// errors it met meanwhile: [`ProgressTask`]'s, and, with its own error
+/// type `E`, any other task that polls something until stopped
+/// (rgex-pgas's). Such a task calls [`record`](Self::record) for each
+/// error its polls meet and goes on, and ends with
+/// [`finish`](Self::finish) once [`is_stopped`](Self::is_stopped).
+///
+/// ```
+/// use rgex_am::ProgressStop;
+/// let stop: ProgressStop<String> = ProgressStop::new();
+/// stop.record("a poll failed".into());
+/// assert_eq!(stop.errors_met(), 1);
+/// stop.stop();
+/// assert!(stop.is_stopped());
+/// assert_eq!(stop.finish(), Err("a poll failed".to_string()));
+/// assert_eq!(stop.finish(), Ok(()));
+/// ```
+pub struct ProgressStop<E = Error>(Arc<Shared<E>>);
 
-impl std::fmt::Debug for ProgressStop {
+impl<E> Clone for ProgressStop<E> {
+    fn clone(&self) -> Self {
+        ProgressStop(self.0.clone())
+    }
+}
+
+impl<E> Default for ProgressStop<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E> std::fmt::Debug for ProgressStop<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProgressStop")
             .field("stopped", &self.0.stop.load(Ordering::Relaxed))
@@ -69,13 +94,39 @@ impl std::fmt::Debug for ProgressStop {
     }
 }
 
-impl ProgressStop {
+impl<E> ProgressStop<E> {
+    /// A stopper of a task not stopped, with no errors met.
+    pub fn new() -> Self {
+        ProgressStop(Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            errors: Mutex::new(Vec::new()),
+            met: AtomicU64::new(0),
+        }))
+    }
+
     /// Stop the task (at its next poll).
     pub fn stop(&self) {
         // Release: what the stopping thread did before happens before the
         // task's Acquire load that sees it (a courtesy; nothing depends
         // on it but the task ending).
         self.0.stop.store(true, Ordering::Release);
+    }
+
+    /// True once [`stop`](Self::stop) was called.
+    pub fn is_stopped(&self) -> bool {
+        // Acquire: see `stop`.
+        self.0.stop.load(Ordering::Acquire)
+    }
+
+    /// Keep an error a poll of the task met (the task goes on): at most
+    /// 64 wait to be taken, the rest are only counted.
+    pub fn record(&self, e: E) {
+        // Relaxed: a count; the errors themselves travel under the lock.
+        self.0.met.fetch_add(1, Ordering::Relaxed);
+        let mut kept = lock(&self.0.errors);
+        if kept.len() < KEPT_ERRORS {
+            kept.push(e);
+        }
     }
 
     /// Take the errors the task's polls have met so far and not handed
@@ -93,27 +144,38 @@ impl ProgressStop {
     /// }
     /// # }
     /// ```
-    pub fn take_errors(&self) -> Vec<Error> {
+    pub fn take_errors(&self) -> Vec<E> {
         std::mem::take(&mut *lock(&self.0.errors))
     }
 
     /// How many errors the task's polls have met in all, taken or not.
     pub fn errors_met(&self) -> u64 {
-        // Relaxed: a count; the errors themselves travel under the lock.
+        // Relaxed: see `record`.
         self.0.met.load(Ordering::Relaxed)
+    }
+
+    /// A stopped task's output: the oldest error not taken (handed over
+    /// by this call), or `Ok(())`.
+    pub fn finish(&self) -> std::result::Result<(), E> {
+        let mut kept = lock(&self.0.errors);
+        if kept.is_empty() {
+            Ok(())
+        } else {
+            Err(kept.remove(0))
+        }
     }
 }
 
 /// The errors' lock, also after a panic elsewhere poisoned it (a vector
 /// of errors has no invariant a panic can break).
-fn lock(m: &Mutex<Vec<Error>>) -> std::sync::MutexGuard<'_, Vec<Error>> {
+fn lock<E>(m: &Mutex<Vec<E>>) -> std::sync::MutexGuard<'_, Vec<E>> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl std::fmt::Debug for ProgressTask {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProgressTask")
-            .field("stopped", &self.shared.stop.load(Ordering::Relaxed))
+            .field("stopped", &self.stop.is_stopped())
             .finish()
     }
 }
@@ -121,7 +183,7 @@ impl std::fmt::Debug for ProgressTask {
 impl ProgressTask {
     /// A handle that ends this task and reads the errors it met.
     pub fn stopper(&self) -> ProgressStop {
-        ProgressStop(self.shared.clone())
+        self.stop.clone()
     }
 }
 
@@ -129,21 +191,11 @@ impl Future for ProgressTask {
     type Output = Result<()>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // Acquire: see `ProgressStop::stop`.
-        if self.shared.stop.load(Ordering::Acquire) {
-            let mut kept = lock(&self.shared.errors);
-            return Poll::Ready(if kept.is_empty() {
-                Ok(())
-            } else {
-                Err(kept.remove(0))
-            });
+        if self.stop.is_stopped() {
+            return Poll::Ready(self.stop.finish());
         }
         if let Err(e) = self.ep.poll() {
-            self.shared.met.fetch_add(1, Ordering::Relaxed);
-            let mut kept = lock(&self.shared.errors);
-            if kept.len() < KEPT_ERRORS {
-                kept.push(e);
-            }
+            self.stop.record(e);
         }
         // Yield: the executor runs the other tasks (those this poll woke
         // among them) before polling this one again.
@@ -181,7 +233,7 @@ impl Endpoint {
                 .me
                 .upgrade()
                 .expect("an endpoint is used through its Arc"),
-            shared: Arc::default(),
+            stop: ProgressStop::new(),
         }
     }
 }

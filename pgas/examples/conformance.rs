@@ -882,18 +882,286 @@ fn held_calls(pg: &Pgas) -> rgex_pgas::Result<()> {
     Ok(())
 }
 
+/// The bytes of the result of [`bytes_of_len`] that cannot travel in a
+/// message: a target must stage it in its heap for the caller to read.
+const LARGE: u64 = 2 << 20;
+
+/// `n` bytes of 7 (the call: a result too large for a message).
+fn bytes_of_len(_: &Pgas, n: u64) -> Vec<u8> {
+    vec![7u8; n as usize]
+}
+
+/// Set by rank 0's last call to rank 1 in [`unstageable`].
+static UNSTAGED_DONE: AtomicU64 = AtomicU64::new(0);
+
+/// Calls of [`unstageable`] served on rank 1.
+static UNSTAGED_SERVED: AtomicU64 = AtomicU64::new(0);
+
+/// Poll `fut`, making progress between polls, until it resolves; fail
+/// (naming `what`) after a bounded number of rounds (an idle round
+/// sleeps 1 ms, so about a minute of waiting for nothing).
+fn wait_bounded<T>(
+    pg: &Pgas,
+    fut: impl std::future::Future<Output = rgex_pgas::Result<T>>,
+    what: &str,
+) -> rgex_pgas::Result<T> {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    for _ in 0..60_000 {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        if pg.progress()? == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    panic!("{}: {what} never resolved", pg.rank());
+}
+
+/// Fill this rank's heap: allocations of halving sizes until not even
+/// 16 bytes are left (at most a few per size).
+fn fill_heap(pg: &Pgas) -> rgex_pgas::Result<Vec<GlobalPtr<u8>>> {
+    let mut held = Vec::new();
+    let mut len = pg.client().segment().len();
+    while len >= 16 {
+        match pg.new_array::<u8>(len, 0) {
+            Ok(p) => held.push(p),
+            Err(Error::OutOfHeap { .. }) => len /= 2,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(held)
+}
+
+/// A target that cannot stage a call's large result answers the call as
+/// failed, naming itself and why, and goes on: rank 1 fills its heap,
+/// and rank 0's rpc returning 2 MiB (and its fetch of a 2 MiB
+/// dist_object there) resolve to `Error::Remote` naming rank 1 and the
+/// heap, within a bounded wait; rank 1's own progress and barrier stay
+/// Ok, and nothing is lost there. A promise's calls and rpc_ff (whose
+/// results are not sent) still run. A large argument that its caller
+/// cannot stage (rank 1's) is refused at once by rpc, rpc_ff and a
+/// promise, naming the caller and its heap. Once rank 1 frees its heap,
+/// the same calls succeed.
+fn unstageable(pg: &Pgas) -> rgex_pgas::Result<()> {
+    if pg.size() < 2 {
+        return Ok(());
+    }
+    let big = DistObject::new(
+        pg,
+        serde_bytes::ByteBuf::from(vec![pg.rank().0 as u8; LARGE as usize]),
+    )?;
+    let count = |_: &Pgas, v: serde_bytes::ByteBuf| {
+        UNSTAGED_SERVED.fetch_add(1, Ordering::Relaxed);
+        v.len() as u64
+    };
+    let large_arg = || serde_bytes::ByteBuf::from(vec![1u8; LARGE as usize]);
+    let held = if pg.rank() == Rank(1) {
+        fill_heap(pg)?
+    } else {
+        Vec::new()
+    };
+    pg.barrier()?;
+    match pg.rank().0 {
+        0 => {
+            let Err(e) = wait_bounded(
+                pg,
+                pg.rpc(Rank(1), bytes_of_len, LARGE)?,
+                "an rpc whose target cannot stage its result",
+            ) else {
+                panic!("a result rank 1 cannot stage was answered");
+            };
+            assert!(
+                matches!(
+                    e,
+                    Error::Remote {
+                        target: Rank(1),
+                        ..
+                    }
+                ) && e.to_string().contains("rank 1")
+                    && e.to_string().contains("heap"),
+                "{e}"
+            );
+            let Err(e) = wait_bounded(pg, big.fetch(Rank(1))?, "a dist_object fetch") else {
+                panic!("a dist_object rank 1 cannot stage was answered");
+            };
+            assert!(
+                matches!(
+                    e,
+                    Error::Remote {
+                        target: Rank(1),
+                        ..
+                    }
+                ) && e.to_string().contains("heap"),
+                "{e}"
+            );
+            // Results not sent back: nothing to stage.
+            let mut p = pg.promise()?;
+            p.rpc(Rank(1), bytes_of_len, LARGE)?;
+            p.rpc(Rank(1), count, large_arg())?;
+            assert_eq!(wait_bounded(pg, p.finalize(), "a promise")?, 2);
+            pg.rpc_ff(
+                Rank(1),
+                |_, v: serde_bytes::ByteBuf| {
+                    UNSTAGED_SERVED.fetch_add(v.len() as u64, Ordering::Relaxed);
+                },
+                large_arg(),
+            )?;
+            // An argument staged here, read by the full target.
+            let n = wait_bounded(pg, pg.rpc(Rank(1), count, large_arg())?, "a large argument")?;
+            assert_eq!(n, LARGE);
+            pg.rpc_ff(
+                Rank(1),
+                |_, ()| {
+                    UNSTAGED_DONE.store(1, Ordering::Relaxed);
+                },
+                (),
+            )?;
+        }
+        1 => {
+            // The caller cannot stage its large argument: refused at once.
+            for e in [
+                pg.rpc(Rank(0), count, large_arg()).err(),
+                pg.rpc_ff(Rank(0), |_, _: serde_bytes::ByteBuf| {}, large_arg())
+                    .err(),
+            ] {
+                let e = e
+                    .expect("a large argument the caller cannot stage is refused")
+                    .to_string();
+                assert!(
+                    e.contains("rank 1")
+                        && e.contains("cannot allocate")
+                        && e.contains("arguments"),
+                    "{e}"
+                );
+            }
+            let mut p = pg.promise()?;
+            assert!(p.rpc(Rank(0), count, large_arg()).is_err());
+            assert_eq!(p.calls(), 0, "a refused call is not counted");
+            assert_eq!(pg.wait(p.finalize())?, 0);
+            // Serve rank 0's calls until its last: every progress Ok.
+            let mut idle = 0u32;
+            while UNSTAGED_DONE.load(Ordering::Relaxed) == 0 {
+                match pg.progress() {
+                    Ok(0) => {
+                        idle += 1;
+                        assert!(idle < 60_000, "rank 1: rank 0's last call never came");
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Ok(_) => {}
+                    Err(e) => panic!("rank 1's own progress failed, answering another's call: {e}"),
+                }
+            }
+            assert_eq!(UNSTAGED_SERVED.load(Ordering::Relaxed), 2 + LARGE);
+            assert_eq!(pg.lost_failures(), 0, "every failure reached its caller");
+        }
+        _ => {}
+    }
+    pg.barrier()?;
+    for p in held {
+        pg.delete_(p)?;
+    }
+    pg.barrier()?;
+    if pg.rank() == Rank(0) {
+        let v = wait_bounded(pg, pg.rpc(Rank(1), bytes_of_len, LARGE)?, "the same rpc")?;
+        assert!(v.len() == LARGE as usize && v.iter().all(|&b| b == 7));
+        let v = wait_bounded(pg, big.fetch(Rank(1))?, "the same fetch")?;
+        assert!(v.len() == LARGE as usize && v.iter().all(|&b| b == 1));
+    }
+    if pg.rank() == Rank(1) {
+        let n = wait_bounded(
+            pg,
+            pg.rpc(Rank(0), count, large_arg())?,
+            "the large argument",
+        )?;
+        assert_eq!(n, LARGE);
+    }
+    pg.barrier()?;
+    ok(pg, "answers: a target that cannot stage a result answers rpc and fetch with Error::Remote naming it and its heap, its own progress and barrier Ok; promises and rpc_ff unaffected; a large argument its caller cannot stage is refused at once; after the heap is freed the same calls succeed");
+    Ok(())
+}
+
+/// rgex-pgas's heap leaves the raw range (`Pgas::raw_range`) to raw rgex
+/// RMA through `pg.client()`: every allocation lies past it, and a
+/// client that overwrites the whole range on its neighbour with raw
+/// puts leaves the neighbour's heap values intact.
+fn raw_range(pg: &Pgas) -> rgex_pgas::Result<()> {
+    let raw = pg.raw_range();
+    let want = match std::env::var("RGEX_PGAS_RAW") {
+        Ok(s) => {
+            s.trim()
+                .trim_end_matches(['K', 'k'])
+                .parse::<u64>()
+                .expect("a setting in K")
+                << 10
+        }
+        Err(_) => 64 << 10,
+    };
+    assert_eq!(raw, 0..want, "{}: the raw range", pg.rank());
+    let mut ptrs = Vec::new();
+    for i in 0..64u64 {
+        let p = pg.new_array::<u64>(1 + i as usize * 7, i)?;
+        ptrs.push(p);
+    }
+    for (i, p) in ptrs.iter().enumerate() {
+        assert!(
+            p.offset() >= raw.end,
+            "{}: allocation {i} at {:#x} lies in the raw range {raw:?}",
+            pg.rank(),
+            p.offset()
+        );
+    }
+    pg.barrier()?;
+    let pattern = vec![0xA5u8; (raw.end - raw.start) as usize];
+    if !pattern.is_empty() {
+        pg.client().put(
+            rgex::GlobalAddr::new(next(pg), raw.start),
+            &pattern,
+            rgex::Flags::empty(),
+        )?;
+    }
+    pg.barrier()?;
+    for (i, p) in ptrs.iter().enumerate() {
+        let got = pg.wait(pg.rget_slice(*p, 1 + i * 7)?)?;
+        assert!(
+            got.iter().all(|&v| v == i as u64),
+            "{}: heap allocation {i} overwritten by raw puts into the raw range",
+            pg.rank()
+        );
+    }
+    let mut back = vec![0u8; pattern.len()];
+    pg.client().get(
+        &mut back,
+        rgex::GlobalAddr::new(pg.rank(), raw.start),
+        rgex::Flags::empty(),
+    )?;
+    assert!(
+        back == pattern,
+        "{}: the raw range holds what the left neighbour put",
+        pg.rank()
+    );
+    for p in ptrs {
+        pg.delete_(p)?;
+    }
+    pg.barrier()?;
+    ok(pg, &format!("raw range: offsets {}..{} left to raw rgex RMA, no heap allocation there, raw puts over it leave the heap intact", raw.start, raw.end));
+    Ok(())
+}
+
 fn main() -> rgex_pgas::Result<()> {
     let what = std::env::args().nth(1).unwrap_or_else(|| "all".into());
     let pg = rgex_pgas::init()?;
     match what.as_str() {
         "all" => {
             heap(&pg)?;
+            raw_range(&pg)?;
             rma(&pg)?;
             vis(&pg)?;
             rpc(&pg)?;
             held_results(&pg)?;
             held_calls(&pg)?;
             promises(&pg)?;
+            unstageable(&pg)?;
             dist_object_early(&pg)?;
             atomics(&pg)?;
             executor(&pg)?;

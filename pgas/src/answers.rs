@@ -15,6 +15,15 @@
 //! Entries are `[ticket: u32 LE][length: u32 LE][bytes]`, back to back
 //! ([`framing`]). This module also holds the runtime's sending of
 //! outcomes (`Pgas::answer`, `answer_value`, `flush_answers`).
+//!
+//! **An answer that cannot go is the call's failure, not the target's.**
+//! Whatever a target meets while answering a call (a result that does
+//! not serialize, one too large for a message whose staging finds no
+//! room in the heap, a send that fails) is answered to the caller as the
+//! call's failure, naming the target and why (`Error::Remote` there); the
+//! target's own `progress` and barriers never see it. Only if even the
+//! failure cannot be sent to a caller still in the job is it printed and
+//! counted (`Pgas::lost_failures`).
 
 use crate::error::Error;
 #[cfg(test)]
@@ -124,38 +133,38 @@ pub(crate) fn entries(b: &[u8]) -> impl Iterator<Item = Option<(u32, &[u8])>> {
 
 impl Pgas {
     /// Send a call's outcome back (nothing for a fire-and-forget call,
-    /// ticket 0: a failure there is printed and counted).
-    pub(crate) fn answer(
-        &self,
-        src: Rank,
-        ticket: u32,
-        out: std::result::Result<Vec<u8>, String>,
-    ) -> crate::Result<()> {
+    /// ticket 0: a failure there is printed and counted). Whatever goes
+    /// wrong on the way is the call's failure, answered as such (see
+    /// [`delivered`](Self::delivered)), never this rank's.
+    pub(crate) fn answer(&self, src: Rank, ticket: u32, out: std::result::Result<Vec<u8>, String>) {
         if ticket == 0 {
             if let Err(why) = out {
-                let n = self.inner.lost_failures.fetch_add(1, Ordering::Relaxed);
-                if n < 16 {
-                    eprintln!(
-                        "rgex-pgas: {}: an rpc_ff from {src} failed: {why}",
-                        self.rank()
-                    );
-                }
+                self.lost(format!("an rpc_ff from {src} failed: {why}"));
             }
-            return Ok(());
+            return;
         }
-        let ret = self.inner.ids.ret;
         match out {
-            Ok(bytes) => self.send_body(src, ret, ticket, &[], &Body::Bytes(&bytes), || {
-                unreachable!("bytes always encode")
-            }),
-            Err(why) => self.send(src, ret, &[ticket, FAILED], why.as_bytes()),
+            Ok(bytes) => {
+                let what = || format!("the answer ({} bytes)", bytes.len());
+                let sent = self.send_body(
+                    src,
+                    self.inner.ids.ret,
+                    ticket,
+                    &[],
+                    &Body::Bytes(&bytes),
+                    what,
+                );
+                self.delivered(src, ticket, sent);
+            }
+            Err(why) => self.fail(src, ticket, &why),
         }
     }
 
     /// Answer call `ticket` of `src` with `value`, serialized straight into
     /// the reply (nothing for a fire-and-forget call, ticket 0). A value
-    /// that cannot be serialized is answered as a failure naming it
-    /// (`what`).
+    /// that cannot be serialized, or sent (staged, where it is larger than
+    /// a message, in a heap with no room), is answered as a failure naming
+    /// it (`what`) and why.
     /// Generic, so a held result is encoded with no dynamic call.
     pub(crate) fn answer_value<R: serde::Serialize>(
         &self,
@@ -163,36 +172,78 @@ impl Pgas {
         ticket: u32,
         value: &R,
         what: impl Fn() -> String,
-    ) -> crate::Result<()> {
+    ) {
         if ticket == 0 {
-            return Ok(());
+            return;
         }
-        let ser = |e: postcard::Error| Error::Serialization {
-            rank: self.rank(),
-            what: what(),
-            why: e.to_string(),
-        };
         match self.hold_answer(src, ticket, |b| {
             postcard::to_slice(value, b).map(|used| used.len())
-        })? {
-            Added::Held => return Ok(()),
-            Added::Failed(e) => return self.answer(src, ticket, Err(ser(e).to_string())),
+        }) {
+            Added::Held => return,
+            Added::Failed(e) => {
+                let e = Error::Serialization {
+                    rank: self.rank(),
+                    what: what(),
+                    why: e.to_string(),
+                };
+                return self.fail(src, ticket, &e.to_string());
+            }
             Added::NotHeld | Added::Full(_) => {}
         }
         let ret = self.inner.ids.ret;
-        match self.send_body(src, ret, ticket, &[], &Body::Value(value), what) {
-            Err(e @ Error::Serialization { .. }) => self.answer(src, ticket, Err(e.to_string())),
-            sent => sent,
-        }
+        let sent = self.send_body(src, ret, ticket, &[], &Body::Value(value), what);
+        self.delivered(src, ticket, sent);
     }
 
     /// Acknowledge a promise's call `ticket` of `src`: an entry with no
     /// bytes among the held results, or a message of its own outside a
     /// batch.
-    pub(crate) fn acknowledge(&self, src: Rank, ticket: u32) -> crate::Result<()> {
-        match self.hold_answer(src, ticket, |_| Ok(0))? {
-            Added::Held => Ok(()),
-            _ => self.send(src, self.inner.ids.ret, &[ticket, INLINE], &[]),
+    pub(crate) fn acknowledge(&self, src: Rank, ticket: u32) {
+        if !matches!(self.hold_answer(src, ticket, |_| Ok(0)), Added::Held) {
+            let sent = self.send(src, self.inner.ids.ret, &[ticket, INLINE], &[]);
+            self.delivered(src, ticket, sent);
+        }
+    }
+
+    /// What became of sending call `ticket`'s answer to `src`: an error
+    /// is the call's, answered to `src` as its failure (naming this rank
+    /// and why), not this rank's: its progress and barriers go on. A
+    /// caller that left waits for nothing.
+    fn delivered(&self, src: Rank, ticket: u32, sent: crate::Result<()>) {
+        match sent {
+            Ok(()) => {}
+            Err(_) if self.ep().conduit().peer_gone(src).is_some() => {}
+            Err(e @ Error::Serialization { .. }) => self.fail(src, ticket, &e.to_string()),
+            Err(e) => self.fail(
+                src,
+                ticket,
+                &format!("{} could not send its answer back: {e}", self.rank()),
+            ),
+        }
+    }
+
+    /// Answer call `ticket` of `src` as failed, with `why` (cut to what
+    /// one message holds). If even that cannot be sent to a caller still
+    /// in the job, it is printed and counted
+    /// ([`lost_failures`](Pgas::lost_failures)): it concerns one call,
+    /// and fails nothing else on this rank.
+    pub(crate) fn fail(&self, src: Rank, ticket: u32, why: &str) {
+        let why = cut(why, self.ep().max_medium(src, 2));
+        match self.send(src, self.inner.ids.ret, &[ticket, FAILED], why.as_bytes()) {
+            Ok(()) => {}
+            Err(_) if self.ep().conduit().peer_gone(src).is_some() => {}
+            Err(e) => self.lost(format!(
+                "the failure of a call from {src} could not be sent back ({e}): {why}"
+            )),
+        }
+    }
+
+    /// An outcome nobody can be told of: printed (the first 16) and
+    /// counted.
+    fn lost(&self, what: String) {
+        let n = self.inner.lost_failures.fetch_add(1, Ordering::Relaxed);
+        if n < 16 {
+            eprintln!("rgex-pgas: {}: {what}", self.rank());
         }
     }
 
@@ -205,45 +256,60 @@ impl Pgas {
         src: Rank,
         ticket: u32,
         write: impl Fn(&mut [u8]) -> Result<usize, postcard::Error>,
-    ) -> crate::Result<Added<postcard::Error>> {
+    ) -> Added<postcard::Error> {
         let cap = self.hold_cap(src);
         loop {
             match add(src, ticket, cap, &write) {
                 Added::Full(held) => {
-                    let sent = self.send_answers(src, &held);
+                    self.send_answers(src, &held);
                     give_back(src, held);
-                    sent?
                 }
-                other => return Ok(other),
+                other => return other,
             }
         }
     }
 
     /// Send every result this thread holds (see
     /// [`answers`](crate::answers)): at a batch's end, and before a body
-    /// waits. A caller that left waits for nothing; any other failure is
-    /// returned once every caller has been tried.
-    pub(crate) fn flush_answers(&self) -> crate::Result<()> {
-        let mut first = Ok(());
+    /// waits. A buffer that cannot be sent fails its calls (see
+    /// [`send_answers`](Self::send_answers)).
+    pub(crate) fn flush_answers(&self) {
         for (caller, buf) in take_all() {
-            let sent = self.send_answers(caller, &buf);
+            self.send_answers(caller, &buf);
             give_back(caller, buf);
-            if first.is_ok() {
-                first = sent;
-            }
         }
-        first
     }
 
-    fn send_answers(&self, caller: Rank, buf: &[u8]) -> crate::Result<()> {
+    /// Send `caller` the results held for it in `buf`; if that fails
+    /// (and the caller is still in the job), answer each of them as
+    /// failed, saying why.
+    fn send_answers(&self, caller: Rank, buf: &[u8]) {
         if buf.is_empty() {
-            return Ok(());
+            return;
         }
         match self.send(caller, self.inner.ids.rets, &[], buf) {
-            Err(_) if self.ep().conduit().peer_gone(caller).is_some() => Ok(()),
-            sent => sent,
+            Ok(()) => {}
+            Err(_) if self.ep().conduit().peer_gone(caller).is_some() => {}
+            Err(e) => {
+                let why = format!("{} could not send its answer back: {e}", self.rank());
+                for (ticket, _) in entries(buf).map_while(|e| e) {
+                    self.fail(caller, ticket, &why);
+                }
+            }
         }
     }
+}
+
+/// `s` cut to at most `max` bytes, at a character's boundary.
+fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 #[cfg(test)]

@@ -100,7 +100,7 @@ where
             (id, o.early.remove(&id).unwrap_or_default())
         };
         for (src, ticket) in early {
-            pg.answer(src, ticket, enc())?;
+            pg.answer(src, ticket, enc());
         }
         Ok(DistObject {
             pg: pg.clone(),

@@ -18,10 +18,13 @@ pub enum Error {
     #[error(transparent)]
     Rgex(#[from] rgex::Error),
     /// The shared heap has no free range large enough.
-    #[error("rgex-pgas: {rank}: the shared heap cannot allocate {len} bytes (align {align}): {free} bytes free in all, largest free range {largest} bytes, heap {heap} bytes")]
+    #[error("rgex-pgas: {rank}: the shared heap cannot allocate {len} bytes (align {align}) for {what}: {free} bytes free in all, largest free range {largest} bytes, heap {heap} bytes")]
     OutOfHeap {
         /// The rank whose heap was asked.
         rank: Rank,
+        /// What the bytes were for ("values of u64", "staging the
+        /// arguments of an rpc ...").
+        what: String,
         /// Bytes asked for.
         len: u64,
         /// Alignment asked for.
@@ -59,8 +62,13 @@ pub enum Error {
         /// postcard's or the value's own reason.
         why: String,
     },
-    /// An RPC failed at its target (its result could not be sent back,
-    /// or the target refused the call), reported at the caller.
+    /// An RPC (or a dist_object fetch) failed at its target, reported at
+    /// the caller: its body panicked, its arguments did not decode there,
+    /// or its result could not be sent back (it did not serialize, or it
+    /// was too large for a message and the target's heap had no room to
+    /// stage it). `why` is the target's reason, naming the target. Any
+    /// error a target meets while answering a call comes back here; it
+    /// never surfaces in the target's own `progress` or barrier.
     #[error("rgex-pgas: an rpc from {from} to {target} failed: {why}")]
     Remote {
         /// The caller.

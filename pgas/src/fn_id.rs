@@ -20,15 +20,14 @@ use std::hash::{Hash, Hasher};
 
 /// What runs a call at its target: decode the arguments, run, and answer
 /// call `ticket` of `src` (the result serialized straight into the
-/// reply, or the failure). Errs only if the answer could not be sent.
-/// Instantiated once per (function, argument, result) type.
-pub(crate) type Trampoline = fn(&Pgas, Rank, u32, &[u8]) -> Result<()>;
+/// reply, or the failure: whatever goes wrong, the caller is answered,
+/// see [`answers`](crate::answers)). Instantiated once per (function,
+/// argument, result) type.
+pub(crate) type Trampoline = fn(&Pgas, Rank, u32, &[u8]);
 
 /// The base every offset is taken from.
 #[inline(never)]
-fn base(_: &Pgas, _: Rank, _: u32, _: &[u8]) -> Result<()> {
-    Ok(())
-}
+fn base(_: &Pgas, _: Rank, _: u32, _: &[u8]) {}
 
 /// A function's name on the wire: its offset from [`base`] and its tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +123,7 @@ pub(crate) fn fingerprint() -> u64 {
 /// Decode `A`, run the function `F` (zero-sized, so conjured here), and
 /// answer `ticket` with its `R` (see [`Trampoline`]), or only acknowledge
 /// it for a promise's call ([`COUNTED`](crate::calls::COUNTED)).
-pub(crate) fn run<F, A, R>(pg: &Pgas, src: Rank, ticket: u32, bytes: &[u8]) -> Result<()>
+pub(crate) fn run<F, A, R>(pg: &Pgas, src: Rank, ticket: u32, bytes: &[u8])
 where
     F: Fn(&Pgas, A) -> R + Copy + Send + 'static,
     A: DeserializeOwned,

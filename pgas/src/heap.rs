@@ -8,6 +8,52 @@ use std::any::TypeId;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+/// The bytes at the start of every rank's segment that rgex-pgas leaves
+/// to raw rgex RMA through [`Pgas::client`](crate::Pgas::client), when
+/// `RGEX_PGAS_RAW` does not say (or a quarter of a segment smaller than
+/// four times this): the heap starts after them. See
+/// [`Pgas::raw_range`](crate::Pgas::raw_range).
+///
+/// ```
+/// assert_eq!(rgex_pgas::heap::DEFAULT_RAW, 64 << 10);
+/// ```
+pub const DEFAULT_RAW: u64 = 64 << 10;
+
+/// The raw range's length a setting of `RGEX_PGAS_RAW` asks for (`None`:
+/// unset), for a segment of `seg` bytes: a size in bytes with an
+/// optional `K`, `M` or `G` (binary), at most the segment.
+pub(crate) fn raw_len(setting: Option<&str>, seg: u64) -> std::result::Result<u64, String> {
+    let Some(s) = setting.filter(|s| !s.trim().is_empty()) else {
+        return Ok(DEFAULT_RAW.min(seg / 4));
+    };
+    let t = s.trim().to_ascii_lowercase();
+    let (digits, shift) = [
+        ("kib", 10),
+        ("k", 10),
+        ("mib", 20),
+        ("m", 20),
+        ("gib", 30),
+        ("g", 30),
+    ]
+    .iter()
+    .find_map(|(suffix, shift)| Some((t.strip_suffix(suffix)?, *shift)))
+    .unwrap_or((t.as_str(), 0));
+    let n = digits
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| {
+            format!("RGEX_PGAS_RAW={s:?}: expected a size in bytes, with an optional K, M or G (e.g. 64K)")
+        })?;
+    if n > seg {
+        return Err(format!(
+            "RGEX_PGAS_RAW={s:?}: the raw range ({n} bytes) does not fit the segment ({seg} bytes; RGEX_SEGMENT_SIZE sets it)"
+        ));
+    }
+    Ok(n)
+}
+
 /// Every allocation starts at a multiple of this (so any `Plain` value
 /// and rgex's 64-bit atomics fit without asking).
 pub const MIN_ALIGN: u64 = 16;
@@ -85,6 +131,7 @@ impl Heap {
             let largest = r.free.values().copied().max().unwrap_or(0);
             return Err(Error::OutOfHeap {
                 rank: self.rank,
+                what: format!("values of {}", std::any::type_name::<T>()),
                 len,
                 align,
                 free,
@@ -202,6 +249,34 @@ mod tests {
         assert!(e.contains("allocated for u64, not u32"), "{e}");
         let e = h.free::<u64>(b + 16).unwrap_err().to_string();
         assert!(e.contains("no allocation starts there"), "{e}");
+    }
+
+    #[test]
+    fn the_raw_range_is_read_from_its_setting_and_must_fit() {
+        let seg = 32 << 20;
+        assert_eq!(raw_len(None, seg), Ok(DEFAULT_RAW));
+        assert_eq!(raw_len(Some(" "), seg), Ok(DEFAULT_RAW));
+        assert_eq!(
+            raw_len(None, 100_000),
+            Ok(25_000),
+            "a quarter of a small segment"
+        );
+        assert_eq!(raw_len(Some("0"), seg), Ok(0));
+        assert_eq!(raw_len(Some("4096"), seg), Ok(4096));
+        assert_eq!(raw_len(Some("300K"), seg), Ok(300 << 10));
+        assert_eq!(raw_len(Some("2MiB"), seg), Ok(2 << 20));
+        assert_eq!(raw_len(Some("32m"), seg), Ok(seg), "the whole segment");
+        let e = raw_len(Some("lots"), seg).unwrap_err();
+        assert!(
+            e.contains("RGEX_PGAS_RAW=\"lots\"") && e.contains("size in bytes"),
+            "{e}"
+        );
+        let e = raw_len(Some("64M"), seg).unwrap_err();
+        assert!(
+            e.contains("does not fit the segment (33554432 bytes"),
+            "{e}"
+        );
+        assert!(raw_len(Some("99999999999G"), seg).is_err(), "overflow");
     }
 
     #[test]

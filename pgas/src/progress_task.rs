@@ -4,15 +4,17 @@ use crate::error::Result;
 use crate::runtime::Pgas;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// A future that makes user-level progress ([`Pgas::progress`]) each time
-/// it is polled, wakes itself, and ends when its [`ProgressStop`] says so
-/// (or with the first error progress reports). Run it as one more task
-/// beside the tasks that await rgex-pgas futures; no runtime is needed by
-/// this crate.
+/// it is polled, wakes itself, and ends when its [`ProgressStop`] says so.
+/// Run it as one more task beside the tasks that await rgex-pgas futures;
+/// no runtime is needed by this crate.
+///
+/// An error that progress reports does not end it: the task goes on (the
+/// futures beside it still complete) and keeps the error for
+/// [`ProgressStop::take_errors`]; once stopped, its output is the first
+/// error not taken, as rgex's own progress task does.
 ///
 /// ```no_run
 /// # fn demo(pg: &rgex_pgas::Pgas) {
@@ -25,32 +27,24 @@ use std::task::{Context, Poll};
 #[must_use = "a progress task does nothing unless polled"]
 pub struct ProgressTask {
     pg: Pgas,
-    stop: Arc<AtomicBool>,
+    stop: ProgressStop,
 }
 
-/// Ends a [`ProgressTask`] at its next poll.
-#[derive(Clone, Debug)]
-pub struct ProgressStop(Arc<AtomicBool>);
-
-impl ProgressStop {
-    /// Stop the task.
-    pub fn stop(&self) {
-        // Release/Acquire: only the flag itself is published.
-        self.0.store(true, Ordering::Release);
-    }
-}
+/// Ends a [`ProgressTask`] at its next poll, and hands over the errors it
+/// met (rgex's stopper, with this crate's error).
+pub type ProgressStop = rgex::ProgressStop<crate::Error>;
 
 impl ProgressTask {
     pub(crate) fn new(pg: Pgas) -> Self {
         ProgressTask {
             pg,
-            stop: Arc::default(),
+            stop: ProgressStop::new(),
         }
     }
 
     /// A handle that ends this task.
     pub fn stopper(&self) -> ProgressStop {
-        ProgressStop(self.stop.clone())
+        self.stop.clone()
     }
 }
 
@@ -58,11 +52,11 @@ impl Future for ProgressTask {
     type Output = Result<()>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        if self.stop.load(Ordering::Acquire) {
-            return Poll::Ready(Ok(()));
+        if self.stop.is_stopped() {
+            return Poll::Ready(self.stop.finish());
         }
         if let Err(e) = self.pg.progress() {
-            return Poll::Ready(Err(e));
+            self.stop.record(e);
         }
         cx.waker().wake_by_ref();
         Poll::Pending

@@ -76,6 +76,9 @@ pub(crate) struct Inner {
     pub client: Client,
     pub ep: Arc<Endpoint>,
     pub heap: Heap,
+    /// The raw range's length: segment offsets `0..raw` are left to raw
+    /// rgex RMA, the heap starts after them.
+    pub raw: u64,
     pub names: Names,
     pub ids: Ids,
     pub mail: Arc<Mailbox>,
@@ -231,14 +234,18 @@ const LIVENESS_EVERY: u64 = 256;
 pub fn init() -> Result<Pgas> {
     let window = crate::window::Window::from_env()
         .map_err(|why| rgex::Error::Failed(format!("rgex-pgas: {why}")))?;
+    let raw_setting = std::env::var("RGEX_PGAS_RAW").ok();
     let mail = Arc::new(Mailbox::new(window));
     let m = mail.clone();
     let (client, ids) = rgex::init_with(move |t| crate::mailbox::register(t, m))?;
     let ep = client.endpoint().clone();
     let (me, n) = (client.rank(), client.size());
+    let seg = client.segment().len() as u64;
+    let raw = crate::heap::raw_len(raw_setting.as_deref(), seg)
+        .map_err(|why| rgex::Error::Failed(format!("rgex-pgas: {me}: {why}")))?;
     // A key for the functions' tags, drawn by rank 0, and every rank's
-    // program fingerprint checked against rank 0's.
-    let mine = [crate::fn_id::fingerprint(), fresh_key()];
+    // program fingerprint and raw range checked against rank 0's.
+    let mine = [crate::fn_id::fingerprint(), fresh_key(), raw];
     let root = client.world_team().broadcast_elems(0, &mine)?;
     if root[0] != mine[0] {
         return Err(Error::NotSameProgram {
@@ -249,15 +256,22 @@ pub fn init() -> Result<Pgas> {
             ),
         });
     }
+    if root[2] != raw {
+        return Err(rgex::Error::Failed(format!(
+            "rgex-pgas: {me}: this rank leaves {raw} bytes of its segment to raw RMA (RGEX_PGAS_RAW, or its default for a segment of {seg} bytes), rank 0 leaves {}: every rank must leave the same, so that an offset in the raw range means the same on each (set RGEX_PGAS_RAW and RGEX_SEGMENT_SIZE alike for the whole job)",
+            root[2]
+        ))
+        .into());
+    }
     mail.window.size(n);
     let outbox = crate::outbox::Outbox::new();
     outbox.size(n);
-    let seg = client.segment().len() as u64;
     let hold_caps = (0..n)
         .map(|r| crate::framing::FLUSH_AT.min(ep.max_medium(Rank(r), 0)))
         .collect();
     let inner = Inner {
-        heap: Heap::new(me, 0, seg),
+        heap: Heap::new(me, raw, seg),
+        raw,
         names: Names::new(root[1]),
         ids,
         mail,
@@ -306,8 +320,45 @@ impl Pgas {
     }
 
     /// The rgex client underneath, for what this crate does not wrap.
+    ///
+    /// **Raw RMA at fixed offsets** through it (`put`, `get`, VIS,
+    /// atomics on a `GlobalAddr` this program computes) must stay inside
+    /// [`raw_range`](Self::raw_range): the rest of every segment is
+    /// rgex-pgas's heap, where a raw write would overwrite allocations
+    /// and the bodies staged for RPCs. Addresses of heap allocations
+    /// ([`GlobalPtr::addr`](crate::GlobalPtr::addr)) are fine too.
+    ///
+    /// ```no_run
+    /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {
+    /// use rgex::{Flags, GlobalAddr, Rank};
+    /// let raw = pg.raw_range();
+    /// assert!(raw.end - raw.start >= 5, "RGEX_PGAS_RAW leaves room");
+    /// pg.client().put(GlobalAddr::new(Rank(0), raw.start), b"hello", Flags::empty())?;
+    /// # Ok(()) }
+    /// ```
     pub fn client(&self) -> &Client {
         &self.inner.client
+    }
+
+    /// The offsets of every rank's segment that rgex-pgas leaves to raw
+    /// rgex RMA through [`client`](Self::client): the segment's first
+    /// bytes, `RGEX_PGAS_RAW` of them (a size such as `4096` or `1M`;
+    /// default [`DEFAULT_RAW`](crate::heap::DEFAULT_RAW), 64 KiB, or a
+    /// quarter of a segment smaller than 256 KiB; `0` leaves none). The
+    /// shared heap starts after them, so no allocation or staged body
+    /// ever lies here. Every rank leaves the same range (checked at
+    /// [`init`], which fails otherwise), so an offset in it means the
+    /// same place on each.
+    ///
+    /// ```no_run
+    /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {
+    /// let raw = pg.raw_range();
+    /// let p = pg.new_(7u64)?;
+    /// assert!(p.offset() >= raw.end, "the heap lies past the raw range");
+    /// # Ok(()) }
+    /// ```
+    pub fn raw_range(&self) -> std::ops::Range<u64> {
+        0..self.inner.raw
     }
 
     pub(crate) fn ep(&self) -> &Arc<Endpoint> {
@@ -484,7 +535,7 @@ impl Pgas {
         if IN_USER_PROGRESS.with(|c| c.replace(true)) {
             // Inside a body, which may be polling for something its
             // callers do once they have their results.
-            self.flush_answers()?;
+            self.flush_answers();
             return Ok(n);
         }
         let _leave = Leave(&IN_USER_PROGRESS);
@@ -519,11 +570,10 @@ impl Pgas {
                 }
             }
             drop(held);
-            let flushed = self.flush_answers();
+            self.flush_answers();
             if let Some(e) = failed {
                 return Err(e);
             }
-            flushed?;
         }
         SPARE_QUEUE.with(|q| *q.borrow_mut() = batch);
         n += crate::rma::run_remote_completions(self)?;
@@ -547,8 +597,8 @@ impl Pgas {
                 unreachable!("results and frees are chores, not work")
             }
         };
-        let served = self.run_work(item);
-        served.and(self.credit(src))
+        self.run_work(item);
+        self.credit(src)
     }
 
     /// Run the calls of a batch from `src` (the entries of `bytes` from
@@ -568,8 +618,8 @@ impl Pgas {
             at += used;
             left -= 1;
             *n += 1;
-            let served = self.run_call(self.inner.ids.calls, src, call.ticket, call.id, call.body);
-            if let Err(e) = served.and(self.credit(src)) {
+            self.run_call(self.inner.ids.calls, src, call.ticket, call.id, call.body);
+            if let Err(e) = self.credit(src) {
                 if left > 0 {
                     batch.push_front(Incoming::Calls {
                         src,
@@ -597,25 +647,27 @@ impl Pgas {
         Ok(())
     }
 
-    /// Run one piece of arrived work.
-    fn run_work(&self, item: Incoming) -> Result<()> {
+    /// Run one piece of arrived work. It is answered whatever happens
+    /// (see [`answers`](crate::answers)): nothing of it fails this rank.
+    fn run_work(&self, item: Incoming) {
         match item {
             Incoming::Call {
                 src,
                 ticket,
                 id,
                 body,
-            } => {
-                let args = match self.take_body(src, body) {
-                    Ok(args) => args,
-                    Err(e) => return self.answer(src, ticket, Err(e.to_string())),
-                };
-                self.run_call(self.inner.ids.call, src, ticket, id, &args)
-            }
+            } => match self.take_body(src, body) {
+                Ok(args) => self.run_call(self.inner.ids.call, src, ticket, id, &args),
+                Err(e) => self.fail(
+                    src,
+                    ticket,
+                    &format!("{} could not read the call's arguments: {e}", self.rank()),
+                ),
+            },
             Incoming::Fetch { src, ticket, id } => {
-                match self.inner.dist.serve(self, id, src, ticket) {
-                    Some(out) => self.answer(src, ticket, out),
-                    None => Ok(()), // queued until the object exists here
+                // None: queued until the object exists here.
+                if let Some(out) = self.inner.dist.serve(self, id, src, ticket) {
+                    self.answer(src, ticket, out);
                 }
             }
             Incoming::Calls { .. } => unreachable!("a batch of calls is served call by call"),
@@ -626,15 +678,9 @@ impl Pgas {
     }
 
     /// Run call `ticket` of `src`, which came through handler `via`:
-    /// function `id` on `args`.
-    fn run_call(
-        &self,
-        via: HandlerId,
-        src: Rank,
-        ticket: u32,
-        id: FnId,
-        args: &[u8],
-    ) -> Result<()> {
+    /// function `id` on `args`, and answer it (see
+    /// [`answers`](crate::answers)).
+    fn run_call(&self, via: HandlerId, src: Rank, ticket: u32, id: FnId, args: &[u8]) {
         let Some(run) = self.inner.names.resolve(id) else {
             self.inner.ep.malformed(
                 src,
@@ -645,7 +691,7 @@ impl Pgas {
                 "{} found no function for the call's name (a damaged message?)",
                 self.rank()
             );
-            return self.answer(src, ticket, Err(why));
+            return self.fail(src, ticket, &why);
         };
         run(self, src, ticket, args)
     }
@@ -854,7 +900,33 @@ impl Pgas {
             return Ok(());
         }
         let bytes = body.to_vec().map_err(ser)?;
-        let at = self.inner.heap.alloc::<Staged>(bytes.len() as u64, 1)?;
+        let at = self
+            .inner
+            .heap
+            .alloc::<Staged>(bytes.len() as u64, 1)
+            .map_err(|e| match e {
+                Error::OutOfHeap {
+                    rank,
+                    len,
+                    align,
+                    free,
+                    largest,
+                    heap,
+                    ..
+                } => Error::OutOfHeap {
+                    rank,
+                    what: format!(
+                        "staging {} (a body larger than a message waits in its sender's heap until {peer} reads it)",
+                        what()
+                    ),
+                    len,
+                    align,
+                    free,
+                    largest,
+                    heap,
+                },
+                e => e,
+            })?;
         let mut b = prefix.to_vec();
         b.extend_from_slice(&at.to_le_bytes());
         b.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
@@ -883,7 +955,7 @@ impl Pgas {
         if IN_USER_PROGRESS.with(Cell::get) {
             // A body waits: what it waits for may come only once its
             // batch's callers have their results.
-            self.flush_answers()?;
+            self.flush_answers();
         }
         let mut fut = pin!(fut);
         let waker = Waker::noop();
@@ -922,8 +994,10 @@ impl Pgas {
         Ok(async move { Ok(ev.await?) })
     }
 
-    /// RPC bodies that failed on this rank with nobody to tell (called by
-    /// [`rpc_ff`](Self::rpc_ff)); each was printed (the first 16).
+    /// Outcomes on this rank that could reach nobody: bodies called by
+    /// [`rpc_ff`](Self::rpc_ff) that failed, and failures of calls whose
+    /// answer could not be sent even as a failure to a caller still in
+    /// the job; each was printed (the first 16).
     pub fn lost_failures(&self) -> u64 {
         self.inner.lost_failures.load(Ordering::Relaxed)
     }

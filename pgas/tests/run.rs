@@ -60,6 +60,7 @@ fn every_piece_checks_on_one_two_and_four_ranks() {
         let out = run(n, "conformance", &["all"]);
         for what in [
             "heap:",
+            "raw range: offsets 0..65536 left to raw rgex RMA",
             "rma:",
             "rpc:",
             "promises:",
@@ -77,6 +78,10 @@ fn every_piece_checks_on_one_two_and_four_ranks() {
             "{n} ranks: no held-results line: {out}"
         );
         assert!(
+            n < 2 || out.contains("ok: answers: a target that cannot stage a result"),
+            "{n} ranks: no answers line: {out}"
+        );
+        assert!(
             out.contains(&format!("ok: all checks on {n} ranks")),
             "{out}"
         );
@@ -86,9 +91,38 @@ fn every_piece_checks_on_one_two_and_four_ranks() {
 #[test]
 fn every_piece_checks_with_rgex_s_progress_thread_running() {
     // The thread polls rgex (handlers queue work); RPC bodies still run
-    // in user-level progress, on the threads that make it.
-    let out = run_with(3, "conformance", &["all"], &[("RGEX_PROGRESS_THREAD", "1")]);
+    // in user-level progress, on the threads that make it. (And a raw
+    // range of another size: the checks read RGEX_PGAS_RAW too.)
+    let env = [("RGEX_PROGRESS_THREAD", "1"), ("RGEX_PGAS_RAW", "300K")];
+    let out = run_with(3, "conformance", &["all"], &env);
     assert!(out.contains("ok: all checks on 3 ranks"), "{out}");
+    assert!(
+        out.contains("ok: raw range: offsets 0..307200 left to raw rgex RMA")
+            && out.contains("ok: answers:"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_raw_range_that_is_not_a_size_or_does_not_fit_the_segment_is_refused_by_name() {
+    let exe = example("conformance");
+    for (raw, why) in [
+        ("lots", "expected a size in bytes"),
+        ("1G", "does not fit the segment"),
+    ] {
+        let (outcome, _, err) = Job::new(1, exe.to_str().expect("a UTF-8 path"))
+            .args(["all"])
+            .env("RGEX_PGAS_RAW", raw)
+            .env("RGEX_SEGMENT_SIZE", "32M")
+            .timeout(Some(Duration::from_secs(60)))
+            .run_captured()
+            .expect("the launcher starts the job");
+        assert_ne!(outcome.status, 0, "RGEX_PGAS_RAW={raw} accepted");
+        assert!(
+            err.contains("RGEX_PGAS_RAW=") && err.contains(raw) && err.contains(why),
+            "{err}"
+        );
+    }
 }
 
 #[test]
