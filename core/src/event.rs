@@ -367,6 +367,42 @@ impl Event {
         }
     }
 
+    /// Keep `held` (the buffer an operation reads or writes, say) alive
+    /// until this event's operation completes, and return at once: the
+    /// thread whose progress completes it drops `held` then (or this
+    /// call, if it already has). What a handle's drop does instead of
+    /// waiting, so that cancelling a future (a `select!`, a timeout)
+    /// never blocks its thread, and no operation writes into memory that
+    /// was freed. An operation that never completes keeps `held` for
+    /// good (its memory stays valid; it is not reused).
+    ///
+    /// ```
+    /// use rgex_core::event::{Completion, Event};
+    /// # struct Idle;
+    /// # impl rgex_core::Progress for Idle {
+    /// #     fn progress(&self) -> usize { 0 }
+    /// #     fn polite(&self) -> bool { true }
+    /// # }
+    /// use std::sync::Arc;
+    /// let c = Completion::new(1);
+    /// let buf = Arc::new(vec![0u8; 64]);
+    /// Event::pending(c.clone(), Arc::new(Idle)).keep_until_done(buf.clone());
+    /// assert_eq!(Arc::strong_count(&buf), 2); // kept: the operation is in flight
+    /// c.done(); // the transport is done with it
+    /// assert_eq!(Arc::strong_count(&buf), 1);
+    /// ```
+    pub fn keep_until_done<T: Send + 'static>(self, held: T) {
+        let Some((c, _)) = self.pending else { return };
+        if c.is_done() {
+            return;
+        }
+        let keeper = Arc::new(Keeper {
+            c,
+            held: std::sync::Mutex::new(Some(Box::new(held))),
+        });
+        keeper.watch();
+    }
+
     /// Poll until every event completes; all become invalid. The first
     /// failure among them, if one failed (every event is waited for all
     /// the same).
@@ -452,6 +488,50 @@ impl Future for Event {
         match &self.pending {
             None => Poll::Ready(Ok(())),
             Some((c, _)) => c.poll_done(cx),
+        }
+    }
+}
+
+/// What [`Event::keep_until_done`] keeps: the operation's counter, and
+/// what to drop once it is done. Its own waker: the counter's wake (from
+/// whichever thread completes the operation) drops what it holds. Until
+/// then the counter holds the waker, which holds this: a cycle that the
+/// wake breaks.
+struct Keeper {
+    c: Arc<Completion>,
+    held: std::sync::Mutex<Option<Box<dyn Send>>>,
+}
+
+impl Keeper {
+    /// Register as the counter's waker; drop what is held if the counter
+    /// is done already (then or in a race with the registration).
+    fn watch(self: &Arc<Self>) {
+        let waker = std::task::Waker::from(self.clone());
+        if self
+            .c
+            .poll_done(&mut Context::from_waker(&waker))
+            .is_ready()
+        {
+            self.release();
+        }
+    }
+
+    fn release(&self) {
+        // Taken out under the lock, dropped after it: a buffer's drop
+        // takes no lock of ours. A poisoned lock still holds a valid Option.
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(held);
+    }
+}
+
+impl std::task::Wake for Keeper {
+    fn wake(self: Arc<Self>) {
+        // A wake may come early (a waker shared by several operations of
+        // one counter): look again, and watch on if not done.
+        if self.c.is_done() {
+            self.release();
+        } else {
+            self.watch();
         }
     }
 }

@@ -33,7 +33,9 @@ pub struct VisPutDeferred {
 }
 
 /// A non-blocking VIS get: holds the destination until the data is in.
-/// Dropping it waits.
+/// Dropping it before then does not wait: the buffer is kept until the
+/// transfer is done with it, then dropped (so a cancelled future, say
+/// under a timeout, never blocks its executor thread).
 #[derive(Debug)]
 #[must_use = "the get must be waited on to get the buffer back"]
 pub struct VisGet {
@@ -83,10 +85,10 @@ impl std::future::Future for VisGet {
 
 impl Drop for VisGet {
     fn drop(&mut self) {
-        // Only until the transport is done with the buffer: a drop has
-        // nobody to report a failure to.
+        // The buffer lives until the transport is done with it; the drop
+        // does not wait for that (and has nobody to report a failure to).
         if let Some(e) = self.event.take() {
-            e.wait_unchecked();
+            e.keep_until_done(self.buf.take());
         }
     }
 }

@@ -10,10 +10,12 @@ use std::task::{Context, Poll};
 /// until local completion ([`LocalCompletion`]), the destination of a get
 /// until the data has arrived ([`GetPending`]).
 ///
-/// Dropping it waits for the event first (the transport may still read or
-/// write the buffer until then).
+/// Dropping it before the event fires does not wait: the buffer is kept
+/// until then and dropped by the progress that fires it
+/// ([`Event::keep_until_done`]), since the transport may still read or
+/// write it; a cancelled future never blocks its thread.
 #[must_use = "the operation must be waited on to get the buffer back"]
-pub struct Held<B> {
+pub struct Held<B: Send + 'static> {
     buf: Option<Stored<B>>,
     event: Option<Event>,
 }
@@ -36,7 +38,7 @@ impl<B> Stored<B> {
     }
 }
 
-impl<B> std::fmt::Debug for Held<B> {
+impl<B: Send + 'static> std::fmt::Debug for Held<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Held")
             .field("done", &self.test())
@@ -50,7 +52,7 @@ pub type LocalCompletion<B> = Held<B>;
 /// A get's destination buffer, held until the data has arrived.
 pub type GetPending<B> = Held<B>;
 
-impl<B> Held<B> {
+impl<B: Send + 'static> Held<B> {
     /// Hold `buf` until `event` fires (for layers that start operations
     /// on a buffer themselves, such as VIS's deferred puts).
     ///
@@ -104,14 +106,14 @@ impl<B> Held<B> {
 }
 
 // The buffer is never pinned: it is moved out when the operation is done.
-impl<B> Unpin for Held<B> {}
+impl<B: Send + 'static> Unpin for Held<B> {}
 
 /// A held buffer is a future of [`wait`](Held::wait)'s answer: the buffer
 /// once the operation is done with it, or the error that failed it (the
 /// buffer dropped). Woken by whichever thread's progress completes the
 /// operation; someone must drive progress meanwhile (see
 /// [`Event`]'s `Future` impl). Polling again after it resolved is a panic.
-impl<B> Future for Held<B> {
+impl<B: Send + 'static> Future for Held<B> {
     type Output = rgex_core::Result<B>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -129,12 +131,13 @@ impl<B> Future for Held<B> {
     }
 }
 
-impl<B> Drop for Held<B> {
+impl<B: Send + 'static> Drop for Held<B> {
     fn drop(&mut self) {
-        // Only until the transport is done with the buffer: a drop has
-        // nobody to report a failure to.
+        // The buffer lives until the transport is done with it; the drop
+        // does not wait for that (a cancelled future must not block its
+        // thread), and has nobody to report a failure to.
         if let Some(e) = self.event.take() {
-            e.wait_unchecked();
+            e.keep_until_done(self.buf.take());
         }
     }
 }
@@ -142,7 +145,7 @@ impl<B> Drop for Held<B> {
 /// A non-blocking put with deferred local completion.
 #[derive(Debug)]
 #[must_use = "the put's completion must be waited on"]
-pub struct PutDeferred<B> {
+pub struct PutDeferred<B: Send + 'static> {
     /// Local completion; gives the source buffer back.
     pub lc: LocalCompletion<B>,
     /// Remote completion.
