@@ -36,7 +36,7 @@ rows=(
 # mixed: jobs spanning two emulated nodes (runs on the rows with the
 # bypass on, where node-local and remote peers meet in one job).
 suites=(--test am --test rma --test coll --test atomics --test vis --test protocol --test pmix --test mixed --test futures --test cancel)
-# faults and departure run after the others: ranks die or leave early (see stale_shm below).
+# faults, departure and lifecycle run after the others: ranks die or leave early (see stale_shm below).
 
 # libfabric's shm provider names its shared-memory file "pid:domain:ep";
 # a rank killed by the faults tests leaves it behind, and when the pid is
@@ -75,7 +75,7 @@ for row in "${rows[@]}"; do
             env $envs cargo test --no-fail-fast -p rgex-tests "${suites[@]}" 2>&1 &&
                 env $envs cargo test -p rgex-examples --test run 2>&1 &&
                 env $envs cargo test -p rgex-pgas --test run 2>&1 &&
-                env $envs cargo test -p rgex-tests --test faults --test departure 2>&1
+                env $envs cargo test -p rgex-tests --test faults --test departure --test lifecycle 2>&1
         }
     else
         run_row() { env $envs cargo test -p rgex-tests --test mixed 2>&1; }

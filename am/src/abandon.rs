@@ -52,6 +52,15 @@ pub trait Abandon: Send + Sync {
     fn answered_by_replies(&self) -> bool {
         true
     }
+    /// How many operations are in flight, for
+    /// [`Endpoint::operations_in_flight`]: by default one per peer that
+    /// [`peers`](Self::peers) lists (an [`InFlight`](crate::InFlight)
+    /// table lists one per operation).
+    fn in_flight(&self) -> usize {
+        let mut peers = Vec::new();
+        self.peers(&mut peers);
+        peers.len()
+    }
 }
 
 /// The tables an endpoint watches, each with what its operations are.
@@ -80,6 +89,45 @@ impl Endpoint {
     pub fn watch_in_flight<T: Abandon + 'static>(&self, what: &'static str, table: &Arc<T>) {
         let weak: Weak<dyn Abandon> = Arc::downgrade(table) as Weak<dyn Abandon>;
         self.watched().add(what, weak);
+    }
+
+    /// The operations in flight on the tables this endpoint watches
+    /// (rgex's protocols: reference RMA, atomics through active messages,
+    /// VIS, non-blocking collectives; see
+    /// [`watch_in_flight`](Self::watch_in_flight)), by what they are, with
+    /// how many; kinds with none are left out, so an idle endpoint gives
+    /// an empty list. Operations a conduit carries alone (native RDMA,
+    /// copies to mapped segments) are not counted here.
+    /// [`Client::finalize`](crate::Client::finalize) reports them.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) {
+    /// for (what, n) in client.operations_in_flight() {
+    ///     println!("{n} {what} operations in flight");
+    /// }
+    /// # }
+    /// ```
+    pub fn operations_in_flight(&self) -> Vec<(&'static str, usize)> {
+        let tables: Vec<_> = self
+            .watched()
+            .tables
+            .lock()
+            .iter()
+            .filter_map(|(what, w)| Some((*what, w.upgrade()?)))
+            .collect();
+        // Counted outside the list's lock: a table takes its own.
+        let mut out: Vec<(&'static str, usize)> = Vec::new();
+        for (what, table) in tables {
+            let n = table.in_flight();
+            if n == 0 {
+                continue;
+            }
+            match out.iter_mut().find(|(w, _)| *w == what) {
+                Some((_, k)) => *k += n,
+                None => out.push((what, n)),
+            }
+        }
+        out
     }
 
     /// Count a poll of `set` that found `n` things; after [`STALL_POLLS`]

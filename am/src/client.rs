@@ -9,6 +9,18 @@ use std::sync::Arc;
 /// An initialised rgex instance: the primordial endpoint (dereference a
 /// `Client` to use it) and the world team.
 ///
+/// A process has one client (`rgex::init` once). It ends with
+/// [`finalize`](Client::finalize) (collective: a final barrier, and a
+/// report of the operations still in flight) or when it is dropped (at
+/// once, alone). Either way this rank tells the launcher first that it
+/// is leaving the job (so a peer that fails because it has gone is not
+/// the one blamed), and from then on every send, RMA operation,
+/// collective, atomic op and VIS transfer through its endpoint fails with
+/// [`Error::Finalized`], also through clones of
+/// [`endpoint`](Client::endpoint)'s `Arc` and of its teams (polls, and
+/// waits on handles started before, still work). The conduit closes when
+/// the last clone of the endpoint is dropped.
+///
 /// ```no_run
 /// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
 /// // A client comes from `rgex::init()`.
@@ -96,6 +108,83 @@ impl Client {
             return Err(Error::InHandler { what: "barrier" });
         }
         self.world_team.barrier()
+    }
+}
+
+impl Client {
+    /// End this rank's part in the job, collectively: every rank calls
+    /// it. It waits in a final barrier (running handlers meanwhile, so
+    /// peers still finishing their work are answered), tells the launcher
+    /// this rank is leaving, and refuses every later send, RMA operation,
+    /// collective, atomic op and VIS transfer through this endpoint,
+    /// clones of its `Arc` included ([`Error::Finalized`]); the client is
+    /// dropped on return (see [`Client`]).
+    ///
+    /// Operations must be complete before it: those in flight when it is
+    /// called, by what rgex counts ([`Endpoint::operations_in_flight`]:
+    /// reference RMA, atomics and VIS over active messages, non-blocking
+    /// collectives), make it return [`Error::Unfinished`], naming them
+    /// and those still unfinished after the barrier; the client is
+    /// finalized all the same. A failed barrier (a peer gone) is returned
+    /// first. Refused inside a handler.
+    ///
+    /// ```no_run
+    /// # fn demo(client: rgex_am::Client) -> rgex_core::Result<()> {
+    /// use rgex_core::{Error, Flags, GlobalAddr};
+    /// // `client` from rgex::init()
+    /// let ep = client.endpoint().clone();
+    /// client.finalize()?; // Ok on every rank: nothing was in flight
+    /// // The endpoint refuses further work.
+    /// let late = ep.put(GlobalAddr::new(ep.rank(), 0), b"late", Flags::empty());
+    /// assert!(matches!(late, Err(Error::Finalized { .. })));
+    /// # Ok(()) }
+    /// ```
+    pub fn finalize(self) -> Result<()> {
+        if in_handler() {
+            return Err(Error::InHandler { what: "finalize" });
+        }
+        let at_call = self.ep.operations_in_flight();
+        let barrier = self.barrier();
+        let after = self.ep.operations_in_flight();
+        self.leave();
+        barrier?;
+        if at_call.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Unfinished {
+            rank: self.rank(),
+            at_call: describe_in_flight(&at_call),
+            after: describe_in_flight(&after),
+        })
+    }
+
+    /// Tell the launcher this rank is leaving, then refuse further work
+    /// through the endpoint (in that order, and both before the conduit
+    /// closes: the peers can only find this rank gone once the launcher
+    /// knows it began to leave).
+    fn leave(&self) {
+        rgex_core::bootstrap::announce_leaving();
+        self.ep.mark_finalized();
+    }
+}
+
+/// Operations in flight, by kind: "2 reference RMA, 1 VIS"; "none".
+fn describe_in_flight(ops: &[(&'static str, usize)]) -> String {
+    if ops.is_empty() {
+        return "none".into();
+    }
+    ops.iter()
+        .map(|(what, n)| format!("{n} {what}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Drop for Client {
+    /// Leave the job (see [`Client`]): the launcher hears it first, then
+    /// the progress thread is stopped and the endpoint refuses further
+    /// work; the conduit closes with the last clone of the endpoint.
+    fn drop(&mut self) {
+        self.leave();
     }
 }
 

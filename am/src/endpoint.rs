@@ -13,7 +13,7 @@ use rgex_core::idle_help::Board;
 use rgex_core::{
     Category, Conduit, Delivery, Direction, Error, Flags, PollSet, Prepare, Rank, Result, Segment,
 };
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 /// Work a client-level poll also advances (non-blocking collectives).
@@ -74,6 +74,9 @@ pub struct Endpoint {
     /// Tables of operations in flight that stalled waits check for gone
     /// peers (see [`crate::abandon`]).
     watched: Watched,
+    /// The client was finalized or dropped: sends and RMA are refused
+    /// (see [`check_open`](Endpoint::check_open)).
+    finalized: AtomicBool,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -146,6 +149,7 @@ impl Endpoint {
             routes,
             extensions: Extensions::default(),
             watched: Watched::default(),
+            finalized: AtomicBool::new(false),
         });
         ep.watch_in_flight("reference RMA", ep.rma_reference.ops());
         Ok(ep)
@@ -468,6 +472,8 @@ impl Endpoint {
         }
     }
 
+    /// Refuse an AM request made inside a handler, or through an
+    /// endpoint whose client was finalized or dropped.
     #[inline(always)]
     pub(crate) fn check_not_in_handler(&self) -> Result<()> {
         if in_handler() {
@@ -475,8 +481,66 @@ impl Endpoint {
                 what: "an AM request",
             })
         } else {
-            Ok(())
+            self.check_open("an AM request")
         }
+    }
+
+    /// `Ok` while this endpoint's client is live; once it was finalized
+    /// ([`Client::finalize`](crate::Client::finalize)) or dropped,
+    /// [`Error::Finalized`] naming `what` and this rank. Every AM request,
+    /// RMA operation and collective starts with it (one relaxed load), and
+    /// so do atomics and VIS transfers; a layer on the endpoint (a client
+    /// library) may call it at its own entry points.
+    ///
+    /// ```no_run
+    /// # fn demo(client: rgex_am::Client) -> rgex_core::Result<()> {
+    /// let ep = client.endpoint().clone();
+    /// ep.check_open("my operation")?; // Ok: the client is live
+    /// client.finalize()?;
+    /// assert!(matches!(ep.check_open("my operation"), Err(rgex_core::Error::Finalized { .. })));
+    /// # Ok(()) }
+    /// ```
+    #[inline(always)]
+    pub fn check_open(&self, what: &'static str) -> Result<()> {
+        // Relaxed: the flag is a verdict on its own and guards no memory
+        // (the conduit stays up as long as this endpoint). An operation
+        // racing with the finalize on another thread may see it unset
+        // and go ahead, as if it had started just before; one started
+        // after its thread learned of the finalize (a join, a channel,
+        // any acquire that follows the finalizing store) sees it set.
+        if self.finalized.load(Ordering::Relaxed) {
+            return Err(self.finalized_error(what));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn finalized_error(&self, what: &'static str) -> Error {
+        Error::Finalized {
+            rank: self.rank,
+            what,
+        }
+    }
+
+    /// True once this endpoint's client was finalized or dropped (see
+    /// [`check_open`](Self::check_open)).
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_am::Client) {
+    /// assert!(!client.is_finalized());
+    /// # }
+    /// ```
+    pub fn is_finalized(&self) -> bool {
+        // Relaxed: as in `check_open`.
+        self.finalized.load(Ordering::Relaxed)
+    }
+
+    /// Refuse sends, RMA and what is built on them from now on (the
+    /// client is finalized or dropped).
+    pub(crate) fn mark_finalized(&self) {
+        // Relaxed: as in `check_open`.
+        self.finalized.store(true, Ordering::Relaxed);
     }
 
     /// Send a Short request (arguments only).

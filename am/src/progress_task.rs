@@ -11,7 +11,11 @@
 //! async task may move between threads at every `.await`: the async path
 //! uses explicit handles (`put_nb`, `get_nb`, `op_nb`, ...) or an access
 //! region opened and closed with no `.await` in between (its event is an
-//! explicit handle), never `nbi_wait` across an `.await`.
+//! explicit handle), never `nbi_wait` across an `.await`. The rule is
+//! enforced: an rgex future about to suspend while its thread has an open
+//! region or unsynced implicit operations resolves to
+//! [`Error::NbiAcrossAwait`](rgex_core::Error::NbiAcrossAwait) (see
+//! [`rgex_core::nbi`]).
 
 use crate::Endpoint;
 use rgex_core::{Error, Result};

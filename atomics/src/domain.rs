@@ -531,6 +531,9 @@ impl<T: AtomicValue> AtomicDomain<T> {
     #[inline]
     fn check(&self, at: GlobalAddr, op: AtomicOp, flags: AtomicFlags) -> Result<Target> {
         let i = &*self.inner;
+        // Refused once the client is finalized or dropped, on every path
+        // (CPU atomics on mapped segments too), as RMA is.
+        i.ep.check_open("an atomic op")?;
         let t = match i.targets.get(at.rank.index()) {
             Some(t) if t.member => *t,
             _ => {

@@ -210,6 +210,16 @@ pub enum Error {
         /// The flags it accepts, named.
         accepted: &'static str,
     },
+    /// An rgex future was awaited (polled, and about to suspend) while its
+    /// thread had implicit-handle (NBI) state: an open access region, or
+    /// operations not yet synced by `nbi_wait`. That state is per thread,
+    /// and a task may resume on another thread (and other tasks run on
+    /// this one) at an `.await`, so it must be synced before one.
+    #[error("an rgex future was awaited while {what}: implicit-handle operations are tracked per thread, and a task may move to another thread at an .await; sync them (nbi_wait, nbi_end_region) before awaiting, or use explicit handles (put_nb, get_nb, op_nb)")]
+    NbiAcrossAwait {
+        /// What the thread held.
+        what: String,
+    },
     /// A call that may wait or send a request, made inside an AM handler.
     #[error("{what} was called inside an AM handler; a handler may only reply (once, from a request handler) and must not wait or poll")]
     InHandler {
@@ -357,6 +367,58 @@ pub enum Error {
         offset: u64,
         /// What the target said.
         why: &'static str,
+    },
+    /// `rgex::init` (or `init_with`) was called in a process that has
+    /// called it before: rgex is initialised once per process, and a
+    /// client that was finalized or dropped cannot be made again.
+    ///
+    /// ```
+    /// let e = rgex_core::Error::AlreadyInitialised { rank: 1, state: "its client exists" };
+    /// assert!(e.to_string().starts_with("rank 1: rgex is already initialised in this process"));
+    /// ```
+    #[error("rank {rank}: rgex is already initialised in this process ({state}); init and init_with may be called once per process, and a client that was finalized or dropped cannot be made again")]
+    AlreadyInitialised {
+        /// This process's rank, as its launcher announced it.
+        rank: u32,
+        /// Where the earlier initialisation stands ("another thread is
+        /// initialising it", "a client was made", "the first init failed").
+        state: &'static str,
+    },
+    /// An operation through an endpoint (a clone of the client's
+    /// `Arc<Endpoint>`, a team, an atomic domain or a VIS context holding
+    /// it) after its client was finalized or dropped. Nothing was sent.
+    ///
+    /// ```
+    /// use rgex_core::{Error, Rank};
+    /// let e = Error::Finalized { rank: Rank(0), what: "a put" };
+    /// assert!(e.to_string().contains("a put on rank 0: its client was finalized or dropped"));
+    /// ```
+    #[error("{what} on {rank}: its client was finalized or dropped; an endpoint (or a clone of its Arc, a team or a domain on it) refuses sends, RMA, collectives, atomics and VIS after Client::finalize or after the Client is dropped; nothing was sent")]
+    Finalized {
+        /// This rank.
+        rank: Rank,
+        /// The operation refused ("an AM request", "a put").
+        what: &'static str,
+    },
+    /// `Client::finalize` was called while operations were still in
+    /// flight (started and not yet complete): the client is finalized all
+    /// the same, and this reports what had not been waited for.
+    ///
+    /// ```
+    /// use rgex_core::{Error, Rank};
+    /// let e = Error::Unfinished { rank: Rank(2), at_call: "1 reference RMA".into(), after: "none".into() };
+    /// assert!(e.to_string().starts_with("finalize on rank 2: operations were still in flight when it was called (1 reference RMA)"));
+    /// ```
+    #[error("finalize on {rank}: operations were still in flight when it was called ({at_call}); still in flight after its final barrier: {after}; wait for every operation (its event, nbi_wait, a blocking collective) before finalize")]
+    Unfinished {
+        /// This rank.
+        rank: Rank,
+        /// The operations in flight when finalize was called, by kind and
+        /// count ("2 reference RMA, 1 VIS").
+        at_call: String,
+        /// Those still in flight once its barrier was done ("none" when
+        /// they all finished meanwhile).
+        after: String,
     },
     /// A non-blocking operation failed after it was injected (reported by
     /// the conduit at completion, with the operation, ranks and cause).

@@ -487,7 +487,15 @@ impl Future for Event {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &self.pending {
             None => Poll::Ready(Ok(())),
-            Some((c, _)) => c.poll_done(cx),
+            Some((c, _)) => match c.poll_done(cx) {
+                // About to suspend: per-thread NBI state must not cross it
+                // (see `crate::nbi`). Out of line: the ready path pays nothing.
+                Poll::Pending => match crate::nbi::suspend_hazard() {
+                    None => Poll::Pending,
+                    Some(what) => Poll::Ready(Err(crate::Error::NbiAcrossAwait { what })),
+                },
+                ready => ready,
+            },
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod event;
 pub mod flags;
 pub mod idle_help;
 pub mod liveness;
+pub mod nbi;
 pub mod rank;
 pub mod segment;
 mod small_copy;

@@ -66,6 +66,7 @@ pub use rgex_vis::{
     StridedAt, Vector, Vis, VisBuilder, VisGet, VisPut, VisPutDeferred,
 };
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// Where this process stands in its job, and the bootstrap that connects
@@ -109,8 +110,59 @@ pub fn launcher_rank() -> Result<u32> {
 
 /// Initialise rgex for this process (collective: every rank calls it),
 /// with no handlers of its own (see [`init_with`]).
+///
+/// Once per process: a second call, from any thread, sequential or
+/// concurrent, while the first call's client lives or after it was
+/// finalized or dropped, fails at once with
+/// [`Error::AlreadyInitialised`] ("rgex is already initialised in this
+/// process"), and so does one after a first call that failed. End the
+/// client with [`Client::finalize`] (collective, reporting operations
+/// left unfinished) or by dropping it; either tells the launcher this
+/// rank is leaving, and from then on sends and RMA through its endpoint
+/// (clones of its `Arc` included) fail with [`Error::Finalized`].
+///
+/// ```no_run
+/// let client = rgex::init()?;
+/// assert!(matches!(rgex::init(), Err(rgex::Error::AlreadyInitialised { .. })));
+/// client.finalize()?;
+/// # Ok::<(), rgex::Error>(())
+/// ```
 pub fn init() -> Result<Client> {
     init_with(|_| Ok(())).map(|(client, ())| client)
+}
+
+/// Where this process's one initialisation stands (see [`init_with`]).
+static INIT: AtomicU8 = AtomicU8::new(INIT_NONE);
+/// Nobody has called `init` or `init_with`.
+const INIT_NONE: u8 = 0;
+/// A thread is in `init_with`.
+const INIT_RUNNING: u8 = 1;
+/// `init_with` returned a client (live, finalized or dropped).
+const INIT_DONE: u8 = 2;
+/// `init_with` failed.
+const INIT_FAILED: u8 = 3;
+
+/// Claim this process's one initialisation, or say why it cannot be.
+fn claim_init() -> Result<()> {
+    // Relaxed: the swap alone decides which caller goes on (a
+    // read-modify-write sees every earlier one); nothing else is
+    // published through the word, which is read only for the message.
+    match INIT.compare_exchange(
+        INIT_NONE,
+        INIT_RUNNING,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    ) {
+        Ok(_) => Ok(()),
+        Err(now) => Err(Error::AlreadyInitialised {
+            rank: launcher_rank().unwrap_or(0),
+            state: match now {
+                INIT_RUNNING => "another thread is initialising it",
+                INIT_DONE => "an earlier init made its client",
+                _ => "an earlier init failed",
+            },
+        }),
+    }
 }
 
 /// Initialise rgex, registering handlers with `register` before the
@@ -135,7 +187,21 @@ pub fn init() -> Result<Client> {
 /// # let _ = h.pong;
 /// # Ok::<(), rgex::Error>(())
 /// ```
+///
+/// Once per process, as [`init`] says: a second call fails with
+/// [`Error::AlreadyInitialised`]; the client ends with
+/// [`Client::finalize`] or its drop.
 pub fn init_with<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result<(Client, H)> {
+    claim_init()?;
+    let made = init_once(register);
+    let now = if made.is_ok() { INIT_DONE } else { INIT_FAILED };
+    // Relaxed: only messages read it (see `claim_init`).
+    INIT.store(now, Ordering::Relaxed);
+    made
+}
+
+/// [`init_with`]'s work, once the initialisation is claimed.
+fn init_once<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result<(Client, H)> {
     let (env, boot) = job_bootstrap()?;
     let conduit: Arc<dyn Conduit> = match std::env::var("RGEX_CONDUIT").ok().as_deref() {
         None | Some("") | Some("smp") => {
@@ -166,7 +232,8 @@ pub fn init_with<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result
         }
     };
     // Registered after the conduit's exit hooks, so it runs before them:
-    // the launcher hears this rank is leaving before its peers can.
+    // the launcher hears this rank is leaving before its peers can (a
+    // client finalized or dropped before the exit has said so already).
     bootstrap::announce_leaving_at_exit();
     let mut client = Client::new(conduit, env.polite)?;
     // VIS's protocol handlers, on every rank before the barrier (a VIS

@@ -168,3 +168,36 @@ fn smp_with_ranks_on_two_hosts_is_a_clear_error() {
     );
     assert!(!err.contains("removed shared memory left behind"), "{err}");
 }
+
+/// Run a job_faults mode of 2 ranks in which rank 1 leaves first and
+/// rank 0, finding it gone mid-flood, exits 9: the job's status must be
+/// rank 1's, `status`, with the failure naming rank 1. Several times:
+/// which of the two ends first is a race, and the blame must not depend
+/// on it (a launcher that blames by exit order fails one run or more).
+fn survivor_not_blamed(fault: &str, status: i32) {
+    for run in 0..4 {
+        let (outcome, _out, err, left) = run_alone(&job(2, FAULTS, &[fault]));
+        assert!(left.is_empty(), "/dev/shm after the job: {left:?}");
+        let failure = outcome.failure.clone().unwrap_or_default();
+        assert_eq!(
+            outcome.status, status,
+            "{fault}, run {run}: status {} ({failure}): the launcher blamed the survivor",
+            outcome.status
+        );
+        assert!(
+            failure.contains("rank 1") && failure.contains(&format!("status {status}")),
+            "{fault}, run {run}: {failure}"
+        );
+        assert!(!err.contains("removed shared memory left behind"), "{err}");
+    }
+}
+
+#[test]
+fn a_rank_that_drops_its_client_then_exits_3_is_blamed_not_its_survivor() {
+    survivor_not_blamed("drop_then_exit3", 3);
+}
+
+#[test]
+fn a_rank_whose_handler_panics_mid_flood_is_blamed_with_status_101() {
+    survivor_not_blamed("panic_handler", 101);
+}

@@ -11,8 +11,9 @@ use common::{job, run_ok};
 
 const ASYNC: &str = env!("CARGO_BIN_EXE_async_conformance");
 
-/// Three checks: the tasks' results, the awaited barrier_nb, the counters.
-const CHECKS: (usize, usize) = (3, 0);
+/// Four checks: the tasks' results, the awaited barrier_nb, the counters,
+/// the async NBI rule.
+const CHECKS: (usize, usize) = (4, 0);
 
 fn reference(mode: &str) -> String {
     run_ok(

@@ -59,6 +59,8 @@ impl Vis {
         local: Local,
         local_len: usize,
     ) -> Result<()> {
+        // Refused once the client is finalized or dropped, as RMA is.
+        self.ep.check_open("a VIS transfer")?;
         // SAFETY: forwarded caller contract (the local side); the segment
         // is mapped for `seg_len` bytes; `direct::transfer` validates both
         // sides before copying.
@@ -147,6 +149,8 @@ impl Vis {
         track: Track,
         flags: Flags,
     ) -> Result<Event> {
+        // Every mechanism: refused once the client is finalized or dropped.
+        self.ep.check_open("a VIS transfer")?;
         if shape.bytes() == 0 {
             return Ok(Event::done());
         }

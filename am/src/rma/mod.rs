@@ -23,13 +23,12 @@
 
 mod buf_error;
 mod completion;
-mod nbi;
 pub(crate) mod reference;
 mod route;
 
 pub use buf_error::BufError;
 pub use completion::{GetPending, Held, LocalCompletion, PutDeferred};
-pub use nbi::NbiCategory;
+pub use rgex_core::nbi::{self, NbiCategory};
 
 use crate::Endpoint;
 use rgex_core::idle_help::SHARE_MIN;
@@ -131,13 +130,21 @@ impl Endpoint {
             .map_or(RmaPath::Reference, Route::path)
     }
 
+    /// `rank`'s route, for an RMA operation (`what`) of a live client
+    /// (see [`check_open`](Endpoint::check_open): one relaxed load).
+    #[inline(always)]
+    fn route(&self, rank: Rank, what: &'static str) -> Result<&Route> {
+        self.check_open(what)?;
+        self.routes().of(rank)
+    }
+
     /// Where an operation on `len` bytes at `at` goes, the rank and the
     /// range checked against the peer's cached [`Route`]: no dynamic call
     /// to the conduit (each such call returns through memory: three had
     /// been a third of a small NBI put's time).
     #[inline(always)]
     fn target(&self, at: GlobalAddr, len: usize) -> Result<Target> {
-        let route = self.routes().of(at.rank)?;
+        let route = self.route(at.rank, "an RMA operation")?;
         route.check(at.rank, at.offset, len)?;
         Ok(match (len, route.mapped_at(at.offset)) {
             (0, _) => Target::Nothing,
@@ -297,7 +304,7 @@ impl Endpoint {
     /// ```
     #[inline]
     pub fn put(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
-        let route = self.routes().of(dst.rank)?;
+        let route = self.route(dst.rank, "a put")?;
         route.check(dst.rank, dst.offset, src.len())?;
         let Some(to) = route.mapped_at(dst.offset) else {
             return self.put_unmapped(dst, src, flags);
@@ -332,7 +339,7 @@ impl Endpoint {
     /// Blocking get: returns when `dst` holds the bytes at `src`.
     #[inline]
     pub fn get(&self, dst: &mut [u8], src: GlobalAddr, flags: Flags) -> Result<()> {
-        let route = self.routes().of(src.rank)?;
+        let route = self.route(src.rank, "a get")?;
         route.check(src.rank, src.offset, dst.len())?;
         let Some(from) = route.mapped_at(src.offset) else {
             return self.get_unmapped(dst, src, flags);
@@ -595,6 +602,13 @@ impl Endpoint {
 
     /// Implicit-handle put: `src` may be reused on return; remote completion
     /// joins this thread's put category (or its open access region).
+    ///
+    /// **Under async**: implicit operations are tracked per thread, and a
+    /// task may resume on another thread at an `.await`. Sync them
+    /// ([`nbi_wait`](Self::nbi_wait)) before any `.await`: an rgex future
+    /// about to suspend while this thread has some outstanding resolves to
+    /// [`Error::NbiAcrossAwait`]. Async code uses explicit handles
+    /// ([`put_nb`](Self::put_nb), [`get_nb`](Self::get_nb)) instead.
     pub fn put_nbi(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
         // SAFETY: `src` is borrowed for the call; LC is reached before return.
         unsafe {
@@ -645,6 +659,11 @@ impl Endpoint {
     /// error if one of them failed since the last sync of `cat` (its peer
     /// went away, on a conduit that can tell), with the first failure's
     /// cause. The next sync starts afresh.
+    ///
+    /// Only this thread's operations: an async task that issued them and
+    /// then resumed on another thread would find none here, which is why
+    /// an rgex future refuses to suspend with any outstanding
+    /// ([`Error::NbiAcrossAwait`]; see [`put_nbi`](Self::put_nbi)).
     pub fn nbi_wait(&self, cat: NbiCategory) -> Result<()> {
         self.event(Some(nbi::category(cat))).wait_unchecked();
         match nbi::take_failure(cat) {
@@ -655,12 +674,19 @@ impl Endpoint {
 
     /// Open an access region: implicit operations this thread issues until
     /// [`nbi_end_region`](Self::nbi_end_region) are collected into one event.
+    ///
+    /// A region is this thread's: open and close it with no `.await` in
+    /// between (an rgex future about to suspend with a region open
+    /// resolves to [`Error::NbiAcrossAwait`] and closes the region, so the
+    /// thread's next task does not find it open).
     pub fn nbi_begin_region(&self) -> Result<()> {
         if nbi::begin_region() {
             Ok(())
         } else {
             Err(Error::Config(
-                "nbi_begin_region: this thread already has an open access region".into(),
+                "nbi_begin_region: this thread already has an open access region (a region is \
+                 per thread: open and close it on one thread, with no .await in between)"
+                    .into(),
             ))
         }
     }

@@ -227,6 +227,9 @@ impl Engine {
 
     /// Start a collective on team `id`: its sequence number.
     pub(crate) fn begin(&self, id: u64, what: &'static str) -> Result<u64> {
+        // A collective of a finalized or dropped client is refused before
+        // it takes a sequence number (its messages would be).
+        self.ep.check_open(what)?;
         self.state.lock().teams.start(id, what)
     }
 
@@ -428,6 +431,14 @@ impl Abandon for Engine {
     /// A collective waits for its members' requests.
     fn answered_by_replies(&self) -> bool {
         false
+    }
+
+    /// The non-blocking collectives in flight (a blocking one finishes
+    /// before its call returns).
+    fn in_flight(&self) -> usize {
+        // Relaxed: a count for a report, written under `pending`'s lock;
+        // a stale value is a snapshot a moment old.
+        self.in_flight.load(Ordering::Relaxed)
     }
 
     fn fail_peer(&self, peer: Rank, why: &str) -> usize {

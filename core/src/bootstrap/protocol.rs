@@ -24,9 +24,10 @@ use std::io::{Read, Write};
 const HELLO_MAGIC: &[u8; 5] = b"RGEX1";
 /// First byte of a collective contribution frame.
 pub const OP_ALLGATHER: u8 = b'A';
-/// First byte of the frame a rank sends when its process starts to exit,
-/// followed by the time it did ([`monotonic_ns`], 8 bytes little-endian);
-/// no answer. Of several ranks found ended at once, the launcher blames
+/// First byte of the frame a rank sends when it starts to leave the job
+/// (its `Client` is finalized or dropped, or else its process starts to
+/// exit: see [`announce_leaving`](super::announce_leaving)), followed by
+/// the time it did ([`monotonic_ns`], 8 bytes little-endian); no answer. Of several ranks found ended at once, the launcher blames
 /// the first to start leaving (the others most likely failed because it
 /// had gone).
 pub const OP_LEAVING: u8 = b'L';

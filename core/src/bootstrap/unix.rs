@@ -8,11 +8,12 @@ use crate::{Error, Result};
 use parking_lot::Mutex;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// This process's connection to the launcher, for the exit hook that
-/// says it is leaving ([`announce_leaving_at_exit`]).
+/// says it is leaving ([`announce_leaving`], [`announce_leaving_at_exit`]).
 static CONNECTION: parking_lot::Mutex<Option<Weak<Mutex<UnixStream>>>> =
     parking_lot::Mutex::new(None);
 
@@ -99,7 +100,13 @@ impl Bootstrap for UnixBootstrap {
 /// at once the launcher blames the first to leave, not a rank that failed
 /// because it had gone. Call it once everything else that acts at exit is
 /// set up (the conduits' exit hooks): exit hooks run last registered
-/// first. Does nothing without a launcher connection.
+/// first. Does nothing without a launcher connection, or once
+/// [`announce_leaving`] has spoken.
+///
+/// ```
+/// // Without rgex-run (no launcher connection) it only registers the hook.
+/// rgex_core::bootstrap::announce_leaving_at_exit();
+/// ```
 pub fn announce_leaving_at_exit() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -109,17 +116,51 @@ pub fn announce_leaving_at_exit() {
     });
 }
 
-extern "C" fn announce() {
+/// The launcher has been told this process is leaving.
+static ANNOUNCED: AtomicBool = AtomicBool::new(false);
+
+/// Tell the launcher now that this process is leaving the job (an
+/// [`OP_LEAVING`] frame stamped with the time of the call), before its
+/// conduit is torn down and its peers can find it gone: a `Client`
+/// that is dropped or finalized calls it first, so that a peer that then
+/// fails (finding it gone) and exits before it is not the one the
+/// launcher blames. Once per process: later calls, and the exit hook of
+/// [`announce_leaving_at_exit`], send nothing more (the launcher keeps
+/// the first time anyway). Returns whether the launcher was told now.
+/// Does nothing without a launcher connection (a job of one rank, or one
+/// started by a PMIx launcher, which does not ask), or when another
+/// thread of this process holds the connection in a collective for more
+/// than 10 ms (that collective may never finish now; the exit hook tries
+/// again).
+///
+/// ```
+/// // Without rgex-run there is nobody to tell.
+/// assert!(!rgex_core::bootstrap::announce_leaving());
+/// ```
+pub fn announce_leaving() -> bool {
+    // Relaxed: a once-flag on its own; a race between two threads at
+    // worst sends the frame twice, which the launcher ignores (it keeps
+    // the first time).
+    if ANNOUNCED.load(Ordering::Relaxed) {
+        return false;
+    }
     let now = monotonic_ns();
     let Some(stream) = CONNECTION.lock().as_ref().and_then(Weak::upgrade) else {
-        return;
+        return false;
     };
     let mut frame = vec![OP_LEAVING];
     frame.extend_from_slice(&now.to_le_bytes());
     // Another thread may be in a collective with the lock held (it would
     // never finish now): then say nothing rather than wait or interleave.
     let locked = stream.try_lock_for(Duration::from_millis(10));
-    if let Some(mut s) = locked {
-        let _ = write_frame(&mut *s, &frame);
+    let told = locked.is_some_and(|mut s| write_frame(&mut *s, &frame).is_ok());
+    if told {
+        // Relaxed: as above.
+        ANNOUNCED.store(true, Ordering::Relaxed);
     }
+    told
+}
+
+extern "C" fn announce() {
+    announce_leaving();
 }

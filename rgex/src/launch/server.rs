@@ -21,8 +21,10 @@ use rgex_core::bootstrap::protocol::{
 use rgex_core::{Error, Result};
 use std::collections::BTreeMap;
 use std::net::Shutdown;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -58,8 +60,9 @@ struct State {
     /// the kernel closes it at once, while the launcher reaps ranks only
     /// every few milliseconds).
     closed_at: Vec<Option<u64>>,
-    /// When the rank said it was leaving (its process began to exit:
-    /// before its conduit's exit hooks tell its peers).
+    /// When the rank said it was leaving (its client was finalized or
+    /// dropped, or its process began to exit: before its conduit tells
+    /// its peers).
     leaving_at: Vec<Option<u64>>,
     /// When the launcher saw the rank's process exit.
     exited: Vec<Option<Instant>>,
@@ -93,6 +96,10 @@ impl State {
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
+    /// Connection threads that have seen bytes arrive and not yet
+    /// recorded what they said (a leaving, a close): see
+    /// [`BootstrapServer::settled`].
+    reading: AtomicUsize,
 }
 
 impl Shared {
@@ -165,6 +172,7 @@ impl BootstrapServer {
                 workers: Vec::new(),
             }),
             changed: Condvar::new(),
+            reading: AtomicUsize::new(0),
         });
         let acceptor = {
             let shared = Arc::clone(&shared);
@@ -204,9 +212,9 @@ impl BootstrapServer {
     }
 
     /// When `rank` began to leave ([`monotonic_ns`]), if the server knows:
-    /// when it said it did (its process began to exit, by its own reading
-    /// of the clock), else when its connection closed (its process
-    /// ended). The supervisor, which reaps ranks only every few
+    /// when it said it did (its client was finalized or dropped, or its
+    /// process began to exit, by its own reading of the clock), else when
+    /// its connection closed (its process ended). The supervisor, which reaps ranks only every few
     /// milliseconds, blames the first of several ranks found ended at
     /// once by this.
     pub fn left_at(&self, rank: u32) -> Option<u64> {
@@ -217,6 +225,23 @@ impl BootstrapServer {
             .copied()
             .flatten()
             .or(st.closed_at.get(r).copied().flatten())
+    }
+
+    /// True when everything the ranks have written to the server so far
+    /// has been read and recorded: no connection holds unread bytes, and
+    /// no connection thread is between taking a frame (or its close) and
+    /// recording it. The supervisor judges a failure only once this
+    /// holds (or after a grace), so that a rank's leaving, written before
+    /// its peers could find it gone, is known when they are judged, however
+    /// late the server's threads got to run.
+    pub fn settled(&self) -> bool {
+        let pending = self.shared.lock().streams.iter().any(|s| unread(s) > 0);
+        // SeqCst, read after the unread counts: a connection thread
+        // counts itself (SeqCst) before the read that takes bytes out of
+        // the socket, so bytes that were there and are gone now were
+        // taken by a thread whose count is seen here, until it has
+        // recorded them.
+        !pending && self.shared.reading.load(Ordering::SeqCst) == 0
     }
 
     /// Shut down: fail every waiting collective, close every connection,
@@ -289,16 +314,61 @@ fn accept_loop(listener: UnixListener, shared: Arc<Shared>) {
     }
 }
 
+/// Bytes waiting to be read on `stream` (0 if it cannot say: closed).
+fn unread(stream: &UnixStream) -> libc::c_int {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, which points
+    // at `n`; the descriptor is `stream`'s, open while it is borrowed.
+    let r = unsafe { libc::ioctl(stream.as_raw_fd(), libc::FIONREAD, &mut n) };
+    if r == 0 {
+        n
+    } else {
+        0
+    }
+}
+
+/// Block until `stream` has bytes to read, or its end (or an error) is
+/// there, without taking anything.
+fn wait_readable(stream: &UnixStream) {
+    let mut fd = libc::pollfd {
+        fd: stream.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd, for the duration of the call; the
+        // descriptor is `stream`'s, open while it is borrowed.
+        let r = unsafe { libc::poll(&mut fd, 1, -1) };
+        if r >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
 /// Serve one connection: the hello, then collectives until it closes.
+///
+/// From the moment bytes arrive until what they say is recorded (a
+/// leaving, the connection's end), the thread counts itself in
+/// `shared.reading` (see [`BootstrapServer::settled`]); not while it
+/// waits in a collective, which blames nobody.
 fn serve(mut stream: UnixStream, shared: &Shared) {
     let Some(rank) = hello(&mut stream, shared) else {
         return;
     };
+    // SeqCst (every use of `reading`): see `BootstrapServer::settled`.
+    let busy = || shared.reading.fetch_add(1, Ordering::SeqCst);
+    let idle = || shared.reading.fetch_sub(1, Ordering::SeqCst);
     let mut round = 0u64;
-    while let Ok(Some(frame)) = read_frame(&mut stream) {
+    loop {
+        wait_readable(&stream);
+        busy();
+        let Ok(Some(frame)) = read_frame(&mut stream) else {
+            break;
+        };
         if let [OP_LEAVING, at @ ..] = &frame[..] {
             if let Ok(at) = <[u8; 8]>::try_from(at) {
                 shared.lock().leaving_at[rank as usize].get_or_insert(u64::from_le_bytes(at));
+                idle();
                 continue;
             }
         }
@@ -310,19 +380,23 @@ fn serve(mut stream: UnixStream, shared: &Shared) {
             let _ = write_frame(&mut stream, &encode_failure(&why));
             break;
         }
+        idle();
         let answer = match collective(shared, rank, round, frame[1..].to_vec()) {
             Ok(answer) => answer,
             Err(why) => Arc::new(encode_failure(&why)),
         };
         round += 1;
         if write_frame(&mut stream, &answer).is_err() {
+            busy();
             break;
         }
     }
+    // Counted busy here, on every way out of the loop.
     let mut st = shared.lock();
     st.left[rank as usize] = Some(round);
     st.closed_at[rank as usize] = Some(monotonic_ns());
     drop(st);
+    idle();
     shared.changed.notify_all();
     let _ = stream.shutdown(Shutdown::Both);
 }

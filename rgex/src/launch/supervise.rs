@@ -176,9 +176,15 @@ pub(crate) fn supervise(
                 .iter()
                 .filter(|p| p.running)
                 .any(|p| Owner::of(p.child.id()).gone().is_some());
+        // The server may not have read yet what the ranks wrote it (a
+        // leaving said before the failed rank could find its sender gone,
+        // but read by a server thread that has not run since): wait for
+        // it, a while, so that the leaving counts.
+        let unsettled = first.is_some() && !server.settled();
         let now = Instant::now();
         let judge = first.is_some()
-            && !((earlier_leaver || dying) && now < *judge_by.get_or_insert(now + BLAME_GRACE));
+            && !((earlier_leaver || dying || unsettled)
+                && now < *judge_by.get_or_insert(now + BLAME_GRACE));
         let failed = if judge && outcome.is_none() {
             first.map(|(_, _, _, s)| s.clone())
         } else {

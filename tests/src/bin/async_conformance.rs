@@ -13,6 +13,12 @@
 //! awaited `barrier_nb`: the task must keep progressing (the barrier
 //! completes) and hand the error to whoever holds its stopper.
 //!
+//! Then the async NBI rule (issue 38): an rgex future about to suspend
+//! while its thread has an open access region, or implicit-handle
+//! operations not synced, resolves to `Error::NbiAcrossAwait` (the region
+//! closed, so the thread's next task starts clean); with neither it stays
+//! pending.
+//!
 //! The second argument is the number of tasks (default 2000). Run with
 //! `RGEX_RMA=reference RGEX_ATOMICS=reference RGEX_VIS=am` too, so that
 //! the operations are really in flight when awaited (on smp's mapped
@@ -199,6 +205,81 @@ fn main() -> rgex::Result<()> {
         )));
     }
     ok(&client, &format!("{mode}: every awaited fetch-add landed"));
+    nbi_across_await(&client, peer)?;
+    Ok(())
+}
+
+/// What a never-finishing operation's event polls: nothing.
+struct NoProgress;
+
+impl rgex::Progress for NoProgress {
+    fn progress(&self) -> usize {
+        0
+    }
+    fn polite(&self) -> bool {
+        true
+    }
+}
+
+/// The async NBI rule enforced: poll a pending event (an operation that
+/// never completes, so every poll would suspend) with and without NBI
+/// state on this thread.
+fn nbi_across_await(client: &Client, peer: Rank) -> rgex::Result<()> {
+    use std::future::Future;
+    let me = client.rank();
+    let ep = client.endpoint();
+    let never = rgex::Completion::new(1);
+    let mut ev = rgex::Event::pending(never.clone(), std::sync::Arc::new(NoProgress));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut poll = || std::pin::Pin::new(&mut ev).poll(&mut cx);
+    let refused = |what: &str, r: std::task::Poll<rgex::Result<()>>, says: &str| match r {
+        std::task::Poll::Ready(Err(rgex::Error::NbiAcrossAwait { what: w }))
+            if w.contains(says) =>
+        {
+            Ok(())
+        }
+        other => Err(rgex::Error::Failed(format!(
+            "{me}: a future awaited with {what} open: {other:?}"
+        ))),
+    };
+    // Nothing of NBI on the thread: it suspends as usual.
+    if !poll().is_pending() {
+        return Err(rgex::Error::Failed(format!(
+            "{me}: a pending event did not suspend"
+        )));
+    }
+    // An open access region: refused, and the region closed.
+    ep.nbi_begin_region()?;
+    refused("an access region", poll(), "access region")?;
+    if ep.nbi_end_region().is_ok() {
+        return Err(rgex::Error::Failed(format!(
+            "{me}: the region awaited across was left open on the thread"
+        )));
+    }
+    ep.nbi_begin_region()?; // the thread's next task starts clean
+    ep.nbi_end_region()?.wait()?;
+    // An implicit put outstanding (counted as put_nbi counts it: on a
+    // mapped segment a real one is done before it returns).
+    let puts = ep.nbi_counter(rgex::NbiCategory::Put);
+    puts.add(1);
+    let r = poll();
+    puts.done();
+    refused("an implicit put outstanding", r, "puts")?;
+    // Synced: suspends again; and a real put_nbi synced before the
+    // .await is fine.
+    ep.put_nbi(GlobalAddr::new(peer, BASE), &[1u8; 8], Flags::empty())?;
+    ep.nbi_wait(rgex::NbiCategory::Put)?;
+    if !poll().is_pending() {
+        return Err(rgex::Error::Failed(format!(
+            "{me}: a pending event did not suspend after the NBI state was synced"
+        )));
+    }
+    never.done();
+    client.barrier()?;
+    ok(
+        client,
+        "an rgex future about to suspend with an open access region or unsynced implicit puts resolves to NbiAcrossAwait (the region closed); with neither it suspends",
+    );
     Ok(())
 }
 
