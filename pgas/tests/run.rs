@@ -88,6 +88,43 @@ fn every_piece_checks_on_one_two_and_four_ranks() {
     }
 }
 
+/// On a network conduit with the bypass on (the matrix's rows that mix
+/// node-local and remote peers), the checks on four ranks over two
+/// emulated nodes (`RGEX_HOST` per rank): rank 1 is node-local to rank 0,
+/// ranks 2 and 3 remote.
+#[test]
+fn every_piece_checks_on_two_nodes() {
+    let conduit = std::env::var("RGEX_CONDUIT").unwrap_or_default();
+    let bypass = std::env::var("RGEX_SHM_BYPASS").as_deref() != Ok("0");
+    if !(matches!(conduit.as_str(), "ofi" | "ibv") && bypass) {
+        println!(
+            "skip on {conduit}: the whole test: only a network conduit with its bypass on mixes node-local and remote peers"
+        );
+        return;
+    }
+    let exe = example("conformance");
+    let script = format!(
+        "RGEX_HOST=node$((RGEX_RANK / 2)) exec '{}' all",
+        exe.display()
+    );
+    let (outcome, out, err) = Job::new(4, "/bin/sh")
+        .args(["-c", script.as_str()])
+        .timeout(Some(Duration::from_secs(240)))
+        .run_captured()
+        .expect("the launcher starts the job");
+    println!("--- stdout\n{out}--- stderr\n{err}---");
+    assert_eq!(outcome.status, 0, "two nodes: {:?}", outcome.failure);
+    for what in [
+        "answers: a target that cannot stage a result",
+        "all checks on 4 ranks",
+    ] {
+        assert!(
+            out.contains(&format!("ok: {what}")),
+            "no {what} line: {out}"
+        );
+    }
+}
+
 #[test]
 fn every_piece_checks_with_rgex_s_progress_thread_running() {
     // The thread polls rgex (handlers queue work); RPC bodies still run

@@ -17,6 +17,11 @@ const RMA: &str = env!("CARGO_BIN_EXE_rma_conformance");
 const AD: &str = env!("CARGO_BIN_EXE_atomics_conformance");
 const COLL: &str = env!("CARGO_BIN_EXE_coll_conformance");
 const VIS: &str = env!("CARGO_BIN_EXE_vis_conformance");
+const PROTOCOL: &str = env!("CARGO_BIN_EXE_protocol_conformance");
+const ASYNC: &str = env!("CARGO_BIN_EXE_async_conformance");
+const CANCEL: &str = env!("CARGO_BIN_EXE_cancel_conformance");
+const FAULTS: &str = env!("CARGO_BIN_EXE_job_faults");
+const LIFECYCLE: &str = env!("CARGO_BIN_EXE_job_lifecycle");
 
 const WHY: &str = "only a network conduit (ofi, ibv) with its shared-memory bypass on mixes node-local peers (smp) with remote ones (network) in one job";
 
@@ -51,6 +56,48 @@ fn active_messages_two_nodes() {
     assert!(
         by_peer[0] == by_peer[1] && by_peer[2] == by_peer[3] && by_peer[1] != by_peer[2],
         "{by_peer:?}"
+    );
+}
+
+/// Two ranks of `exe`, each on a node of its own: every peer is remote.
+fn one_per_node(exe: &str, args: &[&str]) -> Job {
+    let mut script = format!("RGEX_HOST=node$RGEX_RANK exec '{exe}'");
+    for a in args {
+        script.push_str(&format!(" '{a}'"));
+    }
+    job(2, "/bin/sh", &["-c", &script])
+}
+
+/// Issue 38's checks across two nodes: reserved handlers and forged
+/// replies (every public way refused at the sender), cancelled handles,
+/// the progress task past a handler error and the async NBI rule, a
+/// client's life (finalize, a refused clone), and the launcher blaming
+/// the rank that left, not the survivor.
+#[test]
+fn reliability_two_nodes() {
+    if skip_unless(mixes(), WHY) {
+        return;
+    }
+    run_ok(
+        &two_nodes(PROTOCOL, &[])
+            .env("RGEX_RMA", "reference")
+            .env("RGEX_ATOMICS", "reference"),
+        (8, 0),
+    );
+    run_ok(
+        &one_per_node(CANCEL, &[])
+            .env("RGEX_RMA", "reference")
+            .env("RGEX_VIS", "am"),
+        (1, 0),
+    );
+    run_ok(&two_nodes(ASYNC, &["task", "500"]), (4, 0));
+    run_ok(&one_per_node(LIFECYCLE, &["finalize_then_op"]), (1, 0));
+    let (outcome, _, _) = common::run(&one_per_node(FAULTS, &["drop_then_exit3"]));
+    let failure = outcome.failure.clone().unwrap_or_default();
+    assert!(
+        outcome.status == 3 && failure.contains("rank 1"),
+        "drop_then_exit3 across nodes: status {} ({failure}): the survivor was blamed",
+        outcome.status
     );
 }
 
