@@ -75,7 +75,7 @@ for row in "${rows[@]}"; do
             env $envs cargo test --no-fail-fast -p rgex-tests "${suites[@]}" 2>&1 &&
                 env $envs cargo test -p rgex-examples --test run 2>&1 &&
                 env $envs cargo test -p rgex-pgas --test run 2>&1 &&
-                env $envs cargo test -p rgex-tests --test faults --test departure --test lifecycle 2>&1
+                env $envs cargo test -p rgex-tests --test faults --test departure --test lifecycle --test stopped_peer 2>&1
         }
     else
         run_row() { env $envs cargo test -p rgex-tests --test mixed 2>&1; }

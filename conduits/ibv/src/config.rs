@@ -23,9 +23,9 @@ pub const SOFT: &str = "soft";
 /// | `RGEX_IBV_SQ_DEPTH` | 128 | send-queue depth per peer (QP); a full queue is would-block; 1 to the device's `max_qp_wr` |
 /// | `RGEX_SHM_BYPASS` | `1` | `0`: node-local peers go through verbs too |
 /// | `RGEX_IBV_MAX_MEDIUM` | 8K | largest Medium payload (512 to 1 MiB) |
-/// | `RGEX_IBV_WINDOW` | 8 | credits per peer and direction: messages a sender may have unconsumed at a receiver (2 to 4096); the shared receive queue holds ranks x (2 x window + 5) receives |
+/// | `RGEX_IBV_WINDOW` | 8 | credits per peer and direction: messages a sender may have unconsumed at a receiver (2 to 4096); the shared receive queue holds ranks x (2 x window + 7) receives |
 /// | `RGEX_IBV_SEND_BUFFERS` | 64 | registered send buffers for requests (replies get half as many); 2 to 65536 |
-/// | `RGEX_IBV_TIMEOUT` | 300 | seconds without any sign of life from a peer we wait on before it is declared dead (0: never) |
+/// | `RGEX_IBV_TIMEOUT` | 300 | seconds without any sign of life (pings unanswered) from a peer we wait on before it is declared dead (0: never); it bounds every wait on a network peer (credits, an AM reply, a collective, RMA, atomics, VIS, `peer_gone`) |
 ///
 /// The sizes (max Medium, window) are rank 0's, so every rank agrees.
 ///

@@ -29,7 +29,7 @@
 //!   connected all to all before anyone sends.
 //! - **Active messages.** Each message is one SEND into the shared
 //!   receive queue, which holds every receive buffer of the kit (ranks x
-//!   (2 x window + 5)): the kit's credits bound what each sender has
+//!   (2 x window + 7)): the kit's credits bound what each sender has
 //!   unconsumed, so a receive is always posted and RNR does not happen in
 //!   normal operation. A message of up to `RGEX_IBV_INLINE` bytes is sent
 //!   inline ([`Transport::inject`](rgex_net::Transport::inject)): its

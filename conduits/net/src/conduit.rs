@@ -314,12 +314,16 @@ impl<T: Transport> Conduit for NetConduit<T> {
     }
 
     /// A peer is gone once it said goodbye (it closed its conduit), an
-    /// operation to it failed (or it stayed silent past the dead-peer
-    /// timeout), or, on this node, smp found its process gone, and what
-    /// it sent before is delivered.
+    /// operation to it failed, it stayed silent past the dead-peer
+    /// timeout while waited on, or, on this node, smp found its process
+    /// gone, and what it sent before is delivered. Being asked counts as
+    /// a wait on `peer` (the protocol layer asks about the peers its
+    /// operations in flight wait on; a client, about a peer whose answer
+    /// it waits for): see [`health`](crate::health).
     fn peer_gone(&self, peer: Rank) -> Option<String> {
         let mut st = self.state.lock();
         self.ask_node(&mut st, peer);
+        st.waiting_on(&self.net, peer.index());
         st.gone(peer.index())
     }
 
@@ -329,16 +333,25 @@ impl<T: Transport> Conduit for NetConduit<T> {
         }
     }
 
-    /// Ask smp about each peer on this node that the transport holds
-    /// operations for (see [`ask_node`](Self::ask_node)): a process that
-    /// ended without a goodbye never completes them.
+    /// For each peer that the transport holds operations for (not
+    /// pings, not those already given up on): ask smp about it if it is
+    /// on this node (see [`ask_node`](Self::ask_node)): a process that
+    /// ended without a goodbye never completes them; and count it waited
+    /// on, so one silent past the dead-peer timeout is declared dead and
+    /// its operations fail (see [`health`](crate::health)).
     fn check_in_flight(&self) {
         let mut st = self.state.lock();
-        let mut peers: Vec<u32> = st.ops.iter().filter_map(|op| op.peer()).collect();
+        let mut peers: Vec<u32> = st
+            .ops
+            .iter()
+            .filter(|op| !matches!(op, Op::Ping { .. } | Op::Abandoned { .. }))
+            .filter_map(|op| op.peer())
+            .collect();
         peers.sort_unstable();
         peers.dedup();
         for p in peers {
             self.ask_node(&mut st, Rank(p));
+            st.waiting_on(&self.net, p as usize);
         }
     }
 
@@ -430,7 +443,7 @@ impl<T: Transport> NetConduit<T> {
         st.check_alive(spec.peer, "AM")?;
         let p = &st.peers[peer];
         if p.sent[d].wrapping_sub(p.acked[d]) as usize >= net.geo.window {
-            st.stalled(peer)?;
+            st.stalled(net, peer)?;
             self.ask_node(st, spec.peer);
             st.check_alive(spec.peer, "AM")?;
             return Err(Error::WouldBlock {

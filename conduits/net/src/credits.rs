@@ -92,6 +92,34 @@ impl<T: Transport> State<T> {
         }
     }
 
+    /// Answer the pings received (see [`health`](crate::health)), where
+    /// a reply buffer is free (the rest at the next progress). A peer
+    /// gone, or told goodbye, is not answered.
+    pub(crate) fn send_pongs(&mut self, net: &Net<T>) {
+        for peer in 0..self.peers.len() {
+            let p = &mut self.peers[peer];
+            if !p.want_pong {
+                continue;
+            }
+            if p.dead.is_some() || p.farewell {
+                p.want_pong = false;
+                continue;
+            }
+            let Some(slot) = self.claim_slot(POOL_REP) else {
+                return;
+            };
+            self.peers[peer].want_pong = false;
+            self.send_am(
+                net,
+                slot as usize,
+                peer,
+                control_header(self.me, wire::PONG),
+                &[],
+            );
+        }
+        self.pongs_owed = false;
+    }
+
     /// A delivered message's buffer is free again: count it consumed and
     /// repost it; owe a credit message once
     /// [`credit_every`](crate::geometry::Geometry::credit_every) are

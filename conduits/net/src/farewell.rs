@@ -159,9 +159,29 @@ impl<T: Transport> State<T> {
     /// stays alive in the abandoned slot), and a get's destination is
     /// written only with data the departed peer would have to send.
     pub(crate) fn abandon_ops_to(&mut self, peer: usize) {
+        self.abandon_ops(peer, false);
+    }
+
+    /// [`abandon_ops_to`](Self::abandon_ops_to), or, with `may_act`, for
+    /// a peer whose process may still act (found silent past the
+    /// timeout, but perhaps only stopped, or cut off): its network may yet
+    /// carry a put or a get, so those that read or write the caller's own
+    /// memory (outside the segment and our buffers) are left to the
+    /// transport, whose completion alone gives that memory back to the
+    /// caller; every other operation fails now (what it touches is ours,
+    /// kept in [`Op::Abandoned`], or the segment, which stays mapped).
+    pub(crate) fn abandon_ops(&mut self, peer: usize, may_act: bool) {
         let why = self.unreachable(peer);
         for op in self.ops.iter_mut() {
             if op.peer() != Some(peer as u32) {
+                continue;
+            }
+            if may_act
+                && matches!(
+                    op,
+                    Op::Put { caller: true, .. } | Op::Get { caller: true, .. }
+                )
+            {
                 continue;
             }
             let held = match std::mem::replace(op, Op::Idle) {

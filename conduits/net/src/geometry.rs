@@ -23,8 +23,12 @@ pub const DYNAMIC_OPS: usize = 1024;
 /// messages (both directions), each unread credit message reports at
 /// least `credit_every` more than the one before it, and the first at
 /// least `credit_every` more than `p`; so at most `2 x window /
-/// credit_every <= 4` are unread, and five buffers leave one spare.
-pub const CREDIT_SLOTS: usize = 5;
+/// credit_every <= 4` are unread. Add the liveness probes (see
+/// [`health`](crate::health)): at most one [`PING`](crate::wire::PING)
+/// unanswered per sender (no second before its pong), and at most one
+/// [`PONG`](crate::wire::PONG) (one per ping of the receiver's); six, and
+/// seven buffers leave one spare.
+pub const CREDIT_SLOTS: usize = 7;
 
 /// Geometry of the buffers, the same on every rank.
 #[derive(Clone, Copy, Debug)]

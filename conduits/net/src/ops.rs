@@ -21,6 +21,11 @@ pub(crate) enum Op<R> {
     Recv,
     /// An AM (or control message) sent from send buffer `id - n_recv`.
     AmSend { peer: u32 },
+    /// A [`PING`](crate::wire::PING) sent from send buffer `id - n_recv`:
+    /// an `AmSend` whose completion is no sign of life of the peer (on
+    /// some networks a send completes once the local stack took it), so
+    /// it does not touch the peer's liveness clock.
+    Ping { peer: u32 },
     /// A Long's payload write; the header goes after it unless it was
     /// already posted behind it (send-after-write ordering).
     LongWrite {
@@ -35,6 +40,9 @@ pub(crate) enum Op<R> {
         lc: Option<Arc<Completion>>,
         bounce: Option<u32>,
         mr: Option<Arc<R>>,
+        /// Its source is the caller's own memory (not the segment, not a
+        /// bounce buffer): see `State::abandon_ops`.
+        caller: bool,
         /// Written without delivery completion: the last byte's offset;
         /// the put then waits for a read back ([`readback`](crate::readback)).
         flush_at: Option<u64>,
@@ -48,6 +56,9 @@ pub(crate) enum Op<R> {
         /// Bounce buffer, destination and length to copy at completion.
         bounce: Option<(u32, usize, usize)>,
         mr: Option<Arc<R>>,
+        /// It reads into the caller's own memory (not the segment, not a
+        /// bounce buffer): see `State::abandon_ops`.
+        caller: bool,
     },
     /// One offloaded atomic; operands and result in send buffer `slot`.
     Atomic {
@@ -75,6 +86,7 @@ impl<R> Op<R> {
     pub(crate) fn peer(&self) -> Option<u32> {
         match self {
             Op::AmSend { peer }
+            | Op::Ping { peer }
             | Op::LongWrite { peer, .. }
             | Op::Put { peer, .. }
             | Op::Flush { peer, .. }

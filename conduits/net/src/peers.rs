@@ -35,10 +35,24 @@ pub(crate) struct Peer {
     /// read: reading the clock for every message cost more than the
     /// rest of its bookkeeping; only a stalled send needs the time.
     pub heard: bool,
-    /// Last sign of life, as of the last stall check.
+    /// Last sign of life, as of the last stall or wait check.
     pub last_heard: Instant,
     /// Since when a send to it has waited for credits.
     pub stalled_since: Option<Instant>,
+    /// Since when something of this rank has waited on it: an operation
+    /// the transport holds for it, or the protocol layer asking
+    /// `peer_gone` about it for an operation in flight (see
+    /// `State::waiting_on`); `None` until the first wait.
+    pub waited_since: Option<Instant>,
+    /// When a wait on it was last seen: a wait not seen again within the
+    /// timeout has ended, and the next one starts its own clock.
+    pub last_waited: Instant,
+    /// A ping to it is unanswered (sent, its pong not yet received): no
+    /// second one goes until it is, so at most one is unread there.
+    pub pinged: bool,
+    /// It pinged this rank: a pong is owed (sent by progress, see
+    /// `State::send_pongs`).
+    pub want_pong: bool,
     /// Puts whose writes completed, waiting for a read back.
     pub waiting: Waiting,
     /// A node-local peer carried over the network that smp has reported
@@ -63,6 +77,10 @@ impl Peer {
             heard: false,
             last_heard: now,
             stalled_since: None,
+            waited_since: None,
+            last_waited: now,
+            pinged: false,
+            want_pong: false,
             waiting: Waiting::default(),
             node_gone_since: None,
         }

@@ -89,7 +89,7 @@ impl<T: Transport> NetConduit<T> {
             let mr = Arc::new(unsafe { net.transport.register(p, len) }?);
             return Ok(Local::OnTheFly(mr));
         }
-        Ok(Local::Registered(0))
+        Ok(Local::Unregistered)
     }
 
     /// See the module docs; the SPI's `try_put`.
@@ -117,8 +117,10 @@ impl<T: Transport> NetConduit<T> {
             });
         }
         let local = self.local_side(&mut st, src, len, peer, true)?;
+        let caller = local.is_callers();
         let (src, desc, bounce, mr) = match &local {
             Local::Registered(d) => (src as usize, *d, None, None),
+            Local::Unregistered => (src as usize, 0, None, None),
             Local::Bounce(s) => {
                 let b = net.send_buf(*s as usize);
                 // SAFETY: `len <= slot` bytes into bounce buffer `s`, which
@@ -161,6 +163,7 @@ impl<T: Transport> NetConduit<T> {
                 lc: (bounce.is_none()).then(|| lc.clone()),
                 bounce: if i + 1 == pieces { bounce } else { None },
                 mr: mr.clone(),
+                caller,
                 flush_at: (!delivery).then_some(offset + (at + n - 1) as u64),
             };
             if i == 0 {
@@ -201,8 +204,10 @@ impl<T: Transport> NetConduit<T> {
             });
         }
         let local = self.local_side(&mut st, dst, len, peer, false)?;
+        let caller = local.is_callers();
         let (to, desc, bounce, mr) = match &local {
             Local::Registered(d) => (dst as usize, *d, None, None),
+            Local::Unregistered => (dst as usize, 0, None, None),
             Local::Bounce(s) => (
                 net.send_buf(*s as usize) as usize,
                 net.send_desc,
@@ -233,6 +238,7 @@ impl<T: Transport> NetConduit<T> {
                 done: done.clone(),
                 bounce: bounce.map(|s| (s, dst as usize, len)),
                 mr: mr.clone(),
+                caller,
             };
             if i == 0 {
                 st.issue_first(net, id, bounce, peer, &post)?;
@@ -253,4 +259,15 @@ enum Local<R> {
     Bounce(u32),
     /// Registered for this operation.
     OnTheFly(Arc<R>),
+    /// The caller's memory outside the registered areas, on a network
+    /// that needs no local registration (descriptor 0).
+    Unregistered,
+}
+
+impl<R> Local<R> {
+    /// The network reads or writes the caller's own memory (not the
+    /// segment, not a buffer of ours) until the operation completes.
+    fn is_callers(&self) -> bool {
+        matches!(self, Local::OnTheFly(_) | Local::Unregistered)
+    }
 }

@@ -61,6 +61,9 @@ pub struct State<T: Transport> {
     /// not reported (it has most likely left).
     pub(crate) closing: bool,
     pub(crate) timeout: Option<Duration>,
+    /// Some peer's [`want_pong`](Peer::want_pong) is set (progress looks
+    /// at the peers only then).
+    pub(crate) pongs_owed: bool,
     pub(crate) me: Rank,
     /// Dynamic operation slots given up on ([`Op::Abandoned`]), and the
     /// send buffers they hold: not waited for by [`quiet`](Self::quiet).
@@ -104,6 +107,7 @@ impl<T: Transport> State<T> {
             network_peer: (0..g.size).map(|p| p != me.index()).collect(),
             closing: false,
             timeout: (timeout_secs > 0).then(|| Duration::from_secs(timeout_secs)),
+            pongs_owed: false,
             me,
             abandoned_ops: 0,
             abandoned_slots: 0,
@@ -173,6 +177,9 @@ impl<T: Transport> State<T> {
             n += self.read_back(net);
         }
         self.send_credits(net);
+        if self.pongs_owed {
+            self.send_pongs(net);
+        }
         n
     }
 
@@ -213,7 +220,8 @@ impl<T: Transport> State<T> {
             (h.src as usize) < self.peers.len()
                 && (!h.is_control()
                     || h.handler == wire::CREDIT_ONLY
-                    || (h.is_goodbye() && h.src != self.me.0))
+                    || (matches!(h.handler, wire::GOODBYE | wire::PING | wire::PONG)
+                        && h.src != self.me.0))
         };
         let h = match Header::read(msg, &mut args) {
             Some(h) if valid(&h) => h,
@@ -232,6 +240,15 @@ impl<T: Transport> State<T> {
         p.heard = true;
         p.stalled_since = None;
         if h.is_control() {
+            match h.handler {
+                // Answered at the end of this progress (`send_pongs`).
+                wire::PING => {
+                    p.want_pong = true;
+                    self.pongs_owed = true;
+                }
+                wire::PONG => p.pinged = false,
+                _ => {}
+            }
             self.post(net, Post::Recv { op: id as u32 });
             if h.is_goodbye() {
                 self.depart(h.src as usize);
@@ -278,6 +295,8 @@ impl<T: Transport> State<T> {
                 touch(&mut self.peers, peer);
                 self.release_slot(net, id - n_recv);
             }
+            // No sign of life (see `Op::Ping`).
+            Op::Ping { .. } => self.release_slot(net, id - n_recv),
             Op::LongWrite {
                 slot,
                 peer,
@@ -311,6 +330,7 @@ impl<T: Transport> State<T> {
                 bounce,
                 mr,
                 flush_at,
+                ..
             } => {
                 touch(&mut self.peers, peer);
                 if let Some(b) = bounce {
@@ -345,6 +365,7 @@ impl<T: Transport> State<T> {
                 done,
                 bounce,
                 mr,
+                ..
             } => {
                 touch(&mut self.peers, peer);
                 if let Some((slot, dst, len)) = bounce {

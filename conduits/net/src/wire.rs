@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! 0  kind      u8   category (2 bits) | reply (bit 2) | control (bit 3)
-//! 1  handler   u8   a control message: what it says (CREDIT_ONLY, GOODBYE)
+//! 1  handler   u8   a control message: what it says (CREDIT_ONLY, GOODBYE, PING, PONG)
 //! 2  nargs     u8   arguments carried
 //! 3  hlen      u8   header length in 8-byte words (payload starts there)
 //! 4  src       u32  sender's rank
@@ -19,8 +19,10 @@
 //!
 //! A control message (kind [`CONTROL`]) runs no handler: it carries the
 //! credit counts every header carries, and its handler byte says what
-//! else it means: nothing ([`CREDIT_ONLY`]), or that the sender is
-//! leaving the job ([`GOODBYE`], its last message to this receiver).
+//! else it means: nothing ([`CREDIT_ONLY`]), that the sender is
+//! leaving the job ([`GOODBYE`], its last message to this receiver), or
+//! a liveness probe ([`PING`], answered by a [`PONG`]: see
+//! [`health`](crate::health)).
 
 use rgex_core::descriptor::Kind;
 use rgex_core::{Category, Direction, Rank, MAX_ARGS};
@@ -38,6 +40,13 @@ pub const CREDIT_ONLY: u8 = 0;
 /// A control message's handler byte: the sender is leaving the job (it
 /// is closing its endpoint) and sends this receiver nothing more.
 pub const GOODBYE: u8 = 1;
+/// A control message's handler byte: the sender waits on this receiver
+/// and has heard nothing from it for a while; the receiver's progress
+/// (its own polls, or the [`ticker`](crate::ticker) while it computes)
+/// answers with a [`PONG`].
+pub const PING: u8 = 2;
+/// A control message's handler byte: the answer to a [`PING`].
+pub const PONG: u8 = 3;
 
 /// Header bytes for `nargs` arguments (a multiple of 8).
 #[inline]
@@ -208,7 +217,12 @@ mod tests {
     fn a_goodbye_is_a_control_message_and_a_credit_report_is_not_a_goodbye() {
         let mut buf = [0u64; MAX_HEADER / 8];
         let mut out = [0u32; MAX_ARGS];
-        for (handler, goodbye) in [(CREDIT_ONLY, false), (GOODBYE, true)] {
+        for (handler, goodbye) in [
+            (CREDIT_ONLY, false),
+            (GOODBYE, true),
+            (PING, false),
+            (PONG, false),
+        ] {
             let h = Header {
                 kind: CONTROL,
                 handler,

@@ -643,3 +643,82 @@ fn operations_held_by_the_network_fail_when_their_peer_leaves() {
     let e = unsafe { a.try_put(Rank(1), 0, small.as_ptr(), small.len(), &lc, &rc) }.unwrap_err();
     assert!(e.to_string().contains("rank 1"), "{e}");
 }
+
+/// Poll `c` (and let it check its operations in flight, as the endpoint
+/// does when its polls stall) until `done` holds or `limit` passes;
+/// returns whether it held.
+fn poll_checking(c: &C, limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        poll(c);
+        c.check_in_flight();
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    done()
+}
+
+#[test]
+fn operations_held_by_the_network_fail_when_their_peer_stays_silent_past_the_timeout() {
+    let mut cfg = LoopConfig::new(2);
+    cfg.settings.timeout_secs = 1;
+    let fabric = cfg.fabric.clone();
+    let job = job(&cfg);
+    let a = &job[0];
+    // Rank 1 stops answering: its process may still be there (stopped),
+    // so nothing fails on its own.
+    fabric.set_fate(1, Fate::Silent);
+    let mut small = vec![0u8; 100];
+    let mut large = vec![0u8; 100_000];
+    let (got_small, got_large) = (Completion::new(0), Completion::new(0));
+    // SAFETY: both destinations stay alive and untouched until their
+    // completions (checked below, before they are dropped).
+    unsafe {
+        a.try_get(small.as_mut_ptr(), Rank(1), 0, small.len(), &got_small)
+            .unwrap();
+        a.try_get(large.as_mut_ptr(), Rank(1), 0, large.len(), &got_large)
+            .unwrap();
+    }
+    let start = std::time::Instant::now();
+    assert!(
+        poll_checking(a, Duration::from_secs(10), || got_small.peek_done()),
+        "the get from the silent rank never failed"
+    );
+    let secs = start.elapsed().as_secs_f64();
+    assert!(secs >= 1.0, "declared dead before the timeout: {secs} s");
+    let why = got_small
+        .failure()
+        .expect("the get from a silent rank failed");
+    assert!(
+        why.contains("rank 1 stopped answering") && why.contains(Loopback::TIMEOUT_VAR),
+        "{why}"
+    );
+    assert!(a.peer_gone(Rank(1)).is_some(), "rank 1 is gone now");
+    // The large get reads into the caller's own memory, which a rank that
+    // is only stopped may yet write: it stays with the network.
+    assert!(!got_large.peek_done(), "the caller's memory was given back");
+    // Its peer dead for good, the network fails it.
+    fabric.set_fate(1, Fate::Dead);
+    wait(a, &got_large, || {});
+    assert!(got_large.failure().is_some());
+    assert!(small.iter().chain(&large).all(|&b| b == 0));
+}
+
+#[test]
+fn a_peer_waited_on_that_does_not_poll_answers_pings_and_is_not_declared_dead() {
+    let mut cfg = LoopConfig::new(2);
+    cfg.settings.timeout_secs = 1;
+    let job = job(&cfg);
+    let a = &job[0];
+    // Rank 1 never polls (the test never drives it): its progress ticker
+    // answers rank 0's pings. Rank 0 asks about it for three timeouts, as
+    // a wait on it does.
+    let gone = poll_checking(a, Duration::from_secs(3), || a.peer_gone(Rank(1)).is_some());
+    assert!(
+        !gone,
+        "a live rank was declared dead: {:?}",
+        a.peer_gone(Rank(1))
+    );
+}

@@ -19,7 +19,7 @@ pub(crate) const MAX_WINDOW: usize = 4096;
 /// | `RGEX_OFI_MAX_MEDIUM` | 8K | largest Medium payload (at least 512) |
 /// | `RGEX_OFI_WINDOW` | 8 | messages a sender may have unconsumed at a receiver, per direction (requests and replies each); 2 to 4096 |
 /// | `RGEX_OFI_SEND_BUFFERS` | 64 | registered send buffers for requests (replies get half as many of their own) |
-/// | `RGEX_OFI_TIMEOUT` | 300 | seconds without any sign of life from a peer we wait on before it is declared dead (0: never) |
+/// | `RGEX_OFI_TIMEOUT` | 300 | seconds without any sign of life (pings unanswered) from a peer we wait on before it is declared dead (0: never); it bounds every wait on a network peer (credits, an AM reply, a collective, RMA, atomics, VIS, `peer_gone`) |
 /// | `RGEX_OFI_INJECT` | the provider's inject size | largest AM message (header and payload) sent with `fi_inject` (no completion to reap; its buffer is free at once); `0`: never |
 /// | `RGEX_OFI_PUT_COMPLETION` | `auto` | how puts learn they landed: `delivery` (`FI_DELIVERY_COMPLETE` on each write), `readback` (NBI puts: a read after the writes, when someone waits), `auto` (readback for tcp, sockets, shm, udp; see [`PutCompletion`]) |
 ///

@@ -80,8 +80,10 @@
 //!   `fi_strerror`'s text. An error completion marks the peer dead: the
 //!   failed operation's completions fire (so nothing hangs; the error is
 //!   printed), and later operations to the peer return an error naming
-//!   it. A peer that is silent while we wait for its credits longer than
-//!   `RGEX_OFI_TIMEOUT` is declared dead the same way.
+//!   it. A peer that stays silent longer than `RGEX_OFI_TIMEOUT` (300 s
+//!   by default) while anything waits on it (its credits, an AM reply, a
+//!   collective, an RMA, an atomic, VIS), not even answering a ping, is
+//!   declared dead the same way (see [`health`](rgex_net::health)).
 //! - **Departures.** A rank that closes (dropped, or at exit) tells every
 //!   network peer goodbye after the last thing it sent it ([`farewell`](rgex_net::farewell));
 //!   the peer marks it departed without a warning, and operations to it

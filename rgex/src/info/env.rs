@@ -43,7 +43,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     v("RGEX_OFI_MAX_MEDIUM", "ofi: largest Medium payload to a network peer (default 8K)"),
     v("RGEX_OFI_WINDOW", "ofi: credits per sender and direction, 2 to 4096 (default 8)"),
     v("RGEX_OFI_SEND_BUFFERS", "ofi: registered send buffers for requests (default 64)"),
-    v("RGEX_OFI_TIMEOUT", "ofi: seconds a silent peer is waited for before it is declared dead (default 300, 0: never)"),
+    v("RGEX_OFI_TIMEOUT", "ofi: seconds a peer we wait on may stay silent (pings unanswered) before it is declared dead; covers every wait: credits, AM replies, barriers and collectives, RMA, atomics, VIS, peer_gone (default 300, 0: never)"),
     v("RGEX_OFI_PUT_COMPLETION", "ofi: how a put learns it landed: delivery, readback or auto (default)"),
     v("RGEX_OFI_INJECT", "ofi: largest AM message sent with fi_inject (default: the provider's inject size; 0: never)"),
     // scc.
@@ -65,7 +65,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     v("RGEX_IBV_MAX_MEDIUM", "ibv: largest Medium payload to a network peer, 512 to 1M (default 8K)"),
     v("RGEX_IBV_WINDOW", "ibv: credits per sender and direction, 2 to 4096 (default 8); receive buffers follow from it"),
     v("RGEX_IBV_SEND_BUFFERS", "ibv: registered send buffers for requests (default 64)"),
-    v("RGEX_IBV_TIMEOUT", "ibv: seconds a silent peer is waited for before it is declared dead (default 300, 0: never)"),
+    v("RGEX_IBV_TIMEOUT", "ibv: seconds a peer we wait on may stay silent (pings unanswered) before it is declared dead; covers every wait: credits, AM replies, barriers and collectives, RMA, atomics, VIS, peer_gone (default 300, 0: never)"),
     v("RGEX_IBV_SOFT_SERVICE", "ibv soft device: 0 turns off the per-process service thread that answers RDMA while no verb is called (default 1)"),
     v("RGEX_IBV_SOFT_FAULTS", "ibv soft device: faults to inject (testing)"),
     // PMIx.
