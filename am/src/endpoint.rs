@@ -516,7 +516,7 @@ impl Endpoint {
 
     #[cold]
     #[inline(never)]
-    fn finalized_error(&self, what: &'static str) -> Error {
+    pub(crate) fn finalized_error(&self, what: &'static str) -> Error {
         Error::Finalized {
             rank: self.rank,
             what,
@@ -539,8 +539,9 @@ impl Endpoint {
     /// Refuse sends, RMA and what is built on them from now on (the
     /// client is finalized or dropped).
     pub(crate) fn mark_finalized(&self) {
-        // Relaxed: as in `check_open`.
+        // Relaxed: as in `check_open`; the RMA routes close with it.
         self.finalized.store(true, Ordering::Relaxed);
+        self.routes.close();
     }
 
     /// Send a Short request (arguments only).

@@ -130,12 +130,26 @@ impl Endpoint {
             .map_or(RmaPath::Reference, Route::path)
     }
 
-    /// `rank`'s route, for an RMA operation (`what`) of a live client
-    /// (see [`check_open`](Endpoint::check_open): one relaxed load).
+    /// `rank`'s route, for an RMA operation (`what`) of a live client:
+    /// one compare checks both (see [`Routes::open`]).
     #[inline(always)]
     fn route(&self, rank: Rank, what: &'static str) -> Result<&Route> {
-        self.check_open(what)?;
-        self.routes().of(rank)
+        match self.routes().open(rank) {
+            Some(r) => Ok(r),
+            None => Err(self.route_refused(rank, what)),
+        }
+    }
+
+    /// Why [`route`](Self::route) refused: the client is gone, or `rank`
+    /// is not in the job.
+    #[cold]
+    #[inline(never)]
+    fn route_refused(&self, rank: Rank, what: &'static str) -> Error {
+        match self.routes().of(rank) {
+            Err(out_of_range) => out_of_range,
+            // In range: the routes were closed.
+            Ok(_) => self.finalized_error(what),
+        }
     }
 
     /// Where an operation on `len` bytes at `at` goes, the rank and the

@@ -8,6 +8,7 @@
 
 use super::RmaPath;
 use rgex_core::{Conduit, Error, Rank, Result};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One peer's route.
 #[derive(Clone, Copy, Debug)]
@@ -74,8 +75,16 @@ fn rank_out_of_range(rank: Rank, size: usize) -> Error {
     }
 }
 
-/// Every peer's [`Route`], indexed by rank.
-pub(crate) struct Routes(Box<[Route]>);
+/// Every peer's [`Route`], indexed by rank, and how many of them an RMA
+/// operation may take: all of them while the client lives, none once it
+/// was finalized or dropped ([`close`](Routes::close)). The one compare
+/// of [`open`](Routes::open) is both the rank's range check and the
+/// check that the client is live.
+pub(crate) struct Routes {
+    routes: Box<[Route]>,
+    /// `routes.len()`, or 0 once closed: never anything else.
+    open: AtomicUsize,
+}
 
 // SAFETY: the table is written once at construction and only read after;
 // the base pointers are addresses of segments the conduit keeps mapped for
@@ -107,15 +116,42 @@ impl Routes {
             };
             Route { base, len, path }
         };
-        Routes((0..conduit.size()).map(route).collect())
+        let routes: Box<[Route]> = (0..conduit.size()).map(route).collect();
+        Routes {
+            open: AtomicUsize::new(routes.len()),
+            routes,
+        }
+    }
+
+    /// `rank`'s route if the client is live and `rank` is in the job;
+    /// `None` otherwise (see [`of`](Self::of) for which).
+    #[inline(always)]
+    pub(crate) fn open(&self, rank: Rank) -> Option<&Route> {
+        // Relaxed: as `Endpoint::check_open`'s flag, a verdict on its own
+        // guarding no memory (the routes are immutable, the segments stay
+        // mapped while the endpoint lives).
+        if rank.index() < self.open.load(Ordering::Relaxed) {
+            // SAFETY: `open` is `routes.len()` or 0, so the index is in
+            // bounds.
+            Some(unsafe { self.routes.get_unchecked(rank.index()) })
+        } else {
+            None
+        }
+    }
+
+    /// Refuse every RMA route from now on (the client was finalized or
+    /// dropped).
+    pub(crate) fn close(&self) {
+        // Relaxed: see `open`.
+        self.open.store(0, Ordering::Relaxed);
     }
 
     /// `rank`'s route, or the error naming it and the job's size.
     #[inline(always)]
     pub(crate) fn of(&self, rank: Rank) -> Result<&Route> {
-        match self.0.get(rank.index()) {
+        match self.routes.get(rank.index()) {
             Some(r) => Ok(r),
-            None => Err(rank_out_of_range(rank, self.0.len())),
+            None => Err(rank_out_of_range(rank, self.routes.len())),
         }
     }
 }
@@ -164,13 +200,28 @@ mod tests {
 
     #[test]
     fn a_rank_past_the_table_is_out_of_range_naming_the_size() {
-        let routes = Routes(vec![route(8); 2].into_boxed_slice());
+        let routes = Routes {
+            routes: vec![route(8); 2].into_boxed_slice(),
+            open: AtomicUsize::new(2),
+        };
         assert!(routes.of(Rank(1)).is_ok());
         let e = routes.of(Rank(2)).unwrap_err();
         assert!(
             matches!(e, Error::RankOutOfRange { rank: 2, size: 2 }),
             "{e}"
         );
+    }
+
+    #[test]
+    fn closed_routes_open_for_no_rank() {
+        let routes = Routes {
+            routes: vec![route(8); 2].into_boxed_slice(),
+            open: AtomicUsize::new(2),
+        };
+        assert!(routes.open(Rank(1)).is_some() && routes.open(Rank(2)).is_none());
+        routes.close();
+        assert!(routes.open(Rank(0)).is_none() && routes.open(Rank(1)).is_none());
+        assert!(routes.of(Rank(1)).is_ok(), "the table itself stays");
     }
 
     #[test]
