@@ -80,6 +80,16 @@ impl Watched {
         t.retain(|(_, w)| w.strong_count() > 0);
         t.push((what, table));
     }
+
+    /// The tables still alive, each with what its operations are: read
+    /// outside the list's lock (a table takes its own).
+    fn live(&self) -> Vec<(&'static str, Arc<dyn Abandon>)> {
+        self.tables
+            .lock()
+            .iter()
+            .filter_map(|(what, w)| Some((*what, w.upgrade()?)))
+            .collect()
+    }
 }
 
 impl Endpoint {
@@ -108,14 +118,7 @@ impl Endpoint {
     /// # }
     /// ```
     pub fn operations_in_flight(&self) -> Vec<(&'static str, usize)> {
-        let tables: Vec<_> = self
-            .watched()
-            .tables
-            .lock()
-            .iter()
-            .filter_map(|(what, w)| Some((*what, w.upgrade()?)))
-            .collect();
-        // Counted outside the list's lock: a table takes its own.
+        let tables = self.watched().live();
         let mut out: Vec<(&'static str, usize)> = Vec::new();
         for (what, table) in tables {
             let n = table.in_flight();
@@ -169,10 +172,8 @@ impl Endpoint {
     pub(crate) fn abandon_gone_peers(&self, set: PollSet) -> usize {
         let tables: Vec<_> = self
             .watched()
-            .tables
-            .lock()
-            .iter()
-            .filter_map(|(what, w)| Some((*what, w.upgrade()?)))
+            .live()
+            .into_iter()
             .filter(|(_, t)| set == PollSet::All || t.answered_by_replies())
             .collect();
         let mut waited_on: Vec<(usize, Rank)> = Vec::new();

@@ -14,7 +14,7 @@
 //! explicit handle), never `nbi_wait` across an `.await`. The rule is
 //! enforced: an rgex future about to suspend while its thread has an open
 //! region or unsynced implicit operations resolves to
-//! [`Error::NbiAcrossAwait`](rgex_core::Error::NbiAcrossAwait) (see
+//! [`Error::NbiAcrossAwait`] (see
 //! [`rgex_core::nbi`]).
 
 use crate::Endpoint;

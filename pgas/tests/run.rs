@@ -88,23 +88,6 @@ fn every_piece_checks_on_one_two_and_four_ranks() {
     }
 }
 
-/// Report a skipped test as the suite's other skips are: on stderr past
-/// the test harness's capture (ci/test.sh counts the line) and in the
-/// conduit matrix's skip log.
-fn skip(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-    if let Some(path) = std::env::var_os("RGEX_SKIP_LOG") {
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        {
-            let _ = f.write_all(format!("{line}\n").as_bytes());
-        }
-    }
-}
-
 /// On a network conduit with the bypass on (the matrix's rows that mix
 /// node-local and remote peers), the checks on four ranks over two
 /// emulated nodes (`RGEX_HOST` per rank): rank 1 is node-local to rank 0,
@@ -114,7 +97,7 @@ fn every_piece_checks_on_two_nodes() {
     let conduit = std::env::var("RGEX_CONDUIT").unwrap_or_default();
     let bypass = std::env::var("RGEX_SHM_BYPASS").as_deref() != Ok("0");
     if !(matches!(conduit.as_str(), "ofi" | "ibv") && bypass) {
-        skip(&format!(
+        rgex_tests::report_skip_line(&format!(
             "skip on RGEX_CONDUIT={conduit}: run::every_piece_checks_on_two_nodes: the whole test: \
              only a network conduit with its bypass on mixes node-local and remote peers"
         ));

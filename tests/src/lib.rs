@@ -136,6 +136,28 @@ pub fn skip(client: &Client, what: &str, why: &str) {
     }
 }
 
+/// Report a skipped test whole (`line`: "skip on RGEX_CONDUIT=...:
+/// TEST: the whole test: why"): on stdout, on stderr past the test
+/// harness's capture (ci/test.sh counts those lines), and appended to
+/// the conduit matrix's skip log (`RGEX_SKIP_LOG`), one write per line.
+pub fn report_skip_line(line: &str) {
+    use std::io::Write;
+    println!("{line}");
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    if let Some(path) = std::env::var_os("RGEX_SKIP_LOG") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            // One write of the whole line: tests on parallel threads (and
+            // processes) append to the same file, and O_APPEND keeps each
+            // write whole (writeln! may split it).
+            let _ = f.write_all(format!("{line}\n").as_bytes());
+        }
+    }
+}
+
 /// Report which conduit carried the job (the conduit matrix checks it, so
 /// a run meant for ofi or scc cannot pass on smp by mistake). Not a check.
 pub fn conduit_banner(client: &Client) {

@@ -335,7 +335,7 @@ impl<T: Transport> Conduit for NetConduit<T> {
 
     /// For each peer that the transport holds operations for (not
     /// pings, not those already given up on): ask smp about it if it is
-    /// on this node (see [`ask_node`](Self::ask_node)): a process that
+    /// on this node (see `ask_node`): a process that
     /// ended without a goodbye never completes them; and count it waited
     /// on, so one silent past the dead-peer timeout is declared dead and
     /// its operations fail (see [`health`](crate::health)).

@@ -79,17 +79,19 @@ impl<T: Transport> State<T> {
             if !p.want_credit || p.dead.is_some() || p.farewell {
                 continue;
             }
-            let Some(slot) = self.claim_slot(POOL_REP) else {
+            if self.send_control(net, peer, wire::CREDIT_ONLY).is_none() {
                 return;
-            };
-            self.send_am(
-                net,
-                slot as usize,
-                peer,
-                control_header(self.me, wire::CREDIT_ONLY),
-                &[],
-            );
+            }
         }
+    }
+
+    /// Send the control message `what` (no payload) to `peer` from a free
+    /// reply buffer: the buffer's index, or `None` (nothing sent) when
+    /// none is free.
+    pub(crate) fn send_control(&mut self, net: &Net<T>, peer: usize, what: u8) -> Option<usize> {
+        let slot = self.claim_slot(POOL_REP)? as usize;
+        self.send_am(net, slot, peer, control_header(self.me, what), &[]);
+        Some(slot)
     }
 
     /// Answer the pings received (see [`health`](crate::health)), where
@@ -105,17 +107,10 @@ impl<T: Transport> State<T> {
                 p.want_pong = false;
                 continue;
             }
-            let Some(slot) = self.claim_slot(POOL_REP) else {
+            if self.send_control(net, peer, wire::PONG).is_none() {
                 return;
-            };
+            }
             self.peers[peer].want_pong = false;
-            self.send_am(
-                net,
-                slot as usize,
-                peer,
-                control_header(self.me, wire::PONG),
-                &[],
-            );
         }
         self.pongs_owed = false;
     }

@@ -12,15 +12,15 @@
 //! `RGEX_OFI_TIMEOUT`, `RGEX_IBV_TIMEOUT`; 300 s by default, 0: never):
 //!
 //! - **What waits on a peer**: a send out of its credits
-//!   ([`stalled`](State::stalled)); an operation the transport holds for
+//!   (`State::stalled`); an operation the transport holds for
 //!   it (an RMA, an offloaded atomic, a send: looked at by the
 //!   conduit's `check_in_flight`, which the endpoint calls when its
 //!   polls stall); and an operation of the protocol layer in flight to
 //!   it (a barrier's message, an AM reply: the endpoint asks the
 //!   conduit's `peer_gone` about its peer when its polls stall, as does
 //!   a client waiting for its own reply). Each look
-//!   ([`waiting_on`](State::waiting_on)) keeps the peer's wait clock
-//!   ([`Peer::waited_since`](crate::peers::Peer::waited_since)); a wait
+//!   (`State::waiting_on`) keeps the peer's wait clock
+//!   (`Peer::waited_since`); a wait
 //!   not seen again within the timeout has ended, and the next starts
 //!   afresh.
 //! - **What counts as hearing from it**: any message from it, and the
@@ -37,7 +37,7 @@
 //! - **Declared dead** once we have waited on it for the timeout and
 //!   heard nothing from it, pongs included, for the timeout: it is marked
 //!   dead (printed once), and the completions of what the transport holds
-//!   for it fail now, naming it ([`State::abandon_ops`]), except a put or
+//!   for it fail now, naming it (`State::abandon_ops`), except a put or
 //!   a get on the caller's own memory outside the segment, which only
 //!   the transport can give back (the process may yet resume). Waits of
 //!   the protocol layer then fail as for a departed peer.
@@ -45,13 +45,12 @@
 //! Nothing here is on a hot path: a look happens on a stalled send or a
 //! stalled wait, and a ping only to a silent peer that is waited on.
 
-use crate::geometry::POOL_REP;
 use crate::net::Net;
 use crate::ops::Op;
 use crate::readback;
 use crate::state::State;
 use crate::transport::Transport;
-use crate::wire::{self, control_header};
+use crate::wire;
 use rgex_core::{Error, Rank};
 use std::time::{Duration, Instant};
 
@@ -202,19 +201,12 @@ impl<T: Transport> State<T> {
         if silent < ping_after(t) || p.pinged || p.dead.is_some() || p.farewell || self.closing {
             return;
         }
-        let Some(slot) = self.claim_slot(POOL_REP) else {
+        let Some(slot) = self.send_control(net, peer, wire::PING) else {
             return;
         };
         self.peers[peer].pinged = true;
-        self.send_am(
-            net,
-            slot as usize,
-            peer,
-            control_header(self.me, wire::PING),
-            &[],
-        );
         // Still posted (not injected, not failed at once): mark it a ping.
-        let op = net.geo.n_recv + slot as usize;
+        let op = net.geo.n_recv + slot;
         if matches!(self.ops[op], Op::AmSend { peer: p } if p as usize == peer) {
             self.ops[op] = Op::Ping { peer: peer as u32 };
         }

@@ -112,25 +112,13 @@ pub fn skip_unless(applies: bool, why: &str) -> bool {
 /// (ci/conduits.sh) counts and prints.
 #[allow(dead_code)] // not every test file uses it
 pub fn report_skip(skip: &str) {
-    use std::io::Write;
     let test = std::thread::current()
         .name()
         .unwrap_or("a test")
         .to_string();
     let file = module_path!().split("::").next().unwrap_or("tests");
-    let line = format!("skip on RGEX_CONDUIT={}: {file}::{test}: {skip}", conduit());
-    println!("{line}");
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-    if let Some(path) = std::env::var_os("RGEX_SKIP_LOG") {
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        {
-            // One write of the whole line: tests on parallel threads (and
-            // processes) append to the same file, and O_APPEND keeps each
-            // write whole (writeln! may split it).
-            let _ = f.write_all(format!("{line}\n").as_bytes());
-        }
-    }
+    rgex_tests::report_skip_line(&format!(
+        "skip on RGEX_CONDUIT={}: {file}::{test}: {skip}",
+        conduit()
+    ));
 }
