@@ -103,8 +103,9 @@ impl Bootstrap for UnixBootstrap {
 /// first. Does nothing without a launcher connection, or once
 /// [`announce_leaving`] has spoken.
 ///
-/// ```
-/// // Without rgex-run (no launcher connection) it only registers the hook.
+/// ```no_run
+/// // Without rgex-run (no launcher connection) it only registers the hook
+/// // (not run as a test: Miri, which runs core's doc tests, has no atexit).
 /// rgex_core::bootstrap::announce_leaving_at_exit();
 /// ```
 pub fn announce_leaving_at_exit() {
