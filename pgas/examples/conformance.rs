@@ -1121,12 +1121,20 @@ fn raw_range(pg: &Pgas) -> rgex_pgas::Result<()> {
         )?;
     }
     pg.barrier()?;
+    // Read from this rank's own memory: what new_array wrote there, and
+    // the neighbour's raw puts after the barrier. (An rget to itself on
+    // scc goes through the emulated core's caches, which can still hold
+    // a line an earlier check read from a block the heap has reused.)
+    let seg = pg.client().segment();
     for (i, p) in ptrs.iter().enumerate() {
-        let got = pg.wait(pg.rget_slice(*p, 1 + i * 7)?)?;
+        let mut got = vec![0u8; (1 + i * 7) * 8];
+        seg.read(p.offset(), &mut got)?;
         assert!(
-            got.iter().all(|&v| v == i as u64),
-            "{}: heap allocation {i} overwritten by raw puts into the raw range",
-            pg.rank()
+            got.chunks_exact(8)
+                .all(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")) == i as u64),
+            "{}: heap allocation {i} at {:#x} overwritten by raw puts into the raw range",
+            pg.rank(),
+            p.offset()
         );
     }
     let mut back = vec![0u8; pattern.len()];
