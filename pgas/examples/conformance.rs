@@ -307,21 +307,34 @@ fn rpc(pg: &Pgas) -> rgex_pgas::Result<()> {
 }
 
 fn dist_object_early(pg: &Pgas) -> rgex_pgas::Result<()> {
-    // Rank 0 fetches rank 1's next object before rank 1 has made it.
+    // Rank 0 fetches rank 1's next object before rank 1 has made it:
+    // rank 1 makes it only once that fetch is waiting for it.
     if pg.size() > 1 && pg.rank() == Rank(1) {
-        std::thread::sleep(Duration::from_millis(300));
-        for _ in 0..100 {
+        let start = std::time::Instant::now();
+        while pg.dist_fetches_waiting() == 0 {
             pg.progress()?; // the early fetch arrives and waits
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "rank 1: rank 0's early fetch never arrived"
+            );
+            std::thread::yield_now();
         }
+        assert_eq!(pg.dist_fetches_waiting(), 1, "one early fetch waits");
     }
     let d = DistObject::new(pg, vec![pg.rank().0; 3])?;
+    assert_eq!(
+        pg.dist_fetches_waiting(),
+        0,
+        "{}: the early fetches are answered when the object is made",
+        pg.rank()
+    );
     if pg.size() > 1 && pg.rank() == Rank(0) {
         assert_eq!(pg.wait(d.fetch(Rank(1))?)?, vec![1; 3]);
     }
     let back = pg.wait(d.fetch(next(pg))?)?;
     assert_eq!(back, vec![next(pg).0; 3]);
     pg.barrier()?;
-    ok(pg, "dist_object: fetch from every rank, a fetch before the target made its instance waits for it");
+    ok(pg, "dist_object: fetch from every rank, a fetch before the target made its instance waits for it (seen waiting)");
     Ok(())
 }
 

@@ -52,6 +52,22 @@ impl Registry {
     }
 }
 
+impl Pgas {
+    /// How many fetches of a distributed object from other ranks (or this
+    /// one) are waiting here for this rank to make its instance: they
+    /// arrived before it, and are answered when it is made.
+    ///
+    /// ```no_run
+    /// # fn demo(pg: &rgex_pgas::Pgas) -> rgex_pgas::Result<()> {
+    /// pg.progress()?;
+    /// println!("{} early fetches wait here", pg.dist_fetches_waiting());
+    /// # Ok(()) }
+    /// ```
+    pub fn dist_fetches_waiting(&self) -> usize {
+        lock(&self.inner.dist.0).early.values().map(Vec::len).sum()
+    }
+}
+
 /// One value per rank under a name every rank shares: rank r's instance
 /// is fetched by `fetch(r)` from anywhere. Made collectively: every rank
 /// makes its distributed objects in the same order (the n-th made on one

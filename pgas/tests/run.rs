@@ -54,10 +54,36 @@ fn run_with(n: u32, name: &str, args: &[&str], env: &[(&str, &str)]) -> String {
     out
 }
 
+/// The checks the conformance program reports passed (its `ok:` lines,
+/// rank 0's) on `n` ranks: two of them need a peer (held results, the
+/// answers of a heap-full target).
+fn conformance_checks(n: u32) -> usize {
+    if n == 1 {
+        11
+    } else {
+        13
+    }
+}
+
+/// Require exactly the `ok:` lines the conformance program makes on `n`
+/// ranks: a check that stopped reporting (or reported twice) fails.
+fn check_count(out: &str, n: u32) {
+    let oks = out
+        .lines()
+        .filter(|l| l.starts_with("[0] ok: ") || l.starts_with("ok: "))
+        .count();
+    assert_eq!(
+        oks,
+        conformance_checks(n),
+        "{n} ranks: {oks} checks reported passed: {out}"
+    );
+}
+
 #[test]
 fn every_piece_checks_on_one_two_and_four_ranks() {
     for n in [1u32, 2, 4] {
         let out = run(n, "conformance", &["all"]);
+        check_count(&out, n);
         for what in [
             "heap:",
             "raw range: offsets 0..65536 left to raw rgex RMA",
@@ -115,6 +141,7 @@ fn every_piece_checks_on_two_nodes() {
         .expect("the launcher starts the job");
     println!("--- stdout\n{out}--- stderr\n{err}---");
     assert_eq!(outcome.status, 0, "two nodes: {:?}", outcome.failure);
+    check_count(&out, 4);
     for what in [
         "answers: a target that cannot stage a result",
         "all checks on 4 ranks",
@@ -133,6 +160,7 @@ fn every_piece_checks_with_rgex_s_progress_thread_running() {
     // range of another size: the checks read RGEX_PGAS_RAW too.)
     let env = [("RGEX_PROGRESS_THREAD", "1"), ("RGEX_PGAS_RAW", "300K")];
     let out = run_with(3, "conformance", &["all"], &env);
+    check_count(&out, 3);
     assert!(out.contains("ok: all checks on 3 ranks"), "{out}");
     assert!(
         out.contains("ok: raw range: offsets 0..307200 left to raw rgex RMA")

@@ -3,9 +3,11 @@
 //!
 //! Without an RDMA device (no `/sys/class/infiniband`: `ENOSYS`) the
 //! tests prove that the library loads, that `ibv_get_device_list` runs
-//! through the loader and says "no device" with the reason, and print
-//! `skip: <what>: no RDMA device: ...` for every part that needs a
-//! device (the project's skip lines: counted, not passed). On a machine
+//! through the loader and says "no device" with the reason, and report
+//! each test that needs a device skipped whole, in the project's skip
+//! line (`skip on ...: TEST: the whole test: why`, on stderr past the
+//! harness's capture and in the matrix's skip log), which ci/test.sh
+//! counts as skipped, not passed. On a machine
 //! with an HCA the same tests open it, connect two RC QPs through
 //! RESET, INIT, RTR and RTS, and check SEND_WITH_IMM into an SRQ, a
 //! receive on a QP's own queue, RDMA WRITE (with immediate), READ,
@@ -52,14 +54,39 @@ fn check_no_device_reason(why: &str) {
     }
 }
 
-/// The opened device, or a printed skip line when there is none (any
-/// other error fails the test).
+/// Report this test skipped whole, saying `why`: the project's skip
+/// line, on stdout and on stderr (past the test harness's capture, where
+/// ci/test.sh counts it), and in the matrix's skip log if one is set.
+fn skip_whole(what: &str, why: &str) {
+    use std::io::Write;
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let line = format!(
+        "skip on the real verbs backend: real_backend::{test}: the whole test: {what}: {why}"
+    );
+    println!("{line}");
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    if let Some(path) = std::env::var_os("RGEX_SKIP_LOG") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(format!("{line}\n").as_bytes());
+        }
+    }
+}
+
+/// The opened device, or `None` with the test reported skipped when
+/// there is none (any other error fails the test).
 fn open_or_skip(what: &str) -> Option<RealVerbs> {
     match RealVerbs::open(&choice()) {
         Ok(dev) => Some(dev),
         Err(VerbsError::NoDevice { why }) => {
             check_no_device_reason(&why);
-            println!("skip: {what}: no RDMA device: skipped ({why})");
+            skip_whole(what, &format!("no RDMA device ({why})"));
             None
         }
         Err(e) => panic!("{what}: opening the real backend failed: {e}"),
@@ -520,9 +547,12 @@ fn fetch_and_add_and_compare_and_swap() {
         return;
     };
     if !dev.device_attr().atomics {
-        println!(
-            "skip: FETCH_AND_ADD and CMP_AND_SWP: device {} has no atomics (IBV_ATOMIC_NONE)",
-            dev.device_name()
+        skip_whole(
+            "FETCH_AND_ADD and CMP_AND_SWP",
+            &format!(
+                "device {} has no atomics (IBV_ATOMIC_NONE)",
+                dev.device_name()
+            ),
         );
         return;
     }
