@@ -37,16 +37,19 @@ else
 fi
 
 section "peer tool: Open MPI (mpicc, mpirun; best-effort)"
-if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
-    echo "found $(command -v mpicc) and $(command -v mpirun)"
-elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+# Installed whenever apt-get can: ci/deps.sh brings openmpi-bin (mpicc and
+# mpirun) for the tests, but not libopenmpi-dev, whose mpi.h the peer
+# program needs, so "mpicc is there" does not mean it can build it.
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
-    if apt-get install -y openmpi-bin libopenmpi-dev ||
-        { apt-get update && apt-get install -y openmpi-bin libopenmpi-dev; }; then
-        echo "installed openmpi-bin libopenmpi-dev"
+    if apt-get install -y openmpi-bin libopenmpi-dev >/dev/null ||
+        { apt-get update >/dev/null && apt-get install -y openmpi-bin libopenmpi-dev >/dev/null; }; then
+        echo "Open MPI: openmpi-bin and libopenmpi-dev installed"
     else
         echo "could not install Open MPI: the benches will skip the MPI comparison"
     fi
+elif command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+    echo "found $(command -v mpicc) and $(command -v mpirun)"
 else
     echo "mpicc is not installed and cannot be (needs apt-get as root): the benches will skip the MPI comparison"
 fi
