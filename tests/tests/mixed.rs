@@ -32,13 +32,19 @@ fn mixes() -> bool {
         && std::env::var("RGEX_SHM_BYPASS").as_deref() != Ok("0")
 }
 
-/// Four ranks of `exe` on two emulated nodes of two ranks each.
-fn two_nodes(exe: &str, args: &[&str]) -> Job {
-    let mut script = format!("RGEX_HOST=node$((RGEX_RANK / 2)) exec '{exe}'");
+/// `n` ranks of `exe`, each on the emulated node that the shell
+/// arithmetic `node` names from `RGEX_RANK` (`RGEX_HOST=node<that>`).
+fn on_nodes(n: u32, node: &str, exe: &str, args: &[&str]) -> Job {
+    let mut script = format!("RGEX_HOST=node$(({node})) exec '{exe}'");
     for a in args {
         script.push_str(&format!(" '{a}'"));
     }
-    job(4, "/bin/sh", &["-c", &script])
+    job(n, "/bin/sh", &["-c", &script])
+}
+
+/// Four ranks of `exe` on two emulated nodes of two ranks each.
+fn two_nodes(exe: &str, args: &[&str]) -> Job {
+    on_nodes(4, "RGEX_RANK / 2", exe, args)
 }
 
 #[test]
@@ -61,11 +67,7 @@ fn active_messages_two_nodes() {
 
 /// Two ranks of `exe`, each on a node of its own: every peer is remote.
 fn one_per_node(exe: &str, args: &[&str]) -> Job {
-    let mut script = format!("RGEX_HOST=node$RGEX_RANK exec '{exe}'");
-    for a in args {
-        script.push_str(&format!(" '{a}'"));
-    }
-    job(2, "/bin/sh", &["-c", &script])
+    on_nodes(2, "RGEX_RANK", exe, args)
 }
 
 /// Issue 38's checks across two nodes: reserved handlers and forged
