@@ -4,9 +4,9 @@
 use crate::handler::Target;
 use crate::token::ReplyState;
 use crate::{Endpoint, Token};
+use rgex_core::cell::Doorbell;
 use rgex_core::descriptor::Kind;
 use rgex_core::{Error, Flags, Prepare, Result, SendSlot};
-use rgex_smp::cell::Doorbell;
 use std::mem::ManuallyDrop;
 
 /// The flags [`Prepared::commit_with`] accepts: [`Flags::IMMEDIATE`].

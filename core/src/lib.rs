@@ -13,6 +13,7 @@ pub mod addr;
 pub mod atomic;
 pub mod backoff;
 pub mod bootstrap;
+pub mod cell;
 pub mod conduit;
 pub mod config;
 pub mod descriptor;

@@ -8,6 +8,8 @@
 //! `short` (AM Short round trip: request, its handler replies, the reply's
 //! handler counts), `medium8` (the same with 8-byte Mediums, the request's
 //! payload not read, the reply from a static buffer: the peers' mode),
+//! `medium8np` (the same round trip with negotiated-payload Mediums: each
+//! side prepares, writes its 8 bytes in rgex's buffer and commits),
 //! `poll` (a poll that finds nothing: what a waiting rank spins on).
 //!
 //! `valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/icount short 1000`
@@ -24,10 +26,11 @@ fn main() -> rgex::Result<()> {
     let pongs = Arc::new(AtomicU64::new(0));
     let p = pongs.clone();
     let q = pongs.clone();
+    let r = pongs.clone();
     static REPLY: [u8; 8] = [7; 8];
     // A static 8-byte source, as testsmall's peer-comparable put.
     static SRC8: [u8; 8] = [1; 8];
-    let (client, (short, medium)) = rgex::init_with(move |t| {
+    let (client, (short, medium, np)) = rgex::init_with(move |t| {
         let pong = t.register("pong", move |_tok, _msg| {
             p.fetch_add(1, Ordering::Relaxed);
         })?;
@@ -40,19 +43,31 @@ fn main() -> rgex::Result<()> {
         let mping = t.register("mping", move |tok, _msg| {
             tok.reply_medium(mpong, &[], &REPLY, Flags::empty())
         })?;
-        Ok((ping, mping))
+        let nppong = t.register("nppong", move |_tok, _msg| {
+            r.fetch_add(1, Ordering::Relaxed);
+        })?;
+        let npping = t.register("npping", move |tok, _msg| {
+            let mut p = tok.prepare_reply_medium(None, 8, 8, 0, Flags::empty())?;
+            p.buf()[..8].copy_from_slice(&REPLY);
+            p.commit(nppong, &[], 8)
+        })?;
+        Ok((ping, mping, npping))
     })?;
     let me = Rank(client.rank().0);
     let ep = client.endpoint().clone();
     let at = GlobalAddr::new(me, 64);
     let src = [1u8; 8];
     let mut dst = [0u8; 8];
-    let round_trip = |h, medium: bool| -> rgex::Result<()> {
+    let round_trip = |h, how: Send| -> rgex::Result<()> {
         for i in 0..n {
-            if medium {
-                client.request_medium(me, h, &[], &src, Flags::empty())?;
-            } else {
-                client.request_short(me, h, &[], Flags::empty())?;
+            match how {
+                Send::Short => client.request_short(me, h, &[], Flags::empty())?,
+                Send::Medium => client.request_medium(me, h, &[], &src, Flags::empty())?,
+                Send::Negotiated => {
+                    let mut p = ep.prepare_request_medium(me, None, 8, 8, 0, Flags::empty())?;
+                    p.buf()[..8].copy_from_slice(&src);
+                    p.commit(h, &[], 8)?;
+                }
             }
             while pongs.load(Ordering::Relaxed) <= i {
                 client.poll()?;
@@ -76,13 +91,22 @@ fn main() -> rgex::Result<()> {
                 client.poll()?;
             }
         }
-        "short" => round_trip(short, false)?,
-        "medium8" => round_trip(medium, true)?,
+        "short" => round_trip(short, Send::Short)?,
+        "medium8" => round_trip(medium, Send::Medium)?,
+        "medium8np" => round_trip(np, Send::Negotiated)?,
         _ => {
-            eprintln!("usage: icount put8|get8|poll|short|medium8 COUNT");
+            eprintln!("usage: icount put8|get8|poll|short|medium8|medium8np COUNT");
             std::process::exit(2);
         }
     }
     std::hint::black_box(dst);
     Ok(())
+}
+
+/// How a round trip's request is sent.
+#[derive(Clone, Copy)]
+enum Send {
+    Short,
+    Medium,
+    Negotiated,
 }

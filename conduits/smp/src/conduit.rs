@@ -1,10 +1,10 @@
 //! The smp conduit: the Conduit SPI over the shared-memory regions.
 
-use crate::cell::{Doorbell, Header};
 use crate::region::{Region, REPLY, REQUEST};
 use crate::ring::{Padded, Ring};
 use crate::{prefetch, shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
+use rgex_core::cell::{Doorbell, Header};
 use rgex_core::descriptor::Kind;
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::liveness::{self, PeerWatch};

@@ -32,7 +32,7 @@
 // Under `--cfg loom` only the ring and what it needs are compiled: the
 // model checker explores the ring (and its sleep handshake) alone.
 pub mod bell;
-pub mod cell;
+
 #[cfg(not(loom))]
 mod conduit;
 mod config;

@@ -17,10 +17,10 @@
 //! straight into the receiver's segment.
 
 use crate::bell::Bell;
-use crate::cell::Cell;
 use crate::ring::{Ring, RingHeader};
 use crate::shm::ShmMap;
 use crate::SmpConfig;
+use rgex_core::cell::Cell;
 use rgex_core::liveness::{self, Owner, Presence};
 use rgex_core::{Error, Rank, Result, Segment};
 use std::mem::size_of;

@@ -18,7 +18,7 @@
 //! with relaxed ordering while the `seq` stores and loads carry the
 //! release/acquire edges that order the cell contents.
 
-use crate::cell::{Cell, Header, CLOSED};
+use rgex_core::cell::{Cell, Header, CLOSED};
 use rgex_core::sync::{fence, AtomicU64, Ordering, Slot};
 use std::ptr::NonNull;
 
@@ -223,7 +223,7 @@ impl Ring {
     }
 
     /// Producer: the ticket of the claim of `pos` (claimed by us): the
-    /// cell's address, from which a [`Doorbell`](crate::cell::Doorbell)
+    /// cell's address, from which a [`Doorbell`](rgex_core::cell::Doorbell)
     /// publishes it (turn word `pos` to `pos + 1`, what
     /// [`publish`](Self::publish) does), so the AM layer can publish it
     /// without a call into the conduit.

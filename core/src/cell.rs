@@ -1,34 +1,40 @@
-//! One message cell of smp's rings, and the doorbell that publishes a
-//! claimed one.
+//! The node-local message cell, and the doorbell that publishes a
+//! claimed one: the format every conduit's node-local transport (rgex-smp's
+//! per-receiver rings) keeps its messages in, shared by that transport and
+//! the AM layer, as GASNet-EX keeps its shared-memory AM transport (PSHM)
+//! in its core.
 //!
-//! A cell is a turn word (see [`ring`](crate::ring) for its protocol), then
-//! the message's fixed part, [`Header`]. A sender that claimed a cell
-//! writes the header and then advances the turn word by one: that is the
-//! whole publish, and [`Doorbell`] does it from the cell's address alone
-//! (the ticket of an smp claim). So the AM layer, told by the conduit that
-//! a peer's claims are smp cells
-//! ([`Conduit::mapped_queue`](rgex_core::Conduit::mapped_queue)),
-//! publishes a negotiated-payload message without a second call into the
-//! conduit. The layout and the protocol are smp's; core sees the claim as
-//! opaque.
+//! A cell is a turn word, then the message's fixed part, [`Header`]. The
+//! turn word is the ring's sequence number: a producer claims the cell when
+//! the word says it is the producer's turn for that position, and a
+//! consumer takes it when the word is one more (the ring's protocol lives
+//! with the ring, in rgex-smp). A sender that claimed a cell writes the
+//! header and then advances the turn word by one: that is the whole
+//! publish, and [`Doorbell`] does it from the cell's address alone (the
+//! ticket of a node-local claim). So the AM layer, told by the conduit that
+//! a peer's claims are such cells
+//! ([`Conduit::mapped_queue`](crate::Conduit::mapped_queue)), publishes a
+//! negotiated-payload message itself, inlined, without a second call into
+//! the conduit.
 
-use rgex_core::descriptor::Kind;
-use rgex_core::sync::{AtomicU64, Ordering, Slot};
-use rgex_core::{Rank, MAX_ARGS};
+use crate::descriptor::Kind;
+use crate::sync::{AtomicU64, Ordering, Slot};
+use crate::{Rank, MAX_ARGS};
 use std::ptr::NonNull;
 
-/// The turn number of a closed cell ([`Ring::close`](crate::ring::Ring::close)):
+/// The turn number of a closed cell (a ring whose receiver left closes
+/// every cell):
 /// below it by more than half the counter space for every position a ring
 /// reaches (2^63), so claims read it as a lap behind for producers and
 /// consumers alike. A doorbell rung on a cell closed since its claim leaves
 /// it closed.
-pub(crate) const CLOSED: u64 = u64::MAX;
+pub const CLOSED: u64 = u64::MAX;
 
 /// The fixed part of a message as it sits in a cell: written by the
 /// sender between claim and publish, read by the receiver in place.
 ///
 /// ```
-/// use rgex_smp::cell::Header;
+/// use rgex_core::cell::Header;
 /// // One cache line holds the turn word, the header's fixed fields and the
 /// // first eight arguments.
 /// assert_eq!(std::mem::offset_of!(Header, args), 24);
@@ -61,7 +67,7 @@ impl Header {
     /// are left as they were: the receiver reads `nargs` of them).
     ///
     /// ```
-    /// use rgex_smp::cell::Header;
+    /// use rgex_core::cell::Header;
     /// use rgex_core::descriptor::Kind;
     /// use rgex_core::{Category, Direction, Rank};
     /// let mut h = Header::default();
@@ -111,15 +117,15 @@ fn copy_args(dst: &mut [u32; MAX_ARGS], src: &[u32]) {
 /// One message cell: the turn counter and the fixed part of the message.
 #[repr(C, align(128))]
 pub struct Cell {
-    /// Whose turn it is (the ring's sequence number, see
-    /// [`ring`](crate::ring)). Publishing a claimed cell advances it by one.
-    pub(crate) seq: AtomicU64,
+    /// Whose turn it is (the ring's sequence number). Publishing a claimed
+    /// cell advances it by one.
+    pub seq: AtomicU64,
     /// The fixed part of the message, written by the producer between
     /// claim and publish (in place, through the cell's doorbell), read by
     /// the consumer between take and release. Its first eight arguments
     /// share the cache line with `seq`, so a short message with few
     /// arguments moves one line.
-    pub(crate) body: Slot<Header>,
+    pub body: Slot<Header>,
 }
 
 impl Cell {
@@ -166,14 +172,13 @@ impl Doorbell {
         Doorbell { cell }
     }
 
-    /// The doorbell of an smp claim, from its ticket (the claimed cell's
-    /// address: see [`Ring::ticket`](crate::ring::Ring::ticket)).
+    /// The doorbell of a node-local claim, from its ticket (the claimed
+    /// cell's address).
     ///
     /// # Safety
-    /// `ticket` is the ticket of a claim smp's `try_prepare` made (directly
-    /// or through a conduit that vouched, with
-    /// [`MappedQueue::vouch`](rgex_core::doorbell::MappedQueue::vouch),
-    /// that its claims to the peer are smp's), neither committed,
+    /// `ticket` is the ticket of a claim whose ticket is a claimed cell's
+    /// address (a conduit vouched so for the peer with
+    /// [`MappedQueue::vouch`](crate::doorbell::MappedQueue::vouch)), neither committed,
     /// cancelled nor rung; the doorbell is then rung at most once and the
     /// claim not used otherwise.
     #[inline(always)]
@@ -250,7 +255,7 @@ impl Doorbell {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use rgex_core::{Category, Direction};
+    use crate::{Category, Direction};
 
     /// The turn word and header of a cell nobody writes now.
     fn look(cell: &Cell) -> (u64, Header) {
