@@ -11,7 +11,8 @@ use crate::{HandlerTable, Message, Prepared, ProtocolId, Token};
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::idle_help::Board;
 use rgex_core::{
-    Category, Conduit, Delivery, Direction, Error, Flags, PollSet, Prepare, Rank, Result, Segment,
+    Category, Conduit, Delivery, Direction, Error, Flags, Locality, PollSet, Prepare, Rank, Result,
+    Segment,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -48,9 +49,14 @@ pub struct Endpoint {
     size: u32,
     /// `conduit.rank()` (written into every message a doorbell publishes).
     rank: Rank,
-    /// Per peer, whether its queue is mapped (`Conduit::mapped_queue`, asked
-    /// once): negotiated-payload sends to it are published by doorbell.
-    mapped: Box<[Option<MappedQueue>]>,
+    /// The conduit's neighbourhood table, kept here so that layers above
+    /// read it without a call through the conduit.
+    locality: Locality,
+    /// The conduit's word (`Conduit::mapped_queue`, asked once) that its
+    /// claims to the peers the table says shared memory carries are
+    /// node-local cells: negotiated-payload sends to them are published by
+    /// doorbell.
+    cells: Option<MappedQueue>,
     handlers: HandlerTable,
     polite: bool,
     dropped: AtomicU64,
@@ -127,13 +133,12 @@ impl Endpoint {
             }
         };
         let routes = Routes::new(&*conduit, rma_reference_only);
-        let mapped = (0..conduit.size())
-            .map(|p| conduit.mapped_queue(Rank(p)))
-            .collect();
+        let cells = conduit.mapped_queue();
         let ep = Arc::new_cyclic(|me| Endpoint {
             size: conduit.size(),
             rank: conduit.rank(),
-            mapped,
+            cells,
+            locality: conduit.locality().clone(),
             conduit,
             handlers,
             polite,
@@ -185,10 +190,27 @@ impl Endpoint {
         &*self.conduit
     }
 
-    /// `peer`'s mapped queue, if the conduit has one for it.
+    /// The job's neighbourhood table: who is on this node, whose segment
+    /// is mapped in this process, what carries AMs to each peer.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_am::Endpoint) {
+    /// use rgex_core::Rank;
+    /// if let Some(seg) = ep.locality().mapped_segment(Rank(1)) {
+    ///     println!("rank 1's {} bytes are mapped here", seg.len());
+    /// }
+    /// # }
+    /// ```
     #[inline]
+    pub fn locality(&self) -> &Locality {
+        &self.locality
+    }
+
+    /// `peer`'s mapped queue, if the conduit has one for it: shared memory
+    /// carries it, and the conduit vouched that such claims are cells.
+    #[inline(always)]
     pub(crate) fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
-        self.mapped.get(peer.index()).copied().flatten()
+        self.cells.filter(|_| self.locality.via_shm(peer))
     }
 
     /// This rank.

@@ -248,7 +248,7 @@ impl<T: AtomicValue> Builder<T> {
         let mut no_shared = None;
         for r in 0..team.size() {
             let rank = team.world_rank(r)?;
-            let mapped = conduit.mapped_segment(rank);
+            let mapped = ep.locality().mapped_segment(rank);
             if mapped.is_none() {
                 caps &= !CAP_SHARED;
                 // Name another rank than this one where there is one.

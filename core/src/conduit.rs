@@ -7,6 +7,7 @@
 
 pub use crate::atomic::{AtomicOp, AtomicRequest, AtomicType, OpSet};
 use crate::doorbell::MappedQueue;
+use crate::locality::Locality;
 use crate::{Bootstrap, Claim, Delivery, Prepare, Rank, Result, Segment, SendSlot};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -38,21 +39,19 @@ pub trait Conduit: Send + Sync + 'static {
     /// Number of ranks in the job.
     fn size(&self) -> u32;
 
-    /// True if `peer` shares memory with this rank (same node), so its
-    /// segment is mapped here and reachable with loads and stores.
-    fn is_local(&self, peer: Rank) -> bool;
+    /// The job's neighbourhood table as this rank sees it: who is on this
+    /// node, whose segment is mapped here (all of it: its rank is the
+    /// peer's and its length [`segment_len`](Conduit::segment_len)'s, so
+    /// RMA checks ranges against it on the mapped path), and what carries
+    /// AMs to each peer. Built once at setup; every layer reads it, none
+    /// asks again.
+    fn locality(&self) -> &Locality;
 
     /// This rank's segment.
     fn segment(&self) -> &Segment;
 
     /// Length of `peer`'s segment (exchanged at setup).
     fn segment_len(&self, peer: Rank) -> u64;
-
-    /// `peer`'s segment as mapped in this process, when it is node-local:
-    /// all of it, so its rank is `peer` and its length
-    /// [`segment_len`](Conduit::segment_len)`(peer)` (RMA checks ranges
-    /// against it on the mapped path).
-    fn mapped_segment(&self, peer: Rank) -> Option<Segment>;
 
     /// Largest Medium payload to `peer` with `nargs` arguments. At least 512,
     /// the same on every rank, never growing with `nargs`.
@@ -84,12 +83,12 @@ pub trait Conduit: Send + Sync + 'static {
     /// [`Claim`] for why that matters.)
     fn try_prepare(&self, spec: &Prepare, refused: &mut Option<crate::Error>) -> Option<Claim>;
 
-    /// Whether `peer`'s queue is mapped: claims to it are cells of the
-    /// node-local shared-memory transport, which the protocol layer may
-    /// publish itself ([`MappedQueue`]). Asked once per peer when an
-    /// endpoint is made. The default is `None`.
-    fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
-        let _ = peer;
+    /// Whether the queues of the peers shared memory carries (in
+    /// [`locality`](Conduit::locality)) are mapped: claims to them are
+    /// node-local cells, which the protocol layer may publish itself
+    /// ([`MappedQueue`]). Asked once when an endpoint is made. The default
+    /// is `None`.
+    fn mapped_queue(&self) -> Option<MappedQueue> {
         None
     }
 
@@ -126,7 +125,7 @@ pub trait Conduit: Send + Sync + 'static {
 
     /// Publish a claimed message with `len <= slot.granted` payload bytes
     /// already assembled at `slot.buf`. Never waits. A negotiated-payload
-    /// claim to a peer with a [`mapped_queue`](Self::mapped_queue) is
+    /// claim to a peer whose queue is mapped ([`mapped_queue`](Self::mapped_queue)) is
     /// usually published by ringing its doorbell instead; `commit` must
     /// accept it all the same. It is also the publish step of the
     /// fixed-payload [`try_send`](Self::try_send).
@@ -407,6 +406,7 @@ mod tests {
         busy: bool,
         mute: bool,
         seg: Segment,
+        locality: crate::Locality,
     }
 
     impl Recorder {
@@ -418,6 +418,7 @@ mod tests {
                 mute,
                 // SAFETY: an empty range at a dangling pointer: nothing to map.
                 seg: unsafe { Segment::from_raw(Rank(0), NonNull::dangling(), 0) },
+                locality: crate::Locality::alone(Rank(0), 2).unwrap(),
             }
         }
     }
@@ -432,17 +433,14 @@ mod tests {
         fn size(&self) -> u32 {
             2
         }
-        fn is_local(&self, _peer: Rank) -> bool {
-            false
+        fn locality(&self) -> &crate::Locality {
+            &self.locality
         }
         fn segment(&self) -> &Segment {
             &self.seg
         }
         fn segment_len(&self, _peer: Rank) -> u64 {
             0
-        }
-        fn mapped_segment(&self, _peer: Rank) -> Option<Segment> {
-            None
         }
         fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {
             8

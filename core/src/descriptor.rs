@@ -235,8 +235,9 @@ pub struct Claim {
     pub buf: NonNull<u8>,
     /// Conduit-private identification of the claimed slot, opaque to
     /// core. For a peer whose queue is mapped
-    /// ([`Conduit::mapped_queue`](crate::Conduit::mapped_queue)) it is an
-    /// smp claim's, which smp's doorbell publishes.
+    /// ([`Conduit::mapped_queue`](crate::Conduit::mapped_queue)) it is the
+    /// claimed node-local cell's address, which its
+    /// [`Doorbell`](crate::cell::Doorbell) publishes.
     pub ticket: u64,
 }
 

@@ -23,6 +23,7 @@ pub mod event;
 pub mod flags;
 pub mod idle_help;
 pub mod liveness;
+pub mod locality;
 pub mod nbi;
 pub mod rank;
 pub mod segment;
@@ -40,6 +41,7 @@ pub use descriptor::{Category, Claim, Delivery, Direction, Prepare, SendSlot, MA
 pub use error::{Error, Result};
 pub use event::{Completion, Event, Progress};
 pub use flags::Flags;
+pub use locality::Locality;
 pub use rank::Rank;
 pub use segment::Segment;
 pub use team::Team;

@@ -63,7 +63,7 @@ impl Pgas {
     /// on a network conduit's own segment with the bypass off (rgex then
     /// moves even this rank's data through the network's path).
     pub fn is_local<T>(&self, p: GlobalPtr<T>) -> bool {
-        !p.is_null() && self.ep().conduit().mapped_segment(p.rank()).is_some()
+        !p.is_null() && self.ep().locality().mapped_segment(p.rank()).is_some()
     }
 
     /// A plain pointer to `p`'s element, where [`is_local`](Self::is_local).
@@ -88,7 +88,7 @@ impl Pgas {
             at: p.offset(),
             why,
         };
-        let seg = self.ep().conduit().mapped_segment(p.rank()).ok_or_else(|| {
+        let seg = self.ep().locality().mapped_segment(p.rank()).ok_or_else(|| {
             bad("the conduit does not map its rank's segment in this process (not node-local, or a conduit that maps none: see is_local)".into())
         })?;
         if p.is_null() {

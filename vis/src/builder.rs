@@ -1,7 +1,6 @@
 //! The options a [`Vis`] is made with.
 
 use crate::am::{self, AmPayload};
-use crate::mapped::MappedPeers;
 use crate::{Mechanism, Vis};
 use rgex_am::Endpoint;
 use rgex_core::Result;
@@ -57,7 +56,6 @@ impl VisBuilder {
             proto: am::Proto::for_endpoint(ep)?,
             mechanism,
             am_payload: self.am_payload,
-            mapped: MappedPeers::of(ep),
             shared_copy: self.shared_copy.unwrap_or(true),
         })
     }

@@ -37,7 +37,11 @@ impl Vis {
         if !matches!(self.mechanism, Mechanism::Auto | Mechanism::Direct) {
             return None;
         }
-        self.mapped.get(peer)
+        // The endpoint's neighbourhood table (read, not asked: a
+        // segment's mapping is fixed at setup). A mapped segment is the
+        // peer's whole segment, so its length is the advertised one.
+        let seg = self.ep.locality().mapped_segment(peer)?;
+        Some((seg.as_ptr(), seg.len() as u64))
     }
 
     /// The direct path into `peer`'s mapped segment `(base, seg_len)`
@@ -156,7 +160,7 @@ impl Vis {
         }
         match self.mechanism_for(peer, shape) {
             Mechanism::Direct => {
-                let seg = self.ep.conduit().mapped_segment(peer).ok_or_else(|| {
+                let seg = self.ep.locality().mapped_segment(peer).ok_or_else(|| {
                     Error::Config(format!(
                         "RGEX_VIS=direct: the segment of {peer} is not mapped in this process (not node-local); use auto, rma or am"
                     ))

@@ -69,7 +69,6 @@ mod engine;
 mod handle;
 mod helped_copy;
 pub mod kernel;
-mod mapped;
 mod mechanism;
 mod meta;
 mod rma;
@@ -86,7 +85,6 @@ pub use meta::{validate, Indexed, Meta, Run, Shape, Strided, Vector};
 
 use crate::direct::Local;
 use crate::engine::Track;
-use crate::mapped::MappedPeers;
 use rgex_am::rma::{LocalCompletion, NbiCategory};
 use rgex_am::Endpoint;
 use rgex_core::{Event, Flags, Rank, Result};
@@ -98,10 +96,6 @@ pub struct Vis {
     proto: Arc<am::Proto>,
     mechanism: Mechanism,
     am_payload: AmPayload,
-    /// The mapped segments of node-local peers, looked up once when the
-    /// context is made (a segment's mapping and length are fixed at setup),
-    /// so the direct path asks the conduit nothing per call.
-    mapped: MappedPeers,
     /// Large direct copies are shared with the rank's waiting threads.
     shared_copy: bool,
 }
@@ -174,7 +168,7 @@ impl Vis {
 
     /// The mechanism a transfer of `shape` with `peer` takes.
     pub fn mechanism_for(&self, peer: Rank, shape: &Shape) -> Mechanism {
-        let mapped = self.ep.conduit().mapped_segment(peer).is_some();
+        let mapped = self.ep.locality().mapped_segment(peer).is_some();
         match self.mechanism {
             Mechanism::Auto if mapped => Mechanism::Direct,
             Mechanism::Auto => {

@@ -106,7 +106,7 @@ impl Routes {
                 (RmaPath::Reference, std::ptr::null_mut())
             } else if conduit.rma_native(peer) {
                 (RmaPath::Native, std::ptr::null_mut())
-            } else if let Some(seg) = conduit.mapped_segment(peer) {
+            } else if let Some(seg) = conduit.locality().mapped_segment(peer) {
                 // The mapped segment is the peer's whole segment (the
                 // trait's contract): its length is `segment_len`'s.
                 debug_assert_eq!((seg.rank(), seg.len() as u64), (peer, len));

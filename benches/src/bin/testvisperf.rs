@@ -317,7 +317,7 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
     let peer = Rank(1);
     let target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
     let sizes: &[usize] = sized(opts, &SIZES_SHARED, &QUICK_SIZES_SHARED);
-    if client.conduit().mapped_segment(peer).is_none() {
+    if client.locality().mapped_segment(peer).is_none() {
         eprintln!(
             "testvisperf: shared copies: skipped ({})",
             no_sharing(client)

@@ -14,8 +14,8 @@ use crate::wire::{self, Header};
 use parking_lot::Mutex;
 use rgex_core::descriptor::Kind;
 use rgex_core::{
-    Bootstrap, Category, Claim, Conduit, Delivery, Error, PollSet, Prepare, Rank, Result, Segment,
-    SendSlot,
+    Bootstrap, Category, Claim, Conduit, Delivery, Error, Locality, PollSet, Prepare, Rank, Result,
+    Segment, SendSlot,
 };
 use rgex_smp::SmpConduit;
 use std::sync::Arc;
@@ -42,6 +42,9 @@ pub struct NetConduit<T: Transport> {
     /// processes ([`peer_gone`](Conduit::peer_gone) asks it about the
     /// peers on this node).
     pub(crate) node: Arc<SmpConduit>,
+    /// The job's neighbourhood table, shared with the bypass around this
+    /// conduit.
+    pub(crate) locality: Locality,
 }
 
 impl<T: Transport + std::fmt::Debug> std::fmt::Debug for NetConduit<T> {
@@ -193,9 +196,11 @@ impl<T: Transport> Conduit for NetConduit<T> {
         self.size
     }
 
-    /// No peer: the network maps no peer's segment (even on this node).
-    fn is_local(&self, _peer: Rank) -> bool {
-        false
+    /// The job's table, shared with the node-local bypass around this
+    /// conduit: the network itself maps no segment, and the peers the
+    /// table says shared memory carries never reach this conduit.
+    fn locality(&self) -> &Locality {
+        &self.locality
     }
 
     fn segment(&self) -> &Segment {
@@ -204,10 +209,6 @@ impl<T: Transport> Conduit for NetConduit<T> {
 
     fn segment_len(&self, peer: Rank) -> u64 {
         self.node.segment_len(peer)
-    }
-
-    fn mapped_segment(&self, _peer: Rank) -> Option<Segment> {
-        None
     }
 
     fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {
@@ -511,7 +512,7 @@ impl<T: Transport> NetConduit<T> {
     /// ([`State::gone_from_node`]). Off any hot path: asked when a wait
     /// for the peer stalls.
     fn ask_node(&self, st: &mut State<T>, peer: Rank) {
-        if st.peers[peer.index()].dead.is_some() || !self.node.is_local(peer) {
+        if st.peers[peer.index()].dead.is_some() || !self.locality.on_node(peer) {
             return;
         }
         if let Some(why) = self.node.peer_gone(peer) {

@@ -49,7 +49,7 @@ impl<T: Transport> State<T> {
         let mut busy: Option<Vec<bool>> = None;
         for peer in 0..self.peers.len() {
             let p = &self.peers[peer];
-            if !self.network_peer[peer] || p.farewell || p.dead.is_some() {
+            if !self.network_peer(peer) || p.farewell || p.dead.is_some() {
                 continue;
             }
             if busy.get_or_insert_with(|| self.busy_peers(net))[peer] {
@@ -68,8 +68,8 @@ impl<T: Transport> State<T> {
     pub(crate) fn said_goodbyes(&self) -> bool {
         self.peers
             .iter()
-            .zip(&self.network_peer)
-            .all(|(p, &net)| !net || p.farewell || p.dead.is_some())
+            .enumerate()
+            .all(|(peer, p)| !self.network_peer(peer) || p.farewell || p.dead.is_some())
     }
 
     /// Per peer: something this rank posted to it is outstanding.

@@ -7,13 +7,13 @@
 use crate::conduit::NetConduit;
 use crate::geometry::Geometry;
 use crate::net::Net;
-use crate::shm_bypass::{node_local, ShmBypass};
+use crate::shm_bypass::ShmBypass;
 use crate::state::State;
 use crate::ticker::Ticker;
 use crate::transport::{NetConfig, Transport};
 use parking_lot::Mutex;
 use rgex_core::bootstrap::JobEnv;
-use rgex_core::{Bootstrap, Conduit, Error, Result};
+use rgex_core::{Bootstrap, Conduit, Error, Locality, Result};
 use rgex_smp::{SmpConduit, SmpConfig};
 use std::sync::Arc;
 
@@ -35,9 +35,12 @@ impl<T: Transport> ShmBypass<NetConduit<T>> {
     ) -> Result<Self> {
         cfg.check()?;
         let smp = Arc::new(SmpConduit::new_node(env, boot, smp_cfg)?);
-        let local = node_local(&smp, cfg.settings().shm_bypass);
-        let net = NetConduit::new(smp.clone(), cfg, &local)?;
-        ShmBypass::over(smp, local, net)
+        let locality = match cfg.settings().shm_bypass {
+            true => smp.locality().clone(),
+            false => smp.locality().without_shm(),
+        };
+        let net = NetConduit::new(smp.clone(), cfg, locality.clone())?;
+        ShmBypass::over(smp, locality, net)
     }
 
     /// The network's transport.
@@ -52,20 +55,23 @@ impl<T: Transport> NetConduit<T> {
     /// transport opened, the segment and buffers registered, addresses
     /// exchanged through the bootstrap. Collective.
     ///
-    /// Every peer can be reached; those `bypassed` marks are carried by
-    /// another path (the node-local bypass), so they are not told
-    /// goodbye over the network when this rank closes: they hear of it
-    /// there.
-    pub fn new(node: Arc<SmpConduit>, cfg: T::Config, bypassed: &[bool]) -> Result<Self> {
+    /// `locality` is the job's neighbourhood table, which the node-local
+    /// bypass around this conduit shares: the peers it says shared memory
+    /// carries are not told goodbye over the network when this rank
+    /// closes (they hear of it there), and those on this node are watched
+    /// through smp.
+    pub fn new(node: Arc<SmpConduit>, cfg: T::Config, locality: Locality) -> Result<Self> {
         cfg.check()?;
         let smp = &*node;
         let size = smp.size() as usize;
-        if bypassed.len() != size {
+        if locality.size() as usize != size || locality.me() != smp.rank() {
             return Err(Error::Config(format!(
-                "rank {}: the {} conduit needs one bypass flag per rank: {} for {size} ranks",
+                "rank {}: the {} conduit was given the neighbourhood table of rank {} in a job \
+                 of {}, for a job of {size}",
                 smp.rank(),
                 T::NAME,
-                bypassed.len()
+                locality.me(),
+                locality.size()
             )));
         }
         let boot = smp.bootstrap();
@@ -89,7 +95,7 @@ impl<T: Transport> NetConduit<T> {
         let settings = cfg.settings();
         let geo = Geometry::new(size, &settings);
         let opened = Net::<T>::open(&cfg, geo, rank, smp.segment()).and_then(|(net, card)| {
-            let mut state = State::new(&net, rank, settings.timeout_secs);
+            let mut state = State::new(&net, locality.clone(), settings.timeout_secs);
             state.post_receives(&net).map_err(Into::into)?;
             Ok((net, state, card))
         });
@@ -100,15 +106,10 @@ impl<T: Transport> NetConduit<T> {
             .map(|(_, _, c)| c.as_slice())
             .map_err(|e| e.to_string());
         let cards = exchange::<T>(boot, mine)?;
-        let (mut net, mut state, _) = opened?;
+        let (mut net, state, _) = opened?;
         net.connect(&cards)?;
         // Everyone has inserted everyone before anyone sends.
         boot.barrier()?;
-        // Bypassed peers learn of this rank's departure from the bypass,
-        // not from a goodbye over the network.
-        for (net_peer, &b) in state.network_peer.iter_mut().zip(bypassed) {
-            *net_peer &= !b;
-        }
         let ready_count = state.ready_count.clone();
         let state = Arc::new(Mutex::new(state));
         let net = Arc::new(net);
@@ -126,6 +127,7 @@ impl<T: Transport> NetConduit<T> {
             rank,
             size: size as u32,
             node,
+            locality,
         })
     }
 }

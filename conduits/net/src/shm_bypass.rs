@@ -5,27 +5,31 @@
 //! `OfiConduit` is `ShmBypass<NetConduit<Ofi>>`), so none writes its own
 //! `if local` branches.
 //!
-//! The route is fixed at setup, one bool per peer: a peer is node-local
-//! when smp maps its segment and the bypass is on (`RGEX_SHM_BYPASS`,
+//! The route is fixed at setup, in the job's neighbourhood table
+//! ([`Locality`], which the bypass hands out as its own): a peer is
+//! carried by shared memory when smp maps its segment and the bypass is on
+//! (`RGEX_SHM_BYPASS`,
 //! [`Settings::shm_bypass`](crate::Settings::shm_bypass)). With the
 //! bypass off every peer, this rank and the node's other ranks included,
 //! goes through `N`; a job spread over several nodes mixes the two
-//! routes. Each per-peer call is one branch on that bool and a static
+//! routes. Each per-peer call is one branch on the table and a static
 //! call into the chosen conduit (the wrapper is generic: no dynamic call
 //! is added per message).
 //!
 //! What is not per peer: the segment, its lengths and the bootstrap are
 //! smp's (it owns the segment memory, which `N` registers with its
 //! network); a poll polls smp when some peer is node-local, then `N`
-//! when some is not; offloaded atomics go through `N` for every peer
+//! when some is not; RMA to a node-local peer is a copy into its mapped
+//! segment (the table maps it: no conduit call), every other peer's RMA is
+//! `N`'s; offloaded atomics go through `N` for every peer
 //! (network atomics are atomic only with respect to each other, so an
 //! atomic domain never mixes them with smp's CPU atomics).
 
 use rgex_core::conduit::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::{
-    Bootstrap, Claim, Completion, Conduit, Delivery, Error, PollSet, Prepare, Rank, Result,
-    Segment, SendSlot,
+    Bootstrap, Claim, Completion, Conduit, Delivery, Error, Locality, PollSet, Prepare, Rank,
+    Result, Segment, SendSlot,
 };
 use rgex_smp::SmpConduit;
 use std::sync::atomic::AtomicU64;
@@ -39,13 +43,12 @@ pub struct ShmBypass<N> {
     // segment, and holds a handle on smp of its own) before smp.
     net: N,
     smp: Arc<SmpConduit>,
-    /// Per peer: sent through smp rather than `N`.
-    local: Vec<bool>,
-    /// Some peer is node-local: polls look at smp.
-    any_local: bool,
-    /// Every peer is node-local: polls skip `N`, and atomics are not
-    /// offloaded (the network would only slow them down).
-    all_local: bool,
+    /// The job's neighbourhood table: the peers it says shared memory
+    /// carries are sent through smp rather than `N`. When it carries some
+    /// peer, polls look at smp; when it carries every peer, polls skip `N`
+    /// and atomics are not offloaded (the network would only slow them
+    /// down).
+    locality: Locality,
 }
 
 impl<N: Conduit> std::fmt::Debug for ShmBypass<N> {
@@ -53,8 +56,13 @@ impl<N: Conduit> std::fmt::Debug for ShmBypass<N> {
         f.debug_struct("ShmBypass")
             .field("network", &self.net.name())
             .field("rank", &self.smp.rank())
-            .field("size", &self.local.len())
-            .field("node_local", &self.local.iter().filter(|&&l| l).count())
+            .field("size", &self.locality.size())
+            .field(
+                "node_local",
+                &(0..self.locality.size())
+                    .filter(|&p| self.locality.via_shm(Rank(p)))
+                    .count(),
+            )
             .finish()
     }
 }
@@ -77,47 +85,34 @@ pub fn from_env() -> Result<bool> {
     }
 }
 
-/// Per peer of `smp`'s job: node-local (its segment is mapped here) and
-/// so sent through shared memory, when the bypass is `on`; with it off,
-/// no peer is. The route [`ShmBypass::over`] takes.
-pub fn node_local(smp: &SmpConduit, on: bool) -> Vec<bool> {
-    (0..smp.size())
-        .map(|p| on && smp.is_local(Rank(p)))
-        .collect()
-}
-
 impl<N: Conduit> ShmBypass<N> {
-    /// Route the peers `local` marks (from [`node_local`]) through `smp`,
-    /// the others through `net`. `net` must span the same job as `smp`,
-    /// and a peer marked local must be one whose segment smp maps.
-    pub fn over(smp: Arc<SmpConduit>, local: Vec<bool>, net: N) -> Result<Self> {
+    /// Route the peers `locality` says shared memory carries through
+    /// `smp`, the others through `net`. `net` must span the same job as
+    /// `smp`, and a peer carried by shared memory must be one whose segment
+    /// smp maps. `locality` is smp's own table with the bypass on, or
+    /// [`Locality::without_shm`] of it with the bypass off.
+    pub fn over(smp: Arc<SmpConduit>, locality: Locality, net: N) -> Result<Self> {
         let size = smp.size();
-        if net.size() != size || local.len() != size as usize {
+        if net.size() != size || locality.size() != size {
             return Err(Error::Config(format!(
                 "rank {}: the node-local bypass needs one route per rank: smp has {size} ranks, \
-                 the {} conduit {}, the route {}",
+                 the {} conduit {}, the neighbourhood table {}",
                 smp.rank(),
                 net.name(),
                 net.size(),
-                local.len()
+                locality.size()
             )));
         }
-        if let Some(p) = (0..size).find(|&p| local[p as usize] && !smp.is_local(Rank(p))) {
+        let mapped = smp.locality();
+        if let Some(p) = (0..size).find(|&p| locality.via_shm(Rank(p)) && !mapped.via_shm(Rank(p)))
+        {
             return Err(Error::Config(format!(
                 "rank {}: the node-local bypass was asked to carry rank {p}, which is not on this \
                  node (of {size} ranks)",
                 smp.rank()
             )));
         }
-        let any_local = local.iter().any(|&l| l);
-        let all_local = local.iter().all(|&l| l);
-        Ok(ShmBypass {
-            net,
-            smp,
-            local,
-            any_local,
-            all_local,
-        })
+        Ok(ShmBypass { net, smp, locality })
     }
 
     /// The network conduit, carrying every peer that is not node-local.
@@ -132,9 +127,9 @@ impl<N: Conduit> ShmBypass<N> {
     }
 
     /// True when `peer` goes through smp.
-    #[inline]
+    #[inline(always)]
     fn local(&self, peer: Rank) -> bool {
-        self.local.get(peer.index()).copied().unwrap_or(false)
+        self.locality.via_shm(peer)
     }
 
     /// Tell `N` of every node-local peer smp has found gone.
@@ -160,11 +155,11 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
     }
 
     fn size(&self) -> u32 {
-        self.local.len() as u32
+        self.locality.size()
     }
 
-    fn is_local(&self, peer: Rank) -> bool {
-        self.local(peer)
+    fn locality(&self) -> &Locality {
+        &self.locality
     }
 
     fn segment(&self) -> &Segment {
@@ -173,14 +168,6 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
 
     fn segment_len(&self, peer: Rank) -> u64 {
         self.smp.segment_len(peer)
-    }
-
-    fn mapped_segment(&self, peer: Rank) -> Option<Segment> {
-        if self.local(peer) {
-            self.smp.mapped_segment(peer)
-        } else {
-            self.net.mapped_segment(peer)
-        }
     }
 
     fn max_medium(&self, peer: Rank, nargs: usize) -> usize {
@@ -208,12 +195,10 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         }
     }
 
-    fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
-        if self.local(peer) {
-            self.smp.mapped_queue(peer)
-        } else {
-            self.net.mapped_queue(peer)
-        }
+    /// smp's: the peers the table says shared memory carries are smp's,
+    /// and their claims smp's cells.
+    fn mapped_queue(&self) -> Option<MappedQueue> {
+        self.smp.mapped_queue()
     }
 
     /// `peer`'s conduit tells: smp for a node-local peer, `N` for the
@@ -236,7 +221,7 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
     /// reaches smp): tell it of each one smp has found gone, so what it
     /// holds for them fails, then let it check its own.
     fn check_in_flight(&self) {
-        if !self.all_local {
+        if !self.locality.all_shm() {
             self.tell_network_of_departures();
         }
         self.net.check_in_flight();
@@ -309,10 +294,10 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         // conduit takes its batches (and with them its delivery locks), so
         // a handler that polls for replies while it waits to send its own
         // can still have the network's delivered.
-        if self.any_local {
+        if self.locality.any_shm() {
             n += self.smp.poll(set, sink);
         }
-        if !self.all_local {
+        if !self.locality.all_shm() {
             n += self.net.poll(set, sink);
         }
         n
@@ -326,14 +311,17 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         Some(self)
     }
 
+    /// `N`'s RMA for every peer but the node-local ones, whose mapped
+    /// segment (in the table) is the route: a copy, no conduit call.
     fn rma_native(&self, peer: Rank) -> bool {
-        if self.local(peer) {
-            self.smp.rma_native(peer)
-        } else {
-            self.net.rma_native(peer)
-        }
+        !self.local(peer) && self.net.rma_native(peer)
     }
 
+    /// `N`'s, for every peer: a node-local peer's RMA is a copy into its
+    /// mapped segment, never a call here ([`rma_native`](Self::rma_native)
+    /// is false for it), and should a caller make one anyway, the network
+    /// reaches the node's ranks too. The same holds for
+    /// [`try_get`](Self::try_get).
     unsafe fn try_put(
         &self,
         peer: Rank,
@@ -343,13 +331,8 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         lc: &Arc<Completion>,
         rc: &Arc<Completion>,
     ) -> Result<()> {
-        if self.local(peer) {
-            // SAFETY: forwarded from the caller's contract.
-            unsafe { self.smp.try_put(peer, offset, src, len, lc, rc) }
-        } else {
-            // SAFETY: forwarded from the caller's contract.
-            unsafe { self.net.try_put(peer, offset, src, len, lc, rc) }
-        }
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.net.try_put(peer, offset, src, len, lc, rc) }
     }
 
     unsafe fn try_get(
@@ -360,19 +343,14 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         len: usize,
         done: &Arc<Completion>,
     ) -> Result<()> {
-        if self.local(peer) {
-            // SAFETY: forwarded from the caller's contract.
-            unsafe { self.smp.try_get(dst, peer, offset, len, done) }
-        } else {
-            // SAFETY: forwarded from the caller's contract.
-            unsafe { self.net.try_get(dst, peer, offset, len, done) }
-        }
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.net.try_get(dst, peer, offset, len, done) }
     }
 
     /// `N`'s offload, for every peer (see the module docs), unless every
     /// peer is node-local.
     fn atomic_offload(&self, ty: AtomicType, ops: OpSet) -> bool {
-        !self.all_local && self.net.atomic_offload(ty, ops)
+        !self.locality.all_shm() && self.net.atomic_offload(ty, ops)
     }
 
     /// Through `N` whatever the peer: an offloaded atomic domain's
@@ -425,6 +403,7 @@ mod tests {
         buf: Mutex<[u8; 16]>,
         steps: Mutex<Vec<String>>,
         seg: Segment,
+        locality: Locality,
     }
 
     impl Recorder {
@@ -433,6 +412,7 @@ mod tests {
                 buf: Mutex::new([0; 16]),
                 steps: Mutex::new(Vec::new()),
                 seg,
+                locality: Locality::alone(Rank(0), 1).unwrap(),
             }
         }
         fn steps(&self) -> Vec<String> {
@@ -450,17 +430,14 @@ mod tests {
         fn size(&self) -> u32 {
             1
         }
-        fn is_local(&self, _peer: Rank) -> bool {
-            false
+        fn locality(&self) -> &Locality {
+            &self.locality
         }
         fn segment(&self) -> &Segment {
             &self.seg
         }
         fn segment_len(&self, _peer: Rank) -> u64 {
             self.seg.len() as u64
-        }
-        fn mapped_segment(&self, _peer: Rank) -> Option<Segment> {
-            None
         }
         fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {
             16
@@ -521,18 +498,22 @@ mod tests {
     #[test]
     fn node_local_peers_go_through_smp() {
         let smp = smp("local");
-        let route = node_local(&smp, true);
-        assert_eq!(route, [true], "rank 0 of a one-rank job is on this node");
+        let route = smp.locality().clone();
+        assert!(
+            route.via_shm(Rank(0)),
+            "rank 0 of a one-rank job is on this node"
+        );
         let c = ShmBypass::over(smp.clone(), route, Recorder::new(*smp.segment())).unwrap();
         c.try_send(&medium(3), 9, &[1], b"abc").unwrap();
         assert_eq!(drain(&c), [b"abc".to_vec()], "delivered by smp");
-        assert!(c.is_local(Rank(0)) && c.mapped_segment(Rank(0)).is_some());
+        assert!(c.locality().via_shm(Rank(0)));
+        assert!(c.locality().mapped_segment(Rank(0)).is_some());
         assert!(
             !c.rma_native(Rank(0)),
             "smp's mapped copies, not the network's RMA"
         );
         assert_eq!(c.max_medium(Rank(0), 1), smp.max_medium(Rank(0), 1));
-        assert!(c.mapped_queue(Rank(0)).is_some());
+        assert!(c.mapped_queue().is_some());
         assert_eq!(c.peer_gone(Rank(0)), None, "smp sees this process alive");
         assert!(
             !c.atomic_offload(AtomicType::U64, OpSet::EMPTY),
@@ -548,16 +529,19 @@ mod tests {
     #[test]
     fn other_peers_go_through_the_network() {
         let smp = smp("remote");
-        let route = node_local(&smp, false);
-        assert_eq!(route, [false], "the bypass off routes no peer through smp");
+        let route = smp.locality().without_shm();
+        assert!(
+            !route.via_shm(Rank(0)),
+            "the bypass off routes no peer through smp"
+        );
+        assert!(route.on_node(Rank(0)));
         let c = ShmBypass::over(smp.clone(), route, Recorder::new(*smp.segment())).unwrap();
         c.try_send(&medium(3), 9, &[1], b"xyz").unwrap();
         assert_eq!(drain(&c), Vec::<Vec<u8>>::new(), "smp carried nothing");
         let steps = c.network().steps();
         assert_eq!(steps[..2], ["prepare 3", "commit 9 xyz"]);
         assert!(steps[2..].iter().all(|s| s == "poll") && steps.len() == 10);
-        assert!(!c.is_local(Rank(0)) && c.mapped_segment(Rank(0)).is_none());
-        assert!(c.mapped_queue(Rank(0)).is_none());
+        assert!(c.locality().mapped_segment(Rank(0)).is_none());
         assert!(c.rma_native(Rank(0)));
         assert_eq!(c.max_medium(Rank(0), 1), 16);
         assert_eq!(
@@ -573,13 +557,14 @@ mod tests {
         let smp = smp("misfit");
         let e = ShmBypass::over(
             smp.clone(),
-            vec![true, false],
+            Locality::alone(Rank(0), 2).unwrap(),
             Recorder::new(*smp.segment()),
         )
         .unwrap_err();
         assert!(
             e.to_string().contains(
-                "one route per rank: smp has 1 ranks, the recorder conduit 1, the route 2"
+                "one route per rank: smp has 1 ranks, the recorder conduit 1, the neighbourhood \
+                 table 2"
             ),
             "{e}"
         );

@@ -21,7 +21,7 @@ use crate::ready::{dir_index, Ready, ReadyCount};
 use crate::ticker::Ticks;
 use crate::transport::{Event, PostError, Transport};
 use crate::wire::{self, Header};
-use rgex_core::{Completion, Rank};
+use rgex_core::{Completion, Locality, Rank};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -50,10 +50,9 @@ pub struct State<T: Transport> {
     pub(crate) reported_dead: Vec<bool>,
     /// Peers whose `waiting` is not empty (progress looks only at these).
     pub(crate) reading_back: Vec<u32>,
-    /// Per peer: reached through this network (not this rank itself, not
-    /// a node-local peer that the smp bypass carries), so told goodbye
-    /// when this rank closes ([`say_goodbyes`](Self::say_goodbyes)).
-    pub(crate) network_peer: Vec<bool>,
+    /// The job's neighbourhood table (which peers the smp bypass carries:
+    /// see [`network_peer`](Self::network_peer)).
+    pub(crate) locality: Locality,
     /// The process is ending (see `drain`): nothing is injected any more
     /// (every send reports its completion, which drain waits for), every
     /// network peer is told goodbye once nothing to it is outstanding
@@ -74,7 +73,8 @@ pub struct State<T: Transport> {
 impl<T: Transport> State<T> {
     /// Fresh state for `net` at rank `me`, with the dead-peer timeout
     /// `timeout_secs` (0: never).
-    pub(crate) fn new(net: &Net<T>, me: Rank, timeout_secs: u64) -> Self {
+    pub(crate) fn new(net: &Net<T>, locality: Locality, timeout_secs: u64) -> Self {
+        let me = locality.me();
         let g = &net.geo;
         let n_send = g.n_send();
         let mut ops = Vec::with_capacity(g.n_ops());
@@ -104,7 +104,7 @@ impl<T: Transport> State<T> {
             ticks: Arc::default(),
             reported_dead: vec![false; g.size],
             reading_back: Vec::new(),
-            network_peer: (0..g.size).map(|p| p != me.index()).collect(),
+            locality,
             closing: false,
             timeout: (timeout_secs > 0).then(|| Duration::from_secs(timeout_secs)),
             pongs_owed: false,
@@ -112,6 +112,13 @@ impl<T: Transport> State<T> {
             abandoned_ops: 0,
             abandoned_slots: 0,
         }
+    }
+
+    /// `peer` is reached through this network (not this rank itself, not
+    /// a node-local peer that the smp bypass carries), so told goodbye
+    /// when this rank closes ([`say_goodbyes`](Self::say_goodbyes)).
+    pub(crate) fn network_peer(&self, peer: usize) -> bool {
+        peer != self.me.index() && !self.locality.via_shm(Rank(peer as u32))
     }
 
     /// Post every receive buffer (setup).

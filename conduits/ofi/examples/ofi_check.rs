@@ -134,7 +134,7 @@ fn main() -> rgex_core::Result<()> {
             prov.send_after_write(),
             prov.delivery_complete,
             prov.data_progress == libfabric_sys::FI_PROGRESS_MANUAL,
-            client.conduit().is_local(Rank((me + 1) % size)),
+            client.locality().via_shm(Rank((me + 1) % size)),
         );
     }
     // Regression: sockets' own progress thread (FI_PROGRESS_AUTO) starved

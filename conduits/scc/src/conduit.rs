@@ -14,6 +14,7 @@ use rgex_core::bootstrap::JobEnv;
 use rgex_core::conduit::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::descriptor::Kind;
 use rgex_core::liveness::{self, PeerWatch, Presence};
+use rgex_core::locality::{Locality, Place};
 use rgex_core::{
     Backoff, Bootstrap, Category, Claim, Completion, Conduit, Delivery, Direction, Error, PollSet,
     Prepare, Rank, Result, Segment, SendSlot, MAX_ARGS,
@@ -151,6 +152,9 @@ pub struct SccConduit {
     presence: Vec<RankPresence>,
     /// When a stalled operation may next look at each peer's process.
     watch: PeerWatch,
+    /// Every rank on this node (the chip), none mapped, none carried by
+    /// shared memory.
+    locality: Locality,
 }
 
 impl std::fmt::Debug for SccConduit {
@@ -310,6 +314,15 @@ impl SccConduit {
             inner,
             presence,
             watch: PeerWatch::new(n as usize),
+            locality: Locality::new(
+                Rank(me),
+                (0..n)
+                    .map(|_| Place {
+                        on_node: true,
+                        ..Place::REMOTE
+                    })
+                    .collect(),
+            )?,
         })
     }
 
@@ -872,14 +885,14 @@ impl Conduit for SccConduit {
         self.size
     }
 
-    /// Every rank is a core of the same chip; its memory is *not* coherent
-    /// with this one's, so nothing is mapped ([`mapped_segment`] is `None`):
-    /// RMA goes through [`rma_native`].
-    ///
-    /// [`mapped_segment`]: Conduit::mapped_segment
-    /// [`rma_native`]: Conduit::rma_native
-    fn is_local(&self, peer: Rank) -> bool {
-        peer.0 < self.size
+    /// Every rank is a core of the same chip, on this node; its memory is
+    /// *not* coherent with this one's, so nothing is mapped (plain copies
+    /// into a peer's segment would bypass the emulated caches, and with
+    /// them the coherence protocol): RMA goes through
+    /// [`rma_native`](Conduit::rma_native), AMs through the chip's message
+    /// buffers.
+    fn locality(&self) -> &Locality {
+        &self.locality
     }
 
     fn segment(&self) -> &Segment {
@@ -892,12 +905,6 @@ impl Conduit for SccConduit {
         } else {
             0
         }
-    }
-
-    /// `None`: plain copies into a peer's segment would bypass the
-    /// emulated caches, and with them the coherence protocol.
-    fn mapped_segment(&self, _peer: Rank) -> Option<Segment> {
-        None
     }
 
     fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {

@@ -101,7 +101,7 @@ fn messages_to_self_in_every_category() {
     no_shm_left(&job);
     assert_eq!((c.name(), c.size(), c.rank()), ("scc", 1, Rank(0)));
     assert!(c.max_medium(Rank(0), 16) >= 512);
-    assert!(c.mapped_segment(Rank(0)).is_none() && c.rma_native(Rank(0)));
+    assert!(c.locality().mapped_segment(Rank(0)).is_none() && c.rma_native(Rank(0)));
 
     let s = prepare(&c, spec(Direction::Request, Category::Medium, 600, 0)).unwrap();
     fill(&s, &[7; 600]);

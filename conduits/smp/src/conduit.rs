@@ -8,6 +8,7 @@ use rgex_core::cell::{Doorbell, Header};
 use rgex_core::descriptor::Kind;
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::liveness::{self, PeerWatch};
+use rgex_core::locality::{Carrier, Locality, Place};
 use rgex_core::{
     Bootstrap, Category, Claim, Conduit, Delivery, Direction, Error, PollSet, Prepare, Rank,
     Result, Segment, SendSlot,
@@ -29,6 +30,9 @@ const POLL_BATCH: usize = 32;
 /// ```
 pub struct SmpConduit {
     rank: Rank,
+    /// The neighbourhood table: every rank on this node is mapped and
+    /// carried by shared memory, the others by nothing smp has.
+    locality: Locality,
     /// Every rank's region, mapped for the ranks on this node only.
     regions: Vec<Option<Region>>,
     /// Every rank's segment length.
@@ -161,8 +165,21 @@ impl SmpConduit {
                 .shm_name(),
         )?;
         let watch = PeerWatch::new(regions.len());
+        let places = regions
+            .iter()
+            .map(|r| match r {
+                Some(r) => Place {
+                    on_node: true,
+                    mapped: Some(r.segment),
+                    carrier: Carrier::Shm,
+                },
+                None => Place::REMOTE,
+            })
+            .collect();
+        let locality = Locality::new(rank, places)?;
         let conduit = SmpConduit {
             rank,
+            locality,
             regions,
             seg_lens,
             cfg: mine,
@@ -461,8 +478,8 @@ impl Conduit for SmpConduit {
         self.regions.len() as u32
     }
 
-    fn is_local(&self, peer: Rank) -> bool {
-        matches!(self.regions.get(peer.index()), Some(Some(_)))
+    fn locality(&self) -> &Locality {
+        &self.locality
     }
 
     fn segment(&self) -> &Segment {
@@ -471,10 +488,6 @@ impl Conduit for SmpConduit {
 
     fn segment_len(&self, peer: Rank) -> u64 {
         self.seg_lens.get(peer.index()).copied().unwrap_or(0)
-    }
-
-    fn mapped_segment(&self, peer: Rank) -> Option<Segment> {
-        self.regions.get(peer.index())?.as_ref().map(|r| r.segment)
     }
 
     fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {
@@ -490,11 +503,12 @@ impl Conduit for SmpConduit {
         self.gone(peer)
     }
 
-    fn mapped_queue(&self, peer: Rank) -> Option<MappedQueue> {
-        // SAFETY: every claim to a node-local peer is a cell of its ring
-        // whose address is the ticket (`claim`), published by its
+    fn mapped_queue(&self) -> Option<MappedQueue> {
+        // SAFETY: every claim smp makes (to a node-local peer: every peer
+        // its table says shared memory carries) is a cell of that peer's
+        // ring whose address is the ticket (`claim`), published by its
         // `Doorbell`, which is also what commit and cancel ring.
-        self.is_local(peer).then(|| unsafe { MappedQueue::vouch() })
+        Some(unsafe { MappedQueue::vouch() })
     }
 
     /// Inlined into the provided `try_send` (compiled for this conduit),
@@ -851,7 +865,7 @@ mod tests {
     fn prepared_slot_is_published_by_its_doorbell_or_by_commit() {
         let c = solo(4, "bell");
         assert!(
-            c.mapped_queue(c.rank()).is_some(),
+            c.mapped_queue().is_some() && c.locality().via_shm(c.rank()),
             "smp's own node's queues are mapped"
         );
         let claim = |s: &Prepare| c.try_prepare(s, &mut None).expect("room");

@@ -1093,7 +1093,7 @@ fn shared_copies(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     let direct = matches!(vis.mechanism(), VisMechanism::Auto | VisMechanism::Direct);
     let peers: Vec<Rank> = (0..n)
         .map(|k| Rank((me + k) % n))
-        .filter(|&p| direct && client.endpoint().conduit().mapped_segment(p).is_some())
+        .filter(|&p| direct && client.endpoint().locality().mapped_segment(p).is_some())
         .collect();
     let ((), polls) = with_poller(client, || shared_cases(vis, &alone, client, win, &peers))?;
     client.barrier()?;

@@ -374,7 +374,8 @@ pub fn start(cfg: &LoopConfig, segment_len: usize) -> Result<Vec<NetConduit<Loop
             let cfg = cfg.clone();
             std::thread::spawn(move || {
                 let node = Arc::new(SmpConduit::new_node(&env, Box::new(boot), smp)?);
-                NetConduit::<Loopback>::new(node, cfg, &vec![false; size as usize])
+                let locality = rgex_core::Conduit::locality(&*node).without_shm();
+                NetConduit::<Loopback>::new(node, cfg, locality)
             })
         })
         .collect();
