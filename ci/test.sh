@@ -77,7 +77,7 @@ if rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 ||
     export MIRIFLAGS="-Zmiri-disable-isolation"
     cargo +nightly miri setup >/dev/null 2>&1 || true
     cargo +nightly miri test -p rgex-core
-    cargo +nightly miri test -p rgex-smp --lib -- ring:: cell::
+    cargo +nightly miri test -p rgex-smp --lib -- ring::
     # The CPU atomics' RELEASE/ACQUIRE fences: Miri reports a race on the
     # data they publish if either is missing.
     cargo +nightly miri test -p rgex-atomics --lib cpu::

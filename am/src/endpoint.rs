@@ -96,7 +96,8 @@ impl std::fmt::Debug for Endpoint {
 }
 
 /// How many malformed protocol messages, and how many dropped messages,
-/// an endpoint prints on stderr (all are counted, and each is returned by
+/// an endpoint logs as `tracing` warnings, which `rgex::init`'s subscriber
+/// prints on stderr (all are counted, and each is returned by
 /// a poll while fewer than 64 reports wait).
 pub const MALFORMED_PRINTED: u64 = 16;
 
@@ -254,7 +255,7 @@ impl Endpoint {
     }
 
     /// AMs that arrived for an unregistered handler and were dropped (each
-    /// was also reported on stderr, and to the rank waiting for it, see
+    /// was also logged as a warning, and reported to the rank waiting for it, see
     /// [`poll`](Endpoint::poll)).
     pub fn dropped_messages(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
@@ -268,8 +269,8 @@ impl Endpoint {
 
     /// Report a protocol message from `from` to handler `index` that this
     /// rank will not act on, saying `why`: counted
-    /// ([`malformed_messages`](Endpoint::malformed_messages)), printed on
-    /// stderr (the first [`MALFORMED_PRINTED`] of the endpoint), and
+    /// ([`malformed_messages`](Endpoint::malformed_messages)), logged as a
+    /// `tracing` warning (the first [`MALFORMED_PRINTED`] of the endpoint), and
     /// returned as [`Error::Malformed`] by a later
     /// [`poll`](Endpoint::poll). rgex's protocol handlers call it instead
     /// of acting on what a peer sent wrong; never a panic.
@@ -467,9 +468,10 @@ impl Endpoint {
                     ep.send_fixed(spec, self.refused, &args, &[], Flags::empty())
                 };
                 if let Err(why) = token.reply_with(Category::Short, 0, refuse) {
-                    eprintln!(
-                        "rgex: {}: could not tell {} of it: {why}",
-                        self.rank(),
+                    tracing::warn!(
+                        rank = self.rank().0,
+                        peer = d.src.0,
+                        "could not tell {} of it: {why}",
                         d.src
                     );
                 }
@@ -478,18 +480,18 @@ impl Endpoint {
         }
     }
 
-    /// Print report number `n` (from 0) of a kind on stderr: the first
-    /// [`MALFORMED_PRINTED`] of each kind, then one line saying the rest
+    /// Log report number `n` (from 0) of a kind as a warning: the first
+    /// [`MALFORMED_PRINTED`] of each kind, then one event saying the rest
     /// are only counted (a flood of bad messages must not become a flood
     /// of lines).
     fn print_report(&self, n: u64, e: &Error, kind: &str, counter: &str) {
         if n < MALFORMED_PRINTED {
-            eprintln!("rgex: {}: {e}", self.rank());
+            tracing::warn!(rank = self.rank().0, "{e}");
         }
         if n + 1 == MALFORMED_PRINTED {
-            eprintln!(
-                "rgex: {}: further {kind} are counted, not printed (Endpoint::{counter})",
-                self.rank()
+            tracing::warn!(
+                rank = self.rank().0,
+                "further {kind} are counted, not printed (Endpoint::{counter})"
             );
         }
     }

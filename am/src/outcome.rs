@@ -7,7 +7,8 @@
 //! endpoint that ran the handler, as [`Error::HandlerFailed`] naming the
 //! handler, its index, the sender's rank and the error:
 //! - counted ([`Endpoint::handler_errors`](crate::Endpoint::handler_errors)),
-//! - printed on stderr (the first [`MALFORMED_PRINTED`](crate::MALFORMED_PRINTED)
+//! - logged as a `tracing` warning, which `rgex::init`'s subscriber prints
+//!   on stderr (the first [`MALFORMED_PRINTED`](crate::MALFORMED_PRINTED)
 //!   of the endpoint; the rest are counted only),
 //! - and returned by a later [`Endpoint::poll`](crate::Endpoint::poll) of
 //!   that rank (the oldest 64 not yet returned are kept), once each.

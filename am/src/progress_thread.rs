@@ -108,7 +108,7 @@ impl ProgressThread {
 impl Drop for ProgressThread {
     fn drop(&mut self) {
         if let Err(e) = self.end() {
-            eprintln!("rgex: {e}");
+            tracing::error!("{e}");
         }
     }
 }

@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 /// Reports kept until a poll returns them: a sender flooding a handler its
 /// peer lacks, without polling, would otherwise queue one per message.
-/// Later ones are discarded (the receiver printed each on stderr).
+/// Later ones are discarded (the receiver logged each as a warning).
 pub(crate) const KEPT: usize = 64;
 
 /// The dropped AMs this rank has yet to report (the oldest [`KEPT`]), to

@@ -168,9 +168,11 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<ProtocolId> {
             };
             let [v0, v1] = split(old);
             if let Err(e) = tok.reply_short(reply, &[a[0], a[1], status, v0, v1], Flags::empty()) {
-                eprintln!(
-                    "rgex: {}: atomic op from {} at offset {off:#x} could not reply: {e}",
-                    tok.endpoint().rank(),
+                tracing::error!(
+                    rank = tok.endpoint().rank().0,
+                    peer = tok.src().0,
+                    offset = off,
+                    "atomic op from {} at offset {off:#x} could not reply: {e}",
                     tok.src()
                 );
             }

@@ -151,7 +151,7 @@ pub enum Error {
     },
     /// A client handler returned an error for a message from `from`. The
     /// receiving endpoint counts it
-    /// (`Endpoint::handler_errors`), prints the first few on stderr, and
+    /// (`Endpoint::handler_errors`), logs the first few as warnings, and
     /// returns it from its next poll (rgex-am's `Endpoint::poll`).
     #[error("handler {handler:?} (index {index}) on {to} failed on a message from {from}: {why}")]
     HandlerFailed {

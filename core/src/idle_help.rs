@@ -107,8 +107,8 @@ struct AbortOnPanic;
 impl Drop for AbortOnPanic {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!(
-                "rgex: a block of shared work panicked; other threads may be running blocks \
+            tracing::error!(
+                "a block of shared work panicked; other threads may be running blocks \
                  that borrow the sharer's frame, so the process aborts"
             );
             std::process::abort();

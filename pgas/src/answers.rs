@@ -238,12 +238,12 @@ impl Pgas {
         }
     }
 
-    /// An outcome nobody can be told of: printed (the first 16) and
-    /// counted.
+    /// An outcome nobody can be told of: logged as an error (the first
+    /// 16) and counted.
     fn lost(&self, what: String) {
         let n = self.inner.lost_failures.fetch_add(1, Ordering::Relaxed);
         if n < 16 {
-            eprintln!("rgex-pgas: {}: {what}", self.rank());
+            tracing::error!(rank = self.rank().0, "{what}");
         }
     }
 

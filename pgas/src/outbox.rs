@@ -190,9 +190,11 @@ pub(crate) fn send_at_exit(outbox: &Outbox, ep: &Endpoint, calls: HandlerId) {
         };
         if let Err(why) = sent {
             let lost = whole_entries(&held).0;
-            eprintln!(
-                "rgex-pgas: {}: {lost} calls to {target} made before the last handle was dropped could not be sent: {why}",
-                ep.rank()
+            tracing::error!(
+                rank = ep.rank().0,
+                peer = target.0,
+                lost,
+                "{lost} calls to {target} made before the last handle was dropped could not be sent: {why}"
             );
         }
     }
@@ -300,7 +302,11 @@ impl Pgas {
                         .mail
                         .complete(call.ticket, Returned::Failed(why.clone()));
                 } else if self.inner.lost_failures.fetch_add(1, Ordering::Relaxed) < 16 {
-                    eprintln!("rgex-pgas: an rpc_ff to {target} was lost: {why}");
+                    tracing::error!(
+                        rank = self.rank().0,
+                        peer = target.0,
+                        "an rpc_ff to {target} was lost: {why}"
+                    );
                 }
             }
         }

@@ -33,7 +33,12 @@
 //! A handler may also return a `Result`; its error is reported by the
 //! rank that ran it, naming the handler and the sender (see
 //! [`outcome`]).
+//!
+//! rgex's crates report what goes wrong where no caller can be told as
+//! `tracing` events; `init` prints them on stderr unless the application
+//! has its own subscriber (`RGEX_LOG` filters them; see [`diagnostics`]).
 
+pub mod diagnostics;
 pub mod info;
 pub mod launch;
 
@@ -202,6 +207,8 @@ pub fn init_with<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result
 
 /// [`init_with`]'s work, once the initialisation is claimed.
 fn init_once<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result<(Client, H)> {
+    // First, so that whatever setup reports is printed.
+    diagnostics::install()?;
     let (env, boot) = job_bootstrap()?;
     let conduit: Arc<dyn Conduit> = match std::env::var("RGEX_CONDUIT").ok().as_deref() {
         None | Some("") | Some("smp") => {

@@ -560,9 +560,12 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<(ProtocolId, ProtocolId
             let status = if unpack_put(tok, msg).is_some() {
                 ST_OK
             } else {
-                eprintln!(
-                    "rgex: {}: VIS put from {} refused: malformed or outside the segment (checked at the initiator, so the segments disagree)",
-                    tok.endpoint().rank(),
+                // The initiator's put fails with a refusal naming this
+                // rank: the detail is for whoever looks here.
+                tracing::debug!(
+                    rank = tok.endpoint().rank().0,
+                    peer = tok.src().0,
+                    "VIS put from {} refused: malformed or outside the segment (checked at the initiator, so the segments disagree)",
                     tok.src()
                 );
                 ST_BAD
@@ -603,9 +606,11 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<(ProtocolId, ProtocolId
         move |tok, msg| {
             let a = msg.args();
             if answer_get(tok, msg, get_reply).is_none() {
-                eprintln!(
-                    "rgex: {}: VIS get from {} refused: malformed or outside the segment",
-                    tok.endpoint().rank(),
+                // As for a put: the initiator's get fails, naming us.
+                tracing::debug!(
+                    rank = tok.endpoint().rank().0,
+                    peer = tok.src().0,
+                    "VIS get from {} refused: malformed or outside the segment",
                     tok.src()
                 );
                 let _ = tok.reply_short(get_reply, &[a[0], a[1], ST_BAD], Flags::empty());

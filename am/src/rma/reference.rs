@@ -61,9 +61,10 @@ impl Reference {
             move |tok, msg| {
                 // The payload has landed (Long); acknowledge.
                 if let Err(e) = tok.reply_short(ack, msg.args(), Flags::empty()) {
-                    eprintln!(
-                        "rgex: {}: reference put from {} could not be acknowledged: {e}",
-                        tok.endpoint().rank(),
+                    tracing::error!(
+                        rank = tok.endpoint().rank().0,
+                        peer = tok.src().0,
+                        "reference put from {} could not be acknowledged: {e}",
                         tok.src()
                     );
                 }
@@ -143,9 +144,10 @@ impl Reference {
                     ),
                 };
                 if let Err(e) = r {
-                    eprintln!(
-                        "rgex: {}: reference get from {} could not reply: {e}",
-                        tok.endpoint().rank(),
+                    tracing::error!(
+                        rank = tok.endpoint().rank().0,
+                        peer = tok.src().0,
+                        "reference get from {} could not reply: {e}",
                         tok.src()
                     );
                 }

@@ -148,8 +148,8 @@ impl TeamHandle {
     }
 
     /// Malformed collective messages this client has received from peers
-    /// and dropped, on every team (each is also reported on stderr, the
-    /// first few in full, with its sender and what was wrong). Honest
+    /// and dropped, on every team (each is also logged as a `tracing`
+    /// warning, the first few in full, with its sender and what was wrong). Honest
     /// peers send none, even when collectives fail.
     pub fn malformed_messages(&self) -> u64 {
         self.inner.engine.malformed_count()

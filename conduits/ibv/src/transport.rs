@@ -223,9 +223,10 @@ impl<V: Verbs> Ibv<V> {
     /// steps). Never called with the inner lock held: `each` may post.
     fn completion(&self, wc: &Wc, each: &mut impl FnMut(Event)) {
         let Some(id) = WrId::decode(wc.wr_id) else {
-            eprintln!(
-                "rgex-ibv: {}: a completion for a work request that is not ours (wr_id {:#x}, {})",
-                self.rank,
+            tracing::error!(
+                rank = self.rank.0,
+                wr_id = wc.wr_id,
+                "a completion for a work request that is not ours (wr_id {:#x}, {})",
                 wc.wr_id,
                 wc.status.name()
             );

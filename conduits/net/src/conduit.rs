@@ -114,10 +114,11 @@ impl<T: Transport> NetConduit<T> {
                 Category::Medium => match msg.get(h.hlen..h.hlen + len) {
                     Some(p) => p,
                     None => {
-                        eprintln!(
-                            "rgex-{}: {}: dropped a truncated Medium AM from rank {}",
-                            T::NAME,
-                            self.rank,
+                        tracing::warn!(
+                            conduit = T::NAME,
+                            rank = self.rank.0,
+                            peer = h.src,
+                            "dropped a truncated Medium AM from rank {}",
                             h.src
                         );
                         continue;
@@ -128,10 +129,11 @@ impl<T: Transport> NetConduit<T> {
                     // sender's write completed before its header was sent.
                     Ok(p) => unsafe { std::slice::from_raw_parts(p, len) },
                     Err(e) => {
-                        eprintln!(
-                            "rgex-{}: {}: dropped a Long AM from rank {}: {e}",
-                            T::NAME,
-                            self.rank,
+                        tracing::warn!(
+                            conduit = T::NAME,
+                            rank = self.rank.0,
+                            peer = h.src,
+                            "dropped a Long AM from rank {}: {e}",
                             h.src
                         );
                         continue;

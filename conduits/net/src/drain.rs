@@ -109,16 +109,18 @@ pub(crate) fn drain<T: Transport>(rank: Rank, state: &Mutex<State<T>>, net: &Net
             }
             let limit = if dead { DRAIN_LIMIT / 10 } else { DRAIN_LIMIT };
             if start.elapsed() > limit {
-                eprintln!(
-                    "rgex-{}: {rank}: closing with operations still in flight after {limit:?} (a peer stopped responding?)",
-                    T::NAME
+                tracing::warn!(
+                    conduit = T::NAME,
+                    rank = rank.0,
+                    "closing with operations still in flight after {limit:?} (a peer stopped responding?)"
                 );
                 return;
             }
         } else if start.elapsed() > DRAIN_LIMIT {
-            eprintln!(
-                "rgex-{}: {rank}: could not finish its operations before closing (the conduit stayed locked)",
-                T::NAME
+            tracing::warn!(
+                conduit = T::NAME,
+                rank = rank.0,
+                "could not finish its operations before closing (the conduit stayed locked)"
             );
             return;
         }

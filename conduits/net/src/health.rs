@@ -90,10 +90,11 @@ impl<T: Transport> State<T> {
         // too (a credit report or a goodbye to it fails), nor is one that
         // said goodbye.
         if !std::mem::replace(&mut self.reported_dead[peer], true) && !self.closing {
-            eprintln!(
-                "rgex-{}: {}: an operation to rank {peer} failed; rank {peer} is now considered dead and later operations to it return errors: {why}",
-                T::NAME,
-                self.me
+            tracing::warn!(
+                conduit = T::NAME,
+                rank = self.me.0,
+                peer,
+                "an operation to rank {peer} failed; rank {peer} is now considered dead and later operations to it return errors: {why}"
             );
         }
     }

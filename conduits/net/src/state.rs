@@ -172,7 +172,7 @@ impl<T: Transport> State<T> {
                     }
                 }
                 Err(e) => {
-                    eprintln!("rgex-{}: {}: {e}", T::NAME, self.me);
+                    tracing::error!(conduit = T::NAME, rank = self.me.0, "{e}");
                     break;
                 }
             }
@@ -196,7 +196,11 @@ impl<T: Transport> State<T> {
             // A receive failed (cancelled at close, or truncated): repost
             // unless the endpoint is going away.
             if !cancelled {
-                eprintln!("rgex-{}: {}: {why}", T::NAME, self.me);
+                tracing::warn!(
+                    conduit = T::NAME,
+                    rank = self.me.0,
+                    "a receive failed: {why}"
+                );
                 self.post(net, Post::Recv { op: id as u32 });
             }
             return;
@@ -233,10 +237,11 @@ impl<T: Transport> State<T> {
         let h = match Header::read(msg, &mut args) {
             Some(h) if valid(&h) => h,
             _ => {
-                eprintln!(
-                    "rgex-{}: {}: dropped a malformed message of {len} bytes",
-                    T::NAME,
-                    self.me
+                tracing::warn!(
+                    conduit = T::NAME,
+                    rank = self.me.0,
+                    len,
+                    "dropped a malformed message of {len} bytes"
                 );
                 self.post(net, Post::Recv { op: id as u32 });
                 return;

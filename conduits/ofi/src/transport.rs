@@ -408,9 +408,10 @@ impl Transport for Ofi {
                 for e in done {
                     match self.op_of(e.op_context) {
                         Some(op) => each(Event::Done { op, len: e.len }),
-                        None => eprintln!(
-                            "rgex-ofi: {}: completion for an unknown context {:p}",
-                            self.rank, e.op_context
+                        None => tracing::error!(
+                            rank = self.rank.0,
+                            "completion for an unknown context {:p}",
+                            e.op_context
                         ),
                     }
                 }
@@ -436,9 +437,10 @@ impl Transport for Ofi {
                         cancelled: err.error.code == sys::FI_ECANCELED,
                         why: err.error.to_string(),
                     }),
-                    None => eprintln!(
-                        "rgex-ofi: {}: error completion for an unknown operation: {}",
-                        self.rank, err.error
+                    None => tracing::error!(
+                        rank = self.rank.0,
+                        "error completion for an unknown operation: {}",
+                        err.error
                     ),
                 }
                 Ok(Polled {

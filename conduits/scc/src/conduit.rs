@@ -352,7 +352,7 @@ impl SccConduit {
         self.inner.lock().core.stale_reads().to_vec()
     }
 
-    /// Print the stale reads not printed yet to stderr, and fail if this
+    /// Log the stale reads not logged yet (`tracing` errors), and fail if this
     /// rank has seen any. The process also fails at exit (status 1) after
     /// printing them, if checking is on and any was seen: a conformance run
     /// cannot pass with a stale read.
@@ -698,7 +698,11 @@ impl SccConduit {
                             p
                         }
                         Err(e) => {
-                            eprintln!("rgex: {}: dropped a Long AM from rank {s}: {e}", self.rank);
+                            tracing::warn!(
+                                rank = self.rank.0,
+                                peer = s,
+                                "dropped a Long AM from rank {s}: {e}"
+                            );
                             cancelled = true;
                             Vec::new()
                         }
@@ -930,7 +934,12 @@ impl Conduit for SccConduit {
                 // Drained by `publish` before the flag.
                 Ok(at) => self.store_chunked(at, &st.buf[..len]),
                 Err(e) => {
-                    eprintln!("rgex: {}: cancelled a Long AM: {e}", self.rank);
+                    tracing::warn!(
+                        rank = self.rank.0,
+                        peer = slot.peer.0,
+                        "cancelled a Long AM to {}: {e}",
+                        slot.peer
+                    );
                     kd = kd.marked();
                 }
             }

@@ -43,7 +43,8 @@
 //!   full channel or an epoch wait on a peer also looks at its process
 //!   (rate limited), so one that died is found too, before the timeout.
 //! - **Checking**: `RGEX_SCC_CHECK=1` turns the stale-read checker on; a
-//!   process that saw a stale read prints it and exits with status 1.
+//!   process that saw a stale read logs it (a `tracing` error, which
+//!   `rgex::init`'s subscriber prints on stderr) and exits with status 1.
 
 #![warn(missing_docs)]
 

@@ -41,7 +41,10 @@ pub(crate) fn register(rank: Rank, inner: &Arc<Mutex<Inner>>) {
 /// rank has seen in total.
 pub(crate) fn flush(rank: Rank, inner: &Mutex<Inner>) -> u64 {
     let Some(mut g) = inner.try_lock_for(Duration::from_secs(2)) else {
-        eprintln!("rgex: scc: {rank}: could not look at its stale reads (its core stayed locked)");
+        tracing::error!(
+            rank = rank.0,
+            "could not look at its stale reads (its core stayed locked)"
+        );
         return 0;
     };
     let total = g.core.counters().stale_reads;
@@ -49,11 +52,12 @@ pub(crate) fn flush(rank: Rank, inner: &Mutex<Inner>) -> u64 {
     if new > 0 {
         let reports = g.core.take_stale_reads();
         for r in reports.iter().take(PRINT_LIMIT) {
-            eprintln!("rgex: scc: {rank}: {r}");
+            tracing::error!(rank = rank.0, "{r}");
         }
         if new as usize > PRINT_LIMIT {
-            eprintln!(
-                "rgex: scc: {rank}: ... and {} more stale read(s)",
+            tracing::error!(
+                rank = rank.0,
+                "... and {} more stale read(s)",
                 new as usize - PRINT_LIMIT.min(reports.len())
             );
         }
@@ -78,8 +82,8 @@ extern "C" fn at_exit() {
     // Relaxed: see `flush`.
     let n = SEEN.load(Ordering::Relaxed);
     if n > 0 {
-        eprintln!(
-            "rgex: scc: the stale-read checker saw {n} stale read(s) in this process: failing it (exit status 1)"
+        tracing::error!(
+            "the stale-read checker saw {n} stale read(s) in this process: failing it (exit status 1)"
         );
         // SAFETY: `_exit` ends the process at once, which is what we want
         // from inside an exit hook (calling `exit` again is undefined).

@@ -390,9 +390,11 @@ impl SmpConduit {
                 // during the handler would be a race in the client program.
                 Ok(p) => unsafe { std::slice::from_raw_parts(p, len) },
                 Err(e) => {
-                    eprintln!(
-                        "rgex: {}: dropped a Long AM from rank {}: {e}",
-                        self.rank, body.src
+                    tracing::warn!(
+                        rank = self.rank.0,
+                        peer = body.src,
+                        "dropped a Long AM from rank {}: {e}",
+                        body.src
                     );
                     return;
                 }

@@ -30,6 +30,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     v("RGEX_ATOMICS", "auto (default), or require reference (active messages), shared (CPU atomics on mapped segments) or offload (the conduit's NIC atomics)"),
     v("RGEX_PROGRESS_THREAD", "1: start a progress thread at init that polls while the application computes and sleeps when idle (smp: on a futex senders ring; network conduits: 200 us parks); default 0"),
     v("RGEX_VIS", "VIS mechanism: auto (default), direct, rma or am"),
+    v("RGEX_LOG", "which diagnostics init's stderr subscriber prints, as tracing filter directives: warn, rgex_net=debug,rgex=warn, off, ... (default rgex=warn: rgex's errors and warnings; ignored when the application sets its own subscriber first)"),
     v("RGEX_PGAS_RAW", "rgex-pgas: bytes at the start of every segment kept out of the shared heap for raw rgex RMA through pg.client() (Pgas::raw_range), e.g. 300K; 0 for none (default 64K, a quarter of a segment under 256K)"),
     v("RGEX_PGAS_WINDOW", "rgex-pgas: calls a rank may have waiting unserved at each target (rpc, rpc_ff, rput_then's call, dist_object fetches), 1 to 2^32-1 (default 256)"),
     // smp.

@@ -50,6 +50,8 @@ fn main() -> rgex::Result<()> {
     let mut args = std::env::args().skip(1);
     let epochs: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(50);
     let stale = args.next().as_deref() == Some("stale");
+    // Built by hand, not by rgex::init: print rgex's diagnostics as init does.
+    rgex::diagnostics::install()?;
     let (env, boot) = rgex::bootstrap::from_env()?;
     let conduit = Arc::new(SccConduit::new(&env, boot, SccConfig::from_env()?)?);
     let client = Client::new(conduit, env.polite)?;

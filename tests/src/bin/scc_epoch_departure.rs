@@ -32,6 +32,8 @@ fn main() -> rgex::Result<()> {
         );
         std::process::exit(2);
     }
+    // Built by hand, not by rgex::init: print rgex's diagnostics as init does.
+    rgex::diagnostics::install()?;
     let (env, boot) = rgex::bootstrap::from_env()?;
     let conduit = Arc::new(SccConduit::new(&env, boot, SccConfig::from_env()?)?);
     let client = Client::new(conduit, env.polite)?;

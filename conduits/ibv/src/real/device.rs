@@ -140,8 +140,8 @@ impl Drop for Context {
         // every object created on it (each holds this Context alive).
         let rc = unsafe { (self.lib.fns.ibv_close_device)(self.raw.as_ptr()) };
         if rc != 0 {
-            eprintln!(
-                "rgex-ibv: ibv_close_device failed: {}",
+            tracing::error!(
+                "ibv_close_device failed: {}",
                 std::io::Error::from_raw_os_error(rc_errno(rc))
             );
         }

@@ -4,7 +4,7 @@
 //! Each handle keeps alive what the C object depends on (a QP its PD,
 //! CQs and SRQ; an MR and an SRQ their PD; all of them the device
 //! context), so dropping handles in any order destroys the objects in
-//! an order libibverbs accepts. A failed destroy is printed and the
+//! an order libibverbs accepts. A failed destroy is logged and the
 //! object leaked, never a panic.
 
 use std::ffi::{c_int, c_void};
@@ -19,11 +19,11 @@ use super::device::Context;
 use super::errno::{last_errno, rc_errno};
 use crate::verbs::{Access, QpCaps, VerbsError, VerbsResult};
 
-/// Print a failed destroy (drop cannot return it).
+/// Log a failed destroy (drop cannot return it).
 fn report_destroy(verb: &str, rc: c_int) {
     if rc != 0 {
-        eprintln!(
-            "rgex-ibv: {verb} failed: {} (the object is leaked)",
+        tracing::error!(
+            "{verb} failed: {} (the object is leaked)",
             std::io::Error::from_raw_os_error(rc_errno(rc))
         );
     }
