@@ -373,110 +373,139 @@ pub trait Conduit: Send + Sync + 'static {
             req.offset
         )))
     }
+
+    /// VIS override point: true if this conduit moves a whole vector of
+    /// chunks to or from `peer` itself ([`try_putv`](Self::try_putv),
+    /// [`try_getv`](Self::try_getv): a network with gather/scatter lists).
+    /// VIS's `Auto` mechanism then takes it for a peer whose segment is not
+    /// mapped here, before per-chunk RMA or AM packing (GASNet-EX's
+    /// `GASNETE_PUTV_OVERRIDE`). The default is false: VIS's reference
+    /// mechanisms serve every peer.
+    fn vis_native(&self, peer: Rank) -> bool {
+        let _ = peer;
+        false
+    }
+
+    /// Start a put of every chunk of `chunks` (each `len > 0`, its local
+    /// side a source) into `peer`'s segment, for a peer where
+    /// [`vis_native`](Self::vis_native) holds. The ranges are already
+    /// checked. Completion is counted as for [`try_put`](Self::try_put),
+    /// once for the whole vector: one on `rc`, and one on `lc` if the
+    /// conduit still reads a source after returning. Never waits
+    /// ([`Error::WouldBlock`](crate::Error::WouldBlock), nothing counted
+    /// or sent).
+    ///
+    /// # Safety
+    /// Every chunk's source must stay readable and unmodified until local
+    /// completion.
+    unsafe fn try_putv(
+        &self,
+        peer: Rank,
+        chunks: &[Chunk],
+        lc: &Arc<crate::Completion>,
+        rc: &Arc<crate::Completion>,
+    ) -> Result<()> {
+        let _ = (lc, rc);
+        Err(crate::Error::Config(format!(
+            "the {} conduit has no native VIS (put of {} chunks to {peer})",
+            self.name(),
+            chunks.len()
+        )))
+    }
+
+    /// Start a get of every chunk of `chunks` (each local side a
+    /// destination) from `peer`'s segment; as [`try_putv`](Self::try_putv),
+    /// one counted on `done` for the whole vector.
+    ///
+    /// # Safety
+    /// Every chunk's destination must stay valid, and untouched by anyone
+    /// else, until `done` completes.
+    unsafe fn try_getv(
+        &self,
+        peer: Rank,
+        chunks: &[Chunk],
+        done: &Arc<crate::Completion>,
+    ) -> Result<()> {
+        let _ = done;
+        Err(crate::Error::Config(format!(
+            "the {} conduit has no native VIS (get of {} chunks from {peer})",
+            self.name(),
+            chunks.len()
+        )))
+    }
+
+    /// Collective override point: true if this conduit runs collective
+    /// `kind` over the team of world ranks `members` (in team order, this
+    /// rank among them) itself, a hardware barrier or broadcast
+    /// ([`barrier_native`](Self::barrier_native),
+    /// [`broadcast_native`](Self::broadcast_native)). Every member of a
+    /// team must answer alike (the answer may depend on the members, not
+    /// on the rank asking). The default is false: rgex-am's reference
+    /// algorithms over AMs serve every team.
+    fn coll_native(&self, kind: CollKind, members: &[Rank]) -> bool {
+        let _ = (kind, members);
+        false
+    }
+
+    /// A barrier over `members`, where [`coll_native`](Self::coll_native)
+    /// holds for it: returns once every member has entered. The conduit
+    /// makes progress on its own network while it waits (AMs that arrive
+    /// meanwhile are delivered by the caller's later polls).
+    fn barrier_native(&self, members: &[Rank]) -> Result<()> {
+        Err(crate::Error::Config(format!(
+            "the {} conduit has no native barrier (a team of {})",
+            self.name(),
+            members.len()
+        )))
+    }
+
+    /// A broadcast over `members` from the member at team index `root`:
+    /// at the root `data` is sent; elsewhere it is replaced by the root's
+    /// bytes. As [`barrier_native`](Self::barrier_native) for waiting.
+    fn broadcast_native(&self, members: &[Rank], root: u32, data: &mut Vec<u8>) -> Result<()> {
+        Err(crate::Error::Config(format!(
+            "the {} conduit has no native broadcast (a team of {}, {} bytes from member {root})",
+            self.name(),
+            members.len(),
+            data.len()
+        )))
+    }
+}
+
+/// One chunk of a vector transfer ([`Conduit::try_putv`]): `len` bytes at
+/// `offset` in the peer's segment, and at `local` in this process (a
+/// source for a put, a destination for a get).
+#[derive(Clone, Copy, Debug)]
+pub struct Chunk {
+    /// Offset in the peer's segment.
+    pub offset: u64,
+    /// The local side.
+    pub local: *mut u8,
+    /// Bytes.
+    pub len: usize,
+}
+
+/// A collective a conduit may run itself ([`Conduit::coll_native`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollKind {
+    /// [`Conduit::barrier_native`].
+    Barrier,
+    /// [`Conduit::broadcast_native`].
+    Broadcast,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bootstrap::SingleRank;
+    use crate::testing::{Recorder, RecorderConfig, Step};
     use crate::{Category, Direction, Error};
-    use parking_lot::Mutex;
-    use std::ptr::NonNull;
 
-    /// What the recording conduit was asked to do, in order.
-    #[derive(Debug, PartialEq)]
-    enum Step {
-        Prepare {
-            most: usize,
-        },
-        Commit {
-            handler: u8,
-            args: Vec<u32>,
-            payload: Vec<u8>,
-        },
-        Cancel,
-    }
-
-    /// A conduit with one 8-byte send buffer that records each step of
-    /// the SPI it is driven through; `busy` refuses claims as would-block,
-    /// `mute` refuses them without saying why.
-    struct Recorder {
-        buf: Mutex<[u8; 8]>,
-        steps: Mutex<Vec<Step>>,
-        busy: bool,
-        mute: bool,
-        seg: Segment,
-        locality: crate::Locality,
-    }
-
-    impl Recorder {
-        fn new(busy: bool, mute: bool) -> Self {
-            Recorder {
-                buf: Mutex::new([0; 8]),
-                steps: Mutex::new(Vec::new()),
-                busy,
-                mute,
-                // SAFETY: an empty range at a dangling pointer: nothing to map.
-                seg: unsafe { Segment::from_raw(Rank(0), NonNull::dangling(), 0) },
-                locality: crate::Locality::alone(Rank(0), 2).unwrap(),
-            }
-        }
-    }
-
-    impl Conduit for Recorder {
-        fn name(&self) -> &'static str {
-            "recorder"
-        }
-        fn rank(&self) -> Rank {
-            Rank(0)
-        }
-        fn size(&self) -> u32 {
-            2
-        }
-        fn locality(&self) -> &crate::Locality {
-            &self.locality
-        }
-        fn segment(&self) -> &Segment {
-            &self.seg
-        }
-        fn segment_len(&self, _peer: Rank) -> u64 {
-            0
-        }
-        fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {
-            8
-        }
-        fn try_prepare(&self, spec: &Prepare, refused: &mut Option<Error>) -> Option<Claim> {
-            self.steps.lock().push(Step::Prepare { most: spec.most });
-            if self.mute {
-                return None;
-            }
-            if self.busy {
-                *refused = Some(Error::WouldBlock {
-                    peer: spec.peer,
-                    resource: "the recorder's one buffer",
-                });
-                return None;
-            }
-            Some(Claim::new(self.buf.data_ptr().cast(), 7))
-        }
-        unsafe fn commit(&self, slot: SendSlot, handler: u8, args: &[u32], len: usize) {
-            assert_eq!(slot.cookie, 7, "the claim's ticket reaches commit");
-            let payload = self.buf.lock()[..len].to_vec();
-            self.steps.lock().push(Step::Commit {
-                handler,
-                args: args.to_vec(),
-                payload,
-            });
-        }
-        unsafe fn cancel(&self, _slot: SendSlot) {
-            self.steps.lock().push(Step::Cancel);
-        }
-        fn poll(&self, _set: PollSet, _sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
-            0
-        }
-        fn bootstrap(&self) -> &dyn Bootstrap {
-            &SingleRank
-        }
+    fn recorder(busy: bool, mute: bool) -> Recorder {
+        Recorder::new(RecorderConfig {
+            busy,
+            mute,
+            ..RecorderConfig::default()
+        })
     }
 
     fn spec(category: Category, len: usize) -> Prepare {
@@ -493,13 +522,13 @@ mod tests {
 
     #[test]
     fn fixed_payload_is_prepare_then_copy_then_commit() {
-        let c = Recorder::new(false, false);
+        let c = recorder(false, false);
         let dynamic: &dyn Conduit = &c;
         dynamic
             .try_send(&spec(Category::Medium, 3), 9, &[42], b"abc")
             .expect("a free buffer");
         assert_eq!(
-            *c.steps.lock(),
+            c.steps(),
             [
                 Step::Prepare { most: 3 },
                 Step::Commit {
@@ -513,22 +542,22 @@ mod tests {
 
     #[test]
     fn a_refused_claim_sends_nothing_and_says_why() {
-        let c = Recorder::new(true, false);
+        let c = recorder(true, false);
         let e = c
             .try_send(&spec(Category::Medium, 3), 9, &[], b"abc")
             .expect_err("busy");
         assert!(e.is_would_block(), "{e}");
-        let c = Recorder::new(false, true);
+        let c = recorder(false, true);
         let e = c
             .try_send(&spec(Category::Short, 0), 9, &[], &[])
             .expect_err("mute");
         assert!(e.to_string().contains("recorder"), "{e}");
-        assert_eq!(*c.steps.lock(), [Step::Prepare { most: 0 }]);
+        assert_eq!(c.steps(), [Step::Prepare { most: 0 }]);
     }
 
     #[test]
     fn a_payload_beyond_the_spec_is_refused_before_any_claim() {
-        let c = Recorder::new(false, false);
+        let c = recorder(false, false);
         let e = c
             .try_send(&spec(Category::Short, 0), 9, &[], b"abc")
             .expect_err("a Short has no payload");
@@ -540,6 +569,6 @@ mod tests {
             matches!(e, Error::PayloadTooLarge { len: 3, max: 2, .. }),
             "{e}"
         );
-        assert!(c.steps.lock().is_empty(), "nothing claimed or committed");
+        assert!(c.steps().is_empty(), "nothing claimed or committed");
     }
 }

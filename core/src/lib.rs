@@ -31,6 +31,8 @@ mod small_copy;
 #[doc(hidden)]
 pub mod sync;
 pub mod team;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod waker;
 
 pub use addr::GlobalAddr;

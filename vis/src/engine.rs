@@ -183,6 +183,8 @@ impl Vis {
             }
             // SAFETY: forwarded caller contract.
             Mechanism::Rma => unsafe { self.rma(peer, shape, local, track, flags) },
+            // SAFETY: forwarded caller contract.
+            Mechanism::Native => unsafe { self.native(peer, shape, local, track, flags) },
             Mechanism::Am => {
                 if flags.contains(Flags::IMMEDIATE)
                     && !am::Proto::one_message(&self.ep, peer, shape)

@@ -71,6 +71,7 @@ mod helped_copy;
 pub mod kernel;
 mod mechanism;
 mod meta;
+mod native;
 mod rma;
 mod simd;
 pub mod stride_plan;
@@ -171,6 +172,7 @@ impl Vis {
         let mapped = self.ep.locality().mapped_segment(peer).is_some();
         match self.mechanism {
             Mechanism::Auto if mapped => Mechanism::Direct,
+            Mechanism::Auto if self.ep.conduit().vis_native(peer) => Mechanism::Native,
             Mechanism::Auto => {
                 let chunks = shape.chunks().max(1);
                 if shape.bytes() / chunks >= RMA_MIN_CHUNK {

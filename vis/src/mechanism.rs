@@ -5,8 +5,10 @@ use rgex_core::{Error, Result};
 /// How a transfer is carried out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mechanism {
-    /// Per operation: direct for mapped peers, else RMA per chunk when
-    /// chunks are at least [`RMA_MIN_CHUNK`] bytes on average, else AM.
+    /// Per operation: direct for mapped peers, else the conduit's own
+    /// vector transfer where it has one (`Conduit::vis_native`), else RMA
+    /// per chunk when chunks are at least [`RMA_MIN_CHUNK`] bytes on
+    /// average, else AM.
     Auto,
     /// Copies straight between the local buffer and the peer's mapped
     /// segment, one loop nest (node-local peers only).
@@ -15,18 +17,28 @@ pub enum Mechanism {
     Rma,
     /// Packed into negotiated-payload Medium AMs, unpacked by a handler.
     Am,
+    /// The conduit's own vector transfer, the whole chunk list in one call
+    /// (`Conduit::try_putv`/`try_getv`: the VIS override point).
+    Native,
 }
 
 impl Mechanism {
-    /// Parse `auto|direct|rma|am`.
+    /// Parse `auto|direct|rma|am|native`.
+    ///
+    /// ```
+    /// use rgex_vis::Mechanism;
+    /// assert_eq!(Mechanism::parse("native").unwrap(), Mechanism::Native);
+    /// assert!(Mechanism::parse("fast").is_err());
+    /// ```
     pub fn parse(s: &str) -> Result<Mechanism> {
         match s {
             "" | "auto" => Ok(Mechanism::Auto),
             "direct" => Ok(Mechanism::Direct),
             "rma" => Ok(Mechanism::Rma),
             "am" => Ok(Mechanism::Am),
+            "native" => Ok(Mechanism::Native),
             other => Err(Error::Config(format!(
-                "RGEX_VIS={other:?}: expected \"auto\", \"direct\", \"rma\" or \"am\""
+                "RGEX_VIS={other:?}: expected \"auto\", \"direct\", \"rma\", \"am\" or \"native\""
             ))),
         }
     }

@@ -226,6 +226,11 @@ impl Engine {
     }
 
     /// Start a collective on team `id`: its sequence number.
+    /// The endpoint the collectives run on.
+    pub(crate) fn endpoint(&self) -> &Endpoint {
+        &self.ep
+    }
+
     pub(crate) fn begin(&self, id: u64, what: &'static str) -> Result<u64> {
         // A collective of a finalized or dropped client is refused before
         // it takes a sequence number (its messages would be).

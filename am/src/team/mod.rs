@@ -46,7 +46,8 @@ pub use ops::{Element, Numeric, ReduceOp};
 
 use algo::{Bcast, Coll, Ctx, Dest, Dissem, Reduce};
 use engine::{not_in_handler, Engine};
-use rgex_core::{Error, Event, Rank, Result, Team};
+use rgex_core::conduit::CollKind;
+use rgex_core::{Conduit, Error, Event, Rank, Result, Team};
 use signature::{ElemId, OpId, Sig, Summary};
 use std::sync::Arc;
 
@@ -167,6 +168,19 @@ impl TeamHandle {
         })
     }
 
+    /// The conduit, when it runs collective `kind` over this team itself
+    /// (the SPI's override point, `Conduit::coll_native`), once the checks
+    /// every collective makes have passed; `None` for the reference.
+    fn native(&self, kind: CollKind, what: &'static str) -> Result<Option<&dyn Conduit>> {
+        let ep = self.inner.engine.endpoint();
+        if !ep.conduit().coll_native(kind, self.inner.team.members()) {
+            return Ok(None);
+        }
+        not_in_handler(what)?;
+        ep.check_open(what)?;
+        Ok(Some(ep.conduit()))
+    }
+
     /// The agreement on this member's arguments `sig`.
     fn agree(&self, sig: Sig) -> Dissem {
         Dissem::new(Summary::of(self.my_rank(), sig))
@@ -258,6 +272,9 @@ impl TeamHandle {
     /// # Ok(()) }
     /// ```
     pub fn barrier(&self) -> Result<()> {
+        if let Some(c) = self.native(CollKind::Barrier, "barrier")? {
+            return c.barrier_native(self.inner.team.members());
+        }
         let mut op = Coll::new(self.ctx("barrier")?, self.agree(Sig::barrier()), ());
         self.inner.engine.run(&mut op)
     }
@@ -265,7 +282,9 @@ impl TeamHandle {
     /// Start a barrier; the event completes once every member has entered
     /// it. The barrier advances whenever the endpoint is polled (the
     /// client's `poll()`, any wait, any blocking collective):
-    /// [`Event::test`] does not poll, so pair it with a poll.
+    /// [`Event::test`] does not poll, so pair it with a poll. It is always
+    /// rgex's reference algorithm (a conduit's own barrier,
+    /// `Conduit::barrier_native`, blocks).
     ///
     /// ```no_run
     /// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
@@ -317,6 +336,15 @@ impl TeamHandle {
     /// A broadcast of bytes that encode elements `elem`.
     fn broadcast_of(&self, root: u32, data: &[u8], elem: ElemId) -> Result<Vec<u8>> {
         self.check_root(root)?;
+        if let Some(c) = self.native(CollKind::Broadcast, "broadcast")? {
+            let mut data = if self.my_rank() == root {
+                data.to_vec()
+            } else {
+                Vec::new()
+            };
+            c.broadcast_native(self.inner.team.members(), root, &mut data)?;
+            return Ok(data);
+        }
         let ctx = self.ctx("broadcast")?;
         let mine = (self.my_rank() == root).then(|| data.to_vec());
         let agree = self.agree(Sig::broadcast(root, elem));

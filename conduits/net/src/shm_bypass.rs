@@ -375,8 +375,8 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use parking_lot::Mutex;
     use rgex_core::bootstrap::{JobEnv, SingleRank};
+    use rgex_core::testing::{Recorder, RecorderConfig, Step};
     use rgex_core::{Category, Direction};
     use rgex_smp::SmpConfig;
 
@@ -398,79 +398,13 @@ mod tests {
     }
 
     /// A network conduit of one rank that records what it is asked to do
-    /// (and delivers nothing).
-    struct Recorder {
-        buf: Mutex<[u8; 16]>,
-        steps: Mutex<Vec<String>>,
-        seg: Segment,
-        locality: Locality,
-    }
-
-    impl Recorder {
-        fn new(seg: Segment) -> Self {
-            Recorder {
-                buf: Mutex::new([0; 16]),
-                steps: Mutex::new(Vec::new()),
-                seg,
-                locality: Locality::alone(Rank(0), 1).unwrap(),
-            }
-        }
-        fn steps(&self) -> Vec<String> {
-            self.steps.lock().clone()
-        }
-    }
-
-    impl Conduit for Recorder {
-        fn name(&self) -> &'static str {
-            "recorder"
-        }
-        fn rank(&self) -> Rank {
-            Rank(0)
-        }
-        fn size(&self) -> u32 {
-            1
-        }
-        fn locality(&self) -> &Locality {
-            &self.locality
-        }
-        fn segment(&self) -> &Segment {
-            &self.seg
-        }
-        fn segment_len(&self, _peer: Rank) -> u64 {
-            self.seg.len() as u64
-        }
-        fn max_medium(&self, _peer: Rank, _nargs: usize) -> usize {
-            16
-        }
-        fn try_prepare(&self, spec: &Prepare, _refused: &mut Option<Error>) -> Option<Claim> {
-            self.steps.lock().push(format!("prepare {}", spec.most));
-            Some(Claim::new(self.buf.data_ptr().cast(), 7))
-        }
-        unsafe fn commit(&self, _slot: SendSlot, handler: u8, _args: &[u32], len: usize) {
-            let payload = String::from_utf8_lossy(&self.buf.lock()[..len]).into_owned();
-            self.steps
-                .lock()
-                .push(format!("commit {handler} {payload}"));
-        }
-        unsafe fn cancel(&self, _slot: SendSlot) {
-            self.steps.lock().push("cancel".into());
-        }
-        fn poll(&self, _set: PollSet, _sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
-            self.steps.lock().push("poll".into());
-            0
-        }
-        fn peer_gone(&self, peer: Rank) -> Option<String> {
-            Some(format!("the recorder lost {peer}"))
-        }
-        fn bootstrap(&self) -> &dyn Bootstrap {
-            &SingleRank
-        }
-        fn rma_native(&self, _peer: Rank) -> bool {
-            true
-        }
-        fn atomic_offload(&self, _ty: AtomicType, _ops: OpSet) -> bool {
-            true
-        }
+    /// (and delivers nothing): the shared test conduit.
+    fn recorder() -> Recorder {
+        Recorder::new(RecorderConfig {
+            size: 1,
+            network: true,
+            ..RecorderConfig::default()
+        })
     }
 
     fn medium(len: usize) -> Prepare {
@@ -503,7 +437,7 @@ mod tests {
             route.via_shm(Rank(0)),
             "rank 0 of a one-rank job is on this node"
         );
-        let c = ShmBypass::over(smp.clone(), route, Recorder::new(*smp.segment())).unwrap();
+        let c = ShmBypass::over(smp.clone(), route, recorder()).unwrap();
         c.try_send(&medium(3), 9, &[1], b"abc").unwrap();
         assert_eq!(drain(&c), [b"abc".to_vec()], "delivered by smp");
         assert!(c.locality().via_shm(Rank(0)));
@@ -521,7 +455,7 @@ mod tests {
         );
         assert_eq!(
             c.network().steps(),
-            Vec::<String>::new(),
+            Vec::<Step>::new(),
             "the network is neither sent to nor polled"
         );
     }
@@ -535,12 +469,22 @@ mod tests {
             "the bypass off routes no peer through smp"
         );
         assert!(route.on_node(Rank(0)));
-        let c = ShmBypass::over(smp.clone(), route, Recorder::new(*smp.segment())).unwrap();
+        let c = ShmBypass::over(smp.clone(), route, recorder()).unwrap();
         c.try_send(&medium(3), 9, &[1], b"xyz").unwrap();
         assert_eq!(drain(&c), Vec::<Vec<u8>>::new(), "smp carried nothing");
         let steps = c.network().steps();
-        assert_eq!(steps[..2], ["prepare 3", "commit 9 xyz"]);
-        assert!(steps[2..].iter().all(|s| s == "poll") && steps.len() == 10);
+        assert_eq!(
+            steps[..2],
+            [
+                Step::Prepare { most: 3 },
+                Step::Commit {
+                    handler: 9,
+                    args: vec![1],
+                    payload: b"xyz".to_vec()
+                }
+            ]
+        );
+        assert!(steps[2..].iter().all(|s| *s == Step::Poll) && steps.len() == 10);
         assert!(c.locality().mapped_segment(Rank(0)).is_none());
         assert!(c.rma_native(Rank(0)));
         assert_eq!(c.max_medium(Rank(0), 1), 16);
@@ -558,7 +502,7 @@ mod tests {
         let e = ShmBypass::over(
             smp.clone(),
             Locality::alone(Rank(0), 2).unwrap(),
-            Recorder::new(*smp.segment()),
+            recorder(),
         )
         .unwrap_err();
         assert!(
