@@ -40,3 +40,31 @@ fn a_bad_environment_value_is_refused_naming_the_variable() {
         "the error names the variable and its values: {err}"
     );
 }
+
+/// Whether the conduit this test runs on (the matrix row's
+/// `RGEX_CONDUIT`, smp when unset) gives its progress thread a wait
+/// object: smp its doorbell; ibv its completion channel or the software
+/// device's wake socket; ofi the CQ's `FI_WAIT_FD` on the provider that
+/// has one here (tcp;ofi_rxm: shm and sockets give no fd, see
+/// `rgex_ofi`'s CQ). scc has none.
+fn has_wait_object() -> bool {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    match var("RGEX_CONDUIT").as_str() {
+        "" | "smp" | "ibv" => true,
+        "ofi" => var("RGEX_OFI_PROVIDER").starts_with("tcp"),
+        _ => false,
+    }
+}
+
+#[test]
+fn an_idle_thread_sleeps_on_its_conduits_wait_object() {
+    let wait = if has_wait_object() { "wait" } else { "any" };
+    let out = run_ok(
+        &job(2, PROGRAM, &["idle", wait]).env("RGEX_PROGRESS_THREAD", "1"),
+        (1, 0),
+    );
+    // The figures (CPU time over the idle second), for the log.
+    for line in out.lines().filter(|l| l.contains("figure:")) {
+        eprintln!("{line}");
+    }
+}

@@ -42,6 +42,9 @@ pub struct NetConduit<T: Transport> {
     /// processes ([`peer_gone`](Conduit::peer_gone) asks it about the
     /// peers on this node).
     pub(crate) node: Arc<SmpConduit>,
+    /// Written by [`idle_wake`](Conduit::idle_wake): wakes a progress
+    /// thread asleep on the transport's fd (see [`idle`](crate::idle)).
+    pub(crate) idle_wake_fd: crate::idle::WakeFd,
 }
 
 impl<T: Transport + std::fmt::Debug> std::fmt::Debug for NetConduit<T> {
@@ -311,6 +314,24 @@ impl<T: Transport> Conduit for NetConduit<T> {
 
     fn bootstrap(&self) -> &dyn Bootstrap {
         self.node.bootstrap()
+    }
+
+    /// Sleep on the transport's wait object (see [`idle`](crate::idle)).
+    fn idle_wait(&self, timeout: std::time::Duration, still_idle: &dyn Fn() -> bool) -> bool {
+        self.idle_sleep(timeout, still_idle, None)
+    }
+
+    fn idle_wait_polling(
+        &self,
+        timeout: std::time::Duration,
+        still_idle: &dyn Fn() -> bool,
+        also: i32,
+    ) -> bool {
+        self.idle_sleep(timeout, still_idle, Some(also))
+    }
+
+    fn idle_wake(&self) {
+        self.idle_wake_fd.wake();
     }
 
     /// A peer is gone once it said goodbye (it closed its conduit), an

@@ -20,7 +20,17 @@
 //! completion panicked ("Completion::done without a matching add") before
 //! the team engine marked a finished collective under its lock.
 //!
-//! Usage: `job_progress_thread api|env|collectives [N]`
+//! Mode `idle` (any number of ranks, `RGEX_PROGRESS_THREAD=1`): every
+//! rank leaves its progress thread alone for a second with nothing to
+//! do (its main thread sleeps), then reports how the thread went idle:
+//! how often it slept on the conduit's wait object and how often it
+//! parked for want of one, and the CPU time it used over that second
+//! (rank 0 prints it). With argument `wait` the conduit must have a wait
+//! object: the thread never parked, and slept a bounded number of times
+//! (each sleep ends on its timeout, `IDLE_SLEEP`, when nothing comes: a
+//! thread that spun or parked would have gone idle thousands of times).
+//!
+//! Usage: `job_progress_thread api|env|collectives|idle [N|wait]`
 
 use rgex::{Flags, GlobalAddr, Rank};
 use rgex_tests::{conduit_banner, fill_pattern, ok, pattern_mismatch, wait_until, HANG_LIMIT};
@@ -74,6 +84,10 @@ fn main() -> rgex::Result<()> {
     conduit_banner(&client);
     if mode == "collectives" {
         return collectives(&client, n);
+    }
+    if mode == "idle" {
+        let wait = std::env::args().nth(2).as_deref() == Some("wait");
+        return idle(&client, wait);
     }
     assert_eq!(client.size(), 2, "a job of two ranks");
     let env_thread = client.has_progress_thread();
@@ -221,6 +235,87 @@ fn collectives(client: &rgex::Client, n: u64) -> rgex::Result<()> {
     ok(
         client,
         &format!("{n} barriers and allreduces with a progress thread stepping them too, each completed once"),
+    );
+    Ok(())
+}
+
+/// The CPU time so far of this process's thread named `name` (from
+/// `/proc/self/task/*/schedstat`, in nanoseconds), if there is one.
+fn thread_cpu(name: &str) -> Option<std::time::Duration> {
+    // The kernel keeps 15 bytes of a thread's name.
+    let short = &name[..name.len().min(15)];
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() == short {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+            let ns: u64 = stat.split_whitespace().next()?.parse().ok()?;
+            return Some(std::time::Duration::from_nanos(ns));
+        }
+    }
+    None
+}
+
+/// Mode `idle`: see the module docs.
+fn idle(client: &rgex::Client, wait: bool) -> rgex::Result<()> {
+    let thread = client
+        .progress_thread()
+        .expect("mode idle runs with RGEX_PROGRESS_THREAD=1");
+    let name = thread
+        .name()
+        .expect("the progress thread is named")
+        .to_string();
+    client.barrier()?;
+    // Let the barrier's last messages settle, then look.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let counts = thread.idle_counts();
+    let (waits0, parks0) = (counts.waits(), counts.parks());
+    let cpu0 = thread_cpu(&name).expect("the progress thread's schedstat");
+    let start = Instant::now();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let cpu = thread_cpu(&name).expect("the progress thread's schedstat") - cpu0;
+    let elapsed = start.elapsed();
+    let (waits, parks) = (counts.waits() - waits0, counts.parks() - parks0);
+    let percent = 100.0 * cpu.as_secs_f64() / elapsed.as_secs_f64();
+    println!(
+        "figure: {}: rank {}: progress thread idle {:.3} s: cpu {:.3} ms ({percent:.2}%), \
+         {waits} sleeps on the wait object, {parks} parks",
+        client.conduit().name(),
+        client.rank().0,
+        elapsed.as_secs_f64(),
+        cpu.as_secs_f64() * 1e3
+    );
+    if wait {
+        assert_eq!(
+            parks,
+            0,
+            "rank {}: the progress thread parked {parks} times: its conduit gave no wait object",
+            client.rank().0
+        );
+        // At most one sleep per IDLE_SLEEP of the time it was watched
+        // (each ends on its timeout when nothing comes), twice over for
+        // wakes a late message of the barrier may cause.
+        let most =
+            2 * (elapsed.as_micros() / rgex::progress_thread::IDLE_SLEEP.as_micros()) as u64 + 20;
+        assert!(
+            (1..=most).contains(&waits),
+            "rank {}: the progress thread slept {waits} times on its wait object in {:?} \
+             (expected 1..={most}: one sleep per {:?} timeout)",
+            client.rank().0,
+            elapsed,
+            rgex::progress_thread::IDLE_SLEEP
+        );
+    }
+    client.barrier()?;
+    ok(
+        client,
+        &format!(
+            "the idle progress thread {}",
+            if wait {
+                "slept on its conduit's wait object and never parked"
+            } else {
+                "went idle"
+            }
+        ),
     );
     Ok(())
 }
