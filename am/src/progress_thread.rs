@@ -10,7 +10,7 @@
 //! While messages come it polls without pause; after [`SPIN`] without
 //! one it goes idle and sleeps on the conduit's wait object
 //! ([`Conduit::idle_wait`](rgex_core::Conduit::idle_wait)), at most
-//! [`IDLE_SLEEP`] (a safety net):
+//! [`IDLE_SLEEP`] (a safety net; [`IDLE_ENV`] sets another):
 //! - **smp**: the rank's doorbell, a futex in the rank's shared region;
 //!   a sender whose claim finds the rank asleep rings it (`rgex_smp::bell`:
 //!   the flag is in the ring's tail word, so a send to a rank that is
@@ -48,8 +48,15 @@ use std::time::{Duration, Instant};
 pub const SPIN: Duration = Duration::from_micros(50);
 
 /// The longest sleep on a conduit's wait object: a safety net, since a
-/// sender rings when it finds the thread asleep.
+/// sender rings when it finds the thread asleep. [`IDLE_ENV`] sets
+/// another.
 pub const IDLE_SLEEP: Duration = Duration::from_millis(10);
+
+/// The environment variable that sets the safety net's length in
+/// milliseconds (at least 1; [`IDLE_SLEEP`] when unset): tests set it
+/// past the job's time limit, so that a lost wakeup fails the job
+/// instead of costing a few milliseconds unseen.
+pub const IDLE_ENV: &str = "RGEX_PROGRESS_IDLE_MS";
 
 /// How long the thread parks between polls when its conduit has no wait
 /// object (the network conduits).
@@ -69,6 +76,7 @@ pub struct ProgressThread {
     ep: Arc<Endpoint>,
     stop: Arc<AtomicBool>,
     idles: Arc<IdleCounts>,
+    idle_sleep: Duration,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -110,6 +118,12 @@ impl ProgressThread {
     /// How often the thread went idle so far, and how.
     pub fn idle_counts(&self) -> &IdleCounts {
         &self.idles
+    }
+
+    /// Its longest sleep on the conduit's wait object ([`IDLE_SLEEP`],
+    /// or what [`IDLE_ENV`] set).
+    pub fn idle_sleep(&self) -> Duration {
+        self.idle_sleep
     }
 
     /// The thread's name (`rgex-progress-RANK`), as the system shows it
@@ -167,9 +181,24 @@ pub fn wanted_from_env() -> Result<bool> {
     }
 }
 
+/// The safety net [`IDLE_ENV`] asks for ([`IDLE_SLEEP`] when unset or
+/// empty); a value that is not a whole number of milliseconds from 1 up
+/// is an error naming the variable.
+pub fn idle_sleep_from_env() -> Result<Duration> {
+    match std::env::var(IDLE_ENV).ok().as_deref().map(str::trim) {
+        None | Some("") => Ok(IDLE_SLEEP),
+        Some(v) => match v.parse::<u64>() {
+            Ok(ms) if ms >= 1 => Ok(Duration::from_millis(ms)),
+            _ => Err(Error::Config(format!(
+                "{IDLE_ENV}={v:?}: expected a number of milliseconds, at least 1"
+            ))),
+        },
+    }
+}
+
 /// The thread's loop: poll while messages come, idle when none did for
 /// [`SPIN`], until stopped.
-fn run(ep: &Endpoint, stop: &AtomicBool, idles: &IdleCounts) {
+fn run(ep: &Endpoint, stop: &AtomicBool, idles: &IdleCounts, sleep: Duration) {
     let mut quiet_since: Option<Instant> = None;
     let mut empty = 0u32;
     // Just back from an idle sleep: an empty poll goes idle again at
@@ -186,7 +215,7 @@ fn run(ep: &Endpoint, stop: &AtomicBool, idles: &IdleCounts) {
             continue;
         }
         if woke {
-            idle(ep, stop, idles);
+            idle(ep, stop, idles, sleep);
             continue;
         }
         empty += 1;
@@ -197,7 +226,7 @@ fn run(ep: &Endpoint, stop: &AtomicBool, idles: &IdleCounts) {
         empty = 0;
         let since = *quiet_since.get_or_insert_with(Instant::now);
         if since.elapsed() >= SPIN {
-            idle(ep, stop, idles);
+            idle(ep, stop, idles, sleep);
             quiet_since = None;
             woke = true;
         }
@@ -205,13 +234,13 @@ fn run(ep: &Endpoint, stop: &AtomicBool, idles: &IdleCounts) {
 }
 
 /// Sleep until a message may have come (or the thread is stopped).
-fn idle(ep: &Endpoint, stop: &AtomicBool, idles: &IdleCounts) {
+fn idle(ep: &Endpoint, stop: &AtomicBool, idles: &IdleCounts, sleep: Duration) {
     // Acquire: see `ProgressThread::end`. Asked by the conduit after it
     // armed its wait (smp: after reading its bell, which the stopper
     // rings after setting the flag), so a stop is never slept through.
     let still_idle = || !stop.load(Ordering::Acquire);
     // Relaxed (both counts): statistics.
-    if ep.conduit().idle_wait(IDLE_SLEEP, &still_idle) {
+    if ep.conduit().idle_wait(sleep, &still_idle) {
         idles.waits.fetch_add(1, Ordering::Relaxed);
     } else if still_idle() {
         // No wait object: a bounded park (the stopper unparks).
@@ -239,12 +268,13 @@ impl Endpoint {
             .me
             .upgrade()
             .expect("an endpoint is used through its Arc");
+        let idle_sleep = idle_sleep_from_env()?;
         let stop = Arc::new(AtomicBool::new(false));
         let idles = Arc::new(IdleCounts::default());
         let (ep2, stop2, idles2) = (ep.clone(), stop.clone(), idles.clone());
         let thread = std::thread::Builder::new()
             .name(format!("rgex-progress-{}", self.rank().0))
-            .spawn(move || run(&ep2, &stop2, &idles2))
+            .spawn(move || run(&ep2, &stop2, &idles2, idle_sleep))
             .map_err(|e| Error::Os {
                 op: format!("{}: spawn the progress thread", self.rank()),
                 source: e,
@@ -253,6 +283,7 @@ impl Endpoint {
             ep,
             stop,
             idles,
+            idle_sleep,
             thread: Some(thread),
         })
     }

@@ -1,7 +1,9 @@
 //! The progress thread (issue 28 point 6): `src/bin/job_progress_thread.rs`
 //! has rank 0 sleep without polling while rank 1 sends it requests and
 //! RMA, answered by rank 0's progress thread; then the thread stops and
-//! the requests sent after it run in rank 0's own polls.
+//! the requests sent after it run in rank 0's own polls. An idle thread
+//! sleeps on its conduit's wait object (mode `idle`), and no wakeup is
+//! lost (the same jobs with the sleep's safety net out of reach).
 
 mod common;
 use common::{job, run, run_ok};
@@ -54,6 +56,40 @@ fn has_wait_object() -> bool {
         "ofi" => var("RGEX_OFI_PROVIDER").starts_with("tcp"),
         _ => false,
     }
+}
+
+/// A safety net longer than a job may run (`common::job`'s limit): a
+/// wakeup lost by a conduit's wait object, or by the thread's stop,
+/// leaves the job waiting until the launcher ends it.
+pub const NO_SAFETY_NET: &str = "600000";
+
+#[test]
+fn no_wakeup_is_lost_with_no_safety_net() {
+    run_ok(
+        &job(2, PROGRAM, &["env"])
+            .env("RGEX_PROGRESS_THREAD", "1")
+            .env("RGEX_PROGRESS_IDLE_MS", NO_SAFETY_NET),
+        (4, 0),
+    );
+    run_ok(
+        &job(3, PROGRAM, &["collectives", "500"]).env("RGEX_PROGRESS_IDLE_MS", NO_SAFETY_NET),
+        (1, 0),
+    );
+}
+
+#[test]
+fn a_bad_safety_net_is_refused_naming_the_variable() {
+    let (outcome, _out, err) = run(&job(2, PROGRAM, &["env"])
+        .env("RGEX_PROGRESS_THREAD", "1")
+        .env("RGEX_PROGRESS_IDLE_MS", "0"));
+    assert_ne!(
+        outcome.status, 0,
+        "init must refuse RGEX_PROGRESS_IDLE_MS=0"
+    );
+    assert!(
+        err.contains("RGEX_PROGRESS_IDLE_MS=") && err.contains("at least 1"),
+        "the error names the variable and its values: {err}"
+    );
 }
 
 #[test]
