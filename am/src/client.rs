@@ -77,6 +77,12 @@ impl Client {
         self.progress.is_some()
     }
 
+    /// The progress thread this client holds, if any (see
+    /// [`has_progress_thread`](Self::has_progress_thread)).
+    pub fn progress_thread(&self) -> Option<&crate::ProgressThread> {
+        self.progress.as_ref()
+    }
+
     /// The primordial endpoint, shareable across threads.
     pub fn endpoint(&self) -> &Arc<Endpoint> {
         &self.ep

@@ -8,20 +8,27 @@
 //! it when dropped; see [`Client::progress_thread_from_env`](crate::Client::progress_thread_from_env)).
 //!
 //! While messages come it polls without pause; after [`SPIN`] without
-//! one it goes idle:
-//! - **smp** (and nothing else for now): it sleeps on the rank's doorbell,
-//!   a futex in the rank's shared region; a sender whose claim finds the
-//!   rank asleep rings it (`rgex_smp::bell`: the flag is in the ring's
-//!   tail word, so a send to a rank that is awake makes no system call,
-//!   and no message that comes after the thread decided to sleep is
-//!   missed). The sleep is bounded by [`IDLE_SLEEP`], a safety net.
-//! - **network conduits** (ofi, ibv, built on the rgex-net kit) have no
-//!   wait object the thread uses yet (a provider's completion fd or
-//!   `fi_wait` would be one): the thread parks for [`PARK`], polls, and
-//!   parks again. A message then waits at most about that long (plus the
-//!   provider's own progress, which the kit's ticker drives every
-//!   millisecond as well). Peers on the node reached through the
-//!   shared-memory bypass are polled the same way.
+//! one it goes idle and sleeps on the conduit's wait object
+//! ([`Conduit::idle_wait`](rgex_core::Conduit::idle_wait)), at most
+//! [`IDLE_SLEEP`] (a safety net; [`IDLE_ENV`] sets another):
+//! - **smp**: the rank's doorbell, a futex in the rank's shared region;
+//!   a sender whose claim finds the rank asleep rings it (`rgex_smp::bell`:
+//!   the flag is in the ring's tail word, so a send to a rank that is
+//!   awake makes no system call, and no message that comes after the
+//!   thread decided to sleep is missed).
+//! - **network conduits** (ofi, ibv, on the rgex-net kit): the transport's
+//!   completion fd (`rgex_net::idle`): ofi's CQ opened with `FI_WAIT_FD`
+//!   and armed by `fi_trywait`; ibv's completion channel, or the software
+//!   device's wake socket. A provider that gives no fd has no wait
+//!   object: the thread then parks for [`PARK`], polls, and parks again
+//!   (a message waits at most about that long).
+//! - **with the shared-memory bypass**: smp's doorbell when every peer is
+//!   node-local, the network's fd when none is, and both when the job
+//!   mixes them (smp's wake socket polled with the network's fd, see
+//!   `rgex_net::shm_bypass`).
+//!
+//! [`ProgressThread::idle_counts`] says how often the thread slept on
+//! the wait object and how often it parked.
 //!
 //! Handlers run on the progress thread as on any polling thread (the
 //! handler rules do not change). Errors a poll would return (a dropped
@@ -31,7 +38,7 @@
 
 use crate::Endpoint;
 use rgex_core::{Error, PollSet, Result};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -41,8 +48,15 @@ use std::time::{Duration, Instant};
 pub const SPIN: Duration = Duration::from_micros(50);
 
 /// The longest sleep on a conduit's wait object: a safety net, since a
-/// sender rings when it finds the thread asleep.
+/// sender rings when it finds the thread asleep. [`IDLE_ENV`] sets
+/// another.
 pub const IDLE_SLEEP: Duration = Duration::from_millis(10);
+
+/// The environment variable that sets the safety net's length in
+/// milliseconds (at least 1; [`IDLE_SLEEP`] when unset): tests set it
+/// past the job's time limit, so that a lost wakeup fails the job
+/// instead of costing a few milliseconds unseen.
+pub const IDLE_ENV: &str = "RGEX_PROGRESS_IDLE_MS";
 
 /// How long the thread parks between polls when its conduit has no wait
 /// object (the network conduits).
@@ -61,7 +75,34 @@ pub const ENV: &str = "RGEX_PROGRESS_THREAD";
 pub struct ProgressThread {
     ep: Arc<Endpoint>,
     stop: Arc<AtomicBool>,
+    idles: Arc<IdleCounts>,
+    idle_sleep: Duration,
     thread: Option<JoinHandle<()>>,
+}
+
+/// How often a progress thread went idle, and how (see
+/// [`ProgressThread::idle_counts`]): a thread that sleeps on its
+/// conduit's wait object goes idle about once per [`IDLE_SLEEP`] while
+/// nothing comes and never parks; one whose conduit has no wait object
+/// parks about once per [`PARK`].
+#[derive(Debug, Default)]
+pub struct IdleCounts {
+    waits: AtomicU64,
+    parks: AtomicU64,
+}
+
+impl IdleCounts {
+    /// Sleeps on the conduit's wait object.
+    pub fn waits(&self) -> u64 {
+        // Relaxed: statistics, read after the fact.
+        self.waits.load(Ordering::Relaxed)
+    }
+
+    /// Bounded parks (the conduit had no wait object).
+    pub fn parks(&self) -> u64 {
+        // Relaxed: as in `waits`.
+        self.parks.load(Ordering::Relaxed)
+    }
 }
 
 impl std::fmt::Debug for ProgressThread {
@@ -74,6 +115,23 @@ impl std::fmt::Debug for ProgressThread {
 }
 
 impl ProgressThread {
+    /// How often the thread went idle so far, and how.
+    pub fn idle_counts(&self) -> &IdleCounts {
+        &self.idles
+    }
+
+    /// Its longest sleep on the conduit's wait object ([`IDLE_SLEEP`],
+    /// or what [`IDLE_ENV`] set).
+    pub fn idle_sleep(&self) -> Duration {
+        self.idle_sleep
+    }
+
+    /// The thread's name (`rgex-progress-RANK`), as the system shows it
+    /// (truncated to 15 bytes in `/proc/self/task/*/comm`).
+    pub fn name(&self) -> Option<&str> {
+        self.thread.as_ref().and_then(|t| t.thread().name())
+    }
+
     /// Stop the thread and wait for it to end. Messages that arrive after
     /// it stopped stay queued for the application's polls. An error if the
     /// thread ended by a panic (a handler it ran panicked).
@@ -123,16 +181,41 @@ pub fn wanted_from_env() -> Result<bool> {
     }
 }
 
+/// The safety net [`IDLE_ENV`] asks for ([`IDLE_SLEEP`] when unset or
+/// empty); a value that is not a whole number of milliseconds from 1 up
+/// is an error naming the variable.
+pub fn idle_sleep_from_env() -> Result<Duration> {
+    match std::env::var(IDLE_ENV).ok().as_deref().map(str::trim) {
+        None | Some("") => Ok(IDLE_SLEEP),
+        Some(v) => match v.parse::<u64>() {
+            Ok(ms) if ms >= 1 => Ok(Duration::from_millis(ms)),
+            _ => Err(Error::Config(format!(
+                "{IDLE_ENV}={v:?}: expected a number of milliseconds, at least 1"
+            ))),
+        },
+    }
+}
+
 /// The thread's loop: poll while messages come, idle when none did for
 /// [`SPIN`], until stopped.
-fn run(ep: &Endpoint, stop: &AtomicBool) {
+fn run(ep: &Endpoint, stop: &AtomicBool, idles: &IdleCounts, sleep: Duration) {
     let mut quiet_since: Option<Instant> = None;
     let mut empty = 0u32;
+    // Just back from an idle sleep: an empty poll goes idle again at
+    // once (a sleep that ended on its timeout, or on a wake for nothing,
+    // need not spin [`SPIN`] first: that spin was most of an idle
+    // thread's CPU time).
+    let mut woke = false;
     // Acquire: see `ProgressThread::end`.
     while !stop.load(Ordering::Acquire) {
         if ep.progress(PollSet::All) != 0 {
             quiet_since = None;
             empty = 0;
+            woke = false;
+            continue;
+        }
+        if woke {
+            idle(ep, stop, idles, sleep);
             continue;
         }
         empty += 1;
@@ -143,20 +226,25 @@ fn run(ep: &Endpoint, stop: &AtomicBool) {
         empty = 0;
         let since = *quiet_since.get_or_insert_with(Instant::now);
         if since.elapsed() >= SPIN {
-            idle(ep, stop);
+            idle(ep, stop, idles, sleep);
             quiet_since = None;
+            woke = true;
         }
     }
 }
 
 /// Sleep until a message may have come (or the thread is stopped).
-fn idle(ep: &Endpoint, stop: &AtomicBool) {
+fn idle(ep: &Endpoint, stop: &AtomicBool, idles: &IdleCounts, sleep: Duration) {
     // Acquire: see `ProgressThread::end`. Asked by the conduit after it
     // armed its wait (smp: after reading its bell, which the stopper
     // rings after setting the flag), so a stop is never slept through.
     let still_idle = || !stop.load(Ordering::Acquire);
-    if !ep.conduit().idle_wait(IDLE_SLEEP, &still_idle) && still_idle() {
+    // Relaxed (both counts): statistics.
+    if ep.conduit().idle_wait(sleep, &still_idle) {
+        idles.waits.fetch_add(1, Ordering::Relaxed);
+    } else if still_idle() {
         // No wait object: a bounded park (the stopper unparks).
+        idles.parks.fetch_add(1, Ordering::Relaxed);
         std::thread::park_timeout(PARK);
     }
 }
@@ -180,11 +268,13 @@ impl Endpoint {
             .me
             .upgrade()
             .expect("an endpoint is used through its Arc");
+        let idle_sleep = idle_sleep_from_env()?;
         let stop = Arc::new(AtomicBool::new(false));
-        let (ep2, stop2) = (ep.clone(), stop.clone());
+        let idles = Arc::new(IdleCounts::default());
+        let (ep2, stop2, idles2) = (ep.clone(), stop.clone(), idles.clone());
         let thread = std::thread::Builder::new()
             .name(format!("rgex-progress-{}", self.rank().0))
-            .spawn(move || run(&ep2, &stop2))
+            .spawn(move || run(&ep2, &stop2, &idles2, idle_sleep))
             .map_err(|e| Error::Os {
                 op: format!("{}: spawn the progress thread", self.rank()),
                 source: e,
@@ -192,6 +282,8 @@ impl Endpoint {
         Ok(ProgressThread {
             ep,
             stop,
+            idles,
+            idle_sleep,
             thread: Some(thread),
         })
     }

@@ -252,8 +252,29 @@ pub trait Conduit: Send + Sync + 'static {
         false
     }
 
-    /// Wake this rank's threads in [`idle_wait`](Self::idle_wait) (a
-    /// progress thread being stopped). The default does nothing.
+    /// [`idle_wait`](Self::idle_wait) on a wait object that is a file
+    /// descriptor, waking also when `also` becomes readable: how a
+    /// wrapper that holds two conduits sleeps on both (the kit's
+    /// `ShmBypass`: the network's completion fd and smp's wake socket,
+    /// see `rgex_smp::wake_socket`). The same contract as `idle_wait`
+    /// (arm, ask `still_idle`, sleep, at most `timeout`); the caller
+    /// consumes what made `also` readable.
+    ///
+    /// Returns false, without sleeping, if this conduit has no wait
+    /// object it can poll alongside another fd; the default has none.
+    fn idle_wait_polling(
+        &self,
+        timeout: std::time::Duration,
+        still_idle: &dyn Fn() -> bool,
+        also: i32,
+    ) -> bool {
+        let _ = (timeout, still_idle, also);
+        false
+    }
+
+    /// Wake this rank's threads in [`idle_wait`](Self::idle_wait) or
+    /// [`idle_wait_polling`](Self::idle_wait_polling) (a progress thread
+    /// being stopped). The default does nothing.
     fn idle_wake(&self) {}
 
     /// The job's out-of-band channel. Its collectives block without

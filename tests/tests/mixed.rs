@@ -22,6 +22,7 @@ const ASYNC: &str = env!("CARGO_BIN_EXE_async_conformance");
 const CANCEL: &str = env!("CARGO_BIN_EXE_cancel_conformance");
 const FAULTS: &str = env!("CARGO_BIN_EXE_job_faults");
 const LIFECYCLE: &str = env!("CARGO_BIN_EXE_job_lifecycle");
+const PROGRESS: &str = env!("CARGO_BIN_EXE_job_progress_thread");
 
 const WHY: &str = "only a network conduit (ofi, ibv) with its shared-memory bypass on mixes node-local peers (smp) with remote ones (network) in one job";
 
@@ -164,4 +165,38 @@ fn vis_two_nodes() {
     // Direct copies to the node-local peer, the network to the others.
     let out = run_ok(&two_nodes(VIS, &[]), counts::vis("auto"));
     assert!(out.contains("to 2 node-local peers"), "{out}");
+}
+
+/// Progress threads in a job that mixes node-local and remote peers: each
+/// sleeps on smp's wake socket and the network's fd at once (the
+/// bypass's mixed wait; with every peer remote, on the network's alone),
+/// never parks where the network has a wait object (ibv; ofi on
+/// tcp;ofi_rxm), and loses no wakeup: a rank whose main thread sleeps is
+/// answered by its progress thread, with the sleep's safety net out of
+/// the job's reach, from its node-local and its remote peers alike.
+#[test]
+fn progress_threads_two_nodes() {
+    if skip_unless(mixes(), WHY) {
+        return;
+    }
+    let provider = std::env::var("RGEX_OFI_PROVIDER").unwrap_or_default();
+    let wait = conduit() == "ibv" || provider.starts_with("tcp");
+    let no_safety_net = ("RGEX_PROGRESS_IDLE_MS", "600000");
+    run_ok(
+        &two_nodes(PROGRESS, &["idle", if wait { "wait" } else { "any" }])
+            .env("RGEX_PROGRESS_THREAD", "1"),
+        (1, 0),
+    );
+    run_ok(
+        &two_nodes(PROGRESS, &["env"])
+            .env("RGEX_PROGRESS_THREAD", "1")
+            .env(no_safety_net.0, no_safety_net.1),
+        (4, 0),
+    );
+    run_ok(
+        &one_per_node(PROGRESS, &["env"])
+            .env("RGEX_PROGRESS_THREAD", "1")
+            .env(no_safety_net.0, no_safety_net.1),
+        (4, 0),
+    );
 }

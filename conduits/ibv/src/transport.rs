@@ -15,7 +15,7 @@ use crate::IbvConfig;
 use parking_lot::Mutex;
 use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::{Error, Rank, Result};
-use rgex_net::{Area, Caps, Event, Polled, PutCompletion, Setup, Transport};
+use rgex_net::{Area, Armed, Caps, Event, Polled, PutCompletion, Setup, Transport};
 use std::collections::HashMap;
 
 /// Completions read at once.
@@ -793,6 +793,19 @@ where
             events: n,
             again: n == ENTRIES,
         })
+    }
+
+    /// The CQ's wait object ([`Verbs::arm_cq`]: a completion channel, or
+    /// the software device's wake socket).
+    fn wait_arm(&self) -> Armed {
+        match self.dev.arm_cq(&self.cq) {
+            Some(fd) => Armed::Fd(fd),
+            None => Armed::Unsupported,
+        }
+    }
+
+    fn wait_done(&self) {
+        self.dev.cq_events_taken(&self.cq);
     }
 
     fn atomics_offload(&self, ty: AtomicType, ops: OpSet) -> bool {

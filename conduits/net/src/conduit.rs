@@ -45,6 +45,9 @@ pub struct NetConduit<T: Transport> {
     /// The job's neighbourhood table, shared with the bypass around this
     /// conduit.
     pub(crate) locality: Locality,
+    /// Written by [`idle_wake`](Conduit::idle_wake): wakes a progress
+    /// thread asleep on the transport's fd (see [`idle`](crate::idle)).
+    pub(crate) idle_wake_fd: crate::idle::WakeFd,
 }
 
 impl<T: Transport + std::fmt::Debug> std::fmt::Debug for NetConduit<T> {
@@ -314,6 +317,24 @@ impl<T: Transport> Conduit for NetConduit<T> {
 
     fn bootstrap(&self) -> &dyn Bootstrap {
         self.node.bootstrap()
+    }
+
+    /// Sleep on the transport's wait object (see [`idle`](crate::idle)).
+    fn idle_wait(&self, timeout: std::time::Duration, still_idle: &dyn Fn() -> bool) -> bool {
+        self.idle_sleep(timeout, still_idle, None)
+    }
+
+    fn idle_wait_polling(
+        &self,
+        timeout: std::time::Duration,
+        still_idle: &dyn Fn() -> bool,
+        also: i32,
+    ) -> bool {
+        self.idle_sleep(timeout, still_idle, Some(also))
+    }
+
+    fn idle_wake(&self) {
+        self.idle_wake_fd.wake();
     }
 
     /// A peer is gone once it said goodbye (it closed its conduit), an

@@ -50,6 +50,7 @@ pub mod drain;
 pub mod farewell;
 pub mod geometry;
 pub mod health;
+pub mod idle;
 #[cfg(feature = "loopback")]
 pub mod loopback;
 mod net;
@@ -70,4 +71,6 @@ pub use conduit::NetConduit;
 pub use geometry::Geometry;
 pub use readback::PutCompletion;
 pub use shm_bypass::ShmBypass;
-pub use transport::{Area, Caps, Event, NetConfig, Polled, PostError, Settings, Setup, Transport};
+pub use transport::{
+    Area, Armed, Caps, Event, NetConfig, Polled, PostError, Settings, Setup, Transport,
+};

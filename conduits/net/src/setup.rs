@@ -117,6 +117,13 @@ impl<T: Transport> NetConduit<T> {
             op: format!("starting the {} progress thread", T::NAME),
             source,
         })?;
+        let idle_wake_fd = crate::idle::WakeFd::new().map_err(|source| Error::Os {
+            op: format!(
+                "{rank}: an eventfd for the {} progress thread's wake",
+                T::NAME
+            ),
+            source,
+        })?;
         crate::drain::register(rank, &state, &net);
         Ok(NetConduit {
             ticker,
@@ -128,6 +135,7 @@ impl<T: Transport> NetConduit<T> {
             size: size as u32,
             node,
             locality,
+            idle_wake_fd,
         })
     }
 }

@@ -307,6 +307,38 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         self.smp.bootstrap()
     }
 
+    /// Sleep on what carries the peers: smp's doorbell when every peer is
+    /// node-local, `N`'s wait object when none is, and both when the job
+    /// mixes them: smp listens on its wake socket instead of its futex
+    /// ([`SmpConduit::idle_wait_with`]), and `N` polls that socket with
+    /// its own fds ([`Conduit::idle_wait_polling`], see [`crate::idle`]).
+    /// smp arms first, then `N`, then the caller's `still_idle` is asked:
+    /// a message to either that comes after its arming makes one of the
+    /// polled fds readable. `N`'s wake fd is in the poll set, so
+    /// [`idle_wake`](Conduit::idle_wake) wakes the sleep. If `N` has no
+    /// wait object, false: the caller's bounded sleep.
+    fn idle_wait(&self, timeout: std::time::Duration, still_idle: &dyn Fn() -> bool) -> bool {
+        if self.locality.all_shm() {
+            self.smp.idle_wait(timeout, still_idle)
+        } else if !self.locality.any_shm() {
+            self.net.idle_wait(timeout, still_idle)
+        } else {
+            self.smp
+                .idle_wait_with(timeout, still_idle, &|fd, still_idle| {
+                    self.net.idle_wait_polling(timeout, still_idle, fd)
+                })
+        }
+    }
+
+    fn idle_wake(&self) {
+        if self.locality.any_shm() {
+            self.smp.idle_wake();
+        }
+        if !self.locality.all_shm() {
+            self.net.idle_wake();
+        }
+    }
+
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }

@@ -124,6 +124,20 @@ pub struct Polled {
     pub again: bool,
 }
 
+/// What arming a transport's wait object found (see
+/// [`Transport::wait_arm`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Armed {
+    /// Armed: the fd becomes readable when a completion may have come
+    /// since. Sleep on it (after one more poll of the completions).
+    Fd(std::os::fd::RawFd),
+    /// Completions may be waiting already: poll again, do not sleep.
+    Busy,
+    /// This transport has no wait object (the default, and a provider
+    /// that gives no fd): the caller sleeps a bounded time itself.
+    Unsupported,
+}
+
 /// A network, as the kit drives it. See the module docs.
 ///
 /// Every `unsafe` post has one contract: the memory it names stays
@@ -250,6 +264,24 @@ pub trait Transport: Sized + Send + Sync + 'static {
     /// Read completions, handing each to `each`; a completion for no
     /// operation of ours is reported by the transport and skipped.
     fn poll(&self, each: impl FnMut(Event)) -> std::result::Result<Polled, Self::Error>;
+
+    /// Arm the wait object a progress thread sleeps on: after
+    /// [`Armed::Fd`], the fd becomes readable when a completion arrives
+    /// (or may have arrived) from now on. The kit then polls the
+    /// completions once more (one that came before the arming is found
+    /// then) and sleeps on the fd only if that found nothing, so no
+    /// completion is slept through: arm, re-check, sleep. Called by one
+    /// thread at a time (the progress thread), under the state lock. The
+    /// default has no wait object.
+    fn wait_arm(&self) -> Armed {
+        Armed::Unsupported
+    }
+
+    /// After a sleep on the fd that [`wait_arm`](Self::wait_arm) gave
+    /// (woken or not, or not slept at all after the re-check): take what
+    /// made it readable (verbs: get and acknowledge the CQ events), so
+    /// the next arming starts clean. Under the state lock.
+    fn wait_done(&self) {}
 
     /// True if the network performs every op of `ops` on `ty`.
     fn atomics_offload(&self, ty: AtomicType, ops: OpSet) -> bool;

@@ -11,7 +11,9 @@ use crate::{atomics, OfiConfig};
 use libfabric_sys as sys;
 use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::{Error, Rank, Result};
-use rgex_net::{Area, Caps, Event, NetConfig, Polled, PostError, Settings, Setup, Transport};
+use rgex_net::{
+    Area, Armed, Caps, Event, NetConfig, Polled, PostError, Settings, Setup, Transport,
+};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
@@ -448,6 +450,18 @@ impl Transport for Ofi {
                     again: true,
                 })
             }
+        }
+    }
+
+    /// The CQ's `FI_WAIT_FD`, armed by `fi_trywait` (which says
+    /// `-FI_EAGAIN` while completions wait: poll first). A provider
+    /// that gave no fd has no wait object.
+    fn wait_arm(&self) -> Armed {
+        let cq = self.ep.cq();
+        match cq.wait_fd() {
+            None => Armed::Unsupported,
+            Some(fd) if cq.trywait() => Armed::Fd(fd),
+            Some(_) => Armed::Busy,
         }
     }
 

@@ -34,6 +34,20 @@
 //!
 //! A sender to an awake rank pays nothing more than the flag test in its
 //! claim (the value its CAS already read). Only the progress thread arms.
+//!
+//! **Listening on a socket instead.** A receiver that must sleep on a
+//! network's fd as well cannot wait on the futex: it sleeps in `poll(2)`
+//! on its wake socket ([`crate::wake_socket`]) and the network's fds. It
+//! sets the bell's `listening` flag before step 2 and clears it after
+//! step 4; a ringing producer that reads the flag set also rings the
+//! socket (after the futex). No wakeup is lost this way either: the
+//! flag's store comes before the receiver's Release CAS in step 2, and
+//! the ringing producer's Acquire fence follows its read of that CAS's
+//! value, so the producer reads the flag set (or a later value: cleared
+//! only once the receiver woke). Its datagram is queued before the
+//! receiver's `poll` looks (which then returns at once) or wakes it. The
+//! receiver drains the socket after step 4, before its next step 2, so a
+//! drain takes only rings of sleeps already over.
 
 use rgex_core::sync::Ordering;
 use std::time::Duration;
@@ -50,6 +64,9 @@ use loom::sync::atomic::AtomicU32;
 #[derive(Debug)]
 pub struct Bell {
     word: AtomicU32,
+    /// Non-zero while the receiver sleeps on its wake socket rather than
+    /// on the futex (see the module docs).
+    listening: AtomicU32,
     /// Under loom, the futex is modelled by a lock and a condition
     /// variable (the kernel's hash-bucket lock makes its compare-and-sleep
     /// atomic with respect to wakes, as this lock does).
@@ -70,6 +87,7 @@ impl Bell {
     pub fn new() -> Self {
         Bell {
             word: AtomicU32::new(0),
+            listening: AtomicU32::new(0),
             #[cfg(loom)]
             lock: loom::sync::Mutex::new(()),
             #[cfg(loom)]
@@ -87,6 +105,24 @@ impl Bell {
         // producers' handshake itself needs no more than Relaxed (the
         // module docs give the order).
         self.word.load(Ordering::Acquire)
+    }
+
+    /// Receiver: sleep on the wake socket (`true`, before arming) or on
+    /// the futex again (`false`, after disarming).
+    pub fn listen(&self, on: bool) {
+        // Relaxed: the arming CAS that follows (Release) carries the set
+        // flag to the producer that finds the receiver asleep (module
+        // docs); clearing is a hint, a producer that still reads it set
+        // sends one spare datagram.
+        self.listening.store(u32::from(on), Ordering::Relaxed);
+    }
+
+    /// Producer, after its claim found the receiver asleep (and fenced):
+    /// whether the receiver sleeps on its wake socket.
+    pub fn listening(&self) -> bool {
+        // Relaxed: ordered after the receiver's store by the claim's
+        // Acquire fence (module docs).
+        self.listening.load(Ordering::Relaxed) != 0
     }
 
     /// Wake every thread sleeping on this bell (and make any sleep that

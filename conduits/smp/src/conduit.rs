@@ -2,6 +2,7 @@
 
 use crate::region::{Region, REPLY, REQUEST};
 use crate::ring::{Padded, Ring};
+use crate::wake_socket::{Ringer, WakeSocket};
 use crate::{prefetch, shm, SmpConfig};
 use rgex_core::bootstrap::JobEnv;
 use rgex_core::cell::{Doorbell, Header};
@@ -14,6 +15,7 @@ use rgex_core::{
     Result, Segment, SendSlot,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 /// Messages delivered from one ring per poll call at most, so one busy
 /// sender cannot keep a poller from returning.
@@ -46,6 +48,13 @@ pub struct SmpConduit {
     /// When a refused claim may next look at each peer's process (see
     /// `gone`).
     watch: PeerWatch,
+    /// This rank's wake socket, bound on the first sleep that listens on
+    /// it (see [`idle_wait_with`](Self::idle_wait_with)); `None` inside
+    /// if it could not be bound.
+    wake_socket: OnceLock<Option<WakeSocket>>,
+    /// The socket this rank rings its peers' wake sockets with, opened on
+    /// the first ring.
+    ringer: OnceLock<Option<Ringer>>,
 }
 
 impl std::fmt::Debug for SmpConduit {
@@ -189,6 +198,8 @@ impl SmpConduit {
                 Padded(AtomicBool::new(false)),
             ],
             watch,
+            wake_socket: OnceLock::new(),
+            ringer: OnceLock::new(),
         };
         // The Region lives in the Vec's heap buffer, which stays put when
         // the conduit moves and until Drop takes this back.
@@ -293,7 +304,7 @@ impl SmpConduit {
         };
         if claimed.woke {
             // The receiver's progress thread is asleep (see `bell`).
-            wake(region);
+            self.wake(region);
         }
         let pos = claimed.pos;
         let buf = match spec.category {
@@ -436,12 +447,82 @@ impl Drop for DrainTurn<'_> {
     }
 }
 
-/// Ring a sleeping receiver's bell: off the send path, which only tests
-/// the flag its claim read.
-#[cold]
-#[inline(never)]
-fn wake(region: &Region) {
-    region.bell().ring();
+impl SmpConduit {
+    /// Ring a sleeping receiver's bell, and its wake socket if it listens
+    /// there (see [`bell`](crate::bell)): off the send path, which only
+    /// tests the flag its claim read.
+    #[cold]
+    #[inline(never)]
+    fn wake(&self, region: &Region) {
+        let bell = region.bell();
+        bell.ring();
+        if bell.listening() {
+            if let Some(ringer) = self.ringer.get_or_init(|| Ringer::new().ok()) {
+                ringer.ring(region.shm_name());
+            }
+        }
+    }
+
+    /// Arm this rank's rings for a sleep (steps 2 to 4 of the handshake
+    /// in [`bell`](crate::bell)) and, if armed, `sleep` (which asks the
+    /// caller's `still_idle`); its answer is returned (true when armed
+    /// and nothing slept: messages are waiting).
+    fn armed_sleep(&self, timeout: std::time::Duration, sleep: &dyn Fn() -> bool) -> bool {
+        let me = self.mine();
+        let rings = &me.rings;
+        let request_armed = rings[REQUEST].arm_sleep();
+        let armed = request_armed && rings[REPLY].arm_sleep();
+        let mut slept = true;
+        if armed {
+            slept = sleep();
+            rings[REPLY].disarm_sleep();
+        }
+        if request_armed {
+            rings[REQUEST].disarm_sleep();
+        }
+        if !armed && !rings[REQUEST].has_message() && !rings[REPLY].has_message() {
+            // Claimed but not published (a negotiated payload in
+            // assembly), or another thread is asleep on the rings: nothing
+            // to poll yet, and no bell rings for it.
+            std::thread::sleep(ASSEMBLY_PAUSE.min(timeout));
+        }
+        slept
+    }
+
+    /// [`idle_wait`](Conduit::idle_wait) listening on this rank's wake
+    /// socket instead of the futex, so that another wait object can be
+    /// polled with it: `sleep` gets the socket's fd and the caller's
+    /// `still_idle`, and sleeps until the fd (or its own) is readable,
+    /// returning false if it cannot sleep on fds (then so does this, and
+    /// the caller sleeps a bounded time itself). How a wrapper of smp and
+    /// a network sleeps on both (the kit's `ShmBypass`); the handshake is
+    /// in [`bell`](crate::bell). Also false if the socket cannot be bound
+    /// ([`wake_socket`](crate::wake_socket)). [`idle_wake`](Conduit::idle_wake)
+    /// rings the futex only: `sleep` must also wake on the caller's own
+    /// wake fd (the kit's does: its eventfd is in its poll set).
+    pub fn idle_wait_with(
+        &self,
+        timeout: std::time::Duration,
+        still_idle: &dyn Fn() -> bool,
+        sleep: &dyn Fn(i32, &dyn Fn() -> bool) -> bool,
+    ) -> bool {
+        let me = self.mine();
+        let socket = self
+            .wake_socket
+            .get_or_init(|| WakeSocket::bind(me.shm_name()).ok());
+        let Some(socket) = socket else {
+            return false;
+        };
+        let bell = me.bell();
+        // Before the arming (see `bell`): a producer that finds us asleep
+        // then rings the socket.
+        bell.listen(true);
+        let slept = self.armed_sleep(timeout, &|| sleep(socket.fd(), still_idle));
+        bell.listen(false);
+        // After the sleep, before the next arming (see `bell`).
+        socket.drain();
+        slept
+    }
 }
 
 /// How long an idle wait pauses when a message is claimed in one of its
@@ -581,27 +662,15 @@ impl Conduit for SmpConduit {
 
     /// Sleep on this rank's bell (the handshake is in [`crate::bell`]).
     fn idle_wait(&self, timeout: std::time::Duration, still_idle: &dyn Fn() -> bool) -> bool {
-        let me = self.mine();
-        let rings = &me.rings;
-        let seen = me.bell().load();
-        let request_armed = rings[REQUEST].arm_sleep();
-        let armed = request_armed && rings[REPLY].arm_sleep();
-        if armed {
+        let bell = self.mine().bell();
+        // Step 1, before the arming.
+        let seen = bell.load();
+        self.armed_sleep(timeout, &|| {
             if still_idle() {
-                me.bell().wait(seen, timeout);
+                bell.wait(seen, timeout);
             }
-            rings[REPLY].disarm_sleep();
-        }
-        if request_armed {
-            rings[REQUEST].disarm_sleep();
-        }
-        if !armed && !rings[REQUEST].has_message() && !rings[REPLY].has_message() {
-            // Claimed but not published (a negotiated payload in
-            // assembly), or another thread is asleep on the rings: nothing
-            // to poll yet, and no bell rings for it.
-            std::thread::sleep(ASSEMBLY_PAUSE.min(timeout));
-        }
-        true
+            true
+        })
     }
 
     fn idle_wake(&self) {

@@ -42,6 +42,7 @@ mod prefetch;
 mod region;
 pub mod ring;
 pub mod shm;
+pub mod wake_socket;
 #[cfg(not(loom))]
 #[cfg(not(loom))]
 pub use conduit::{host_name, SmpConduit};

@@ -1,14 +1,15 @@
 //! A progress thread answers for a rank whose main thread never polls
-//! (issue 28 point 6). Two ranks: rank 0 starts a progress thread (mode
+//! (issue 28 point 6). Two ranks or more: rank 0 starts a progress thread (mode
 //! `api`: `start_progress_thread`; mode `env`: `RGEX_PROGRESS_THREAD=1`
 //! at init, the client holds it), then sleeps in 1 ms steps without
-//! calling rgex, watching a word of its own segment. Rank 1 sends it `N`
-//! AM requests and waits for every reply, puts a pattern into rank 0's
-//! segment and gets it back, then puts the done word. Rank 0 then checks
+//! calling rgex, watching words of its own segment. Every other rank
+//! sends it `N` AM requests and waits for every reply (rank 1 also puts a
+//! pattern into rank 0's segment and gets it back), then puts its done
+//! word. Rank 0 then checks
 //! that every request ran, on the progress thread, and the pattern landed.
 //!
 //! Then the thread is stopped (`api`: `stop()`, which must say it ended
-//! well; `env`: kept), and rank 1 sends `M` more requests: rank 0's own
+//! well; `env`: kept), and the others send `M` more requests each: rank 0's own
 //! polls must run every one (nothing is lost at the stop). The `env`
 //! client is dropped at the end, which joins its thread (a hang fails the
 //! job by the launcher's timeout).
@@ -20,7 +21,20 @@
 //! completion panicked ("Completion::done without a matching add") before
 //! the team engine marked a finished collective under its lock.
 //!
-//! Usage: `job_progress_thread api|env|collectives [N]`
+//! Mode `idle` (any number of ranks, `RGEX_PROGRESS_THREAD=1`): every
+//! rank leaves its progress thread alone for a second with nothing to
+//! do (its main thread sleeps), then reports how the thread went idle:
+//! how often it slept on the conduit's wait object and how often it
+//! parked for want of one, and the CPU time it used over that second
+//! (rank 0 prints it). With argument `wait` the conduit must have a wait
+//! object: the thread never parked, and slept a bounded number of times
+//! (each sleep ends on its timeout, `IDLE_SLEEP`, when nothing comes: a
+//! thread that spun or parked would have gone idle thousands of times).
+//! With `RGEX_PROGRESS_IDLE_MS` past the job's time limit, the other modes
+//! fail (time out) if any wakeup is lost: a request to a sleeping rank is
+//! then answered only when the sleep's safety net runs out.
+//!
+//! Usage: `job_progress_thread api|env|collectives|idle [N|wait]`
 
 use rgex::{Flags, GlobalAddr, Rank};
 use rgex_tests::{conduit_banner, fill_pattern, ok, pattern_mismatch, wait_until, HANG_LIMIT};
@@ -75,7 +89,13 @@ fn main() -> rgex::Result<()> {
     if mode == "collectives" {
         return collectives(&client, n);
     }
-    assert_eq!(client.size(), 2, "a job of two ranks");
+    if mode == "idle" {
+        let wait = std::env::args().nth(2).as_deref() == Some("wait");
+        return idle(&client, wait);
+    }
+    assert!(client.size() >= 2, "a job of two ranks or more");
+    // Every rank but 0 sends; rank 1 also does the RMA.
+    let senders = u64::from(client.size()) - 1;
     let env_thread = client.has_progress_thread();
     assert_eq!(
         env_thread,
@@ -88,42 +108,62 @@ fn main() -> rgex::Result<()> {
             "RGEX_PROGRESS_THREAD=1 started a progress thread at init",
         );
     }
-    let done = client.segment().as_ptr().cast::<AtomicU64>();
-    // SAFETY: the segment is page aligned and at least a page long, and
-    // lives as long as the client; peers write it only by RMA, and this
-    // rank reads it as an atomic word.
-    let done = unsafe { &*done };
+    // Rank r's done word: word r of rank 0's segment.
+    let done = |r: u64| {
+        // SAFETY: the segment is page aligned and at least a page long
+        // (r < 512 words, below PATTERN_AT), and lives as long as the
+        // client; peers write it only by RMA, and this rank reads it as
+        // an atomic word.
+        unsafe {
+            &*client
+                .segment()
+                .as_ptr()
+                .cast::<AtomicU64>()
+                .add(r as usize)
+        }
+    };
     if client.rank() == Rank(0) {
         let thread = match mode.as_str() {
             "api" => Some(client.start_progress_thread()?),
             _ => None,
         };
         client.barrier()?;
-        // From here on the main thread polls no more: tell rank 1.
-        client.put(
-            GlobalAddr::new(Rank(1), ASLEEP_AT),
-            &1u64.to_ne_bytes(),
-            Flags::empty(),
-        )?;
-        // Inattentive: no rgex call until rank 1 says it is done.
-        let start = Instant::now();
-        while done.load(Ordering::Acquire) == 0 {
-            assert!(
-                start.elapsed() < HANG_LIMIT,
-                "rank 0: rank 1 never finished (the progress thread did not answer)"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(1));
+        // From here on the main thread polls no more: tell rank 1. Not
+        // waited for: rank 1 may see the word land before a blocking put
+        // returned here, and a request it then sent would run in this
+        // put's polls, not on the progress thread (the event, dropped,
+        // completes there).
+        for r in 1..client.size() {
+            drop(client.put_nb(
+                GlobalAddr::new(Rank(r), ASLEEP_AT),
+                &1u64.to_ne_bytes(),
+                Flags::empty(),
+            )?);
         }
-        let pings = counts.pings.load(Ordering::Acquire);
-        assert_eq!(pings, n, "rank 0 ran {pings} of {n} requests unpolled");
+        // Inattentive: no rgex call until every sender says it is done.
+        let start = Instant::now();
+        for r in 1..=senders {
+            while done(r).load(Ordering::Acquire) == 0 {
+                assert!(
+                    start.elapsed() < HANG_LIMIT,
+                    "rank 0: rank {r} never finished (the progress thread did not answer)"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        let (pings, want) = (counts.pings.load(Ordering::Acquire), n * senders);
+        assert_eq!(
+            pings, want,
+            "rank 0 ran {pings} of {want} requests unpolled"
+        );
         assert_eq!(
             counts.off_main.load(Ordering::Relaxed),
-            n,
+            want,
             "every request ran on the progress thread"
         );
         ok(
             &client,
-            &format!("{n} requests answered by the progress thread while main slept"),
+            &format!("{want} requests answered by the progress thread while main slept"),
         );
         // SAFETY: inside this rank's segment; rank 1's put of it completed
         // before its put of the done word, which we read with Acquire.
@@ -146,12 +186,12 @@ fn main() -> rgex::Result<()> {
         client.barrier()?;
         // After the stop (api) the main thread's polls run the rest.
         wait_until(&client, "the requests sent after the stop", || {
-            counts.pings.load(Ordering::Acquire) == n + M
+            counts.pings.load(Ordering::Acquire) == (n + M) * senders
         });
         if mode == "api" {
             assert_eq!(
                 counts.off_main.load(Ordering::Relaxed),
-                n,
+                n * senders,
                 "no request ran on a stopped progress thread"
             );
         }
@@ -179,14 +219,16 @@ fn main() -> rgex::Result<()> {
         wait_until(&client, "the replies", || {
             counts.pongs.load(Ordering::Relaxed) == n
         });
-        let mut pattern = vec![0u8; PATTERN];
-        fill_pattern(&mut pattern, 1, 7);
-        client.put(GlobalAddr::new(peer, PATTERN_AT), &pattern, Flags::empty())?;
-        let mut back = vec![0u8; PATTERN];
-        client.get(&mut back, GlobalAddr::new(peer, PATTERN_AT), Flags::empty())?;
-        assert_eq!(back, pattern, "rank 1 got back what it put");
+        if client.rank() == Rank(1) {
+            let mut pattern = vec![0u8; PATTERN];
+            fill_pattern(&mut pattern, 1, 7);
+            client.put(GlobalAddr::new(peer, PATTERN_AT), &pattern, Flags::empty())?;
+            let mut back = vec![0u8; PATTERN];
+            client.get(&mut back, GlobalAddr::new(peer, PATTERN_AT), Flags::empty())?;
+            assert_eq!(back, pattern, "rank 1 got back what it put");
+        }
         client.put(
-            GlobalAddr::new(peer, 0),
+            GlobalAddr::new(peer, 8 * u64::from(client.rank().0)),
             &1u64.to_ne_bytes(),
             Flags::empty(),
         )?;
@@ -221,6 +263,92 @@ fn collectives(client: &rgex::Client, n: u64) -> rgex::Result<()> {
     ok(
         client,
         &format!("{n} barriers and allreduces with a progress thread stepping them too, each completed once"),
+    );
+    Ok(())
+}
+
+/// The CPU time so far of this process's thread named `name` (from
+/// `/proc/self/task/*/schedstat`, in nanoseconds), if there is one.
+/// Threads that come and go meanwhile (a provider's) are skipped.
+fn thread_cpu(name: &str) -> Option<std::time::Duration> {
+    // The kernel keeps 15 bytes of a thread's name.
+    let short = &name[..name.len().min(15)];
+    std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|comm| comm.trim_end() == short)
+        })
+        .find_map(|task| {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+            let ns: u64 = stat.split_whitespace().next()?.parse().ok()?;
+            Some(std::time::Duration::from_nanos(ns))
+        })
+}
+
+/// Mode `idle`: see the module docs.
+fn idle(client: &rgex::Client, wait: bool) -> rgex::Result<()> {
+    let thread = client
+        .progress_thread()
+        .expect("mode idle runs with RGEX_PROGRESS_THREAD=1");
+    let name = thread
+        .name()
+        .expect("the progress thread is named")
+        .to_string();
+    client.barrier()?;
+    // Let the barrier's last messages settle, then look.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let counts = thread.idle_counts();
+    let (waits0, parks0) = (counts.waits(), counts.parks());
+    let cpu0 = thread_cpu(&name).expect("the progress thread's schedstat");
+    let start = Instant::now();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let cpu = thread_cpu(&name).expect("the progress thread's schedstat") - cpu0;
+    let elapsed = start.elapsed();
+    let (waits, parks) = (counts.waits() - waits0, counts.parks() - parks0);
+    let percent = 100.0 * cpu.as_secs_f64() / elapsed.as_secs_f64();
+    println!(
+        "figure: {}: rank {}: progress thread idle {:.3} s: cpu {:.3} ms ({percent:.2}%), \
+         {waits} sleeps on the wait object, {parks} parks",
+        client.conduit().name(),
+        client.rank().0,
+        elapsed.as_secs_f64(),
+        cpu.as_secs_f64() * 1e3
+    );
+    if wait {
+        assert_eq!(
+            parks,
+            0,
+            "rank {}: the progress thread parked {parks} times: its conduit gave no wait object",
+            client.rank().0
+        );
+        // At most one sleep per IDLE_SLEEP of the time it was watched
+        // (each ends on its timeout when nothing comes), twice over for
+        // wakes a late message of the barrier may cause.
+        let most = 2 * (elapsed.as_micros() / thread.idle_sleep().as_micros()) as u64 + 20;
+        // A safety net longer than the second watched may span it whole.
+        let least = u64::from(thread.idle_sleep() < elapsed / 2);
+        assert!(
+            (least..=most).contains(&waits),
+            "rank {}: the progress thread slept {waits} times on its wait object in {:?} \
+             (expected {least}..={most}: one sleep per {:?} timeout)",
+            client.rank().0,
+            elapsed,
+            thread.idle_sleep()
+        );
+    }
+    client.barrier()?;
+    ok(
+        client,
+        &format!(
+            "the idle progress thread {}",
+            if wait {
+                "slept on its conduit's wait object and never parked"
+            } else {
+                "went idle"
+            }
+        ),
     );
     Ok(())
 }

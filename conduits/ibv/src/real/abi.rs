@@ -21,11 +21,16 @@ pub(crate) struct IbvDevice {
     _opaque: [u8; 0],
 }
 
-/// `struct ibv_comp_channel` (opaque: the backend passes NULL).
+/// `struct ibv_comp_channel`: the fd a CQ's events are read from.
 #[repr(C)]
 pub(crate) struct IbvCompChannel {
-    _opaque: [u8; 0],
+    pub context: *mut IbvContext,
+    pub fd: c_int,
+    pub refcnt: c_int,
 }
+
+/// `int (*req_notify_cq)(struct ibv_cq *, int solicited_only)`.
+pub(crate) type ReqNotifyCqFn = unsafe extern "C" fn(*mut IbvCq, c_int) -> c_int;
 
 /// `int (*poll_cq)(struct ibv_cq *, int, struct ibv_wc *)`.
 pub(crate) type PollCqFn = unsafe extern "C" fn(*mut IbvCq, c_int, *mut IbvWc) -> c_int;
@@ -54,10 +59,12 @@ pub(crate) struct IbvContextOps {
     _before_poll_cq: [Unused; 11],
     /// `poll_cq` (slot 11).
     pub poll_cq: Option<PollCqFn>,
-    /// `req_notify_cq`, `_compat_cq_event`, `_compat_resize_cq`,
-    /// `_compat_destroy_cq`, `_compat_create_srq`, `_compat_modify_srq`,
-    /// `_compat_query_srq`, `_compat_destroy_srq`.
-    _before_post_srq_recv: [Unused; 8],
+    /// `req_notify_cq` (slot 12).
+    pub req_notify_cq: Option<ReqNotifyCqFn>,
+    /// `_compat_cq_event`, `_compat_resize_cq`, `_compat_destroy_cq`,
+    /// `_compat_create_srq`, `_compat_modify_srq`, `_compat_query_srq`,
+    /// `_compat_destroy_srq`.
+    _before_post_srq_recv: [Unused; 7],
     /// `post_srq_recv` (slot 20).
     pub post_srq_recv: Option<PostSrqRecvFn>,
     /// `_compat_create_qp`, `_compat_query_qp`, `_compat_modify_qp`,
@@ -547,6 +554,7 @@ mod tests {
     fn library_allocated_structs() {
         assert_eq!(size_of::<IbvContextOps>(), 256);
         assert_eq!(offset_of!(IbvContextOps, poll_cq), 88);
+        assert_eq!(offset_of!(IbvContextOps, req_notify_cq), 96);
         assert_eq!(offset_of!(IbvContextOps, post_srq_recv), 160);
         assert_eq!(offset_of!(IbvContextOps, post_send), 200);
         assert_eq!(offset_of!(IbvContextOps, post_recv), 208);

@@ -104,12 +104,71 @@ verbs_table! {
     ibv_query_qp: fn(*mut IbvQp, *mut IbvQpAttr, c_int, *mut IbvQpInitAttr) -> c_int;
 }
 
+/// The completion-channel verbs (a CQ's wait object), resolved apart
+/// from [`Fns`]: a library without them still runs, with no wait object
+/// (a progress thread then parks). `ibv_create_comp_channel` and
+/// `ibv_destroy_comp_channel` exist at `IBVERBS_1.0` only (their struct
+/// never changed), the event verbs at `IBVERBS_1.1`.
+pub(crate) struct ChannelFns {
+    pub(crate) ibv_create_comp_channel:
+        unsafe extern "C" fn(*mut IbvContext) -> *mut IbvCompChannel,
+    pub(crate) ibv_destroy_comp_channel: unsafe extern "C" fn(*mut IbvCompChannel) -> c_int,
+    pub(crate) ibv_get_cq_event:
+        unsafe extern "C" fn(*mut IbvCompChannel, *mut *mut IbvCq, *mut *mut c_void) -> c_int,
+    pub(crate) ibv_ack_cq_events: unsafe extern "C" fn(*mut IbvCq, u32) -> (),
+}
+
+impl ChannelFns {
+    /// The four verbs in `lib`, or `None` if one is missing.
+    ///
+    /// # Safety
+    /// `lib` is rdma-core's libibverbs (these names at these versions
+    /// have the signatures declared).
+    unsafe fn resolve(lib: &rgex_dl::Library) -> Option<ChannelFns> {
+        let at = |name: &CStr, version: &CStr| lib.symbol(name, version).ok();
+        let v10 = c"IBVERBS_1.0";
+        let create = at(c"ibv_create_comp_channel", v10)?;
+        let destroy = at(c"ibv_destroy_comp_channel", v10)?;
+        let get = at(c"ibv_get_cq_event", VERSION)?;
+        let ack = at(c"ibv_ack_cq_events", VERSION)?;
+        // SAFETY: non-null code addresses of these verbs, whose C
+        // signatures are the ones declared (caller); fn pointers and
+        // data pointers have one size on the supported targets.
+        unsafe {
+            Some(ChannelFns {
+                ibv_create_comp_channel: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(*mut IbvContext) -> *mut IbvCompChannel,
+                >(create),
+                ibv_destroy_comp_channel: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(*mut IbvCompChannel) -> c_int,
+                >(destroy),
+                ibv_get_cq_event: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(
+                        *mut IbvCompChannel,
+                        *mut *mut IbvCq,
+                        *mut *mut c_void,
+                    ) -> c_int,
+                >(get),
+                ibv_ack_cq_events: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(*mut IbvCq, u32),
+                >(ack),
+            })
+        }
+    }
+}
+
 /// A loaded libibverbs with its verbs resolved.
 pub struct Library {
     /// The loaded file.
     lib: rgex_dl::Library,
     /// The verbs.
     pub(crate) fns: Fns,
+    /// The completion-channel verbs, if the library has them.
+    pub(crate) channel: Option<ChannelFns>,
 }
 
 // SAFETY: the table holds code addresses of a library that is never
@@ -162,7 +221,9 @@ impl Library {
         // SAFETY: a library exporting these names at IBVERBS_1.1 is
         // rdma-core's libibverbs with these signatures.
         let fns = unsafe { Fns::resolve(&lib) }?;
-        Ok(Library { lib, fns })
+        // SAFETY: as above.
+        let channel = unsafe { ChannelFns::resolve(&lib) };
+        Ok(Library { lib, fns, channel })
     }
 
     /// The file that was loaded.

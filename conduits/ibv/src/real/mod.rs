@@ -181,6 +181,14 @@ impl Verbs for RealVerbs {
         unsafe { post::post_srq_recv(srq, wr) }
     }
 
+    fn arm_cq(&self, cq: &Cq) -> Option<std::os::fd::RawFd> {
+        objects::arm_cq(cq)
+    }
+
+    fn cq_events_taken(&self, cq: &Cq) {
+        objects::take_cq_events(cq);
+    }
+
     fn poll_cq(&self, cq: &Cq, out: &mut [Wc]) -> VerbsResult<usize> {
         post::poll_cq(cq, out)
     }

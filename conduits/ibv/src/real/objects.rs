@@ -12,8 +12,8 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::abi::{
-    IbvCq, IbvMr, IbvPd, IbvQp, IbvQpCap, IbvQpInitAttr, IbvSrq, IbvSrqAttr, IbvSrqInitAttr,
-    IBV_QPT_RC,
+    IbvCompChannel, IbvCq, IbvMr, IbvPd, IbvQp, IbvQpCap, IbvQpInitAttr, IbvSrq, IbvSrqAttr,
+    IbvSrqInitAttr, IBV_QPT_RC,
 };
 use super::device::Context;
 use super::errno::{last_errno, rc_errno};
@@ -77,14 +77,87 @@ pub(crate) struct CqInner {
     pub(crate) raw: NonNull<IbvCq>,
     /// Entries granted.
     pub(crate) depth: u32,
+    /// The CQ's completion channel (non-blocking), its wait object; none
+    /// if the library has no channel verbs or creating one failed.
+    pub(crate) channel: Option<NonNull<IbvCompChannel>>,
 }
 
 impl Drop for CqInner {
     fn drop(&mut self) {
         // SAFETY: the CQ created by this object, destroyed once, after
-        // the QPs using it (each holds this CqInner alive).
+        // the QPs using it (each holds this CqInner alive). Every event
+        // taken from its channel was acknowledged (`take_cq_events`), as
+        // ibv_destroy_cq requires.
         let rc = unsafe { (self.ctx.lib.fns.ibv_destroy_cq)(self.raw.as_ptr()) };
         report_destroy("ibv_destroy_cq", rc);
+        if let (Some(ch), Some(f)) = (self.channel, &self.ctx.lib.channel) {
+            // SAFETY: the channel created for this CQ, destroyed once,
+            // after the CQ that used it.
+            let rc = unsafe { (f.ibv_destroy_comp_channel)(ch.as_ptr()) };
+            report_destroy("ibv_destroy_comp_channel", rc);
+        }
+    }
+}
+
+/// A non-blocking completion channel for a new CQ, or `None` (no channel
+/// verbs, or they failed: the CQ then has no wait object).
+fn comp_channel(ctx: &Context) -> Option<NonNull<IbvCompChannel>> {
+    let f = ctx.lib.channel.as_ref()?;
+    // SAFETY: a live context; the channel returned is ours to destroy.
+    let ch = NonNull::new(unsafe { (f.ibv_create_comp_channel)(ctx.raw.as_ptr()) })?;
+    // SAFETY: a live channel the library filled.
+    let fd = unsafe { (*ch.as_ptr()).fd };
+    // SAFETY: fcntl on the channel's own fd, no pointers.
+    let ok = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) == 0
+    };
+    if !ok {
+        // SAFETY: the channel just created, used by no CQ.
+        unsafe { (f.ibv_destroy_comp_channel)(ch.as_ptr()) };
+        return None;
+    }
+    Some(ch)
+}
+
+/// `ibv_req_notify_cq` (all completions): the channel's fd becomes
+/// readable at the CQ's next completion. `None` if the CQ has no
+/// channel or the provider refused.
+pub(crate) fn arm_cq(cq: &Cq) -> Option<std::os::fd::RawFd> {
+    let ch = cq.0.channel?;
+    // SAFETY: a live context; its ops table is filled at open.
+    let notify = unsafe { (*cq.0.ctx.raw.as_ptr()).ops.req_notify_cq }?;
+    // SAFETY: a live CQ of this context (the caller serialises the
+    // verbs on it, as for polls).
+    let rc = unsafe { notify(cq.0.raw.as_ptr(), 0) };
+    // SAFETY: a live channel.
+    (rc == 0).then(|| unsafe { (*ch.as_ptr()).fd })
+}
+
+/// Take and acknowledge every event waiting on the CQ's channel
+/// (`ibv_get_cq_event` until `EAGAIN`, the fd being non-blocking, then
+/// `ibv_ack_cq_events`).
+pub(crate) fn take_cq_events(cq: &Cq) {
+    let (Some(ch), Some(f)) = (cq.0.channel, &cq.0.ctx.lib.channel) else {
+        return;
+    };
+    let mut taken = 0u32;
+    // Bounded: each arming makes one event at most; a few stale ones
+    // from sleeps that ended on their timeout are taken too.
+    for _ in 0..64 {
+        let mut ev_cq = std::ptr::null_mut();
+        let mut ev_ctx = std::ptr::null_mut();
+        // SAFETY: a live channel and two out pointers.
+        let rc = unsafe { (f.ibv_get_cq_event)(ch.as_ptr(), &mut ev_cq, &mut ev_ctx) };
+        if rc != 0 {
+            break;
+        }
+        taken += 1;
+    }
+    if taken > 0 {
+        // SAFETY: a live CQ (the channel's only one) and the count of
+        // its events just taken.
+        unsafe { (f.ibv_ack_cq_events)(cq.0.raw.as_ptr(), taken) };
     }
 }
 
@@ -131,8 +204,9 @@ impl Drop for Qp {
 
 // SAFETY (for the five impls below): libibverbs objects may be used from
 // any thread; the trait's contract has the caller serialise the posts
-// and polls of one QP or CQ, and everything else here is immutable
-// after creation.
+// and polls of one QP or CQ (and a CQ's notifications: the kit arms and
+// drains them under its state lock, as it polls), and everything else
+// here is immutable after creation.
 macro_rules! thread_safe {
     ($($t:ty),*) => {$(
         // SAFETY: see above.
@@ -197,25 +271,33 @@ pub(crate) fn create_cq(ctx: &Arc<Context>, depth: u32, max_cqe: u32) -> VerbsRe
         Ok(c) if c > 0 && depth <= max_cqe => c,
         _ => return Err(VerbsError::call("ibv_create_cq", libc::EINVAL, detail())),
     };
-    // SAFETY: a live context; no CQ context, no completion channel,
+    let channel = comp_channel(ctx);
+    // SAFETY: a live context; no CQ context, the channel (live) or none,
     // completion vector 0 (every device has one).
     let raw = unsafe {
         (ctx.lib.fns.ibv_create_cq)(
             ctx.raw.as_ptr(),
             cqe,
             std::ptr::null_mut::<c_void>(),
-            std::ptr::null_mut(),
+            channel.map_or(std::ptr::null_mut(), NonNull::as_ptr),
             0,
         )
     };
-    let raw = NonNull::new(raw)
-        .ok_or_else(|| VerbsError::call("ibv_create_cq", last_errno(), detail()))?;
+    let Some(raw) = NonNull::new(raw) else {
+        let e = VerbsError::call("ibv_create_cq", last_errno(), detail());
+        if let (Some(ch), Some(f)) = (channel, &ctx.lib.channel) {
+            // SAFETY: the channel just created, used by no CQ.
+            unsafe { (f.ibv_destroy_comp_channel)(ch.as_ptr()) };
+        }
+        return Err(e);
+    };
     // SAFETY: a live CQ the library filled.
     let granted = unsafe { (*raw.as_ptr()).cqe };
     Ok(Cq(Arc::new(CqInner {
         ctx: ctx.clone(),
         raw,
         depth: u32::try_from(granted).unwrap_or(depth).max(depth),
+        channel,
     })))
 }
 

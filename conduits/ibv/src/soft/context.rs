@@ -21,6 +21,7 @@ use crate::verbs::{
 };
 use parking_lot::Mutex;
 use std::collections::VecDeque;
+use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -177,6 +178,7 @@ impl Verbs for SoftVerbs {
                 depth,
                 q: VecDeque::new(),
                 overrun: false,
+                armed: false,
             },
         );
         Ok(SoftCq {
@@ -435,6 +437,17 @@ impl Verbs for SoftVerbs {
         }
         e.progress();
         Ok(())
+    }
+
+    fn arm_cq(&self, cq: &SoftCq) -> Option<RawFd> {
+        self.check(&cq.dev, "ibv_req_notify_cq").ok()?;
+        self.dev.lock().arm_wait(cq.id)
+    }
+
+    fn cq_events_taken(&self, cq: &SoftCq) {
+        if self.check(&cq.dev, "ibv_get_cq_event").is_ok() {
+            self.dev.lock().disarm_wait(cq.id);
+        }
     }
 
     fn poll_cq(&self, cq: &SoftCq, out: &mut [Wc]) -> VerbsResult<usize> {

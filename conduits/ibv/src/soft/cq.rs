@@ -11,6 +11,9 @@ pub(crate) struct Cq {
     /// A completion arrived while full: completions were lost, and the
     /// CQ is in error from then on.
     pub overrun: bool,
+    /// Armed for one notification (`ibv_req_notify_cq`): the next
+    /// completion rings the device's wake socket (see the `wait` module).
+    pub armed: bool,
 }
 
 /// A device's completion queues.
@@ -19,6 +22,9 @@ pub(crate) struct Cqs {
     pub map: HashMap<u32, Cq>,
     /// CQs that overran since the engine last moved their QPs to ERR.
     pub newly_overrun: Vec<u32>,
+    /// The device's wake socket: a completion to an armed CQ rings it,
+    /// and so do peers (see the `wait` module).
+    pub wake: super::wait::Wake,
 }
 
 impl Cqs {
@@ -36,5 +42,8 @@ impl Cqs {
             return;
         }
         cq.q.push_back(wc);
+        if std::mem::take(&mut cq.armed) {
+            self.wake.ring_self();
+        }
     }
 }

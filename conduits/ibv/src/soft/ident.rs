@@ -56,6 +56,11 @@ impl Ident {
         ((h & 0x7fff) as u16) | 1
     }
 
+    /// The name of the device's wake socket (see the `wait` module).
+    pub fn wake_name(&self) -> String {
+        format!("/{NAME_PREFIX}-{}-{}-{}", self.uid, self.pid, self.ctx)
+    }
+
     /// The shared-memory name of QP `qpn`'s inbound ring.
     pub fn ring_name(&self, qpn: u32) -> String {
         format!(

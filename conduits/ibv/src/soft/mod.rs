@@ -86,8 +86,9 @@
 //!
 //! # Not modelled
 //! UD, UC and XRC transports; memory windows; SGE lists and WR chains
-//! (the trait has neither); SRQ limit events, async events and completion
-//! channels; the SQD and SQE states; `max_rd_atomic` limits (any number
+//! (the trait has neither); SRQ limit events, async events and
+//! completion channels (a CQ's wait object is the context's wake socket
+//! instead, see `wait`); the SQD and SQE states; `max_rd_atomic` limits (any number
 //! of READs and atomics may be outstanding); P_Keys, path migration,
 //! multicast; a READ consuming one PSN per response packet (here a READ
 //! request is one PSN); deregistering a region while a peer
@@ -106,6 +107,7 @@ mod recvq;
 mod requester;
 mod responder;
 mod ring;
+mod wait;
 
 pub use faults::{Faults, FAULTS_ENV};
 pub use progress::Stats;

@@ -171,6 +171,10 @@ fn flush_out(qp: &mut Qp, sh: &mut Shared, now: Instant) {
                     let ok = ring.push(&p.hdr, &p.payload);
                     debug_assert!(ok, "room was checked");
                     sh.stats.packets_sent += 1;
+                    if ring.take_asleep() {
+                        // The peer sleeps on its wake socket (see `wait`).
+                        sh.cqs.wake.ring_peer(&remote.peer);
+                    }
                 }
             }
         }

@@ -14,7 +14,7 @@
 
 use super::packet::{PktHdr, HDR_BYTES};
 use crate::verbs::{VerbsError, VerbsResult};
-use rgex_core::sync::{AtomicU64, Ordering, Slot};
+use rgex_core::sync::{fence, AtomicU64, Ordering, Slot};
 use rgex_smp::ring::Padded;
 use rgex_smp::shm::{self, ShmMap};
 use std::ptr::NonNull;
@@ -36,6 +36,10 @@ const MAGIC: u64 = 0x7267_7853_5249_4e47; // "rgxSRING"
 pub(crate) struct Ctrl {
     magic: Padded<AtomicU64>,
     dead: Padded<AtomicU64>,
+    /// Non-zero while the owner's progress thread sleeps on its wake
+    /// socket: the producer that finds it set after a push clears it and
+    /// rings the owner (see the `wait` module).
+    asleep: Padded<AtomicU64>,
     tail: Padded<AtomicU64>,
     head: Padded<AtomicU64>,
     /// One access marker per slot: zero-sized normally; under loom they
@@ -53,6 +57,7 @@ impl Ctrl {
         Ctrl {
             magic: Padded(AtomicU64::new(0)),
             dead: Padded(AtomicU64::new(0)),
+            asleep: Padded(AtomicU64::new(0)),
             tail: Padded(AtomicU64::new(0)),
             head: Padded(AtomicU64::new(0)),
             marks: std::array::from_fn(|_| Slot::new(())),
@@ -251,6 +256,32 @@ impl Ring {
     pub fn is_dead(&self) -> bool {
         // Relaxed: see set_dead.
         self.view.ctrl().dead.0.load(Ordering::Relaxed) != 0
+    }
+
+    /// Owner: declare itself asleep (`true`; the caller then fences and
+    /// looks at the ring again) or awake. See the `wait` module.
+    pub fn set_asleep(&self, on: bool) {
+        // Relaxed: the owner's SeqCst fence after arming orders this
+        // store before its next look at `tail` (the `wait` module).
+        self.view
+            .ctrl()
+            .asleep
+            .0
+            .store(u64::from(on), Ordering::Relaxed);
+    }
+
+    /// Producer, after a push: whether the owner was asleep, clearing
+    /// the flag (one producer rings per sleep). See the `wait` module.
+    pub fn take_asleep(&self) -> bool {
+        // SeqCst: between our store of `tail` in the push and our load
+        // of the flag, paired with the owner's fence between its store
+        // of the flag and its load of `tail`: one of the two sees the
+        // other's store (the `wait` module).
+        fence(Ordering::SeqCst);
+        let flag = &self.view.ctrl().asleep.0;
+        // Relaxed: ordered by the fence above; the swap only keeps a
+        // second producer from ringing too.
+        flag.load(Ordering::Relaxed) != 0 && flag.swap(0, Ordering::Relaxed) != 0
     }
 
     /// See [`Spsc::drained`].

@@ -157,6 +157,25 @@ pub trait Verbs: Sized + Send + Sync + 'static {
     /// As [`post_recv`](Self::post_recv).
     unsafe fn post_srq_recv(&self, srq: &Self::Srq, wr: &RecvWr) -> VerbsResult<()>;
 
+    /// Arm `cq` for one notification and return its wait object, an fd:
+    /// readable once a completion reaches the CQ from now on
+    /// (`ibv_req_notify_cq` on the CQ's completion channel; the software
+    /// device's wake socket). The caller polls the CQ once more before it
+    /// sleeps on the fd (a completion that came before the arming makes
+    /// no event), then calls [`cq_events_taken`](Self::cq_events_taken).
+    /// `None`: no wait object (the default).
+    fn arm_cq(&self, cq: &Self::Cq) -> Option<std::os::fd::RawFd> {
+        let _ = cq;
+        None
+    }
+
+    /// After a sleep on [`arm_cq`](Self::arm_cq)'s fd (woken or not):
+    /// take its events (`ibv_get_cq_event`, `ibv_ack_cq_events`), so the
+    /// next arming starts clean.
+    fn cq_events_taken(&self, cq: &Self::Cq) {
+        let _ = cq;
+    }
+
     /// Read up to `out.len()` completions; returns how many. A CQ that
     /// overran is an error from then on ([`VerbsError::CqOverrun`]).
     fn poll_cq(&self, cq: &Self::Cq, out: &mut [Wc]) -> VerbsResult<usize>;

@@ -1,7 +1,7 @@
-//! `<rdma/fi_eq.h>`: reading completion queues.
+//! `<rdma/fi_eq.h>`: reading completion queues, and waiting on them.
 
 use super::op;
-use crate::bindings::{fi_cq_err_entry, fid_cq};
+use crate::bindings::{fi_cq_err_entry, fid, fid_cq, fid_fabric};
 use std::ffi::{c_char, c_int, c_void};
 
 /// `fi_cq_read`: `cq->ops->read(cq, buf, count)`.
@@ -43,4 +43,17 @@ pub unsafe fn fi_cq_strerror(
         Some(f) => unsafe { f(cq, prov_errno, err_data, buf, len) },
         None => std::ptr::null(),
     }
+}
+
+/// `fi_trywait`: `fabric->ops->trywait(fabric, fids, count)`: 0 when the
+/// wait objects of the `count` objects at `fids` may be slept on (each
+/// is empty, and will signal what comes next), `-FI_EAGAIN` when one has
+/// something to read first.
+///
+/// # Safety
+/// A live fabric; `count` live objects of it at `fids`.
+#[inline]
+pub unsafe fn fi_trywait(fabric: *mut fid_fabric, fids: *mut *mut fid, count: c_int) -> c_int {
+    // SAFETY: a live fabric (caller), whose ops table the provider set.
+    unsafe { op!((*fabric).ops, trywait, c_int)(fabric, fids, count) }
 }

@@ -1,7 +1,7 @@
 //! `<rdma/fabric.h>`: closing and controlling any object.
 
 use super::op;
-use crate::bindings::{fid, FI_ENABLE};
+use crate::bindings::{fid, FI_ENABLE, FI_GETWAIT};
 use std::ffi::{c_int, c_void};
 
 /// `fi_close(fid)`: `fid->ops->close(fid)`.
@@ -26,3 +26,7 @@ pub unsafe fn fi_control(fid: *mut fid, command: c_int, arg: *mut c_void) -> c_i
 
 /// The `FI_ENABLE` control command, as `fi_control` takes it.
 pub(crate) const ENABLE: c_int = FI_ENABLE as c_int;
+
+/// The `FI_GETWAIT` control command, as `fi_control` takes it: the wait
+/// object of a CQ opened with one (an fd for `FI_WAIT_FD`).
+pub const GETWAIT: c_int = FI_GETWAIT as c_int;
