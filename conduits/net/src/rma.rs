@@ -39,21 +39,23 @@
 
 use crate::conduit::NetConduit;
 use crate::geometry::POOL_RMA;
+use crate::held::Held;
 use crate::ops::{Op, Post};
 use crate::readback::{self, PutCompletion};
-use crate::state::State;
+use crate::send::would_block_or;
 use crate::transport::Transport;
 use rgex_core::{Completion, Error, Rank, Result};
 use std::sync::Arc;
 
 impl<T: Transport> NetConduit<T> {
     /// Pick the descriptor for a local buffer of an RMA: its region, a
-    /// bounce buffer, an on-the-fly registration or none.
+    /// bounce buffer (claimed into `held`), an on-the-fly registration
+    /// or none.
     /// `put`: the buffer is a put's source (a get's destination is never
     /// bounced when it is registered: it waits for its data anyway).
     fn local_side(
         &self,
-        st: &mut State<T>,
+        held: &mut Held<'_, T>,
         p: *const u8,
         len: usize,
         peer: Rank,
@@ -66,14 +68,14 @@ impl<T: Transport> NetConduit<T> {
             // A small put from the segment is bounced too, if a buffer is
             // free (see the module docs); if none is, it goes zero-copy.
             if put && small {
-                if let Some(s) = st.claim_slot(POOL_RMA) {
+                if let Some(s) = held.claim_slot(POOL_RMA) {
                     return Ok(Local::Bounce(s));
                 }
             }
             return Ok(Local::Registered(net.seg_desc));
         }
         if small {
-            return st
+            return held
                 .claim_slot(POOL_RMA)
                 .map(Local::Bounce)
                 .ok_or(Error::WouldBlock {
@@ -106,17 +108,21 @@ impl<T: Transport> NetConduit<T> {
         rc: &Arc<Completion>,
     ) -> Result<()> {
         let net = &self.net;
-        let mut st = self.state.lock();
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
         st.check_alive(peer, "put")?;
         let caps = net.transport.caps();
         let pieces = len.div_ceil(caps.max_msg).max(1);
-        if st.free_ops.len() < pieces {
+        if st.ops.available() < pieces {
             return Err(Error::WouldBlock {
                 peer,
                 resource: "RMA operation slots",
             });
         }
-        let local = self.local_side(&mut st, src, len, peer, true)?;
+        // The bounce buffer and the first piece's slot: given back by its
+        // drop if the first piece is refused.
+        let mut held = Held::new(st, &net.geo);
+        let local = self.local_side(&mut held, src, len, peer, true)?;
         let caller = local.is_callers();
         let (src, desc, bounce, mr) = match &local {
             Local::Registered(d) => (src as usize, *d, None, None),
@@ -143,9 +149,9 @@ impl<T: Transport> NetConduit<T> {
                 || !rc.is_batched()
                 || len > readback::MAX_BYTES);
         let max = caps.max_msg;
-        let mut ids = Vec::with_capacity(pieces);
-        for i in 0..pieces {
-            let id = st.take_op().expect("counted above");
+        // Piece `i` as operation `id`: its post and its slot's record (the
+        // bounce buffer, if any, goes back with the last piece).
+        let piece = |i: usize, id: u32| {
             let at = i * max;
             let n = (len - at).min(max);
             let post = Post::Write {
@@ -157,7 +163,7 @@ impl<T: Transport> NetConduit<T> {
                 offset: offset + at as u64,
                 delivery,
             };
-            st.ops[id as usize] = Op::Put {
+            let op = Op::Put {
                 peer: peer.0,
                 rc: rc.clone(),
                 lc: (bounce.is_none()).then(|| lc.clone()),
@@ -166,12 +172,22 @@ impl<T: Transport> NetConduit<T> {
                 caller,
                 flush_at: (!delivery).then_some(offset + (at + n - 1) as u64),
             };
-            if i == 0 {
-                st.issue_first(net, id, bounce, peer, &post)?;
-            } else {
-                st.post(net, post);
-            }
-            ids.push(id);
+            (post, op)
+        };
+        // The first piece is posted directly: refused, nothing was issued.
+        let id = held.take_op().expect("counted above");
+        let (post, op) = piece(0, id);
+        held.ops[id as usize] = op;
+        if let Err(e) = held.issue(net, &post) {
+            return Err(would_block_or(e, peer));
+        }
+        held.hand_over();
+        // The others follow it, through the backlog if need be.
+        for i in 1..pieces {
+            let id = st.ops.take().expect("counted above");
+            let (post, op) = piece(i, id);
+            st.ops[id as usize] = op;
+            st.post(net, post);
         }
         rc.add(pieces as u64);
         if bounce.is_none() {
@@ -193,17 +209,20 @@ impl<T: Transport> NetConduit<T> {
         done: &Arc<Completion>,
     ) -> Result<()> {
         let net = &self.net;
-        let mut st = self.state.lock();
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
         st.check_alive(peer, "get")?;
         let max = net.transport.caps().max_msg;
         let pieces = len.div_ceil(max).max(1);
-        if st.free_ops.len() < pieces {
+        if st.ops.available() < pieces {
             return Err(Error::WouldBlock {
                 peer,
                 resource: "RMA operation slots",
             });
         }
-        let local = self.local_side(&mut st, dst, len, peer, false)?;
+        // As for a put: given back by its drop if the first piece is refused.
+        let mut held = Held::new(st, &net.geo);
+        let local = self.local_side(&mut held, dst, len, peer, false)?;
         let caller = local.is_callers();
         let (to, desc, bounce, mr) = match &local {
             Local::Registered(d) => (dst as usize, *d, None, None),
@@ -221,30 +240,37 @@ impl<T: Transport> NetConduit<T> {
                 Some(m.clone()),
             ),
         };
-        for i in 0..pieces {
-            let id = st.take_op().expect("counted above");
+        let piece = |i: usize, id: u32| {
             let at = i * max;
-            let n = (len - at).min(max);
             let post = Post::Read {
                 op: id,
                 peer: peer.0,
                 dst: to + at,
-                len: n,
+                len: (len - at).min(max),
                 desc,
                 offset: offset + at as u64,
             };
-            st.ops[id as usize] = Op::Get {
+            let op = Op::Get {
                 peer: peer.0,
                 done: done.clone(),
                 bounce: bounce.map(|s| (s, dst as usize, len)),
                 mr: mr.clone(),
                 caller,
             };
-            if i == 0 {
-                st.issue_first(net, id, bounce, peer, &post)?;
-            } else {
-                st.post(net, post);
-            }
+            (post, op)
+        };
+        let id = held.take_op().expect("counted above");
+        let (post, op) = piece(0, id);
+        held.ops[id as usize] = op;
+        if let Err(e) = held.issue(net, &post) {
+            return Err(would_block_or(e, peer));
+        }
+        held.hand_over();
+        for i in 1..pieces {
+            let id = st.ops.take().expect("counted above");
+            let (post, op) = piece(i, id);
+            st.ops[id as usize] = op;
+            st.post(net, post);
         }
         done.add(pieces as u64);
         Ok(())

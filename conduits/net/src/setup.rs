@@ -89,7 +89,7 @@ impl<T: Transport> NetConduit<T> {
         let settings = cfg.settings();
         let geo = Geometry::new(size, &settings);
         let opened = Net::<T>::open(&cfg, geo, rank, smp.segment()).and_then(|(net, card)| {
-            let mut state = State::new(&net, rank, settings.timeout_secs);
+            let mut state = State::new(&net.geo, rank, settings.timeout_secs);
             state.post_receives(&net).map_err(Into::into)?;
             Ok((net, state, card))
         });
@@ -109,7 +109,7 @@ impl<T: Transport> NetConduit<T> {
         for (net_peer, &b) in state.network_peer.iter_mut().zip(bypassed) {
             *net_peer &= !b;
         }
-        let ready_count = state.ready_count.clone();
+        let ready_count = state.ready.count();
         let state = Arc::new(Mutex::new(state));
         let net = Arc::new(net);
         let ticker = Ticker::start(state.clone(), net.clone()).map_err(|source| Error::Os {
