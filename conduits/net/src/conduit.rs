@@ -484,8 +484,8 @@ impl<T: Transport> NetConduit<T> {
             }
         };
         held.hand_over();
-        st.credits.spend(peer, d);
-        st.peers[peer].stalled_since = None;
+        held.credits.spend(peer, d);
+        held.peers[peer].stalled_since = None;
         Ok(Claim::new(buf, u64::from(slot)))
     }
 

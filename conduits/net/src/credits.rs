@@ -141,20 +141,9 @@ impl Credits {
 mod tests {
     use super::*;
 
-    fn geo(window: usize) -> Geometry {
-        Geometry {
-            size: 2,
-            window,
-            max_medium: 256,
-            slot: 320,
-            pools: [4, 2, 3],
-            n_recv: 2 * (2 * window + crate::geometry::CREDIT_SLOTS),
-        }
-    }
-
     #[test]
     fn a_window_is_spent_and_returned() {
-        let g = geo(2);
+        let g = Geometry::small(2);
         let mut c = Credits::new(2);
         assert!(!c.exhausted(&g, 1, 0));
         c.spend(1, 0);
@@ -175,7 +164,7 @@ mod tests {
 
     #[test]
     fn consumed_messages_owe_a_report() {
-        let g = geo(4);
+        let g = Geometry::small(4);
         let mut c = Credits::new(2);
         c.received(1);
         c.received(1);

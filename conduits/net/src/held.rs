@@ -72,9 +72,9 @@ impl<'a, T: Transport> Held<'a, T> {
 
     /// The transport took the post (or the AM was prepared): what is held
     /// is the operation's now, released by its completion (or by commit
-    /// or cancel).
+    /// or cancel), and the guard holds nothing.
     #[inline]
-    pub fn hand_over(mut self) {
+    pub fn hand_over(&mut self) {
         self.op = None;
         self.slot = None;
     }
@@ -119,14 +119,7 @@ mod tests {
     use rgex_core::Rank;
 
     fn geo() -> Geometry {
-        Geometry {
-            size: 2,
-            window: 4,
-            max_medium: 256,
-            slot: 320,
-            pools: [4, 2, 3],
-            n_recv: 30,
-        }
+        Geometry::small(4)
     }
 
     fn all_back(st: &State<Loopback>, g: &Geometry) -> bool {
@@ -154,6 +147,7 @@ mod tests {
         let op = held.take_op().expect("a free slot");
         let slot = held.claim_slot(POOL_RMA).expect("a free buffer");
         held.hand_over();
+        drop(held);
         assert!(!st.ops.all_back() && !st.sends.all_back(&g));
         st.ops.free(op);
         st.sends.release(&g, slot as usize);

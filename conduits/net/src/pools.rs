@@ -187,14 +187,7 @@ mod tests {
     use crate::geometry::{POOL_REP, POOL_REQ, POOL_RMA};
 
     fn geo() -> Geometry {
-        Geometry {
-            size: 2,
-            window: 4,
-            max_medium: 256,
-            slot: 320,
-            pools: [4, 2, 3],
-            n_recv: 30,
-        }
+        Geometry::small(4)
     }
 
     #[test]

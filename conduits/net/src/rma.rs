@@ -40,6 +40,7 @@
 use crate::conduit::NetConduit;
 use crate::geometry::POOL_RMA;
 use crate::held::Held;
+use crate::net::Net;
 use crate::ops::{Op, Post};
 use crate::readback::{self, PutCompletion};
 use crate::send::would_block_or;
@@ -174,21 +175,7 @@ impl<T: Transport> NetConduit<T> {
             };
             (post, op)
         };
-        // The first piece is posted directly: refused, nothing was issued.
-        let id = held.take_op().expect("counted above");
-        let (post, op) = piece(0, id);
-        held.ops[id as usize] = op;
-        if let Err(e) = held.issue(net, &post) {
-            return Err(would_block_or(e, peer));
-        }
-        held.hand_over();
-        // The others follow it, through the backlog if need be.
-        for i in 1..pieces {
-            let id = st.ops.take().expect("counted above");
-            let (post, op) = piece(i, id);
-            st.ops[id as usize] = op;
-            st.post(net, post);
-        }
+        post_pieces(held, net, peer, pieces, piece)?;
         rc.add(pieces as u64);
         if bounce.is_none() {
             lc.add(pieces as u64);
@@ -259,22 +246,43 @@ impl<T: Transport> NetConduit<T> {
             };
             (post, op)
         };
-        let id = held.take_op().expect("counted above");
-        let (post, op) = piece(0, id);
-        held.ops[id as usize] = op;
-        if let Err(e) = held.issue(net, &post) {
-            return Err(would_block_or(e, peer));
-        }
-        held.hand_over();
-        for i in 1..pieces {
-            let id = st.ops.take().expect("counted above");
-            let (post, op) = piece(i, id);
-            st.ops[id as usize] = op;
-            st.post(net, post);
-        }
+        post_pieces(held, net, peer, pieces, piece)?;
         done.add(pieces as u64);
         Ok(())
     }
+}
+
+/// Post the `pieces` pieces of one RMA to `peer` (`piece(i, id)`: piece
+/// `i`'s post as operation `id`, and the operation's record). The first
+/// is posted directly, its operation slot taken into `held` beside the
+/// bounce buffer it may hold: refused, nothing was issued, and dropping
+/// `held` gives both back (would-block as [`Error::WouldBlock`]). The
+/// others follow it, through the backlog if need be (see the module docs).
+fn post_pieces<T: Transport>(
+    mut held: Held<'_, T>,
+    net: &Net<T>,
+    peer: Rank,
+    pieces: usize,
+    piece: impl Fn(usize, u32) -> (Post, Op<T::Region>),
+) -> Result<()> {
+    for i in 0..pieces {
+        let id = if i == 0 {
+            held.take_op()
+        } else {
+            held.ops.take()
+        };
+        let id = id.expect("slots counted before");
+        let (post, op) = piece(i, id);
+        held.ops[id as usize] = op;
+        if i > 0 {
+            held.post(net, post);
+        } else if let Err(e) = held.issue(net, &post) {
+            return Err(would_block_or(e, peer));
+        } else {
+            held.hand_over();
+        }
+    }
+    Ok(())
 }
 
 /// How an RMA's local buffer is reached.

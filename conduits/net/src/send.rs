@@ -138,20 +138,28 @@ impl<T: Transport> State<T> {
         // SAFETY: send buffer `slot` is ours (taken from its pool) and
         // 64-aligned with room for the longest header.
         unsafe { h.write(buf, args) };
-        let op = (net.geo.n_recv + slot) as u32;
-        self.ops[op as usize] = Op::AmSend { peer: peer as u32 };
         let len = h.hlen
             + if h.category() == rgex_core::Category::Long {
                 0
             } else {
                 h.len as usize
             };
+        self.send_from(net, slot, peer as u32, len);
+    }
+
+    /// Post the send of the first `len` bytes of send buffer `slot` (a
+    /// message written there) to `peer`, as the buffer's AM operation;
+    /// injected when it fits.
+    #[inline]
+    pub(crate) fn send_from(&mut self, net: &Net<T>, slot: usize, peer: u32, len: usize) {
+        let op = (net.geo.n_recv + slot) as u32;
+        self.ops[op as usize] = Op::AmSend { peer };
         self.post(
             net,
             Post::Send {
                 op,
-                peer: peer as u32,
-                buf: buf as usize,
+                peer,
+                buf: net.send_buf(slot) as usize,
                 len,
                 inject: len <= net.transport.caps().inject_size,
             },

@@ -269,18 +269,7 @@ impl<T: Transport> State<T> {
                 self.unstage(slot as usize);
                 match header_after {
                     Some(len) if !failed && self.peers[peer as usize].dead.is_none() => {
-                        let op = (n_recv + slot as usize) as u32;
-                        self.ops[op as usize] = Op::AmSend { peer };
-                        self.post(
-                            net,
-                            Post::Send {
-                                op,
-                                peer,
-                                buf: net.send_buf(slot as usize) as usize,
-                                len,
-                                inject: len <= net.transport.caps().inject_size,
-                            },
-                        );
+                        self.send_from(net, slot as usize, peer, len);
                     }
                     _ => self.sends.release(geo, slot as usize),
                 }
