@@ -483,9 +483,9 @@ impl<T: Transport> NetConduit<T> {
                 }
             }
         };
-        held.hand_over();
         held.credits.spend(peer, d);
         held.peers[peer].stalled_since = None;
+        held.hand_over();
         Ok(Claim::new(buf, u64::from(slot)))
     }
 

@@ -72,11 +72,11 @@ impl<'a, T: Transport> Held<'a, T> {
 
     /// The transport took the post (or the AM was prepared): what is held
     /// is the operation's now, released by its completion (or by commit
-    /// or cancel), and the guard holds nothing.
+    /// or cancel). Consumes the guard without running its drop.
     #[inline]
-    pub fn hand_over(&mut self) {
-        self.op = None;
-        self.slot = None;
+    pub fn hand_over(self) {
+        // Nothing of its own to free: it only borrows the state.
+        std::mem::forget(self);
     }
 }
 
@@ -147,7 +147,6 @@ mod tests {
         let op = held.take_op().expect("a free slot");
         let slot = held.claim_slot(POOL_RMA).expect("a free buffer");
         held.hand_over();
-        drop(held);
         assert!(!st.ops.all_back() && !st.sends.all_back(&g));
         st.ops.free(op);
         st.sends.release(&g, slot as usize);

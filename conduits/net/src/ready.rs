@@ -96,6 +96,7 @@ pub(crate) struct Batch<'a> {
 impl<'a> Batch<'a> {
     /// Up to [`POLL_BATCH`] messages of direction `dir` from `from`
     /// (under the state lock), under the delivery lock `one`.
+    #[inline]
     pub fn take(from: &mut ReadyQueues, dir: usize, one: MutexGuard<'a, ()>) -> Self {
         let mut ready = [Ready { buf: 0, len: 0 }; POLL_BATCH];
         let q = &mut from.queues[dir];

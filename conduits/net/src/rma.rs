@@ -258,6 +258,7 @@ impl<T: Transport> NetConduit<T> {
 /// bounce buffer it may hold: refused, nothing was issued, and dropping
 /// `held` gives both back (would-block as [`Error::WouldBlock`]). The
 /// others follow it, through the backlog if need be (see the module docs).
+#[inline]
 fn post_pieces<T: Transport>(
     mut held: Held<'_, T>,
     net: &Net<T>,
@@ -278,10 +279,11 @@ fn post_pieces<T: Transport>(
             held.post(net, post);
         } else if let Err(e) = held.issue(net, &post) {
             return Err(would_block_or(e, peer));
-        } else {
-            held.hand_over();
         }
     }
+    // The first piece was issued: its slot and buffer are its own now (a
+    // later piece's failure finishes only that piece).
+    held.hand_over();
     Ok(())
 }
 

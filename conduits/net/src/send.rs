@@ -70,6 +70,7 @@ impl<T: Transport> State<T> {
 
     /// Post in order: behind the backlog if there is one, into it if the
     /// transport refuses for now. A hard failure fails the operation.
+    #[inline]
     pub(crate) fn post(&mut self, net: &Net<T>, p: Post) {
         if !self.backlog.is_empty() {
             self.backlog.push(p);
@@ -125,6 +126,7 @@ impl<T: Transport> State<T> {
 
     /// Write an AM header into send buffer `slot` for `peer` (with the
     /// credits we owe it) and post the send of `hlen + len` bytes.
+    #[inline]
     pub(crate) fn send_am(
         &mut self,
         net: &Net<T>,
@@ -213,6 +215,7 @@ impl<T: Transport> State<T> {
     /// repost it; owe a credit message once
     /// [`credit_every`](crate::geometry::Geometry::credit_every) are
     /// unreported.
+    #[inline]
     pub(crate) fn consumed(&mut self, net: &Net<T>, buf: usize, src: usize, dir: usize) {
         self.credits.consumed(&net.geo, src, dir);
         self.post(net, Post::Recv { op: buf as u32 });
