@@ -4,10 +4,11 @@
 //! and how, is the transport's ([`Transport::atomics_offload`],
 //! [`Transport::post_atomic`]).
 
-use crate::backlog::would_block_or;
 use crate::conduit::NetConduit;
 use crate::geometry::POOL_RMA;
+use crate::held::Held;
 use crate::ops::Op;
+use crate::send::would_block_or;
 use crate::transport::Transport;
 use rgex_core::atomic::AtomicRequest;
 use rgex_core::{Completion, Error, Result};
@@ -28,14 +29,15 @@ impl<T: Transport> NetConduit<T> {
         // layer turns into poll-and-retry (or hands to an IMMEDIATE caller).
         let mut st = self.state.lock();
         st.check_alive(req.target, "atomic")?;
-        let Some(id) = st.take_op() else {
+        // Given back by its drop on every refusal below.
+        let mut held = Held::new(&mut st, &net.geo);
+        let Some(id) = held.take_op() else {
             return Err(Error::WouldBlock {
                 peer: req.target,
                 resource: "RMA operation slots",
             });
         };
-        let Some(slot) = st.claim_slot(POOL_RMA) else {
-            st.free_ops.push(id);
+        let Some(slot) = held.claim_slot(POOL_RMA) else {
             return Err(Error::WouldBlock {
                 peer: req.target,
                 resource: "atomic operand buffers",
@@ -48,17 +50,16 @@ impl<T: Transport> NetConduit<T> {
         // the atomics layer.
         let posted = unsafe { net.transport.post_atomic(id, req, plan, buf, net.send_desc) };
         if let Err(e) = posted {
-            st.free_ops.push(id);
-            st.release_slot(net, slot as usize);
             return Err(would_block_or(e, req.target));
         }
-        st.ops[id as usize] = Op::Atomic {
+        held.ops[id as usize] = Op::Atomic {
             peer: req.target.0,
             slot,
             size: req.ty.size() as u8,
             fetched: fetched.clone(),
             done: done.clone(),
         };
+        held.hand_over();
         done.add(1);
         Ok(())
     }

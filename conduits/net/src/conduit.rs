@@ -4,6 +4,7 @@
 //! [`ShmBypass`](crate::ShmBypass)).
 
 use crate::geometry::{POOL_REP, POOL_REQ};
+use crate::held::Held;
 use crate::net::Net;
 use crate::ops::{Op, Post};
 use crate::ready::{dir_index, Batch, ReadyCount, POLL_BATCH};
@@ -92,7 +93,7 @@ impl<T: Transport> NetConduit<T> {
                     return 0;
                 };
                 let mut st = self.state.lock();
-                Batch::take(&mut st, dir, one)
+                Batch::take(&mut st.ready, dir, one)
             }
         };
         let k = batch.len;
@@ -174,13 +175,13 @@ impl<T: Transport> NetConduit<T> {
         };
         let n = st.progress(&self.net);
         let mut take = |dir: usize| {
-            if st.ready[dir].is_empty() {
+            if st.ready.is_empty(dir) {
                 return None;
             }
             // A try: never waits while the state is held (deliver takes
             // the two in the other order).
             let one = self.deliver_lock[dir].try_lock()?;
-            Some(Batch::take(&mut st, dir, one))
+            Some(Batch::take(&mut st.ready, dir, one))
         };
         let replies = take(1);
         let requests = if set == PollSet::All { take(0) } else { None };
@@ -232,28 +233,27 @@ impl<T: Transport> Conduit for NetConduit<T> {
         let h = self.header(&slot, handler, args, len);
         let mut st = self.state.lock();
         if st.peers[peer].dead.is_some() {
-            // The peer is gone: nothing to deliver to (its ops return errors).
-            let op = st.long_op[s];
-            if slot.category == Category::Long && op != u32::MAX {
-                st.free_ops.push(op);
-                st.long_op[s] = u32::MAX;
-            }
-            st.staging[s] = None;
-            st.release_slot(net, s);
+            // The peer is gone: nothing to deliver to (its ops return
+            // errors); the prepared buffer goes back with what it holds.
+            drop(Held::prepared(&mut st, &net.geo, s as u32));
             return;
         }
         if slot.category != Category::Long || len == 0 {
             if slot.category == Category::Long {
-                let op = std::mem::replace(&mut st.long_op[s], u32::MAX);
-                st.free_ops.push(op);
-                st.staging[s] = None;
+                // Nothing to write: its write's slot and staging go back.
+                st.unstage(s);
             }
             st.send_am(net, s, peer, h, args);
             return;
         }
-        // Long: write the payload into the target's segment, then the header.
-        let op = std::mem::replace(&mut st.long_op[s], u32::MAX);
-        let (src, desc) = match &st.staging[s] {
+        // Long: write the payload into the target's segment, then the
+        // header. The write's slot and staging stay the buffer's until
+        // the write completes (`State::finish`).
+        let op = st
+            .sends
+            .long_op(s)
+            .expect("a prepared Long reserved its write");
+        let (src, desc) = match st.sends.staging(s) {
             Some(stg) => (
                 stg.ptr(),
                 stg.mr.as_ref().map_or(0, |m| net.transport.region_desc(m)),
@@ -279,13 +279,13 @@ impl<T: Transport> Conduit for NetConduit<T> {
         };
         if saw {
             // FI_ORDER_SAW: the header may follow the write at once.
-            st.slot_pending[s] = 2;
+            st.sends.share(s);
             st.post(net, write);
             st.send_am(net, s, peer, h, args);
         } else {
             // Write the header now; it is sent when the write completes.
             let mut h = h;
-            st.stamp_credits(peer, &mut h);
+            st.credits.stamp(peer, &mut h);
             // SAFETY: send buffer `s` is ours until released.
             unsafe { h.write(net.send_buf(s), args) };
             st.post(net, write);
@@ -293,17 +293,9 @@ impl<T: Transport> Conduit for NetConduit<T> {
     }
 
     unsafe fn cancel(&self, slot: SendSlot) {
-        let s = slot.cookie as usize;
-        let d = dir_index(slot.dir);
         let mut st = self.state.lock();
-        let p = &mut st.peers[slot.peer.index()];
-        p.sent[d] = p.sent[d].wrapping_sub(1);
-        let op = std::mem::replace(&mut st.long_op[s], u32::MAX);
-        if op != u32::MAX {
-            st.free_ops.push(op);
-        }
-        st.staging[s] = None;
-        st.release_slot(&self.net, s);
+        st.credits.refund(slot.peer.index(), dir_index(slot.dir));
+        drop(Held::prepared(&mut st, &self.net.geo, slot.cookie as u32));
     }
 
     fn poll(&self, set: PollSet, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
@@ -465,8 +457,7 @@ impl<T: Transport> NetConduit<T> {
         let peer = spec.peer.index();
         let d = dir_index(spec.dir);
         st.check_alive(spec.peer, "AM")?;
-        let p = &st.peers[peer];
-        if p.sent[d].wrapping_sub(p.acked[d]) as usize >= net.geo.window {
+        if st.credits.exhausted(&net.geo, peer, d) {
             st.stalled(net, peer)?;
             self.ask_node(st, spec.peer);
             st.check_alive(spec.peer, "AM")?;
@@ -480,7 +471,9 @@ impl<T: Transport> NetConduit<T> {
             });
         }
         let pool = if d == 0 { POOL_REQ } else { POOL_REP };
-        let Some(slot) = st.pools[pool].pop() else {
+        // Given back by its drop on every refusal below.
+        let mut held = Held::new(st, &net.geo);
+        let Some(slot) = held.claim_slot(pool) else {
             return Err(Error::WouldBlock {
                 peer: spec.peer,
                 resource: "registered send buffers",
@@ -496,36 +489,27 @@ impl<T: Transport> NetConduit<T> {
             Category::Short => std::ptr::null_mut(),
             Category::Medium => payload,
             Category::Long => {
-                let Some(op) = st.take_op() else {
-                    st.pools[pool].push(slot);
+                // Kept with the buffer until the write completes.
+                let Some(op) = held.ops.take() else {
                     return Err(Error::WouldBlock {
                         peer: spec.peer,
                         resource: "RMA operation slots",
                     });
                 };
-                st.long_op[slot_u] = op;
+                held.sends.set_long_op(slot_u, op);
                 if spec.most <= room {
                     payload
                 } else {
-                    match st.stage(net, spec.most) {
-                        Ok(s) => {
-                            let p = s.ptr();
-                            st.staging[slot_u] = Some(s);
-                            p
-                        }
-                        Err(e) => {
-                            st.free_ops.push(op);
-                            st.pools[pool].push(slot);
-                            return Err(e);
-                        }
-                    }
+                    let s = crate::pools::stage(net, spec.most)?;
+                    let p = s.ptr();
+                    held.sends.set_staging(slot_u, s);
+                    p
                 }
             }
         };
-        let p = &mut st.peers[peer];
-        p.sent[d] = p.sent[d].wrapping_add(1);
-        p.stalled_since = None;
-        st.slot_pending[slot_u] = 1;
+        held.credits.spend(peer, d);
+        held.peers[peer].stalled_since = None;
+        held.hand_over();
         Ok(Claim::new(buf, u64::from(slot)))
     }
 

@@ -4,131 +4,179 @@
 //! sends once half a window's worth is unreported (see
 //! [`CREDIT_SLOTS`](crate::geometry::CREDIT_SLOTS) for why those need no
 //! credits of their own).
+//!
+//! `Credits` keeps the counts of every peer, each direction's apart;
+//! sending what it owes is the state's (`State::send_credits`).
 
-use crate::geometry::POOL_REP;
-use crate::net::Net;
-use crate::ops::{Op, Post};
-use crate::state::State;
-use crate::transport::Transport;
-use crate::wire::{self, control_header, Header};
+use crate::geometry::Geometry;
+use crate::wire::Header;
 
-impl<T: Transport> State<T> {
+/// One peer's counts (cumulative, wrapping), per direction.
+#[derive(Clone, Copy, Default)]
+struct Window {
+    /// Messages sent to the peer.
+    sent: [u32; 2],
+    /// Of those, how many the peer reported consumed.
+    acked: [u32; 2],
+    /// Messages from the peer this rank consumed.
+    consumed: [u32; 2],
+    /// consumed[0] + consumed[1] when last reported to the peer.
+    reported: u32,
+    /// Messages from the peer received (not control messages), both
+    /// directions: those not yet consumed wait for delivery.
+    received: u32,
+    /// A credit message is owed and waits for a send buffer.
+    owed: bool,
+}
+
+/// Every peer's credits (see the module docs).
+pub(crate) struct Credits {
+    peers: Vec<Window>,
+}
+
+impl Credits {
+    /// `size` peers, nothing exchanged yet.
+    pub fn new(size: usize) -> Self {
+        Credits {
+            peers: vec![Window::default(); size],
+        }
+    }
+
+    /// True if direction `dir` towards `peer` has no credit left of
+    /// `geo`'s window.
+    #[inline]
+    pub fn exhausted(&self, geo: &Geometry, peer: usize, dir: usize) -> bool {
+        let w = &self.peers[peer];
+        w.sent[dir].wrapping_sub(w.acked[dir]) as usize >= geo.window
+    }
+
+    /// Spend a credit of direction `dir` towards `peer`.
+    #[inline]
+    pub fn spend(&mut self, peer: usize, dir: usize) {
+        let w = &mut self.peers[peer];
+        w.sent[dir] = w.sent[dir].wrapping_add(1);
+    }
+
+    /// Give back a credit spent on a message never sent.
+    #[inline]
+    pub fn refund(&mut self, peer: usize, dir: usize) {
+        let w = &mut self.peers[peer];
+        w.sent[dir] = w.sent[dir].wrapping_sub(1);
+    }
+
     /// Stamp `h` with what this rank consumed of `peer`'s messages, and
     /// count that as reported.
     #[inline]
-    pub(crate) fn stamp_credits(&mut self, peer: usize, h: &mut Header) {
-        let p = &mut self.peers[peer];
-        h.ack_req = p.consumed[0];
-        h.ack_rep = p.consumed[1];
-        p.reported = p.consumed[0].wrapping_add(p.consumed[1]);
+    pub fn stamp(&mut self, peer: usize, h: &mut Header) {
+        let w = &mut self.peers[peer];
+        h.ack_req = w.consumed[0];
+        h.ack_rep = w.consumed[1];
+        w.reported = w.consumed[0].wrapping_add(w.consumed[1]);
+    }
+
+    /// [`stamp`](Self::stamp) a header sent now: no credit message is
+    /// owed to `peer` any more.
+    #[inline]
+    pub fn report(&mut self, peer: usize, h: &mut Header) {
+        self.stamp(peer, h);
+        self.peers[peer].owed = false;
     }
 
     /// A header from `src` reported what it consumed: the newest report
     /// wins (cumulative counts; sends arrive in order).
     #[inline]
-    pub(crate) fn credits_returned(&mut self, src: usize, ack_req: u32, ack_rep: u32) {
-        let p = &mut self.peers[src];
-        if ack_req.wrapping_sub(p.acked[0]) as i32 > 0 {
-            p.acked[0] = ack_req;
+    pub fn returned(&mut self, src: usize, ack_req: u32, ack_rep: u32) {
+        let w = &mut self.peers[src];
+        if ack_req.wrapping_sub(w.acked[0]) as i32 > 0 {
+            w.acked[0] = ack_req;
         }
-        if ack_rep.wrapping_sub(p.acked[1]) as i32 > 0 {
-            p.acked[1] = ack_rep;
+        if ack_rep.wrapping_sub(w.acked[1]) as i32 > 0 {
+            w.acked[1] = ack_rep;
         }
     }
 
-    /// Write an AM header into send buffer `slot` for `peer` (with the
-    /// credits we owe it) and post the send of `hlen + len` bytes.
-    pub(crate) fn send_am(
-        &mut self,
-        net: &Net<T>,
-        slot: usize,
-        peer: usize,
-        mut h: Header,
-        args: &[u32],
-    ) {
-        self.stamp_credits(peer, &mut h);
-        self.peers[peer].want_credit = false;
-        let buf = net.send_buf(slot);
-        // SAFETY: send buffer `slot` is ours (taken from its pool) and
-        // 64-aligned with room for the longest header.
-        unsafe { h.write(buf, args) };
-        let op = (net.geo.n_recv + slot) as u32;
-        self.ops[op as usize] = Op::AmSend { peer: peer as u32 };
-        let len = h.hlen
-            + if h.category() == rgex_core::Category::Long {
-                0
-            } else {
-                h.len as usize
-            };
-        self.post(
-            net,
-            Post::Send {
-                op,
-                peer: peer as u32,
-                buf: buf as usize,
-                len,
-                inject: len <= net.transport.caps().inject_size,
-            },
-        );
+    /// A message from `src` (not a control message) arrived.
+    #[inline]
+    pub fn received(&mut self, src: usize) {
+        let w = &mut self.peers[src];
+        w.received = w.received.wrapping_add(1);
     }
 
-    /// Send credit messages owed, where a reply buffer is free.
-    pub(crate) fn send_credits(&mut self, net: &Net<T>) {
-        for peer in 0..self.peers.len() {
-            let p = &self.peers[peer];
-            if !p.want_credit || p.dead.is_some() || p.farewell {
-                continue;
-            }
-            if self.send_control(net, peer, wire::CREDIT_ONLY).is_none() {
-                return;
+    /// A message of direction `dir` from `src` was consumed: owe a
+    /// credit message once `geo`'s
+    /// [`credit_every`](Geometry::credit_every) are unreported. Nothing
+    /// for a rank out of range.
+    #[inline]
+    pub fn consumed(&mut self, geo: &Geometry, src: usize, dir: usize) {
+        if let Some(w) = self.peers.get_mut(src) {
+            w.consumed[dir] = w.consumed[dir].wrapping_add(1);
+            let unreported = w.consumed[0]
+                .wrapping_add(w.consumed[1])
+                .wrapping_sub(w.reported);
+            if unreported as usize >= geo.credit_every() {
+                w.owed = true;
             }
         }
     }
 
-    /// Send the control message `what` (no payload) to `peer` from a free
-    /// reply buffer: the buffer's index, or `None` (nothing sent) when
-    /// none is free.
-    pub(crate) fn send_control(&mut self, net: &Net<T>, peer: usize, what: u8) -> Option<usize> {
-        let slot = self.claim_slot(POOL_REP)? as usize;
-        self.send_am(net, slot, peer, control_header(self.me, what), &[]);
-        Some(slot)
+    /// True if a credit message to `peer` is owed.
+    #[inline]
+    pub fn owed(&self, peer: usize) -> bool {
+        self.peers[peer].owed
     }
 
-    /// Answer the pings received (see [`health`](crate::health)), where
-    /// a reply buffer is free (the rest at the next progress). A peer
-    /// gone, or told goodbye, is not answered.
-    pub(crate) fn send_pongs(&mut self, net: &Net<T>) {
-        for peer in 0..self.peers.len() {
-            let p = &mut self.peers[peer];
-            if !p.want_pong {
-                continue;
-            }
-            if p.dead.is_some() || p.farewell {
-                p.want_pong = false;
-                continue;
-            }
-            if self.send_control(net, peer, wire::PONG).is_none() {
-                return;
-            }
-            self.peers[peer].want_pong = false;
-        }
-        self.pongs_owed = false;
+    /// Messages received from `peer` so far (cumulative, wrapping).
+    pub fn received_from(&self, peer: usize) -> u32 {
+        self.peers[peer].received
     }
 
-    /// A delivered message's buffer is free again: count it consumed and
-    /// repost it; owe a credit message once
-    /// [`credit_every`](crate::geometry::Geometry::credit_every) are
-    /// unreported.
-    pub(crate) fn consumed(&mut self, net: &Net<T>, buf: usize, src: usize, dir: usize) {
-        if let Some(p) = self.peers.get_mut(src) {
-            p.consumed[dir] = p.consumed[dir].wrapping_add(1);
-            let unreported = p.consumed[0]
-                .wrapping_add(p.consumed[1])
-                .wrapping_sub(p.reported);
-            if unreported as usize >= net.geo.credit_every() {
-                p.want_credit = true;
-            }
-        }
-        self.post(net, Post::Recv { op: buf as u32 });
+    /// True if everything received from `peer` was consumed.
+    pub fn all_consumed(&self, peer: usize) -> bool {
+        let w = &self.peers[peer];
+        w.received == w.consumed[0].wrapping_add(w.consumed[1])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_is_spent_and_returned() {
+        let g = Geometry::small(2);
+        let mut c = Credits::new(2);
+        assert!(!c.exhausted(&g, 1, 0));
+        c.spend(1, 0);
+        c.spend(1, 0);
+        assert!(c.exhausted(&g, 1, 0));
+        assert!(!c.exhausted(&g, 1, 1), "directions apart");
+        c.refund(1, 0);
+        assert!(!c.exhausted(&g, 1, 0));
+        c.spend(1, 0);
+        c.returned(1, 2, 0);
+        assert!(!c.exhausted(&g, 1, 0));
+        c.returned(1, 1, 0);
+        c.spend(1, 0);
+        assert!(!c.exhausted(&g, 1, 0), "an older report does not win");
+        c.spend(1, 0);
+        assert!(c.exhausted(&g, 1, 0));
+    }
+
+    #[test]
+    fn consumed_messages_owe_a_report() {
+        let g = Geometry::small(4);
+        let mut c = Credits::new(2);
+        c.received(1);
+        c.received(1);
+        assert!(!c.all_consumed(1));
+        c.consumed(&g, 1, 0);
+        assert!(!c.owed(1));
+        c.consumed(&g, 1, 1);
+        assert!(c.owed(1) && c.all_consumed(1));
+        let mut h = crate::wire::control_header(rgex_core::Rank(0), crate::wire::CREDIT_ONLY);
+        c.report(1, &mut h);
+        assert_eq!((h.ack_req, h.ack_rep), (1, 1));
+        assert!(!c.owed(1));
+        c.consumed(&g, 7, 0); // out of range: nothing
     }
 }

@@ -55,7 +55,7 @@ impl<T: Transport> State<T> {
             if busy.get_or_insert_with(|| self.busy_peers(net))[peer] {
                 continue;
             }
-            let Some(slot) = self.claim_slot(POOL_REP) else {
+            let Some(slot) = self.sends.claim(POOL_REP) else {
                 return;
             };
             self.peers[peer].farewell = true;
@@ -75,9 +75,8 @@ impl<T: Transport> State<T> {
     /// Per peer: something this rank posted to it is outstanding.
     fn busy_peers(&self, net: &Net<T>) -> Vec<bool> {
         let mut busy = vec![false; self.peers.len()];
-        let ops = self.ops[net.geo.n_recv..].iter().filter_map(|op| op.peer());
-        let posts = self.backlog.iter().filter_map(|p| p.peer());
-        for peer in ops.chain(posts) {
+        let ops = self.ops.iter().skip(net.geo.n_recv).filter_map(Op::peer);
+        for peer in ops.chain(self.backlog.peers()) {
             busy[peer as usize] = true;
         }
         for &peer in &self.reading_back {
@@ -94,7 +93,7 @@ impl<T: Transport> State<T> {
         let why = format!("rank {peer} left the job (closed its endpoint)");
         self.mark_gone(peer, &why);
         self.peers[peer].departed = true;
-        self.reported_dead[peer] = true;
+        self.peers[peer].reported_dead = true;
         self.abandon_ops_to(peer);
     }
 
@@ -106,7 +105,7 @@ impl<T: Transport> State<T> {
             return;
         }
         self.mark_gone(peer, &format!("rank {peer}: {why}"));
-        self.reported_dead[peer] = true;
+        self.peers[peer].reported_dead = true;
         self.abandon_ops_to(peer);
     }
 
@@ -119,20 +118,21 @@ impl<T: Transport> State<T> {
     /// nothing.
     pub(crate) fn gone_from_node(&mut self, peer: usize, why: &str) {
         let now = Instant::now();
+        let received = self.credits.received_from(peer);
         let p = &mut self.peers[peer];
         if p.dead.is_some() {
             return;
         }
         match p.node_gone_since {
-            Some((since, received)) if received == p.received => {
+            Some((since, then)) if then == received => {
                 if now.duration_since(since) >= NODE_GONE_GRACE {
                     let why = format!("rank {peer}: {why}");
                     self.mark_gone(peer, &why);
-                    self.reported_dead[peer] = true;
+                    self.peers[peer].reported_dead = true;
                     self.abandon_ops_to(peer);
                 }
             }
-            _ => p.node_gone_since = Some((now, p.received)),
+            _ => p.node_gone_since = Some((now, received)),
         }
     }
 
@@ -140,10 +140,8 @@ impl<T: Transport> State<T> {
     /// received from it was delivered; `None` while it is there or
     /// messages from it still wait for delivery.
     pub(crate) fn gone(&self, peer: usize) -> Option<String> {
-        let p = self.peers.get(peer)?;
-        let why = p.dead.as_ref()?;
-        let delivered = p.consumed[0].wrapping_add(p.consumed[1]);
-        (p.received == delivered).then(|| why.to_string())
+        let why = self.peers.get(peer)?.dead.as_ref()?;
+        self.credits.all_consumed(peer).then(|| why.to_string())
     }
 
     /// `peer`'s process can no longer act (it left, or smp saw it end):
@@ -172,6 +170,7 @@ impl<T: Transport> State<T> {
     /// kept in [`Op::Abandoned`], or the segment, which stays mapped).
     pub(crate) fn abandon_ops(&mut self, peer: usize, may_act: bool) {
         let why = self.unreachable(peer);
+        let (mut ops, mut slots) = (0, 0);
         for op in self.ops.iter_mut() {
             if op.peer() != Some(peer as u32) {
                 continue;
@@ -220,8 +219,10 @@ impl<T: Transport> State<T> {
                 slot: held.0,
                 mr: held.1,
             };
-            self.abandoned_ops += 1;
-            self.abandoned_slots += usize::from(held.0.is_some());
+            ops += 1;
+            slots += usize::from(held.0.is_some());
         }
+        self.ops.abandoned(ops);
+        self.sends.abandoned(slots);
     }
 }

@@ -97,3 +97,19 @@ impl Geometry {
         }
     }
 }
+
+#[cfg(test)]
+impl Geometry {
+    /// A small geometry for unit tests: 2 ranks, a window of `window`,
+    /// pools of 4, 2 and 3 buffers.
+    pub(crate) fn small(window: usize) -> Self {
+        Geometry {
+            size: 2,
+            window,
+            max_medium: 256,
+            slot: 320,
+            pools: [4, 2, 3],
+            n_recv: 2 * (2 * window + CREDIT_SLOTS),
+        }
+    }
+}

@@ -89,7 +89,7 @@ impl<T: Transport> State<T> {
         // A peer that has already left is no news while this rank closes
         // too (a credit report or a goodbye to it fails), nor is one that
         // said goodbye.
-        if !std::mem::replace(&mut self.reported_dead[peer], true) && !self.closing {
+        if !std::mem::replace(&mut self.peers[peer].reported_dead, true) && !self.closing {
             tracing::warn!(
                 conduit = T::NAME,
                 rank = self.me.0,

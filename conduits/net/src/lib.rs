@@ -50,6 +50,7 @@ pub mod drain;
 pub mod farewell;
 pub mod geometry;
 pub mod health;
+mod held;
 pub mod idle;
 #[cfg(feature = "loopback")]
 pub mod loopback;
@@ -60,6 +61,7 @@ pub mod pools;
 pub mod readback;
 mod ready;
 pub mod rma;
+mod send;
 mod setup;
 pub mod shm_bypass;
 mod state;

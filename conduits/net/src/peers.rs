@@ -1,29 +1,21 @@
-//! What this rank knows of each peer: its credits (see
-//! [`credits`](crate::credits)) and its health (see
-//! [`health`](crate::health)).
+//! What this rank knows of each peer's health (see
+//! [`health`](crate::health)), its departure (see
+//! [`farewell`](crate::farewell)) and its puts waiting for a read back
+//! (see [`readback`](crate::readback)); its credits are
+//! [`credits`](crate::credits)'.
 
 use crate::readback::Waiting;
+use std::ops::{Index, IndexMut};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Per-peer flow control and health.
+/// Per-peer health.
 pub(crate) struct Peer {
-    /// Messages sent to the peer, per direction (cumulative, wrapping).
-    pub sent: [u32; 2],
-    /// Of those, how many the peer reported consumed.
-    pub acked: [u32; 2],
-    /// Messages from the peer this rank consumed, per direction.
-    pub consumed: [u32; 2],
-    /// consumed[0] + consumed[1] when last reported to the peer.
-    pub reported: u32,
-    /// A credit message is owed and waits for a send buffer.
-    pub want_credit: bool,
-    /// Messages from the peer received (not control messages), both
-    /// directions (cumulative, wrapping): those not yet
-    /// [`consumed`](Self::consumed) wait for delivery.
-    pub received: u32,
     /// Why the peer is considered gone.
     pub dead: Option<Arc<str>>,
+    /// Its death was reported (printed, or known not to need it): once
+    /// per peer.
+    pub reported_dead: bool,
     /// It left the job: its goodbye came (`State::depart`). It is
     /// [`dead`](Self::dead) too, for what is sent to it.
     pub departed: bool,
@@ -56,8 +48,8 @@ pub(crate) struct Peer {
     /// Puts whose writes completed, waiting for a read back.
     pub waiting: Waiting,
     /// A node-local peer carried over the network that smp has reported
-    /// gone: since when, and [`received`](Self::received) then (see
-    /// `State::gone_from_node`).
+    /// gone: since when, and how many messages had been received from it
+    /// then (see `State::gone_from_node`).
     pub node_gone_since: Option<(Instant, u32)>,
 }
 
@@ -65,13 +57,8 @@ impl Peer {
     /// A peer nothing was exchanged with yet, heard from at `now`.
     pub fn new(now: Instant) -> Self {
         Peer {
-            sent: [0; 2],
-            acked: [0; 2],
-            consumed: [0; 2],
-            reported: 0,
-            want_credit: false,
-            received: 0,
             dead: None,
+            reported_dead: false,
             departed: false,
             farewell: false,
             heard: false,
@@ -84,5 +71,80 @@ impl Peer {
             waiting: Waiting::default(),
             node_gone_since: None,
         }
+    }
+}
+
+/// Every peer, by rank, and whether any is owed a pong.
+pub(crate) struct Peers {
+    list: Vec<Peer>,
+    /// Some peer's [`want_pong`](Peer::want_pong) is set (progress looks
+    /// at the peers only then).
+    pongs_owed: bool,
+}
+
+impl Peers {
+    /// `size` peers, heard from at `now`.
+    pub fn new(size: usize, now: Instant) -> Self {
+        Peers {
+            list: (0..size).map(|_| Peer::new(now)).collect(),
+            pongs_owed: false,
+        }
+    }
+
+    /// How many.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Every peer, by rank.
+    pub fn iter(&self) -> std::slice::Iter<'_, Peer> {
+        self.list.iter()
+    }
+
+    /// Peer `peer`, if there is one.
+    #[inline]
+    pub fn get(&self, peer: usize) -> Option<&Peer> {
+        self.list.get(peer)
+    }
+
+    /// A sign of life of `peer` (nothing for a rank out of range).
+    #[inline]
+    pub fn heard_from(&mut self, peer: u32) {
+        if let Some(p) = self.list.get_mut(peer as usize) {
+            p.heard = true;
+        }
+    }
+
+    /// `peer` pinged this rank: owe it a pong.
+    pub fn owe_pong(&mut self, peer: usize) {
+        self.list[peer].want_pong = true;
+        self.pongs_owed = true;
+    }
+
+    /// True if some peer may be owed a pong.
+    #[inline]
+    pub fn pongs_owed(&self) -> bool {
+        self.pongs_owed
+    }
+
+    /// Every pong owed was sent (or needs none).
+    pub fn pongs_sent(&mut self) {
+        self.pongs_owed = false;
+    }
+}
+
+impl Index<usize> for Peers {
+    type Output = Peer;
+    #[inline]
+    fn index(&self, peer: usize) -> &Peer {
+        &self.list[peer]
+    }
+}
+
+impl IndexMut<usize> for Peers {
+    #[inline]
+    fn index_mut(&mut self, peer: usize) -> &mut Peer {
+        &mut self.list[peer]
     }
 }

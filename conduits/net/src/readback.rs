@@ -181,7 +181,7 @@ impl<T: Transport> State<T> {
                 i += 1;
                 continue;
             }
-            let Some(id) = self.take_op() else { break };
+            let Some(id) = self.ops.take() else { break };
             let (counters, at) = self.peers[peer as usize].waiting.take();
             self.reading_back.swap_remove(i);
             self.ops[id as usize] = Op::Flush { peer, counters };

@@ -1,11 +1,11 @@
 //! Received messages waiting for their handlers, per direction, and the
 //! batches a poll takes of them.
 
-use crate::state::State;
-use crate::transport::Transport;
 use parking_lot::MutexGuard;
 use rgex_core::Direction;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Messages delivered per direction per poll call at most, so one busy
 /// sender cannot keep a poller from returning.
@@ -55,6 +55,35 @@ pub(crate) struct Ready {
     pub len: u32,
 }
 
+/// Received messages waiting for delivery, per direction, with their
+/// count readable without the lock (see [`ReadyCount`]).
+#[derive(Default)]
+pub(crate) struct ReadyQueues {
+    queues: [VecDeque<Ready>; 2],
+    count: Arc<ReadyCount>,
+}
+
+impl ReadyQueues {
+    /// The lock-free count, to share with the conduit.
+    pub fn count(&self) -> Arc<ReadyCount> {
+        self.count.clone()
+    }
+
+    /// True if nothing of direction `dir` waits.
+    #[inline]
+    pub fn is_empty(&self, dir: usize) -> bool {
+        self.queues[dir].is_empty()
+    }
+
+    /// Message `r` of direction `dir` arrived.
+    #[inline]
+    pub fn push(&mut self, dir: usize, r: Ready) {
+        let q = &mut self.queues[dir];
+        q.push_back(r);
+        self.count.set(dir, q.len());
+    }
+}
+
 /// Messages of one direction taken off the ready queue for delivery,
 /// holding that direction's delivery lock until they are consumed (so
 /// messages from one sender reach the handlers in arrival order).
@@ -65,16 +94,17 @@ pub(crate) struct Batch<'a> {
 }
 
 impl<'a> Batch<'a> {
-    /// Up to [`POLL_BATCH`] messages of direction `dir` from the locked
-    /// state, under the delivery lock `one`.
-    pub fn take<T: Transport>(st: &mut State<T>, dir: usize, one: MutexGuard<'a, ()>) -> Self {
+    /// Up to [`POLL_BATCH`] messages of direction `dir` from `from`
+    /// (under the state lock), under the delivery lock `one`.
+    #[inline]
+    pub fn take(from: &mut ReadyQueues, dir: usize, one: MutexGuard<'a, ()>) -> Self {
         let mut ready = [Ready { buf: 0, len: 0 }; POLL_BATCH];
-        let q = &mut st.ready[dir];
+        let q = &mut from.queues[dir];
         let len = q.len().min(POLL_BATCH);
         for (slot, r) in ready.iter_mut().zip(q.drain(..len)) {
             *slot = r;
         }
-        st.ready_count.set(dir, st.ready[dir].len());
+        from.count.set(dir, q.len());
         Batch {
             ready,
             len,

@@ -39,21 +39,24 @@
 
 use crate::conduit::NetConduit;
 use crate::geometry::POOL_RMA;
+use crate::held::Held;
+use crate::net::Net;
 use crate::ops::{Op, Post};
 use crate::readback::{self, PutCompletion};
-use crate::state::State;
+use crate::send::would_block_or;
 use crate::transport::Transport;
 use rgex_core::{Completion, Error, Rank, Result};
 use std::sync::Arc;
 
 impl<T: Transport> NetConduit<T> {
     /// Pick the descriptor for a local buffer of an RMA: its region, a
-    /// bounce buffer, an on-the-fly registration or none.
+    /// bounce buffer (claimed into `held`), an on-the-fly registration
+    /// or none.
     /// `put`: the buffer is a put's source (a get's destination is never
     /// bounced when it is registered: it waits for its data anyway).
     fn local_side(
         &self,
-        st: &mut State<T>,
+        held: &mut Held<'_, T>,
         p: *const u8,
         len: usize,
         peer: Rank,
@@ -66,14 +69,14 @@ impl<T: Transport> NetConduit<T> {
             // A small put from the segment is bounced too, if a buffer is
             // free (see the module docs); if none is, it goes zero-copy.
             if put && small {
-                if let Some(s) = st.claim_slot(POOL_RMA) {
+                if let Some(s) = held.claim_slot(POOL_RMA) {
                     return Ok(Local::Bounce(s));
                 }
             }
             return Ok(Local::Registered(net.seg_desc));
         }
         if small {
-            return st
+            return held
                 .claim_slot(POOL_RMA)
                 .map(Local::Bounce)
                 .ok_or(Error::WouldBlock {
@@ -106,17 +109,21 @@ impl<T: Transport> NetConduit<T> {
         rc: &Arc<Completion>,
     ) -> Result<()> {
         let net = &self.net;
-        let mut st = self.state.lock();
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
         st.check_alive(peer, "put")?;
         let caps = net.transport.caps();
         let pieces = len.div_ceil(caps.max_msg).max(1);
-        if st.free_ops.len() < pieces {
+        if st.ops.available() < pieces {
             return Err(Error::WouldBlock {
                 peer,
                 resource: "RMA operation slots",
             });
         }
-        let local = self.local_side(&mut st, src, len, peer, true)?;
+        // The bounce buffer and the first piece's slot: given back by its
+        // drop if the first piece is refused.
+        let mut held = Held::new(st, &net.geo);
+        let local = self.local_side(&mut held, src, len, peer, true)?;
         let caller = local.is_callers();
         let (src, desc, bounce, mr) = match &local {
             Local::Registered(d) => (src as usize, *d, None, None),
@@ -143,9 +150,9 @@ impl<T: Transport> NetConduit<T> {
                 || !rc.is_batched()
                 || len > readback::MAX_BYTES);
         let max = caps.max_msg;
-        let mut ids = Vec::with_capacity(pieces);
-        for i in 0..pieces {
-            let id = st.take_op().expect("counted above");
+        // Piece `i` as operation `id`: its post and its slot's record (the
+        // bounce buffer, if any, goes back with the last piece).
+        let piece = |i: usize, id: u32| {
             let at = i * max;
             let n = (len - at).min(max);
             let post = Post::Write {
@@ -157,7 +164,7 @@ impl<T: Transport> NetConduit<T> {
                 offset: offset + at as u64,
                 delivery,
             };
-            st.ops[id as usize] = Op::Put {
+            let op = Op::Put {
                 peer: peer.0,
                 rc: rc.clone(),
                 lc: (bounce.is_none()).then(|| lc.clone()),
@@ -166,13 +173,9 @@ impl<T: Transport> NetConduit<T> {
                 caller,
                 flush_at: (!delivery).then_some(offset + (at + n - 1) as u64),
             };
-            if i == 0 {
-                st.issue_first(net, id, bounce, peer, &post)?;
-            } else {
-                st.post(net, post);
-            }
-            ids.push(id);
-        }
+            (post, op)
+        };
+        post_pieces(held, net, peer, pieces, piece)?;
         rc.add(pieces as u64);
         if bounce.is_none() {
             lc.add(pieces as u64);
@@ -193,17 +196,20 @@ impl<T: Transport> NetConduit<T> {
         done: &Arc<Completion>,
     ) -> Result<()> {
         let net = &self.net;
-        let mut st = self.state.lock();
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
         st.check_alive(peer, "get")?;
         let max = net.transport.caps().max_msg;
         let pieces = len.div_ceil(max).max(1);
-        if st.free_ops.len() < pieces {
+        if st.ops.available() < pieces {
             return Err(Error::WouldBlock {
                 peer,
                 resource: "RMA operation slots",
             });
         }
-        let local = self.local_side(&mut st, dst, len, peer, false)?;
+        // As for a put: given back by its drop if the first piece is refused.
+        let mut held = Held::new(st, &net.geo);
+        let local = self.local_side(&mut held, dst, len, peer, false)?;
         let caller = local.is_callers();
         let (to, desc, bounce, mr) = match &local {
             Local::Registered(d) => (dst as usize, *d, None, None),
@@ -221,34 +227,64 @@ impl<T: Transport> NetConduit<T> {
                 Some(m.clone()),
             ),
         };
-        for i in 0..pieces {
-            let id = st.take_op().expect("counted above");
+        let piece = |i: usize, id: u32| {
             let at = i * max;
-            let n = (len - at).min(max);
             let post = Post::Read {
                 op: id,
                 peer: peer.0,
                 dst: to + at,
-                len: n,
+                len: (len - at).min(max),
                 desc,
                 offset: offset + at as u64,
             };
-            st.ops[id as usize] = Op::Get {
+            let op = Op::Get {
                 peer: peer.0,
                 done: done.clone(),
                 bounce: bounce.map(|s| (s, dst as usize, len)),
                 mr: mr.clone(),
                 caller,
             };
-            if i == 0 {
-                st.issue_first(net, id, bounce, peer, &post)?;
-            } else {
-                st.post(net, post);
-            }
-        }
+            (post, op)
+        };
+        post_pieces(held, net, peer, pieces, piece)?;
         done.add(pieces as u64);
         Ok(())
     }
+}
+
+/// Post the `pieces` pieces of one RMA to `peer` (`piece(i, id)`: piece
+/// `i`'s post as operation `id`, and the operation's record). The first
+/// is posted directly, its operation slot taken into `held` beside the
+/// bounce buffer it may hold: refused, nothing was issued, and dropping
+/// `held` gives both back (would-block as [`Error::WouldBlock`]). The
+/// others follow it, through the backlog if need be (see the module docs).
+#[inline]
+fn post_pieces<T: Transport>(
+    mut held: Held<'_, T>,
+    net: &Net<T>,
+    peer: Rank,
+    pieces: usize,
+    piece: impl Fn(usize, u32) -> (Post, Op<T::Region>),
+) -> Result<()> {
+    for i in 0..pieces {
+        let id = if i == 0 {
+            held.take_op()
+        } else {
+            held.ops.take()
+        };
+        let id = id.expect("slots counted before");
+        let (post, op) = piece(i, id);
+        held.ops[id as usize] = op;
+        if i > 0 {
+            held.post(net, post);
+        } else if let Err(e) = held.issue(net, &post) {
+            return Err(would_block_or(e, peer));
+        }
+    }
+    // The first piece was issued: its slot and buffer are its own now (a
+    // later piece's failure finishes only that piece).
+    held.hand_over();
+    Ok(())
 }
 
 /// How an RMA's local buffer is reached.

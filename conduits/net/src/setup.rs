@@ -95,7 +95,7 @@ impl<T: Transport> NetConduit<T> {
         let settings = cfg.settings();
         let geo = Geometry::new(size, &settings);
         let opened = Net::<T>::open(&cfg, geo, rank, smp.segment()).and_then(|(net, card)| {
-            let mut state = State::new(&net, locality.clone(), settings.timeout_secs);
+            let mut state = State::new(&net.geo, locality.clone(), settings.timeout_secs);
             state.post_receives(&net).map_err(Into::into)?;
             Ok((net, state, card))
         });
@@ -110,7 +110,7 @@ impl<T: Transport> NetConduit<T> {
         net.connect(&cards)?;
         // Everyone has inserted everyone before anyone sends.
         boot.barrier()?;
-        let ready_count = state.ready_count.clone();
+        let ready_count = state.ready.count();
         let state = Arc::new(Mutex::new(state));
         let net = Arc::new(net);
         let ticker = Ticker::start(state.clone(), net.clone()).map_err(|source| Error::Os {

@@ -4,50 +4,44 @@
 //!
 //! Every transport call is made with this lock held (what libfabric's
 //! `FI_THREAD_DOMAIN` asks of the application, and what our own
-//! bookkeeping needs anyway). Handlers never run under it. Its parts,
-//! one file each: [`ops`](crate::ops) (operation slots),
-//! [`pools`](crate::pools) (send buffers), [`credits`](crate::credits),
-//! [`backlog`](crate::backlog), [`health`](crate::health) (dead peers),
-//! [`ready`](crate::ready) (received messages waiting) and
-//! [`readback`](crate::readback).
+//! bookkeeping needs anyway). Handlers never run under it. The state is
+//! made of owned parts, each a type in its own file with its own small
+//! API: [`Ops`] (operation slots), [`SendPools`] (send buffers and Long
+//! staging), [`Credits`], [`Backlog`], [`Peers`] (health) and
+//! [`ReadyQueues`] (received messages waiting). What an operation took
+//! and has not yet handed to the transport is held by a
+//! [`Held`](crate::held::Held) guard, which gives it back when dropped.
+//! What the state does with its parts: [`send`](crate::send) (posts,
+//! AMs, control messages), [`health`](crate::health),
+//! [`farewell`](crate::farewell) and [`readback`](crate::readback).
 
-use crate::geometry::DYNAMIC_OPS;
+use crate::backlog::Backlog;
+use crate::credits::Credits;
+use crate::geometry::Geometry;
 use crate::net::Net;
-use crate::ops::{Op, Post};
-use crate::peers::Peer;
-use crate::pools::Staging;
+use crate::ops::{Op, Ops, Post};
+use crate::peers::Peers;
+use crate::pools::SendPools;
 use crate::readback;
-use crate::ready::{dir_index, Ready, ReadyCount};
+use crate::ready::{dir_index, Ready, ReadyQueues};
 use crate::ticker::Ticks;
 use crate::transport::{Event, PostError, Transport};
 use crate::wire::{self, Header};
 use rgex_core::{Completion, Locality, Rank};
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The state under the conduit's lock (see the module docs).
 pub struct State<T: Transport> {
-    pub(crate) ops: Vec<Op<T::Region>>,
-    pub(crate) free_ops: Vec<u32>,
-    pub(crate) pools: [Vec<u32>; 3],
-    /// Outstanding uses of each send buffer (the header send, a Long's write).
-    pub(crate) slot_pending: Vec<u8>,
-    /// Long staging memory, per send buffer, from prepare to write completion.
-    pub(crate) staging: Vec<Option<Staging<T::Region>>>,
-    /// The write operation reserved for a prepared Long, per send buffer.
-    pub(crate) long_op: Vec<u32>,
-    pub(crate) peers: Vec<Peer>,
-    pub(crate) backlog: VecDeque<Post>,
-    /// Received messages waiting for delivery, per direction.
-    pub(crate) ready: [VecDeque<Ready>; 2],
-    /// `ready`'s lengths, readable without the lock (see [`ReadyCount`]).
-    pub(crate) ready_count: Arc<ReadyCount>,
+    pub(crate) ops: Ops<T::Region>,
+    pub(crate) sends: SendPools<T::Region>,
+    pub(crate) credits: Credits,
+    pub(crate) backlog: Backlog,
+    pub(crate) peers: Peers,
+    pub(crate) ready: ReadyQueues,
     /// The ticker's clock.
     pub(crate) ticks: Arc<Ticks>,
-    /// Errors already printed, per peer (once each).
-    pub(crate) reported_dead: Vec<bool>,
     /// Peers whose `waiting` is not empty (progress looks only at these).
     pub(crate) reading_back: Vec<u32>,
     /// The job's neighbourhood table (which peers the smp bypass carries:
@@ -60,57 +54,27 @@ pub struct State<T: Transport> {
     /// not reported (it has most likely left).
     pub(crate) closing: bool,
     pub(crate) timeout: Option<Duration>,
-    /// Some peer's [`want_pong`](Peer::want_pong) is set (progress looks
-    /// at the peers only then).
-    pub(crate) pongs_owed: bool,
     pub(crate) me: Rank,
-    /// Dynamic operation slots given up on ([`Op::Abandoned`]), and the
-    /// send buffers they hold: not waited for by [`quiet`](Self::quiet).
-    pub(crate) abandoned_ops: usize,
-    pub(crate) abandoned_slots: usize,
 }
 
 impl<T: Transport> State<T> {
-    /// Fresh state for `net` at rank `me`, with the dead-peer timeout
-    /// `timeout_secs` (0: never).
-    pub(crate) fn new(net: &Net<T>, locality: Locality, timeout_secs: u64) -> Self {
+    /// Fresh state for the buffers of `geo`, with the job's neighbourhood
+    /// table and the dead-peer timeout `timeout_secs` (0: never).
+    pub(crate) fn new(geo: &Geometry, locality: Locality, timeout_secs: u64) -> Self {
         let me = locality.me();
-        let g = &net.geo;
-        let n_send = g.n_send();
-        let mut ops = Vec::with_capacity(g.n_ops());
-        ops.extend((0..g.n_recv).map(|_| Op::Recv));
-        ops.extend((0..n_send).map(|_| Op::Idle));
-        ops.extend((0..DYNAMIC_OPS).map(|_| Op::Idle));
-        let dyn0 = (g.n_recv + n_send) as u32;
-        let mut pools: [Vec<u32>; 3] = Default::default();
-        let mut s = 0u32;
-        for (p, &n) in pools.iter_mut().zip(&g.pools) {
-            // Reversed, so pop() hands out the lowest first.
-            *p = (s..s + n as u32).rev().collect();
-            s += n as u32;
-        }
-        let now = Instant::now();
         State {
-            ops,
-            free_ops: (dyn0..g.n_ops() as u32).rev().collect(),
-            pools,
-            slot_pending: vec![0; n_send],
-            staging: (0..n_send).map(|_| None).collect(),
-            long_op: vec![u32::MAX; n_send],
-            peers: (0..g.size).map(|_| Peer::new(now)).collect(),
-            backlog: VecDeque::new(),
-            ready: Default::default(),
-            ready_count: Arc::default(),
+            ops: Ops::new(geo.n_recv, geo.n_send()),
+            sends: SendPools::new(geo),
+            credits: Credits::new(geo.size),
+            backlog: Backlog::default(),
+            peers: Peers::new(geo.size, Instant::now()),
+            ready: ReadyQueues::default(),
             ticks: Arc::default(),
-            reported_dead: vec![false; g.size],
             reading_back: Vec::new(),
             locality,
             closing: false,
             timeout: (timeout_secs > 0).then(|| Duration::from_secs(timeout_secs)),
-            pongs_owed: false,
             me,
-            abandoned_ops: 0,
-            abandoned_slots: 0,
         }
     }
 
@@ -126,7 +90,7 @@ impl<T: Transport> State<T> {
         for i in 0..net.geo.n_recv {
             match self.issue(net, &Post::Recv { op: i as u32 }) {
                 Ok(()) => {}
-                Err(e) if e.is_again() => self.backlog.push_back(Post::Recv { op: i as u32 }),
+                Err(e) if e.is_again() => self.backlog.push(Post::Recv { op: i as u32 }),
                 Err(e) => return Err(e),
             }
         }
@@ -140,16 +104,10 @@ impl<T: Transport> State<T> {
     /// (and the send buffers they hold) do not count: they may never come
     /// back.
     pub(crate) fn quiet(&self, net: &Net<T>) -> bool {
-        let lent: usize = self
-            .pools
-            .iter()
-            .zip(&net.geo.pools)
-            .map(|(p, &n)| n - p.len())
-            .sum();
         self.backlog.is_empty()
             && self.reading_back.is_empty()
-            && lent == self.abandoned_slots
-            && self.free_ops.len() + self.abandoned_ops == DYNAMIC_OPS
+            && self.sends.all_back(&net.geo)
+            && self.ops.all_back()
             && (!self.closing || self.said_goodbyes())
     }
 
@@ -184,7 +142,7 @@ impl<T: Transport> State<T> {
             n += self.read_back(net);
         }
         self.send_credits(net);
-        if self.pongs_owed {
+        if self.peers.pongs_owed() {
             self.send_pongs(net);
         }
         n
@@ -247,17 +205,15 @@ impl<T: Transport> State<T> {
                 return;
             }
         };
-        self.credits_returned(h.src as usize, h.ack_req, h.ack_rep);
-        let p = &mut self.peers[h.src as usize];
+        let src = h.src as usize;
+        self.credits.returned(src, h.ack_req, h.ack_rep);
+        let p = &mut self.peers[src];
         p.heard = true;
         p.stalled_since = None;
         if h.is_control() {
             match h.handler {
                 // Answered at the end of this progress (`send_pongs`).
-                wire::PING => {
-                    p.want_pong = true;
-                    self.pongs_owed = true;
-                }
+                wire::PING => self.peers.owe_pong(src),
                 wire::PONG => p.pinged = false,
                 _ => {}
             }
@@ -267,18 +223,31 @@ impl<T: Transport> State<T> {
             }
             return;
         }
-        p.received = p.received.wrapping_add(1);
-        let dir = dir_index(h.direction());
-        self.ready[dir].push_back(Ready {
-            buf: id as u32,
-            len: len as u32,
-        });
-        self.ready_count.set(dir, self.ready[dir].len());
+        self.credits.received(src);
+        self.ready.push(
+            dir_index(h.direction()),
+            Ready {
+                buf: id as u32,
+                len: len as u32,
+            },
+        );
+    }
+
+    /// Free what send buffer `slot`'s Long reserved (its write's
+    /// operation slot, its staging memory), if anything: at the write's
+    /// completion, or when the AM goes without a write.
+    #[inline]
+    pub(crate) fn unstage(&mut self, slot: usize) {
+        if let Some(op) = self.sends.take_long_op(slot) {
+            self.ops.free(op);
+            self.sends.clear_staging(slot);
+        }
     }
 
     /// Operation `id` (not a receive) completed, or failed when `failed`.
     pub(crate) fn finish(&mut self, net: &Net<T>, id: usize, failed: bool) {
-        let n_recv = net.geo.n_recv;
+        let geo = &net.geo;
+        let n_recv = geo.n_recv;
         let op = std::mem::replace(&mut self.ops[id], Op::Idle);
         // A failed operation's waiters learn why (Event::wait).
         let failure = failed.then(|| self.failure_of(&op));
@@ -286,53 +255,35 @@ impl<T: Transport> State<T> {
             Some(why) => c.fail(why.clone()),
             None => c.done(),
         };
-        let touch = |peers: &mut Vec<Peer>, p: u32| {
-            if let Some(p) = peers.get_mut(p as usize) {
-                p.heard = true;
-            }
-        };
         match op {
             Op::Idle | Op::Recv => {}
             Op::Abandoned { slot, mr, .. } => {
                 // Its completions already fired: only release what it held.
                 drop(mr);
                 if let Some(slot) = slot {
-                    self.release_slot(net, slot as usize);
-                    self.abandoned_slots -= 1;
+                    self.sends.reclaim(geo, slot as usize);
                 }
-                self.abandoned_ops -= 1;
-                self.free_op(id);
+                self.ops.reclaim(id as u32);
             }
             Op::AmSend { peer } => {
-                touch(&mut self.peers, peer);
-                self.release_slot(net, id - n_recv);
+                self.peers.heard_from(peer);
+                self.sends.release(geo, id - n_recv);
             }
             // No sign of life (see `Op::Ping`).
-            Op::Ping { .. } => self.release_slot(net, id - n_recv),
+            Op::Ping { .. } => self.sends.release(geo, id - n_recv),
             Op::LongWrite {
                 slot,
                 peer,
                 header_after,
             } => {
-                touch(&mut self.peers, peer);
-                self.free_op(id);
-                self.staging[slot as usize] = None;
+                self.peers.heard_from(peer);
+                debug_assert_eq!(self.sends.long_op(slot as usize), Some(id as u32));
+                self.unstage(slot as usize);
                 match header_after {
                     Some(len) if !failed && self.peers[peer as usize].dead.is_none() => {
-                        let op = (n_recv + slot as usize) as u32;
-                        self.ops[op as usize] = Op::AmSend { peer };
-                        self.post(
-                            net,
-                            Post::Send {
-                                op,
-                                peer,
-                                buf: net.send_buf(slot as usize) as usize,
-                                len,
-                                inject: len <= net.transport.caps().inject_size,
-                            },
-                        );
+                        self.send_from(net, slot as usize, peer, len);
                     }
-                    _ => self.release_slot(net, slot as usize),
+                    _ => self.sends.release(geo, slot as usize),
                 }
             }
             Op::Put {
@@ -344,15 +295,15 @@ impl<T: Transport> State<T> {
                 flush_at,
                 ..
             } => {
-                touch(&mut self.peers, peer);
+                self.peers.heard_from(peer);
                 if let Some(b) = bounce {
-                    self.release_slot(net, b as usize);
+                    self.sends.release(geo, b as usize);
                 }
                 drop(mr);
                 if let Some(lc) = lc {
                     lc.done();
                 }
-                self.free_op(id);
+                self.ops.free(id as u32);
                 match flush_at {
                     Some(_) if !failed && self.peers[peer as usize].dead.is_some() => {
                         rc.fail(self.unreachable(peer as usize));
@@ -368,9 +319,9 @@ impl<T: Transport> State<T> {
                 }
             }
             Op::Flush { peer, counters } => {
-                touch(&mut self.peers, peer);
+                self.peers.heard_from(peer);
                 readback::settle(counters, failure.as_deref());
-                self.free_op(id);
+                self.ops.free(id as u32);
             }
             Op::Get {
                 peer,
@@ -379,7 +330,7 @@ impl<T: Transport> State<T> {
                 mr,
                 ..
             } => {
-                touch(&mut self.peers, peer);
+                self.peers.heard_from(peer);
                 if let Some((slot, dst, len)) = bounce {
                     if !failed {
                         // SAFETY: the read landed `len` bytes in bounce
@@ -393,11 +344,11 @@ impl<T: Transport> State<T> {
                             )
                         };
                     }
-                    self.release_slot(net, slot as usize);
+                    self.sends.release(geo, slot as usize);
                 }
                 drop(mr);
                 settle(&done);
-                self.free_op(id);
+                self.ops.free(id as u32);
             }
             Op::Atomic {
                 peer,
@@ -406,7 +357,7 @@ impl<T: Transport> State<T> {
                 fetched,
                 done,
             } => {
-                touch(&mut self.peers, peer);
+                self.peers.heard_from(peer);
                 // SAFETY: the result word at +16 of send buffer `slot` was
                 // written by the completed fetch (or holds zero).
                 let v = unsafe {
@@ -419,9 +370,9 @@ impl<T: Transport> State<T> {
                 };
                 // Relaxed: done()'s Release publishes it to the waiter.
                 fetched.store(v, Ordering::Relaxed);
-                self.release_slot(net, slot as usize);
+                self.sends.release(geo, slot as usize);
                 settle(&done);
-                self.free_op(id);
+                self.ops.free(id as u32);
             }
         }
     }
