@@ -9,7 +9,7 @@ use crate::rma::reference::Reference;
 use crate::rma::Routes;
 use crate::{HandlerTable, Message, Prepared, ProtocolId, Token};
 use rgex_core::doorbell::MappedQueue;
-use rgex_core::idle_help::Board;
+use rgex_core::shared_work::Board;
 use rgex_core::{
     Category, Conduit, Delivery, Direction, Error, Flags, Locality, PollSet, Prepare, Rank, Result,
     Segment,
@@ -373,7 +373,7 @@ impl Endpoint {
     /// when all have run. One job is shared at a time: a thread that
     /// shares while another does runs its blocks alone. VIS shares large
     /// node-local copies this way. A waiting thread runs at most
-    /// [`HELP_BLOCKS`](rgex_core::idle_help::HELP_BLOCKS) blocks per poll, so
+    /// [`HELP_BLOCKS`](rgex_core::shared_work::HELP_BLOCKS) blocks per poll, so
     /// it sees its own event at most that many blocks late (keep blocks to
     /// microseconds).
     ///
@@ -407,7 +407,7 @@ impl Endpoint {
     /// Copy `len` bytes from `src` to `dst` (which may overlap), in
     /// blocks the threads waiting on this endpoint help with (see
     /// [`share`](Endpoint::share)) when it is at least
-    /// [`SHARE_MIN`](rgex_core::idle_help::SHARE_MIN) bytes and the two do
+    /// [`SHARE_MIN`](rgex_core::shared_work::SHARE_MIN) bytes and the two do
     /// not overlap; a plain `memmove` otherwise.
     ///
     /// # Safety

@@ -21,14 +21,15 @@ pub mod doorbell;
 pub mod error;
 pub mod event;
 pub mod flags;
-pub mod idle_help;
+
 pub mod liveness;
 pub mod locality;
 pub mod nbi;
 pub mod rank;
 pub mod segment;
-mod small_copy;
 #[doc(hidden)]
+pub mod shared_work;
+mod small_copy;
 pub mod sync;
 pub mod team;
 #[cfg(any(test, feature = "testing"))]

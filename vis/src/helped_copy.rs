@@ -15,14 +15,14 @@
 
 use crate::kernel::{copy_range, Loop};
 use rgex_am::Endpoint;
-use rgex_core::idle_help::Ends;
+use rgex_core::shared_work::Ends;
 
 /// Copies of at least this many bytes are shared
-/// ([`rgex_core::idle_help::SHARE_MIN`]).
-pub const SHARE_MIN: u64 = rgex_core::idle_help::SHARE_MIN as u64;
+/// ([`rgex_core::shared_work::SHARE_MIN`]).
+pub const SHARE_MIN: u64 = rgex_core::shared_work::SHARE_MIN as u64;
 
-/// Bytes per block ([`rgex_core::idle_help::BLOCK`]).
-const BLOCK: u64 = rgex_core::idle_help::BLOCK as u64;
+/// Bytes per block ([`rgex_core::shared_work::BLOCK`]).
+const BLOCK: u64 = rgex_core::shared_work::BLOCK as u64;
 
 /// Copy the nest `loops` (innermost first, elements of `elem` bytes,
 /// `elems` elements) from `src` to `dst`, sharing the work on `ep`, if

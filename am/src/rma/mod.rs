@@ -31,7 +31,7 @@ pub use completion::{GetPending, Held, LocalCompletion, PutDeferred};
 pub use rgex_core::nbi::{self, NbiCategory};
 
 use crate::Endpoint;
-use rgex_core::idle_help::SHARE_MIN;
+use rgex_core::shared_work::SHARE_MIN;
 use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result};
 use route::Route;
 pub(crate) use route::Routes;

@@ -98,7 +98,7 @@ mod transport;
 
 pub use config::OfiConfig;
 pub use provider::Provider;
-pub use rgex_net::{readback, rma, ticker, wire, PutCompletion};
+pub use rgex_net::PutCompletion;
 pub use transport::Ofi;
 
 /// Ranks over a libfabric provider, node-local ranks over shared memory:

@@ -14,7 +14,7 @@
 //! its job alone.
 //!
 //! ```
-//! use rgex_core::idle_help::Board;
+//! use rgex_core::shared_work::Board;
 //! use std::sync::atomic::{AtomicU64, Ordering};
 //! let board = Board::new();
 //! let sum = AtomicU64::new(0);
