@@ -5,7 +5,7 @@
 //! returns stops and joins the thread when dropped or
 //! [`stop`](ProgressThread::stop)ped), or for the whole process with
 //! `RGEX_PROGRESS_THREAD=1` at `rgex::init` (the client holds it and stops
-//! it when dropped; see [`Client::progress_thread_from_env`](crate::Client::progress_thread_from_env)).
+//! it when dropped; see [`Client::progress_thread_as_configured`](crate::Client::progress_thread_as_configured)).
 //!
 //! While messages come it polls without pause; after [`SPIN`] without
 //! one it goes idle:
@@ -50,9 +50,6 @@ pub const PARK: Duration = Duration::from_micros(200);
 
 /// Empty polls between two looks at the clock while spinning.
 const POLLS_PER_CLOCK: u32 = 64;
-
-/// The environment variable that starts a progress thread at init.
-pub const ENV: &str = "RGEX_PROGRESS_THREAD";
 
 /// A running progress thread (see the [module docs](self)). Dropping it
 /// stops and joins the thread; [`stop`](Self::stop) does the same and
@@ -110,16 +107,6 @@ impl Drop for ProgressThread {
         if let Err(e) = self.end() {
             eprintln!("rgex: {e}");
         }
-    }
-}
-
-/// Whether `RGEX_PROGRESS_THREAD` asks for a progress thread: unset, empty
-/// or `0` no, `1` yes; anything else is an error naming the variable.
-pub fn wanted_from_env() -> Result<bool> {
-    match std::env::var(ENV).ok().as_deref() {
-        None | Some("") | Some("0") => Ok(false),
-        Some("1") => Ok(true),
-        Some(other) => Err(Error::Config(format!("{ENV}={other:?}: expected 0 or 1"))),
     }
 }
 

@@ -1,7 +1,5 @@
 //! Which mechanism carries a transfer, and when `Auto` prefers RMA.
 
-use rgex_core::{Error, Result};
-
 /// How a transfer is carried out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mechanism {
@@ -18,18 +16,13 @@ pub enum Mechanism {
 }
 
 impl Mechanism {
-    /// Parse `auto|direct|rma|am`.
-    pub fn parse(s: &str) -> Result<Mechanism> {
-        match s {
-            "" | "auto" => Ok(Mechanism::Auto),
-            "direct" => Ok(Mechanism::Direct),
-            "rma" => Ok(Mechanism::Rma),
-            "am" => Ok(Mechanism::Am),
-            other => Err(Error::Config(format!(
-                "RGEX_VIS={other:?}: expected \"auto\", \"direct\", \"rma\" or \"am\""
-            ))),
-        }
-    }
+    /// Each mechanism by the name `RGEX_VIS` gives it.
+    pub const NAMES: [(&'static str, Mechanism); 4] = [
+        ("auto", Mechanism::Auto),
+        ("direct", Mechanism::Direct),
+        ("rma", Mechanism::Rma),
+        ("am", Mechanism::Am),
+    ];
 }
 
 /// Average chunk size from which `Auto` prefers RMA to the AM pipeline for

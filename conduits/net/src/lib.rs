@@ -59,6 +59,7 @@ pub mod pools;
 pub mod readback;
 mod ready;
 pub mod rma;
+pub mod settings;
 mod setup;
 pub mod shm_bypass;
 mod state;
