@@ -303,6 +303,10 @@ fn every_rgex_variable_the_crates_read_is_in_the_table() {
         {
             let path = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
+            // The registry itself, whose examples misspell names on purpose.
+            if path.ends_with("core/src/config") {
+                continue;
+            }
             if path.is_dir() {
                 if !["tests", "examples", "gen", "target", "benches"].contains(&name.as_str()) {
                     dirs.push(path);
