@@ -8,10 +8,11 @@ use common::job;
 
 const JOB_INFO: &str = env!("CARGO_BIN_EXE_job_info");
 
-/// The warning lines of a job's stderr.
+/// The warning lines of a job's stderr (each after the launcher's
+/// `[rank] ` prefix).
 fn warnings(err: &str) -> Vec<&str> {
     err.lines()
-        .filter(|l| l.starts_with("rgex: warning: "))
+        .filter(|l| l.contains("rgex: warning: "))
         .collect()
 }
 
@@ -24,7 +25,7 @@ fn a_mistyped_variable_gets_one_warning_naming_the_closest() {
     assert_eq!(
         warnings(&err),
         [
-            "rgex: warning: RGEX_SEGMNET_SIZE=\"1G\" is not a variable rgex reads, so it is \
+            "[0] rgex: warning: RGEX_SEGMNET_SIZE=\"1G\" is not a variable rgex reads, so it is \
              ignored: did you mean RGEX_SEGMENT_SIZE? (rgex-info lists every one)"
         ],
         "stderr: {err}"
@@ -49,8 +50,9 @@ fn a_bad_value_fails_init_naming_the_variable() {
     let j = job(1, JOB_INFO, &[]).env("RGEX_VIS", "fast");
     let (outcome, _out, err) = common::run(&j);
     assert_ne!(outcome.status, 0);
+    // main returns the error, printed with Debug: its quotes escaped.
     assert!(
-        err.contains(r#"RGEX_VIS="fast": expected "auto", "direct", "rma" or "am""#),
+        err.contains(r#"RGEX_VIS=\"fast\": expected \"auto\", \"direct\", \"rma\" or \"am\""#),
         "stderr: {err}"
     );
 }
