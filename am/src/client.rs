@@ -1,7 +1,7 @@
 //! The client: one per process, owning the endpoint and the world team.
 
 use crate::context::in_handler;
-use crate::{reserved, Endpoint};
+use crate::{reserved, AmConfig, Endpoint};
 use rgex_core::{Conduit, Error, Rank, Result, Team};
 use std::ops::Deref;
 use std::sync::Arc;
@@ -32,6 +32,8 @@ pub struct Client {
     /// The progress thread `RGEX_PROGRESS_THREAD=1` started: first, so it
     /// is stopped and joined before the rest is dropped.
     progress: Option<crate::ProgressThread>,
+    /// The settings it was made with.
+    config: AmConfig,
     ep: Arc<Endpoint>,
     world: Team,
     world_team: crate::team::TeamHandle,
@@ -46,33 +48,62 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client over `conduit`, with rgex's own handlers registered.
+    /// A client over `conduit`, with rgex's own handlers registered, and
+    /// the default settings but `polite` ([`with_config`](Self::with_config)
+    /// takes them all).
     pub fn new(conduit: Arc<dyn Conduit>, polite: bool) -> Result<Self> {
+        Self::with_config(
+            conduit,
+            AmConfig {
+                polite,
+                ..AmConfig::default()
+            },
+        )
+    }
+
+    /// A client over `conduit` with the settings `config` (`rgex::init`
+    /// reads them from its snapshot of the environment).
+    ///
+    /// ```no_run
+    /// # fn demo(conduit: std::sync::Arc<dyn rgex_core::Conduit>) -> rgex_core::Result<()> {
+    /// use rgex_core::config::Environment;
+    /// let config = rgex_am::AmConfig::read(&Environment::capture(), false)?;
+    /// let client = rgex_am::Client::with_config(conduit, config)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_config(conduit: Arc<dyn Conduit>, config: AmConfig) -> Result<Self> {
         let world = Team::world(conduit.size(), conduit.rank());
-        let ep = Endpoint::new(conduit, polite)?;
+        let ep = Endpoint::new(conduit, &config)?;
         let coll = crate::team::engine::Engine::install(&ep, reserved::COLL)?;
         let world_team = crate::team::TeamHandle::world(coll, world.clone());
         Ok(Client {
             progress: None,
+            config,
             ep,
             world,
             world_team,
         })
     }
 
+    /// The settings this client was made with.
+    pub fn config(&self) -> &AmConfig {
+        &self.config
+    }
+
     /// Start a progress thread held by this client (stopped when the
-    /// client is dropped) if `RGEX_PROGRESS_THREAD=1` asks for one (see
+    /// client is dropped) if its settings ask for one
+    /// ([`AmConfig::progress_thread`], `RGEX_PROGRESS_THREAD=1`; see
     /// [`crate::progress_thread`]); `rgex::init` calls it. True if one
-    /// runs now. A value other than 0 or 1 is an error.
-    pub fn progress_thread_from_env(&mut self) -> Result<bool> {
-        if self.progress.is_none() && crate::progress_thread::wanted_from_env()? {
+    /// runs now.
+    pub fn progress_thread_as_configured(&mut self) -> Result<bool> {
+        if self.progress.is_none() && self.config.progress_thread {
             self.progress = Some(self.ep.start_progress_thread()?);
         }
         Ok(self.progress.is_some())
     }
 
     /// Whether this client holds a progress thread (started by
-    /// [`progress_thread_from_env`](Self::progress_thread_from_env)).
+    /// [`progress_thread_as_configured`](Self::progress_thread_as_configured)).
     pub fn has_progress_thread(&self) -> bool {
         self.progress.is_some()
     }

@@ -7,7 +7,7 @@ use crate::handler::Target;
 use crate::refusal::{self, Refusals};
 use crate::rma::reference::Reference;
 use crate::rma::Routes;
-use crate::{HandlerTable, Message, Prepared, ProtocolId, Token};
+use crate::{AmConfig, HandlerTable, Message, Prepared, ProtocolId, Token};
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::shared_work::Board;
 use rgex_core::{
@@ -59,6 +59,8 @@ pub struct Endpoint {
     cells: Option<MappedQueue>,
     handlers: HandlerTable,
     polite: bool,
+    /// A progress thread's longest sleep (`AmConfig::progress_idle`).
+    pub(crate) progress_idle: std::time::Duration,
     dropped: AtomicU64,
     /// Malformed protocol messages received (see [`Endpoint::malformed`]).
     malformed: AtomicU64,
@@ -116,23 +118,18 @@ pub(crate) fn spec(peer: Rank, dir: Direction, category: Category, long_offset: 
 }
 
 impl Endpoint {
-    /// An endpoint over `conduit`, with rgex's own RMA handlers registered.
-    /// `polite` makes waits yield the CPU at once (oversubscribed nodes).
-    /// `RGEX_RMA=reference` forces RMA through active messages even where
-    /// the peer's segment is mapped (to test the reference path).
-    pub fn new(conduit: Arc<dyn Conduit>, polite: bool) -> Result<Arc<Self>> {
+    /// An endpoint over `conduit`, with rgex's own RMA handlers registered,
+    /// as `cfg` says: `polite` makes waits yield the CPU at once
+    /// (oversubscribed nodes); `rma_reference` forces RMA through active
+    /// messages even where the peer's segment is mapped (to test the
+    /// reference path).
+    pub fn new(conduit: Arc<dyn Conduit>, cfg: &AmConfig) -> Result<Arc<Self>> {
         let handlers = HandlerTable::new();
         let rma_reference = Reference::install(&handlers)?;
         let refused = Refusals::install(&handlers)?;
-        let rma_reference_only = match std::env::var("RGEX_RMA").ok().as_deref() {
-            None | Some("") | Some("auto") => false,
-            Some("reference") => true,
-            Some(other) => {
-                return Err(Error::Config(format!(
-                    "RGEX_RMA={other:?}: expected \"auto\" or \"reference\""
-                )))
-            }
-        };
+        let polite = cfg.polite;
+        let progress_idle = cfg.progress_idle;
+        let rma_reference_only = cfg.rma_reference;
         let routes = Routes::new(&*conduit, rma_reference_only);
         let cells = conduit.mapped_queue();
         let ep = Arc::new_cyclic(|me| Endpoint {
@@ -143,6 +140,7 @@ impl Endpoint {
             conduit,
             handlers,
             polite,
+            progress_idle,
             dropped: AtomicU64::new(0),
             malformed: AtomicU64::new(0),
             handler_errors: AtomicU64::new(0),

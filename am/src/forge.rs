@@ -77,7 +77,7 @@ impl Token<'_> {
 /// peers have gone. A test sets it to open, every time, the window in
 /// which a peer's last message arrives and the peer leaves after the poll
 /// that found nothing. Feature `fault-injection`.
-pub const SWEEP_PAUSE_ENV: &str = "RGEX_FAULT_SWEEP_PAUSE_MS";
+pub const SWEEP_PAUSE_ENV: &str = rgex_core::config::vars::FAULT_SWEEP_PAUSE_MS.name;
 
 /// Sleep for [`SWEEP_PAUSE_ENV`]'s milliseconds, if it is set.
 pub(crate) fn pause_before_sweep() {

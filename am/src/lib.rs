@@ -19,6 +19,7 @@
 
 pub mod abandon;
 mod client;
+mod config;
 pub mod context;
 mod endpoint;
 mod extension;
@@ -39,6 +40,7 @@ mod token;
 
 pub use abandon::Abandon;
 pub use client::Client;
+pub use config::AmConfig;
 pub use endpoint::Endpoint;
 pub use endpoint::MALFORMED_PRINTED;
 #[cfg(feature = "fault-injection")]

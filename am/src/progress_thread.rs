@@ -5,12 +5,12 @@
 //! returns stops and joins the thread when dropped or
 //! [`stop`](ProgressThread::stop)ped), or for the whole process with
 //! `RGEX_PROGRESS_THREAD=1` at `rgex::init` (the client holds it and stops
-//! it when dropped; see [`Client::progress_thread_from_env`](crate::Client::progress_thread_from_env)).
+//! it when dropped; see [`Client::progress_thread_as_configured`](crate::Client::progress_thread_as_configured)).
 //!
 //! While messages come it polls without pause; after [`SPIN`] without
 //! one it goes idle and sleeps on the conduit's wait object
 //! ([`Conduit::idle_wait`](rgex_core::Conduit::idle_wait)), at most
-//! [`IDLE_SLEEP`] (a safety net; [`IDLE_ENV`] sets another):
+//! [`IDLE_SLEEP`] (a safety net; `RGEX_PROGRESS_IDLE_MS`, `AmConfig::progress_idle`, sets another):
 //! - **smp**: the rank's doorbell, a futex in the rank's shared region;
 //!   a sender whose claim finds the rank asleep rings it (`rgex_smp::bell`:
 //!   the flag is in the ring's tail word, so a send to a rank that is
@@ -48,15 +48,10 @@ use std::time::{Duration, Instant};
 pub const SPIN: Duration = Duration::from_micros(50);
 
 /// The longest sleep on a conduit's wait object: a safety net, since a
-/// sender rings when it finds the thread asleep. [`IDLE_ENV`] sets
-/// another.
+/// sender rings when it finds the thread asleep.
+/// [`AmConfig::progress_idle`](crate::AmConfig::progress_idle)
+/// (`RGEX_PROGRESS_IDLE_MS`) sets another.
 pub const IDLE_SLEEP: Duration = Duration::from_millis(10);
-
-/// The environment variable that sets the safety net's length in
-/// milliseconds (at least 1; [`IDLE_SLEEP`] when unset): tests set it
-/// past the job's time limit, so that a lost wakeup fails the job
-/// instead of costing a few milliseconds unseen.
-pub const IDLE_ENV: &str = "RGEX_PROGRESS_IDLE_MS";
 
 /// How long the thread parks between polls when its conduit has no wait
 /// object (the network conduits).
@@ -64,9 +59,6 @@ pub const PARK: Duration = Duration::from_micros(200);
 
 /// Empty polls between two looks at the clock while spinning.
 const POLLS_PER_CLOCK: u32 = 64;
-
-/// The environment variable that starts a progress thread at init.
-pub const ENV: &str = "RGEX_PROGRESS_THREAD";
 
 /// A running progress thread (see the [module docs](self)). Dropping it
 /// stops and joins the thread; [`stop`](Self::stop) does the same and
@@ -121,7 +113,7 @@ impl ProgressThread {
     }
 
     /// Its longest sleep on the conduit's wait object ([`IDLE_SLEEP`],
-    /// or what [`IDLE_ENV`] set).
+    /// or what `RGEX_PROGRESS_IDLE_MS` set).
     pub fn idle_sleep(&self) -> Duration {
         self.idle_sleep
     }
@@ -168,31 +160,6 @@ impl Drop for ProgressThread {
         if let Err(e) = self.end() {
             tracing::error!("{e}");
         }
-    }
-}
-
-/// Whether `RGEX_PROGRESS_THREAD` asks for a progress thread: unset, empty
-/// or `0` no, `1` yes; anything else is an error naming the variable.
-pub fn wanted_from_env() -> Result<bool> {
-    match std::env::var(ENV).ok().as_deref() {
-        None | Some("") | Some("0") => Ok(false),
-        Some("1") => Ok(true),
-        Some(other) => Err(Error::Config(format!("{ENV}={other:?}: expected 0 or 1"))),
-    }
-}
-
-/// The safety net [`IDLE_ENV`] asks for ([`IDLE_SLEEP`] when unset or
-/// empty); a value that is not a whole number of milliseconds from 1 up
-/// is an error naming the variable.
-pub fn idle_sleep_from_env() -> Result<Duration> {
-    match std::env::var(IDLE_ENV).ok().as_deref().map(str::trim) {
-        None | Some("") => Ok(IDLE_SLEEP),
-        Some(v) => match v.parse::<u64>() {
-            Ok(ms) if ms >= 1 => Ok(Duration::from_millis(ms)),
-            _ => Err(Error::Config(format!(
-                "{IDLE_ENV}={v:?}: expected a number of milliseconds, at least 1"
-            ))),
-        },
     }
 }
 
@@ -268,7 +235,7 @@ impl Endpoint {
             .me
             .upgrade()
             .expect("an endpoint is used through its Arc");
-        let idle_sleep = idle_sleep_from_env()?;
+        let idle_sleep = self.progress_idle;
         let stop = Arc::new(AtomicBool::new(false));
         let idles = Arc::new(IdleCounts::default());
         let (ep2, stop2, idles2) = (ep.clone(), stop.clone(), idles.clone());

@@ -2,7 +2,7 @@
 //! the three forms of op (NB with an event, NBI, blocking).
 
 use crate::reference::{encode, Reference};
-use crate::{cpu, nbi, op_names, AtomicFlags, AtomicValue, Error, Result};
+use crate::{cpu, nbi, op_names, AtomicFlags, AtomicValue, AtomicsConfig, Error, Result};
 use rgex_am::team::ReduceOp;
 use rgex_am::{Endpoint, TeamHandle};
 use rgex_core::conduit::{AtomicOp, AtomicRequest, AtomicType, OpSet};
@@ -95,7 +95,7 @@ impl<T: AtomicValue> std::fmt::Debug for AtomicDomain<T> {
 #[derive(Clone, Copy, Debug)]
 pub struct Builder<T> {
     ops: OpSet,
-    /// `None`: as `RGEX_ATOMICS` says.
+    /// `None`: as the endpoint's [`AtomicsConfig`] says.
     choice: Option<Choice>,
     _t: PhantomData<fn() -> T>,
 }
@@ -110,17 +110,11 @@ enum Choice {
 }
 
 impl Choice {
-    /// `RGEX_ATOMICS`: unset, empty or `auto`; `reference`; `shared`;
-    /// `offload`.
-    fn from_env() -> std::result::Result<Choice, String> {
-        match std::env::var("RGEX_ATOMICS").ok().as_deref() {
-            None | Some("") | Some("auto") => Ok(Choice::Auto),
-            Some("reference") => Ok(Choice::Only(Implementation::Reference)),
-            Some("shared") => Ok(Choice::Only(Implementation::SharedMemory)),
-            Some("offload") => Ok(Choice::Only(Implementation::Offload)),
-            Some(other) => Err(format!(
-                "RGEX_ATOMICS={other:?}: expected \"auto\", \"reference\", \"shared\" or \"offload\""
-            )),
+    /// What `config` requires.
+    fn of(config: &AtomicsConfig) -> Choice {
+        match config.required {
+            None => Choice::Auto,
+            Some(imp) => Choice::Only(imp),
         }
     }
 
@@ -227,10 +221,7 @@ impl<T: AtomicValue> Builder<T> {
         }
         let choice = match self.choice {
             Some(c) => c,
-            None => Choice::from_env().unwrap_or_else(|e| {
-                local_err.get_or_insert(Error::Config(e));
-                Choice::Only(Implementation::Reference)
-            }),
+            None => Choice::of(&AtomicsConfig::of(ep)?),
         };
         // The handlers exist on every member before the collective ends,
         // so no member sends a request before its target can run it.

@@ -80,25 +80,31 @@
 //! alike): sync with `Endpoint::nbi_wait(NbiCategory::Rmw)`,
 //! [`AtomicDomain::nbi_wait`] or [`nbi_wait`].
 
+mod config;
 mod cpu;
 mod domain;
 pub mod nbi;
 mod reference;
 
+pub use config::AtomicsConfig;
 pub use domain::{AtomicDomain, AtomicEvent, Builder, Implementation};
 
 /// Register the active-message reference's handlers (reserved indices
-/// `AD_OP` and `AD_REPLY`) on `ep`, once; a later domain finds them.
-/// `rgex::init` calls it before it seals the endpoint's reserved range
-/// (see [`rgex_am::HandlerTable::seal_protocols`]); an endpoint made
-/// another way registers them at its first domain if it did not.
+/// `AD_OP` and `AD_REPLY`) on `ep`, once; a later domain finds them. It
+/// keeps `config` with `ep` for every domain made there (the first
+/// call's, if called again). `rgex::init` calls it before it seals the
+/// endpoint's reserved range (see
+/// [`rgex_am::HandlerTable::seal_protocols`]); an endpoint made another
+/// way registers them at its first domain if it did not, and its domains
+/// take [`AtomicsConfig::default`].
 ///
 /// ```no_run
 /// # fn demo(ep: &std::sync::Arc<rgex_am::Endpoint>) -> rgex_core::Result<()> {
-/// rgex_atomics::install(ep)?; // on every rank, before any domain
+/// rgex_atomics::install(ep, rgex_atomics::AtomicsConfig::default())?; // on every rank, before any domain
 /// # Ok(()) }
 /// ```
-pub fn install(ep: &std::sync::Arc<rgex_am::Endpoint>) -> Result<()> {
+pub fn install(ep: &std::sync::Arc<rgex_am::Endpoint>, config: AtomicsConfig) -> Result<()> {
+    ep.extension::<AtomicsConfig, Error>(|_| Ok(std::sync::Arc::new(config)))?;
     reference::Reference::for_endpoint(ep).map(drop)
 }
 pub use nbi::{nbi_test, nbi_wait};

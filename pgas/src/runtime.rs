@@ -232,16 +232,19 @@ const LIVENESS_EVERY: u64 = 256;
 /// # Ok::<(), rgex_pgas::Error>(())
 /// ```
 pub fn init() -> Result<Pgas> {
-    let window = crate::window::Window::from_env()
+    // The settings, read once: rgex's and rgex-pgas's own.
+    let settings = rgex::config::Environment::capture();
+    let window = crate::window::Window::read(&settings)
         .map_err(|why| rgex::Error::Failed(format!("rgex-pgas: {why}")))?;
-    let raw_setting = std::env::var("RGEX_PGAS_RAW").ok();
+    let raw_setting = settings.get(&rgex::config::vars::PGAS_RAW);
     let mail = Arc::new(Mailbox::new(window));
     let m = mail.clone();
-    let (client, ids) = rgex::init_with(move |t| crate::mailbox::register(t, m))?;
+    let (client, ids) =
+        rgex::init_with_settings(&settings, move |t| crate::mailbox::register(t, m))?;
     let ep = client.endpoint().clone();
     let (me, n) = (client.rank(), client.size());
     let seg = client.segment().len() as u64;
-    let raw = crate::heap::raw_len(raw_setting.as_deref(), seg)
+    let raw = crate::heap::raw_len(raw_setting, seg)
         .map_err(|why| rgex::Error::Failed(format!("rgex-pgas: {me}: {why}")))?;
     // A key for the functions' tags, drawn by rank 0, and every rank's
     // program fingerprint and raw range checked against rank 0's.

@@ -48,10 +48,10 @@ impl Window {
         }
     }
 
-    /// The limit from `RGEX_PGAS_WINDOW`, or the default; an unreadable
-    /// value is an error naming it.
-    pub fn from_env() -> Result<Self, String> {
-        Self::from_setting(std::env::var("RGEX_PGAS_WINDOW").ok().as_deref())
+    /// The limit `RGEX_PGAS_WINDOW` sets in `settings`, or the default;
+    /// an unreadable value is an error naming it.
+    pub fn read(settings: &rgex::config::Environment) -> Result<Self, String> {
+        Self::from_setting(settings.get(&rgex::config::vars::PGAS_WINDOW))
     }
 
     /// The window a setting of `RGEX_PGAS_WINDOW` asks for (None: unset).

@@ -47,18 +47,18 @@ pub use rgex_am::rma::{
 };
 pub use rgex_am::team::{self, Element, Numeric, ReduceOp, TeamHandle, NO_COLOUR};
 pub use rgex_am::{
-    context, outcome, progress_task, progress_thread, reserved, Accepts, Client, Endpoint,
-    HandlerId, HandlerOutcome, HandlerTable, Message, Prepared, ProgressStop, ProgressTask,
-    ProgressThread, ProtocolId, Target, Token, CLIENT_MIN, MALFORMED_PRINTED,
+    context, outcome, progress_task, progress_thread, reserved, Accepts, AmConfig, Client,
+    Endpoint, HandlerId, HandlerOutcome, HandlerTable, Message, Prepared, ProgressStop,
+    ProgressTask, ProgressThread, ProtocolId, Target, Token, CLIENT_MIN, MALFORMED_PRINTED,
 };
 /// Remote atomic domains (see [`rgex_atomics`]); their errors are
 /// variants of the one [`Error`] (`rgex::atomics::Error` is the same type).
 pub use rgex_atomics::{
     self as atomics, AtomicDomain, AtomicEvent, AtomicFlags, AtomicOp, AtomicType, AtomicValue,
-    Implementation as AtomicImplementation, OpSet,
+    AtomicsConfig, Implementation as AtomicImplementation, OpSet,
 };
 pub use rgex_core::{
-    bootstrap, event, segment, Backoff, Category, Completion, Conduit, Error, Event, Flags,
+    bootstrap, config, event, segment, Backoff, Category, Completion, Conduit, Error, Event, Flags,
     GlobalAddr, Progress, Rank, Result, Segment, Team, MAX_ARGS,
 };
 pub use rgex_ibv::{IbvConduit, IbvConfig, SoftIbvConduit};
@@ -68,9 +68,10 @@ pub use rgex_smp::{SmpConduit, SmpConfig};
 /// Vector, indexed and strided transfers (see [`rgex_vis`]).
 pub use rgex_vis::{
     self as vis, CompiledStrided, Indexed, Mechanism as VisMechanism, Meta as VisMeta, Strided,
-    StridedAt, Vector, Vis, VisBuilder, VisGet, VisPut, VisPutDeferred,
+    StridedAt, Vector, Vis, VisBuilder, VisConfig, VisGet, VisPut, VisPutDeferred,
 };
 
+use rgex_core::config::{vars, Environment};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
@@ -197,41 +198,82 @@ fn claim_init() -> Result<()> {
 /// [`Error::AlreadyInitialised`]; the client ends with
 /// [`Client::finalize`] or its drop.
 pub fn init_with<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result<(Client, H)> {
+    init_with_settings(&Environment::capture(), register)
+}
+
+/// [`init_with`], with the settings of `settings` instead of a snapshot
+/// of the environment taken now: every layer's configuration is read
+/// from it, once, here. A library on rgex that reads settings of its own
+/// before init (rgex-pgas) takes one snapshot and passes it.
+///
+/// ```no_run
+/// use rgex::config::{vars, Environment};
+/// let settings = Environment::capture();
+/// let mine = settings.get(&vars::PGAS_WINDOW).map(str::to_string);
+/// let (client, ()) = rgex::init_with_settings(&settings, |_| Ok(()))?;
+/// # let _ = (mine, client);
+/// # Ok::<(), rgex::Error>(())
+/// ```
+///
+/// The rank-0 process prints one warning on stderr for each `RGEX_`
+/// variable of `settings` that rgex does not read, naming the closest
+/// that it does (rgex-info lists them all).
+pub fn init_with_settings<H>(
+    settings: &Environment,
+    register: impl FnOnce(&HandlerTable) -> Result<H>,
+) -> Result<(Client, H)> {
     claim_init()?;
-    let made = init_once(register);
+    let made = init_once(settings, register);
     let now = if made.is_ok() { INIT_DONE } else { INIT_FAILED };
     // Relaxed: only messages read it (see `claim_init`).
     INIT.store(now, Ordering::Relaxed);
     made
 }
 
+/// Print a warning for each variable of `settings` rgex does not read (the
+/// one place rgex reports them; rank 0 alone, so a job says it once).
+fn warn_unknown(settings: &Environment) {
+    for unknown in settings.unknown() {
+        eprintln!("rgex: warning: {unknown}");
+    }
+}
+
 /// [`init_with`]'s work, once the initialisation is claimed.
-fn init_once<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result<(Client, H)> {
+fn init_once<H>(
+    settings: &Environment,
+    register: impl FnOnce(&HandlerTable) -> Result<H>,
+) -> Result<(Client, H)> {
     // First, so that whatever setup reports is printed.
     diagnostics::install()?;
     let (env, boot) = job_bootstrap()?;
-    let conduit: Arc<dyn Conduit> = match std::env::var("RGEX_CONDUIT").ok().as_deref() {
-        None | Some("") | Some("smp") => {
-            Arc::new(SmpConduit::new(&env, boot, SmpConfig::from_env()?)?)
-        }
+    if env.rank == 0 {
+        warn_unknown(settings);
+    }
+    // Every layer's settings, read before anything is set up: a bad value
+    // fails here, naming its variable.
+    let am = AmConfig::read(settings, env.polite)?;
+    let vis = VisConfig::read(settings)?;
+    let atomics = AtomicsConfig::read(settings)?;
+    let conduit: Arc<dyn Conduit> = match settings.get(&vars::CONDUIT) {
+        None | Some("smp") => Arc::new(SmpConduit::new(&env, boot, SmpConfig::read(settings)?)?),
         Some("ofi") => Arc::new(OfiConduit::new(
             &env,
             boot,
-            SmpConfig::from_env()?,
-            OfiConfig::from_env()?,
+            SmpConfig::read(settings)?,
+            OfiConfig::read(settings)?,
         )?),
         Some("ibv") => {
             // The backend is chosen at run time: the software device, or
             // libibverbs (which says "no RDMA device" where there is none).
-            let cfg = IbvConfig::from_env()?;
-            let smp = SmpConfig::from_env()?;
+            let cfg = IbvConfig::read(settings)?;
+            let smp = SmpConfig::read(settings)?;
             if cfg.soft() {
                 Arc::new(SoftIbvConduit::new(&env, boot, smp, cfg)?)
             } else {
                 Arc::new(IbvConduit::new(&env, boot, smp, cfg)?)
             }
         }
-        Some("scc") => Arc::new(SccConduit::new(&env, boot, SccConfig::from_env()?)?),
+        Some("scc") => Arc::new(SccConduit::new(&env, boot, SccConfig::read(settings)?)?),
         Some(other) => {
             return Err(Error::Config(format!(
                 "RGEX_CONDUIT={other:?}: this build offers the smp, ofi, ibv and scc conduits"
@@ -242,18 +284,18 @@ fn init_once<H>(register: impl FnOnce(&HandlerTable) -> Result<H>) -> Result<(Cl
     // the launcher hears this rank is leaving before its peers can (a
     // client finalized or dropped before the exit has said so already).
     bootstrap::announce_leaving_at_exit();
-    let mut client = Client::new(conduit, env.polite)?;
+    let mut client = Client::with_config(conduit, am)?;
     // VIS's protocol handlers, on every rank before the barrier (a VIS
     // context is made by one rank alone, whenever it likes).
-    rgex_vis::install(client.endpoint())?;
-    rgex_atomics::install(client.endpoint())?;
+    rgex_vis::install(client.endpoint(), vis)?;
+    rgex_atomics::install(client.endpoint(), atomics)?;
     // Every protocol of rgex's is registered: close the reserved range
     // before client code can reach the table.
     client.handlers().seal_protocols();
     let ids = register(client.handlers())?;
     // After registration, so the thread never runs a handler that is
     // still being registered; before the barrier, which it then helps.
-    client.progress_thread_from_env()?;
+    client.progress_thread_as_configured()?;
     client.barrier()?;
     Ok((client, ids))
 }

@@ -280,7 +280,17 @@ fn every_rgex_variable_the_crates_read_is_in_the_table() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut missing = Vec::new();
     let mut dirs: Vec<std::path::PathBuf> = [
-        "core", "am", "atomics", "vis", "conduits", "pmix", "rgex/src", "dl", "pgas/src",
+        "core",
+        "am",
+        "atomics",
+        "vis",
+        "conduits",
+        "pmix",
+        "rgex/src",
+        "dl",
+        "pgas/src",
+        "tests/src",
+        "benches/src",
     ]
     .iter()
     .map(|d| root.join(d))
@@ -293,6 +303,10 @@ fn every_rgex_variable_the_crates_read_is_in_the_table() {
         {
             let path = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
+            // The registry itself, whose examples misspell names on purpose.
+            if path.ends_with("core/src/config") {
+                continue;
+            }
             if path.is_dir() {
                 if !["tests", "examples", "gen", "target", "benches"].contains(&name.as_str()) {
                     dirs.push(path);
@@ -323,6 +337,6 @@ fn every_rgex_variable_the_crates_read_is_in_the_table() {
     assert!(seen > 20, "the scan found only {seen} uses");
     assert!(
         missing.is_empty(),
-        "not in rgex::info::ENV_VARS: {missing:?}"
+        "not in the registry, rgex_core::config::VARS: {missing:?}"
     );
 }

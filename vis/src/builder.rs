@@ -1,7 +1,7 @@
 //! The options a [`Vis`] is made with.
 
 use crate::am::{self, AmPayload};
-use crate::{Mechanism, Vis};
+use crate::{Mechanism, Vis, VisConfig};
 use rgex_am::Endpoint;
 use rgex_core::Result;
 use std::sync::Arc;
@@ -16,7 +16,8 @@ pub struct VisBuilder {
 }
 
 impl VisBuilder {
-    /// Force a mechanism (else `RGEX_VIS`, else `Auto`).
+    /// Force a mechanism (else the endpoint's [`VisConfig`]: `RGEX_VIS`
+    /// as `rgex::init` read it, else `Auto`).
     pub fn mechanism(mut self, m: Mechanism) -> Self {
         self.mechanism = Some(m);
         self
@@ -49,7 +50,10 @@ impl VisBuilder {
     pub fn build(self, ep: &Arc<Endpoint>) -> Result<Vis> {
         let mechanism = match self.mechanism {
             Some(m) => m,
-            None => Mechanism::parse(std::env::var("RGEX_VIS").unwrap_or_default().as_str())?,
+            None => {
+                ep.extension::<VisConfig, rgex_core::Error>(|_| Ok(Arc::new(VisConfig::default())))?
+                    .mechanism
+            }
         };
         Ok(Vis {
             ep: ep.clone(),

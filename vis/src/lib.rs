@@ -64,6 +64,7 @@ pub mod am;
 mod builder;
 mod cache;
 mod compiled;
+mod config;
 mod direct;
 mod engine;
 mod handle;
@@ -79,6 +80,7 @@ pub mod stride_plan;
 pub use am::AmPayload;
 pub use builder::VisBuilder;
 pub use compiled::{CompiledStrided, StridedAt};
+pub use config::VisConfig;
 pub use handle::{VisGet, VisPut, VisPutDeferred};
 pub use helped_copy::SHARE_MIN;
 pub use mechanism::{Mechanism, RMA_MIN_CHUNK};
@@ -113,22 +115,27 @@ impl std::fmt::Debug for Vis {
 }
 
 /// Register the VIS AM protocol's handlers (reserved indices 24..=27) on
-/// `ep`, once. `rgex::init` calls it before its closing barrier, so that a
-/// VIS transfer never reaches a rank that has not yet made a [`Vis`] (its
-/// message would find no handler there). An endpoint made another way
-/// must have it called on every rank before any rank's first transfer.
+/// `ep`, once, and keep `config` with it for every [`Vis`] made there (the
+/// first call's, if called again). `rgex::init` calls it before its
+/// closing barrier, so that a VIS transfer never reaches a rank that has
+/// not yet made a [`Vis`] (its message would find no handler there). An
+/// endpoint made another way must have it called on every rank before any
+/// rank's first transfer (without it, a [`Vis`] takes
+/// [`VisConfig::default`]).
 ///
 /// ```no_run
 /// # fn demo(ep: &std::sync::Arc<rgex_am::Endpoint>) -> rgex_core::Result<()> {
-/// rgex_vis::install(ep)?; // on every rank, then a barrier
+/// rgex_vis::install(ep, rgex_vis::VisConfig::default())?; // on every rank, then a barrier
 /// # Ok(()) }
 /// ```
-pub fn install(ep: &Arc<Endpoint>) -> Result<()> {
+pub fn install(ep: &Arc<Endpoint>, config: VisConfig) -> Result<()> {
+    ep.extension::<VisConfig, rgex_core::Error>(|_| Ok(Arc::new(config)))?;
     am::Proto::for_endpoint(ep).map(drop)
 }
 
 impl Vis {
-    /// A VIS context with the mechanism `RGEX_VIS` names (default auto).
+    /// A VIS context with the mechanism of the endpoint's [`VisConfig`]
+    /// (`RGEX_VIS` as `rgex::init` read it; default auto).
     /// Not collective: the protocol's handlers are already registered on
     /// every rank (see [`install`]).
     pub fn new(ep: &Arc<Endpoint>) -> Result<Vis> {

@@ -1,7 +1,5 @@
 //! Which mechanism carries a transfer, and when `Auto` prefers RMA.
 
-use rgex_core::{Error, Result};
-
 /// How a transfer is carried out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mechanism {
@@ -23,25 +21,14 @@ pub enum Mechanism {
 }
 
 impl Mechanism {
-    /// Parse `auto|direct|rma|am|native`.
-    ///
-    /// ```
-    /// use rgex_vis::Mechanism;
-    /// assert_eq!(Mechanism::parse("native").unwrap(), Mechanism::Native);
-    /// assert!(Mechanism::parse("fast").is_err());
-    /// ```
-    pub fn parse(s: &str) -> Result<Mechanism> {
-        match s {
-            "" | "auto" => Ok(Mechanism::Auto),
-            "direct" => Ok(Mechanism::Direct),
-            "rma" => Ok(Mechanism::Rma),
-            "am" => Ok(Mechanism::Am),
-            "native" => Ok(Mechanism::Native),
-            other => Err(Error::Config(format!(
-                "RGEX_VIS={other:?}: expected \"auto\", \"direct\", \"rma\", \"am\" or \"native\""
-            ))),
-        }
-    }
+    /// Each mechanism by the name `RGEX_VIS` gives it.
+    pub const NAMES: [(&'static str, Mechanism); 5] = [
+        ("auto", Mechanism::Auto),
+        ("direct", Mechanism::Direct),
+        ("rma", Mechanism::Rma),
+        ("am", Mechanism::Am),
+        ("native", Mechanism::Native),
+    ];
 }
 
 /// Average chunk size from which `Auto` prefers RMA to the AM pipeline for

@@ -1,42 +1,49 @@
 //! Settings of the ibv conduit, from the environment.
 
 use crate::verbs::{DeviceChoice, Mtu};
-use rgex_core::config::env_size;
+use rgex_core::config::{vars, Environment, Var};
 use rgex_core::{Error, Result};
-use rgex_net::{NetConfig, Settings};
+use rgex_net::settings::{NetConfig, Settings, SettingsVars};
+
+/// The variables the kit's part of an [`IbvConfig`] is read from.
+pub const NET_VARS: SettingsVars = SettingsVars {
+    max_medium: vars::IBV_MAX_MEDIUM,
+    window: vars::IBV_WINDOW,
+    send_buffers: vars::IBV_SEND_BUFFERS,
+    timeout: vars::IBV_TIMEOUT,
+};
 
 /// The value of `RGEX_IBV_DEVICE` that selects the software device.
 pub const SOFT: &str = "soft";
 
-/// What the ibv conduit reads from the environment.
-///
-/// | variable | default | meaning |
-/// |---|---|---|
-/// | `RGEX_IBV_DEVICE` | the first device with an active port | `soft`: the software verbs device; else a device name (`mlx5_0`, as `ibv_devices` lists them) |
-/// | `RGEX_IBV_PORT` | the first active port | port number (1-based) |
-/// | `RGEX_IBV_GID_INDEX` | 0 | GID table index (RoCE: the index of the RoCE v2 GID of the interface's address, see `show_gids`); InfiniBand addresses by LID |
-/// | `RGEX_IBV_QP_TIMEOUT` | 18 | ACK timeout code: 4.096 us x 2^code (18: about 1 s) before a retry; 0 waits forever; 0 to 31 |
-/// | `RGEX_IBV_RETRY_COUNT` | 7 | retries without an ACK before `IBV_WC_RETRY_EXC_ERR` (the peer is then dead); 0 to 7 |
-/// | `RGEX_IBV_RNR_RETRY` | 6 | retries after a receiver-not-ready NAK; 7 retries forever; 0 to 7 (credits keep a receive posted for every message, so RNR is a bug) |
-/// | `RGEX_IBV_MTU` | the port's active MTU | path MTU in bytes: 256, 512, 1024, 2048 or 4096 (at most the port's active MTU; each pair uses the smaller of its two) |
-/// | `RGEX_IBV_INLINE` | 128 | largest AM message (header and payload) sent inline (copied at post, no buffer held): at most what the QP grants; 0: never |
-/// | `RGEX_IBV_SQ_DEPTH` | 128 | send-queue depth per peer (QP); a full queue is would-block; 1 to the device's `max_qp_wr` |
-/// | `RGEX_SHM_BYPASS` | `1` | `0`: node-local peers go through verbs too |
-/// | `RGEX_IBV_MAX_MEDIUM` | 8K | largest Medium payload (512 to 1 MiB) |
-/// | `RGEX_IBV_WINDOW` | 8 | credits per peer and direction: messages a sender may have unconsumed at a receiver (2 to 4096); the shared receive queue holds ranks x (2 x window + 7) receives |
-/// | `RGEX_IBV_SEND_BUFFERS` | 64 | registered send buffers for requests (replies get half as many); 2 to 65536 |
-/// | `RGEX_IBV_TIMEOUT` | 300 | seconds without any sign of life (pings unanswered) from a peer we wait on before it is declared dead (0: never); it bounds every wait on a network peer (credits, an AM reply, a collective, RMA, atomics, VIS, `peer_gone`) |
+/// What the ibv conduit reads from the environment: the kit's
+/// [`Settings`] (`RGEX_SHM_BYPASS`, `RGEX_IBV_MAX_MEDIUM`,
+/// `RGEX_IBV_WINDOW`, `RGEX_IBV_SEND_BUFFERS`, `RGEX_IBV_TIMEOUT`; the
+/// shared receive queue holds ranks x (2 x window + 7) receives) and the
+/// verbs' own: `RGEX_IBV_DEVICE` (`soft`: the software verbs device),
+/// `RGEX_IBV_PORT`, `RGEX_IBV_GID_INDEX` (RoCE: the index of the RoCE v2
+/// GID of the interface's address, see `show_gids`; InfiniBand addresses
+/// by LID), `RGEX_IBV_QP_TIMEOUT`, `RGEX_IBV_RETRY_COUNT`,
+/// `RGEX_IBV_RNR_RETRY` (credits keep a receive posted for every
+/// message, so RNR is a bug), `RGEX_IBV_MTU` (each pair uses the smaller
+/// of its two), `RGEX_IBV_INLINE` (at most what the QP grants) and
+/// `RGEX_IBV_SQ_DEPTH` (a full queue is would-block).
+/// [`rgex_core::config::vars`] gives each one's meaning and default.
 ///
 /// The sizes (max Medium, window) are rank 0's, so every rank agrees.
 ///
 /// ```
 /// let c = rgex_ibv::IbvConfig::default();
 /// assert_eq!((c.qp_timeout, c.retry_count), (18, 7));
-/// let e = rgex_ibv::IbvConfig { retry_count: 9, ..c }.check().unwrap_err();
+/// let e = rgex_ibv::IbvConfig { retry_count: 9, ..c.clone() }.check().unwrap_err();
 /// assert!(e.to_string().contains("RGEX_IBV_RETRY_COUNT=9 must be in 0..=7"), "{e}");
+/// let e = rgex_ibv::IbvConfig { net: rgex_net::Settings { window: 1, ..c.net }, ..c }.check().unwrap_err();
+/// assert!(e.to_string().contains("RGEX_IBV_WINDOW=1 must be in 2..=4096"), "{e}");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IbvConfig {
+    /// The kit's part: bypass, max Medium, window, send buffers, timeout.
+    pub net: Settings,
     /// `RGEX_IBV_DEVICE`: `soft`, a device name, or `None` (the first
     /// device with an active port).
     pub device: Option<String>,
@@ -56,21 +63,12 @@ pub struct IbvConfig {
     pub inline: u32,
     /// `RGEX_IBV_SQ_DEPTH`: send-queue depth per QP.
     pub sq_depth: u32,
-    /// `RGEX_SHM_BYPASS`.
-    pub shm_bypass: bool,
-    /// `RGEX_IBV_MAX_MEDIUM`.
-    pub max_medium: usize,
-    /// `RGEX_IBV_WINDOW`.
-    pub window: usize,
-    /// `RGEX_IBV_SEND_BUFFERS`.
-    pub send_buffers: usize,
-    /// `RGEX_IBV_TIMEOUT`, seconds (0: never).
-    pub timeout_secs: u64,
 }
 
 impl Default for IbvConfig {
     fn default() -> Self {
         IbvConfig {
+            net: Settings::default(),
             device: None,
             port: None,
             gid_index: 0,
@@ -80,30 +78,7 @@ impl Default for IbvConfig {
             mtu: None,
             inline: 128,
             sq_depth: 128,
-            shm_bypass: true,
-            max_medium: 8 << 10,
-            window: 8,
-            send_buffers: 64,
-            timeout_secs: 300,
         }
-    }
-}
-
-fn var(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-}
-
-/// An integer setting: `name`'s value, or `None` if unset.
-fn number<N: std::str::FromStr>(name: &str, what: &str) -> Result<Option<N>> {
-    match var(name) {
-        None => Ok(None),
-        Some(v) => v
-            .parse()
-            .map(Some)
-            .map_err(|_| Error::Config(format!("{name}={v:?} is not {what}"))),
     }
 }
 
@@ -119,10 +94,24 @@ fn within(name: &str, value: u64, lo: u64, hi: u64, what: &str) -> Result<()> {
 }
 
 impl IbvConfig {
-    /// Read the environment over the defaults, and check the values.
+    /// The process environment now, read over the defaults and checked
+    /// ([`read`](Self::read) of a fresh [`Environment::capture`]).
     pub fn from_env() -> Result<Self> {
+        Self::read(&Environment::capture())
+    }
+
+    /// `env`'s settings over the defaults, checked.
+    ///
+    /// ```
+    /// use rgex_core::config::Environment;
+    /// let env = Environment::from_pairs([("RGEX_IBV_DEVICE", "soft"), ("RGEX_IBV_WINDOW", "4")]);
+    /// let c = rgex_ibv::IbvConfig::read(&env).unwrap();
+    /// assert!(c.soft());
+    /// assert_eq!(c.net.window, 4);
+    /// ```
+    pub fn read(env: &Environment) -> Result<Self> {
         let d = IbvConfig::default();
-        let mtu = match number::<usize>("RGEX_IBV_MTU", "a size in bytes")? {
+        let mtu = match env.number::<usize>(&vars::IBV_MTU, "a size in bytes")? {
             None => None,
             Some(b) => Some(Mtu::from_bytes(b).ok_or_else(|| {
                 Error::Config(format!(
@@ -130,7 +119,7 @@ impl IbvConfig {
                 ))
             })?),
         };
-        let port = match number::<u16>("RGEX_IBV_PORT", "a port number")? {
+        let port = match env.number::<u16>(&vars::IBV_PORT, "a port number")? {
             None => None,
             Some(p) => {
                 within(
@@ -143,54 +132,51 @@ impl IbvConfig {
                 Some(p as u8)
             }
         };
-        let small = |name: &str, default: u8, hi: u64, what: &str| -> Result<u8> {
-            match number::<u64>(name, "a number")? {
+        let small = |var: &Var, default: u8, hi: u64, what: &str| -> Result<u8> {
+            match env.number::<u64>(var, "a number")? {
                 None => Ok(default),
                 Some(v) => {
-                    within(name, v, 0, hi, what)?;
+                    within(var.name, v, 0, hi, what)?;
                     Ok(v as u8)
                 }
             }
         };
         let c = IbvConfig {
-            device: var("RGEX_IBV_DEVICE"),
+            net: Settings::read(env, &NET_VARS)?,
+            device: env.get(&vars::IBV_DEVICE).map(str::to_string),
             port,
-            gid_index: small("RGEX_IBV_GID_INDEX", d.gid_index, 255, "a GID table index")?,
+            gid_index: small(&vars::IBV_GID_INDEX, d.gid_index, 255, "a GID table index")?,
             qp_timeout: small(
-                "RGEX_IBV_QP_TIMEOUT",
+                &vars::IBV_QP_TIMEOUT,
                 d.qp_timeout,
                 31,
                 "the ACK timeout code: 4.096 us x 2^code",
             )?,
             retry_count: small(
-                "RGEX_IBV_RETRY_COUNT",
+                &vars::IBV_RETRY_COUNT,
                 d.retry_count,
                 7,
                 "the transport retry count",
             )?,
             rnr_retry: small(
-                "RGEX_IBV_RNR_RETRY",
+                &vars::IBV_RNR_RETRY,
                 d.rnr_retry,
                 7,
                 "the RNR retry count, 7: forever",
             )?,
             mtu,
-            inline: match var("RGEX_IBV_INLINE") {
+            inline: match env.get(&vars::IBV_INLINE) {
                 None => d.inline,
                 Some(_) => {
-                    let n = env_size("RGEX_IBV_INLINE", 0)?;
+                    let n = env.size(&vars::IBV_INLINE, 0)?;
                     u32::try_from(n).map_err(|_| {
                         Error::Config(format!("RGEX_IBV_INLINE={n} is larger than any HCA's"))
                     })?
                 }
             },
-            sq_depth: number("RGEX_IBV_SQ_DEPTH", "a queue depth")?.unwrap_or(d.sq_depth),
-            shm_bypass: rgex_net::shm_bypass::from_env()?,
-            max_medium: env_size("RGEX_IBV_MAX_MEDIUM", d.max_medium)?,
-            window: env_size("RGEX_IBV_WINDOW", d.window)?,
-            send_buffers: env_size("RGEX_IBV_SEND_BUFFERS", d.send_buffers)?,
-            timeout_secs: number("RGEX_IBV_TIMEOUT", "a number of seconds")?
-                .unwrap_or(d.timeout_secs),
+            sq_depth: env
+                .number(&vars::IBV_SQ_DEPTH, "a queue depth")?
+                .unwrap_or(d.sq_depth),
         };
         c.check()?;
         Ok(c)
@@ -214,27 +200,7 @@ impl IbvConfig {
     /// Reject values the conduit cannot work with, naming the variable,
     /// the value and the limit.
     pub fn check(&self) -> Result<()> {
-        within(
-            "RGEX_IBV_MAX_MEDIUM",
-            self.max_medium as u64,
-            512,
-            1 << 20,
-            "bytes",
-        )?;
-        within(
-            "RGEX_IBV_WINDOW",
-            self.window as u64,
-            2,
-            4096,
-            "the credit window: messages a sender may have unconsumed at a receiver, per direction; default 8",
-        )?;
-        within(
-            "RGEX_IBV_SEND_BUFFERS",
-            self.send_buffers as u64,
-            2,
-            65536,
-            "registered send buffers for requests",
-        )?;
+        self.net.check(&NET_VARS)?;
         within(
             "RGEX_IBV_SQ_DEPTH",
             self.sq_depth.into(),
@@ -276,19 +242,12 @@ impl IbvConfig {
 }
 
 impl NetConfig for IbvConfig {
-    fn settings(&self) -> Settings {
-        Settings {
-            shm_bypass: self.shm_bypass,
-            max_medium: self.max_medium,
-            window: self.window,
-            send_buffers: self.send_buffers,
-            timeout_secs: self.timeout_secs,
-        }
+    fn net(&self) -> &Settings {
+        &self.net
     }
 
-    fn set_sizes(&mut self, max_medium: usize, window: usize) {
-        self.max_medium = max_medium;
-        self.window = window;
+    fn net_mut(&mut self) -> &mut Settings {
+        &mut self.net
     }
 
     fn check(&self) -> Result<()> {
@@ -301,13 +260,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_registry_fallbacks_are_the_defaults() {
+        let d = IbvConfig::default();
+        assert_eq!(IbvConfig::read(&Environment::fallbacks()).unwrap(), d);
+        assert_eq!(IbvConfig::read(&Environment::default()).unwrap(), d);
+    }
+
+    #[test]
     fn limits_name_the_variable_value_and_range() {
         let d = IbvConfig::default();
         d.check().unwrap();
         for (c, want) in [
             (
                 IbvConfig {
-                    window: 1,
+                    net: Settings { window: 1, ..d.net },
                     ..d.clone()
                 },
                 "RGEX_IBV_WINDOW=1 must be in 2..=4096",
@@ -335,7 +301,10 @@ mod tests {
             ),
             (
                 IbvConfig {
-                    max_medium: 100,
+                    net: Settings {
+                        max_medium: 100,
+                        ..d.net
+                    },
                     ..d.clone()
                 },
                 "RGEX_IBV_MAX_MEDIUM=100 must be in 512..=1048576",

@@ -62,6 +62,7 @@ pub mod readback;
 mod ready;
 pub mod rma;
 mod send;
+pub mod settings;
 mod setup;
 pub mod shm_bypass;
 mod state;

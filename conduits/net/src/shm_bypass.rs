@@ -67,22 +67,27 @@ impl<N: Conduit> std::fmt::Debug for ShmBypass<N> {
     }
 }
 
-/// `RGEX_SHM_BYPASS`, the bypass setting every network conduit reads:
-/// on unless set to `0`, `false` or `no`; anything but those and `1`,
-/// `true` or `yes` is an error naming the variable and its value.
+/// `RGEX_SHM_BYPASS` in `env`, the bypass setting every network conduit
+/// reads: on unless set to `0`, `false` or `no`; anything but those and
+/// `1`, `true` or `yes` is an error naming the variable, its value and
+/// the values it takes.
 ///
 /// ```
-/// std::env::remove_var("RGEX_SHM_BYPASS");
-/// assert!(rgex_net::shm_bypass::from_env().unwrap());
+/// use rgex_core::config::Environment;
+/// assert!(rgex_net::shm_bypass::read(&Environment::default()).unwrap());
+/// let off = Environment::from_pairs([("RGEX_SHM_BYPASS", "0")]);
+/// assert!(!rgex_net::shm_bypass::read(&off).unwrap());
 /// ```
-pub fn from_env() -> Result<bool> {
-    match std::env::var("RGEX_SHM_BYPASS").as_deref().map(str::trim) {
-        Err(_) | Ok("") | Ok("1") | Ok("true") | Ok("yes") => Ok(true),
-        Ok("0") | Ok("false") | Ok("no") => Ok(false),
-        Ok(other) => Err(Error::Config(format!(
-            "RGEX_SHM_BYPASS={other:?}: use 1 or 0"
-        ))),
-    }
+pub fn read(env: &rgex_core::config::Environment) -> Result<bool> {
+    let values = [
+        ("1", true),
+        ("true", true),
+        ("yes", true),
+        ("0", false),
+        ("false", false),
+        ("no", false),
+    ];
+    env.choice(&crate::settings::SHM_BYPASS, &values, true)
 }
 
 impl<N: Conduit> ShmBypass<N> {

@@ -16,30 +16,7 @@ use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::{Rank, Result, Segment};
 use std::fmt::Display;
 
-/// The kit's settings, as a transport's configuration gives them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Settings {
-    /// Node-local peers take the smp transport's shared memory.
-    pub shm_bypass: bool,
-    /// Largest Medium payload.
-    pub max_medium: usize,
-    /// Credit window per sender and direction.
-    pub window: usize,
-    /// Send buffers for requests (replies get half as many).
-    pub send_buffers: usize,
-    /// Dead-peer timeout in seconds (0: never).
-    pub timeout_secs: u64,
-}
-
-/// A transport's configuration, as the kit needs it.
-pub trait NetConfig: Clone + Send {
-    /// The kit's part.
-    fn settings(&self) -> Settings;
-    /// Take the sizes every rank must agree on (rank 0's).
-    fn set_sizes(&mut self, max_medium: usize, window: usize);
-    /// Reject values the conduit cannot work with, naming the setting.
-    fn check(&self) -> Result<()>;
-}
+pub use crate::settings::{NetConfig, Settings};
 
 /// What a transport can do, as the kit uses it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,55 +1,49 @@
 //! Settings of the ofi conduit.
 
 use crate::PutCompletion;
-use rgex_core::config::env_size;
-use rgex_core::{Error, Result};
+use rgex_core::config::{vars, Environment};
+use rgex_core::Result;
+use rgex_net::settings::{NetConfig, Settings, SettingsVars};
 
-/// The smallest credit window `RGEX_OFI_WINDOW` may set.
-pub(crate) const MIN_WINDOW: usize = 2;
-/// The largest credit window `RGEX_OFI_WINDOW` may set.
-pub(crate) const MAX_WINDOW: usize = 4096;
+/// The variables the kit's part of an [`OfiConfig`] is read from.
+pub const NET_VARS: SettingsVars = SettingsVars {
+    max_medium: vars::OFI_MAX_MEDIUM,
+    window: vars::OFI_WINDOW,
+    send_buffers: vars::OFI_SEND_BUFFERS,
+    timeout: vars::OFI_TIMEOUT,
+};
 
-/// What the ofi conduit reads from the environment.
-///
-/// | variable | default | meaning |
-/// |---|---|---|
-/// | `RGEX_OFI_PROVIDER` | libfabric's choice | provider, as `fi_info -p` spells it: `tcp;ofi_rxm`, `sockets`, `shm`, `verbs;ofi_rxm`, `cxi`, `gni` |
-/// | `RGEX_OFI_DOMAIN` | libfabric's choice | domain (NIC) name: `lo`, `mlx5_0`, `cxi0`, ... |
-/// | `RGEX_SHM_BYPASS` | `1` | `0`: node-local peers go through the network too |
-/// | `RGEX_OFI_MAX_MEDIUM` | 8K | largest Medium payload (at least 512) |
-/// | `RGEX_OFI_WINDOW` | 8 | messages a sender may have unconsumed at a receiver, per direction (requests and replies each); 2 to 4096 |
-/// | `RGEX_OFI_SEND_BUFFERS` | 64 | registered send buffers for requests (replies get half as many of their own) |
-/// | `RGEX_OFI_TIMEOUT` | 300 | seconds without any sign of life (pings unanswered) from a peer we wait on before it is declared dead (0: never); it bounds every wait on a network peer (credits, an AM reply, a collective, RMA, atomics, VIS, `peer_gone`) |
-/// | `RGEX_OFI_INJECT` | the provider's inject size | largest AM message (header and payload) sent with `fi_inject` (no completion to reap; its buffer is free at once); `0`: never |
-/// | `RGEX_OFI_PUT_COMPLETION` | `auto` | how puts learn they landed: `delivery` (`FI_DELIVERY_COMPLETE` on each write), `readback` (NBI puts: a read after the writes, when someone waits), `auto` (readback for tcp, sockets, shm, udp; see [`PutCompletion`]) |
+/// What the ofi conduit reads from the environment: the kit's
+/// [`Settings`] (`RGEX_SHM_BYPASS`, `RGEX_OFI_MAX_MEDIUM`,
+/// `RGEX_OFI_WINDOW`, `RGEX_OFI_SEND_BUFFERS`, `RGEX_OFI_TIMEOUT`) and
+/// libfabric's own: `RGEX_OFI_PROVIDER` (as `fi_info -p` spells it:
+/// `tcp;ofi_rxm`, `sockets`, `shm`, `verbs;ofi_rxm`, `cxi`, `gni`),
+/// `RGEX_OFI_DOMAIN`, `RGEX_OFI_INJECT` (the largest AM message, header
+/// and payload, sent with `fi_inject`: no completion to reap, its buffer
+/// is free at once) and `RGEX_OFI_PUT_COMPLETION` (see
+/// [`PutCompletion`]). [`rgex_core::config::vars`] gives each one's
+/// meaning and default.
 ///
 /// The sizes (max Medium, window) are taken from rank 0 so every rank
 /// agrees. Loopback only in tests: set `FI_TCP_IFACE=lo` /
 /// `FI_SOCKETS_IFACE=lo` or `RGEX_OFI_DOMAIN=lo` (see the README).
 ///
 /// ```
+/// use rgex_net::settings::Settings;
 /// let c = rgex_ofi::OfiConfig::default();
-/// assert!(c.max_medium >= 512 && c.window >= 2);
+/// assert!(c.net.max_medium >= 512 && c.net.window >= 2);
 /// // A window below 2 is refused, saying what the setting is.
-/// let e = rgex_ofi::OfiConfig { window: 1, ..c }.check().unwrap_err();
+/// let e = rgex_ofi::OfiConfig { net: Settings { window: 1, ..c.net }, ..c }.check().unwrap_err();
 /// assert!(e.to_string().contains("RGEX_OFI_WINDOW=1 must be in 2..=4096 (the credit window"));
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OfiConfig {
+    /// The kit's part: bypass, max Medium, window, send buffers, timeout.
+    pub net: Settings,
     /// `RGEX_OFI_PROVIDER`.
     pub provider: Option<String>,
     /// `RGEX_OFI_DOMAIN`.
     pub domain: Option<String>,
-    /// `RGEX_SHM_BYPASS`.
-    pub shm_bypass: bool,
-    /// Largest Medium payload.
-    pub max_medium: usize,
-    /// Credit window per sender and direction.
-    pub window: usize,
-    /// Send buffers for requests.
-    pub send_buffers: usize,
-    /// Dead-peer timeout in seconds (0: never).
-    pub timeout_secs: u64,
     /// `RGEX_OFI_PUT_COMPLETION`; `None`: the provider's default
     /// ([`PutCompletion::default_for`]).
     pub put_completion: Option<PutCompletion>,
@@ -57,62 +51,39 @@ pub struct OfiConfig {
     pub inject: Option<usize>,
 }
 
-impl Default for OfiConfig {
-    fn default() -> Self {
-        OfiConfig {
-            provider: None,
-            domain: None,
-            shm_bypass: true,
-            max_medium: 8 << 10,
-            window: 8,
-            send_buffers: 64,
-            timeout_secs: 300,
-            put_completion: None,
-            inject: None,
-        }
-    }
-}
-
-fn var(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-}
-
 impl OfiConfig {
-    /// Read the environment over the defaults, and check the values.
+    /// The process environment now, read over the defaults and checked
+    /// ([`read`](Self::read) of a fresh [`Environment::capture`]).
     pub fn from_env() -> Result<Self> {
-        let d = OfiConfig::default();
-        let shm_bypass = rgex_net::shm_bypass::from_env()?;
-        let timeout_secs = match var("RGEX_OFI_TIMEOUT") {
-            None => d.timeout_secs,
-            Some(t) => t.parse().map_err(|_| {
-                Error::Config(format!("RGEX_OFI_TIMEOUT={t:?} is not a number of seconds"))
-            })?,
-        };
-        let put_completion = match var("RGEX_OFI_PUT_COMPLETION").as_deref() {
-            None | Some("auto") => None,
-            Some("delivery") => Some(PutCompletion::Delivery),
-            Some("readback") => Some(PutCompletion::ReadBack),
-            Some(other) => {
-                return Err(Error::Config(format!(
-                    "RGEX_OFI_PUT_COMPLETION={other:?}: use delivery, readback or auto"
-                )));
-            }
-        };
-        let inject = match var("RGEX_OFI_INJECT") {
+        Self::read(&Environment::capture())
+    }
+
+    /// `env`'s settings over the defaults, checked.
+    ///
+    /// ```
+    /// use rgex_core::config::Environment;
+    /// let env = Environment::from_pairs([("RGEX_OFI_PROVIDER", "tcp;ofi_rxm"), ("RGEX_OFI_WINDOW", "4")]);
+    /// let c = rgex_ofi::OfiConfig::read(&env).unwrap();
+    /// assert_eq!((c.provider.as_deref(), c.net.window), (Some("tcp;ofi_rxm"), 4));
+    /// ```
+    pub fn read(env: &Environment) -> Result<Self> {
+        let put_completion = env.choice(
+            &vars::OFI_PUT_COMPLETION,
+            &[
+                ("auto", None),
+                ("delivery", Some(PutCompletion::Delivery)),
+                ("readback", Some(PutCompletion::ReadBack)),
+            ],
+            None,
+        )?;
+        let inject = match env.get(&vars::OFI_INJECT) {
             None => None,
-            Some(_) => Some(env_size("RGEX_OFI_INJECT", 0)?),
+            Some(_) => Some(env.size(&vars::OFI_INJECT, 0)?),
         };
         let c = OfiConfig {
-            provider: var("RGEX_OFI_PROVIDER"),
-            domain: var("RGEX_OFI_DOMAIN"),
-            shm_bypass,
-            max_medium: env_size("RGEX_OFI_MAX_MEDIUM", d.max_medium)?,
-            window: env_size("RGEX_OFI_WINDOW", d.window)?,
-            send_buffers: env_size("RGEX_OFI_SEND_BUFFERS", d.send_buffers)?,
-            timeout_secs,
+            net: Settings::read(env, &NET_VARS)?,
+            provider: env.get(&vars::OFI_PROVIDER).map(str::to_string),
+            domain: env.get(&vars::OFI_DOMAIN).map(str::to_string),
             put_completion,
             inject,
         };
@@ -120,27 +91,46 @@ impl OfiConfig {
         Ok(c)
     }
 
-    /// Reject values the conduit cannot work with.
+    /// Reject values the conduit cannot work with (the kit's limits).
     pub fn check(&self) -> Result<()> {
-        if !(512..=(1 << 20)).contains(&self.max_medium) {
-            return Err(Error::Config(format!(
-                "RGEX_OFI_MAX_MEDIUM={} must be between 512 bytes and 1 MiB",
-                self.max_medium
-            )));
-        }
-        if !(MIN_WINDOW..=MAX_WINDOW).contains(&self.window) {
-            return Err(Error::Config(format!(
-                "RGEX_OFI_WINDOW={} must be in {MIN_WINDOW}..={MAX_WINDOW} (the credit window: \
-                 messages a sender may have unconsumed at a receiver, per direction; default 8)",
-                self.window
-            )));
-        }
-        if !(2..=65536).contains(&self.send_buffers) {
-            return Err(Error::Config(format!(
-                "RGEX_OFI_SEND_BUFFERS={} must be in 2..=65536",
-                self.send_buffers
-            )));
-        }
-        Ok(())
+        self.net.check(&NET_VARS)
+    }
+}
+
+impl NetConfig for OfiConfig {
+    fn net(&self) -> &Settings {
+        &self.net
+    }
+
+    fn net_mut(&mut self) -> &mut Settings {
+        &mut self.net
+    }
+
+    fn check(&self) -> Result<()> {
+        OfiConfig::check(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_fallbacks_are_the_defaults() {
+        let d = OfiConfig::default();
+        assert_eq!(OfiConfig::read(&Environment::fallbacks()).unwrap(), d);
+        assert_eq!(OfiConfig::read(&Environment::default()).unwrap(), d);
+    }
+
+    #[test]
+    fn a_bad_put_completion_names_the_choices() {
+        let env = Environment::from_pairs([("RGEX_OFI_PUT_COMPLETION", "eventually")]);
+        let e = OfiConfig::read(&env).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                r#"RGEX_OFI_PUT_COMPLETION="eventually": expected "auto", "delivery" or "readback""#
+            ),
+            "{e}"
+        );
     }
 }

@@ -11,9 +11,7 @@ use crate::{atomics, OfiConfig};
 use libfabric_sys as sys;
 use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::{Error, Rank, Result};
-use rgex_net::{
-    Area, Armed, Caps, Event, NetConfig, Polled, PostError, Settings, Setup, Transport,
-};
+use rgex_net::{Area, Armed, Caps, Event, Polled, PostError, Setup, Transport};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
@@ -114,27 +112,6 @@ impl PostError for FiError {
     #[inline]
     fn is_again(&self) -> bool {
         FiError::is_again(self)
-    }
-}
-
-impl NetConfig for OfiConfig {
-    fn settings(&self) -> Settings {
-        Settings {
-            shm_bypass: self.shm_bypass,
-            max_medium: self.max_medium,
-            window: self.window,
-            send_buffers: self.send_buffers,
-            timeout_secs: self.timeout_secs,
-        }
-    }
-
-    fn set_sizes(&mut self, max_medium: usize, window: usize) {
-        self.max_medium = max_medium;
-        self.window = window;
-    }
-
-    fn check(&self) -> Result<()> {
-        OfiConfig::check(self)
     }
 }
 

@@ -1,19 +1,15 @@
 //! Settings of the scc conduit.
 
 use crate::emu::CheckMode;
-use rgex_core::config::env_size;
+use rgex_core::config::{vars, Environment};
 use rgex_core::{Error, Result};
 use std::time::Duration;
 
-/// Sizes and bounds of the scc conduit.
-///
-/// | variable | default | meaning |
-/// |---|---|---|
-/// | `RGEX_SEGMENT_SIZE` | 32M | this rank's segment (in the chip's shared DRAM) |
-/// | `RGEX_SCC_DEPTH` | 4 | AM slots per (sender, receiver, direction); a power of two; at most 8 with 48 ranks |
-/// | `RGEX_SCC_MAX_MEDIUM` | 1K | largest Medium payload (512..=1M) |
-/// | `RGEX_SCC_TIMEOUT` | 120 | seconds any wait may last before it fails naming what it waited for |
-/// | `RGEX_SCC_CHECK` | off | `1`: the stale-read checker reports (and the process fails at exit if any); `strict`: panics at the first |
+/// Sizes and bounds of the scc conduit, read from `RGEX_SEGMENT_SIZE`
+/// (this rank's segment, in the chip's shared DRAM), `RGEX_SCC_DEPTH` (AM
+/// slots per sender, receiver and direction; at most 8 with 48 ranks),
+/// `RGEX_SCC_MAX_MEDIUM`, `RGEX_SCC_TIMEOUT` and `RGEX_SCC_CHECK` (see
+/// [`rgex_core::config::vars`] for their meaning and defaults).
 ///
 /// Depth, max Medium and checking are taken from rank 0 so every rank
 /// agrees; segment sizes may differ per rank. The default segment is
@@ -52,18 +48,24 @@ impl Default for SccConfig {
 }
 
 impl SccConfig {
-    /// Read the environment over the defaults, and check the values.
+    /// The process environment now, read over the defaults and checked
+    /// ([`read`](Self::read) of a fresh [`Environment::capture`]).
     pub fn from_env() -> Result<Self> {
+        Self::read(&Environment::capture())
+    }
+
+    /// `env`'s settings over the defaults, checked.
+    pub fn read(env: &Environment) -> Result<Self> {
         let d = SccConfig::default();
-        let depth = env_size("RGEX_SCC_DEPTH", d.depth as usize)?;
-        let secs = env_size("RGEX_SCC_TIMEOUT", d.timeout.as_secs() as usize)?;
+        let depth = env.size(&vars::SCC_DEPTH, d.depth as usize)?;
+        let secs = env.size(&vars::SCC_TIMEOUT, d.timeout.as_secs() as usize)?;
         let c = SccConfig {
             depth: u32::try_from(depth)
                 .map_err(|_| Error::Config(format!("RGEX_SCC_DEPTH={depth} is far too large")))?,
-            max_medium: env_size("RGEX_SCC_MAX_MEDIUM", d.max_medium)?,
-            segment_len: env_size("RGEX_SEGMENT_SIZE", d.segment_len)?,
+            max_medium: env.size(&vars::SCC_MAX_MEDIUM, d.max_medium)?,
+            segment_len: env.size(&vars::SEGMENT_SIZE, d.segment_len)?,
             timeout: Duration::from_secs(secs as u64),
-            check: CheckMode::from_env(),
+            check: CheckMode::read(env),
         };
         c.check()?;
         Ok(c)
@@ -96,5 +98,17 @@ impl SccConfig {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_fallbacks_are_the_defaults() {
+        let d = SccConfig::default();
+        assert_eq!(SccConfig::read(&Environment::fallbacks()).unwrap(), d);
+        assert_eq!(SccConfig::read(&Environment::default()).unwrap(), d);
     }
 }

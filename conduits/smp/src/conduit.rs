@@ -686,7 +686,8 @@ impl Conduit for SmpConduit {
 /// assert!(!rgex_smp::host_name().is_empty());
 /// ```
 pub fn host_name() -> String {
-    if let Some(h) = std::env::var("RGEX_HOST").ok().filter(|h| !h.is_empty()) {
+    let host = rgex_core::config::vars::HOST.name;
+    if let Some(h) = std::env::var(host).ok().filter(|h| !h.is_empty()) {
         return h;
     }
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -1,15 +1,11 @@
 //! Settings of the smp conduit.
 
-use rgex_core::config::env_size;
+use rgex_core::config::{vars, Environment};
 use rgex_core::{Error, Result};
 
-/// Sizes of the smp conduit's shared-memory structures.
-///
-/// | variable | default | meaning |
-/// |---|---|---|
-/// | `RGEX_SEGMENT_SIZE` | 32M | this rank's segment |
-/// | `RGEX_SMP_QUEUE_DEPTH` | 64 | cells per request (and per reply) queue; a power of two from 2 to 1048576 |
-/// | `RGEX_SMP_MAX_MEDIUM` | 64K | largest Medium payload (at least 512) |
+/// Sizes of the smp conduit's shared-memory structures, read from
+/// `RGEX_SEGMENT_SIZE`, `RGEX_SMP_QUEUE_DEPTH` and `RGEX_SMP_MAX_MEDIUM`
+/// (see [`rgex_core::config::vars`] for their meaning and defaults).
 ///
 /// Depth and max Medium are taken from rank 0 so every rank agrees.
 ///
@@ -38,13 +34,25 @@ impl Default for SmpConfig {
 }
 
 impl SmpConfig {
-    /// Read the environment over the defaults, and check the values.
+    /// The process environment now, read over the defaults and checked
+    /// ([`read`](Self::read) of a fresh [`Environment::capture`]).
     pub fn from_env() -> Result<Self> {
+        Self::read(&Environment::capture())
+    }
+
+    /// `env`'s settings over the defaults, checked.
+    ///
+    /// ```
+    /// use rgex_core::config::Environment;
+    /// let env = Environment::from_pairs([("RGEX_SEGMENT_SIZE", "1M")]);
+    /// assert_eq!(rgex_smp::SmpConfig::read(&env).unwrap().segment_len, 1 << 20);
+    /// ```
+    pub fn read(env: &Environment) -> Result<Self> {
         let d = SmpConfig::default();
         let c = SmpConfig {
-            depth: env_size("RGEX_SMP_QUEUE_DEPTH", d.depth as usize)? as u64,
-            max_medium: env_size("RGEX_SMP_MAX_MEDIUM", d.max_medium)?,
-            segment_len: env_size("RGEX_SEGMENT_SIZE", d.segment_len)?,
+            depth: env.size(&vars::SMP_QUEUE_DEPTH, d.depth as usize)? as u64,
+            max_medium: env.size(&vars::SMP_MAX_MEDIUM, d.max_medium)?,
+            segment_len: env.size(&vars::SEGMENT_SIZE, d.segment_len)?,
         };
         c.check()?;
         Ok(c)
@@ -72,6 +80,13 @@ impl SmpConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_registry_fallbacks_are_the_defaults() {
+        let d = SmpConfig::default();
+        assert_eq!(SmpConfig::read(&Environment::fallbacks()).unwrap(), d);
+        assert_eq!(SmpConfig::read(&Environment::default()).unwrap(), d);
+    }
 
     #[test]
     fn depth_must_be_a_power_of_two_of_at_least_two() {

@@ -4,6 +4,7 @@
 use super::atomics::{self, AtomicsReport};
 use super::verbs::DeviceReport;
 use libfabric_sys as fi;
+use rgex_core::config::Environment;
 use rgex_ofi::fabric::{caps_names, Hints, Info};
 
 /// One conduit: runnable here or why not, and its limits.
@@ -51,8 +52,8 @@ fn lim(what: &str, value: impl Into<String>) -> (String, String) {
 }
 
 /// smp: shared memory between the ranks of one node.
-pub fn smp() -> ConduitReport {
-    match rgex_smp::SmpConfig::from_env() {
+pub fn smp(env: &Environment) -> ConduitReport {
+    match rgex_smp::SmpConfig::read(env) {
         Ok(c) => ConduitReport {
             name: "smp",
             runnable: true,
@@ -75,8 +76,8 @@ pub fn smp() -> ConduitReport {
 }
 
 /// The segment size rgex-run's jobs get (`RGEX_SEGMENT_SIZE`).
-fn smp_segment() -> usize {
-    rgex_smp::SmpConfig::from_env()
+fn smp_segment(env: &Environment) -> usize {
+    rgex_smp::SmpConfig::read(env)
         .map(|c| c.segment_len)
         .unwrap_or_default()
 }
@@ -113,7 +114,7 @@ pub fn providers() -> Result<Vec<ProviderReport>, String> {
 
 /// ofi: libfabric, with the provider the conduit would choose (what
 /// `RGEX_OFI_PROVIDER` and `RGEX_OFI_DOMAIN` allow).
-pub fn ofi() -> ConduitReport {
+pub fn ofi(env: &Environment) -> ConduitReport {
     let not = |why: String| ConduitReport {
         name: "ofi",
         runnable: false,
@@ -128,7 +129,7 @@ pub fn ofi() -> ConduitReport {
         Ok(lib) => lib,
         Err(e) => return not(format!("library missing: {e}")),
     };
-    let cfg = match rgex_ofi::OfiConfig::from_env() {
+    let cfg = match rgex_ofi::OfiConfig::read(env) {
         Ok(c) => c,
         Err(e) => return not(format!("configuration: {e}")),
     };
@@ -159,12 +160,12 @@ pub fn ofi() -> ConduitReport {
             p.domain
         ),
         limits: vec![
-            lim("max Medium", kib(cfg.max_medium)),
+            lim("max Medium", kib(cfg.net.max_medium)),
             lim(
                 "max Long",
                 format!(
                     "the segment ({}); the provider's largest message: {}",
-                    kib(smp_segment()),
+                    kib(smp_segment(env)),
                     if p.max_msg >= usize::MAX / 2 {
                         "unlimited".to_string()
                     } else {
@@ -194,8 +195,12 @@ pub fn ofi() -> ConduitReport {
 
 /// ibv: an RDMA device through libibverbs, or the software device
 /// (`soft`, its report) when `RGEX_IBV_DEVICE=soft`.
-pub fn ibv(devices: &Result<Vec<DeviceReport>, String>, soft: &DeviceReport) -> ConduitReport {
-    let cfg = match rgex_ibv::IbvConfig::from_env() {
+pub fn ibv(
+    env: &Environment,
+    devices: &Result<Vec<DeviceReport>, String>,
+    soft: &DeviceReport,
+) -> ConduitReport {
+    let cfg = match rgex_ibv::IbvConfig::read(env) {
         Ok(c) => c,
         Err(e) => {
             return ConduitReport {
@@ -260,8 +265,11 @@ pub fn ibv(devices: &Result<Vec<DeviceReport>, String>, soft: &DeviceReport) -> 
         runnable,
         why,
         limits: vec![
-            lim("max Medium", kib(cfg.max_medium)),
-            lim("max Long", format!("the segment ({})", kib(smp_segment()))),
+            lim("max Medium", kib(cfg.net.max_medium)),
+            lim(
+                "max Long",
+                format!("the segment ({})", kib(smp_segment(env))),
+            ),
             lim(
                 "inline size",
                 format!(
@@ -285,8 +293,8 @@ fn names(list: &[DeviceReport]) -> String {
 }
 
 /// scc: the emulated many-core chip, on shared memory.
-pub fn scc() -> ConduitReport {
-    match rgex_scc::SccConfig::from_env() {
+pub fn scc(env: &Environment) -> ConduitReport {
+    match rgex_scc::SccConfig::read(env) {
         Ok(c) => ConduitReport {
             name: "scc",
             runnable: true,

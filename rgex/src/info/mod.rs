@@ -13,7 +13,8 @@ mod verbs;
 
 pub use atomics::{AtomicsReport, NotOffloaded, TypeAtomics};
 pub use conduits::{ConduitReport, ProviderReport};
-pub use env::{lookup, EnvVar, ENV_VARS};
+pub use env::{lookup, markdown, Fallback, Var, TABLE_BEGIN, TABLE_END, VARS};
+use rgex_core::config::Environment;
 pub use verbs::{DeviceDetail, DeviceReport, PortDetail, PortReport};
 
 /// Everything `rgex-info` shows.
@@ -33,7 +34,7 @@ pub struct Report {
     pub environment: Vec<EnvSetting>,
 }
 
-/// A variable of [`ENV_VARS`] with its value in this process.
+/// A variable of [`VARS`] with its value in this process.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct EnvSetting {
     /// The name.
@@ -42,6 +43,10 @@ pub struct EnvSetting {
     pub value: Option<String>,
     /// What it means.
     pub meaning: &'static str,
+    /// What applies when it is unset.
+    pub unset: String,
+    /// Who reads it.
+    pub reader: &'static str,
 }
 
 /// The bootstrap `rgex::init` would use in this process.
@@ -57,25 +62,31 @@ pub fn bootstrap() -> String {
 }
 
 impl Report {
-    /// Ask every conduit and library.
+    /// Ask every conduit and library, with the settings of this process's
+    /// environment (read once, as `rgex::init` reads it).
     pub fn collect() -> Report {
+        let env = Environment::capture();
         let providers = conduits::providers();
         // The inline size the probe QPs ask for: what the conduit asks.
-        let inline = rgex_ibv::IbvConfig::from_env().unwrap_or_default().inline;
+        let inline = rgex_ibv::IbvConfig::read(&env).unwrap_or_default().inline;
         let verbs_devices = verbs::real_devices(inline);
         let soft_device = verbs::soft_device(inline);
         let conduits = vec![
-            conduits::smp(),
-            conduits::ofi(),
-            conduits::ibv(&verbs_devices, &soft_device),
-            conduits::scc(),
+            conduits::smp(&env),
+            conduits::ofi(&env),
+            conduits::ibv(&env, &verbs_devices, &soft_device),
+            conduits::scc(&env),
         ];
-        let environment = ENV_VARS
+        let environment = VARS
             .iter()
-            .map(|e| EnvSetting {
-                name: e.name,
-                value: std::env::var(e.name).ok(),
-                meaning: e.meaning,
+            .map(|v| EnvSetting {
+                name: v.name,
+                value: env.get(v).map(str::to_string),
+                meaning: v.meaning,
+                unset: match v.fallback {
+                    Fallback::Value(x) | Fallback::Behaviour(x) => x.to_string(),
+                },
+                reader: v.reader,
             })
             .collect();
         Report {

@@ -62,7 +62,11 @@ pub fn text(r: &Report) -> String {
             .value
             .as_deref()
             .map_or("(unset)".to_string(), |v| format!("={v}"));
-        let _ = writeln!(s, "  {} {value}: {}", e.name, e.meaning);
+        let _ = writeln!(
+            s,
+            "  {} {value}: {}; unset: {}; read by {}",
+            e.name, e.meaning, e.unset, e.reader
+        );
     }
     s
 }

@@ -76,20 +76,21 @@ impl LoopConfig {
 }
 
 impl NetConfig for LoopConfig {
-    fn settings(&self) -> Settings {
-        Settings {
-            shm_bypass: false,
-            ..self.settings
-        }
+    fn net(&self) -> &Settings {
+        &self.settings
     }
 
-    fn set_sizes(&mut self, max_medium: usize, window: usize) {
-        self.settings.max_medium = max_medium;
-        self.settings.window = window;
+    fn net_mut(&mut self) -> &mut Settings {
+        &mut self.settings
     }
 
     fn check(&self) -> Result<()> {
         let s = &self.settings;
+        if s.shm_bypass {
+            return Err(Error::Config(
+                "loopback: shm_bypass must be off (the loopback fabric carries every peer)".into(),
+            ));
+        }
         let bad = |what: &str, v: usize| {
             Err(Error::Config(format!(
                 "loopback: {what} = {v} is not allowed (at least 1)"

@@ -86,15 +86,22 @@ pub enum CheckMode {
 }
 
 impl CheckMode {
-    /// From `RGEX_SCC_CHECK`: unset, empty, `0`, `off` or `false` give
+    /// `RGEX_SCC_CHECK` in the process environment now (the emulator's
+    /// default when a chip is built without saying; the conduit reads
+    /// its [`SccConfig`](crate::SccConfig) instead).
+    pub fn from_env() -> CheckMode {
+        Self::read(&rgex_core::config::Environment::capture())
+    }
+
+    /// `RGEX_SCC_CHECK` in `env`: unset, empty, `0`, `off` or `false` give
     /// [`Off`](CheckMode::Off); `strict` or `panic` give
     /// [`Strict`](CheckMode::Strict); anything else (`1`, `on`) gives
     /// [`Report`](CheckMode::Report).
-    pub fn from_env() -> CheckMode {
-        match std::env::var("RGEX_SCC_CHECK") {
-            Err(_) => CheckMode::Off,
-            Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-                "" | "0" | "off" | "false" | "no" => CheckMode::Off,
+    pub fn read(env: &rgex_core::config::Environment) -> CheckMode {
+        match env.get(&rgex_core::config::vars::SCC_CHECK) {
+            None => CheckMode::Off,
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "0" | "off" | "false" | "no" => CheckMode::Off,
                 "strict" | "panic" => CheckMode::Strict,
                 _ => CheckMode::Report,
             },

@@ -1,4 +1,4 @@
-//! Reading settings from the environment, with errors that name the variable.
+//! Byte sizes as settings spell them (`64K`, `32M`, `1GiB`).
 
 use crate::{Error, Result};
 
@@ -40,14 +40,4 @@ pub fn parse_size(text: &str) -> Result<usize> {
     })?;
     n.checked_mul(1usize << shift)
         .ok_or_else(|| Error::Config(format!("size {text:?} overflows")))
-}
-
-/// A size from environment variable `name`, or `default` if unset.
-pub fn env_size(name: &str, default: usize) -> Result<usize> {
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => {
-            parse_size(&v).map_err(|e| Error::Config(format!("{name}: {e}")))
-        }
-        _ => Ok(default),
-    }
 }

@@ -1,0 +1,142 @@
+//! The registry: every `RGEX_` variable rgex reads, one entry each, the
+//! single source `rgex-info`, the README's table, the unknown-variable
+//! warning and every layer's typed configuration read from.
+//!
+//! Each entry is a constant a reader names ([`SEGMENT_SIZE`]); [`VARS`]
+//! lists them all in this order.
+
+use super::{Fallback, Var};
+use Fallback::{Behaviour, Value};
+
+/// Declares each entry as a constant and lists them all in `VARS`.
+macro_rules! registry {
+    ($($id:ident: $name:literal, $fallback:expr, $reader:literal, $meaning:literal;)*) => {
+        $(
+            #[doc = concat!("`", $name, "`: ", $meaning)]
+            pub const $id: Var = Var {
+                name: $name,
+                fallback: $fallback,
+                reader: $reader,
+                meaning: $meaning,
+            };
+        )*
+        /// Every registered variable, grouped by who reads it.
+        pub const VARS: &[Var] = &[$($id),*];
+    };
+}
+
+registry! {
+    // The job and the conduit.
+    CONDUIT: "RGEX_CONDUIT", Value("smp"), "rgex",
+        "the conduit: smp, ofi, ibv or scc";
+    SEGMENT_SIZE: "RGEX_SEGMENT_SIZE", Value("32M"), "smp, scc",
+        "segment per rank, a size such as 64M (ofi and ibv register smp's)";
+    HOST: "RGEX_HOST", Behaviour("the host name"), "smp",
+        "the node name ranks compare to find who shares memory (tests split one machine into nodes with it)";
+    POLITE: "RGEX_POLITE", Behaviour("on when a node runs more ranks than CPUs"), "rgex-core",
+        "1: wait by yielding the CPU instead of spinning";
+    BOOTSTRAP: "RGEX_BOOTSTRAP", Behaviour("PMIx under srun, mpirun or prterun, else a job of one rank"), "rgex-run",
+        "set by rgex-run: the launcher's bootstrap socket";
+    JOB: "RGEX_JOB", Behaviour("solo and the process id"), "rgex-run",
+        "set by rgex-run: the job's id, which names its shared-memory objects";
+    RANK: "RGEX_RANK", Behaviour("0"), "rgex-run",
+        "set by rgex-run: this process's rank";
+    SIZE: "RGEX_SIZE", Behaviour("1"), "rgex-run",
+        "set by rgex-run: the number of ranks";
+    // The layers.
+    RMA: "RGEX_RMA", Value("auto"), "rgex-am",
+        "auto (direct copies to node-local peers) or reference (RMA over active messages everywhere)";
+    PROGRESS_THREAD: "RGEX_PROGRESS_THREAD", Value("0"), "rgex-am",
+        "1: start a progress thread at init that polls while the application computes and sleeps on the conduit's wait object when idle (smp: a futex senders ring; ofi: the CQ's fd where the provider has one, tcp here; ibv: the completion channel, or the soft device's wake socket; else 200 us parks)";
+    PROGRESS_IDLE_MS: "RGEX_PROGRESS_IDLE_MS", Value("10"), "rgex-am",
+        "a progress thread's longest sleep on its wait object, in milliseconds, at least 1: a safety net, since senders wake a sleeping thread";
+    LOG: "RGEX_LOG", Value("rgex=warn"), "rgex",
+        "which diagnostics init's stderr subscriber prints, as tracing filter directives: warn, rgex_net=debug,rgex=warn, off, ... (rgex=warn: rgex's errors and warnings; ignored when the application sets its own subscriber first)";
+    ATOMICS: "RGEX_ATOMICS", Value("auto"), "rgex-atomics",
+        "auto (the fastest every member offers), or require reference (active messages), shared (CPU atomics on mapped segments) or offload (the conduit's NIC atomics); a requirement some member cannot meet fails domain creation";
+    VIS: "RGEX_VIS", Value("auto"), "rgex-vis",
+        "the VIS mechanism: auto, direct, rma, am or native (the conduit's own vector transfer)";
+    PGAS_RAW: "RGEX_PGAS_RAW", Behaviour("64K, a quarter of a segment under 256K"), "rgex-pgas",
+        "bytes at the start of every segment kept out of the shared heap for raw rgex RMA through pg.client() (Pgas::raw_range), a size such as 300K; 0 for none";
+    PGAS_WINDOW: "RGEX_PGAS_WINDOW", Value("256"), "rgex-pgas",
+        "calls a rank may have waiting unserved at each target (rpc, rpc_ff, rput_then's call, dist_object fetches), 1 to 2^32-1";
+    // smp.
+    SMP_QUEUE_DEPTH: "RGEX_SMP_QUEUE_DEPTH", Value("64"), "smp",
+        "AM queue cells per receiver, a power of two from 2 to 1048576";
+    SMP_MAX_MEDIUM: "RGEX_SMP_MAX_MEDIUM", Value("64K"), "smp",
+        "largest Medium payload, at least 512";
+    // The network conduits' kit.
+    SHM_BYPASS: "RGEX_SHM_BYPASS", Value("1"), "ofi, ibv",
+        "1 sends node-local peers through shared memory, 0 through the network";
+    // ofi.
+    OFI_LIBRARY: "RGEX_OFI_LIBRARY", Value("libfabric.so.1"), "ofi",
+        "the libfabric to load, a path or a name the dynamic loader searches";
+    OFI_PROVIDER: "RGEX_OFI_PROVIDER", Behaviour("libfabric's choice"), "ofi",
+        "the provider as fi_info -l names it: tcp;ofi_rxm, sockets, shm, verbs;ofi_rxm, cxi, ...";
+    OFI_DOMAIN: "RGEX_OFI_DOMAIN", Behaviour("libfabric's choice"), "ofi",
+        "the domain (NIC) name: lo, mlx5_0, cxi0, ...";
+    OFI_MAX_MEDIUM: "RGEX_OFI_MAX_MEDIUM", Value("8K"), "ofi",
+        "largest Medium payload to a network peer, 512 to 1M";
+    OFI_WINDOW: "RGEX_OFI_WINDOW", Value("8"), "ofi",
+        "credits per sender and direction, 2 to 4096";
+    OFI_SEND_BUFFERS: "RGEX_OFI_SEND_BUFFERS", Value("64"), "ofi",
+        "registered send buffers for requests, 2 to 65536";
+    OFI_TIMEOUT: "RGEX_OFI_TIMEOUT", Value("300"), "ofi",
+        "seconds a peer we wait on may stay silent (pings unanswered) before it is declared dead, 0: never; covers every wait: credits, AM replies, barriers and collectives, RMA, atomics, VIS, peer_gone";
+    OFI_PUT_COMPLETION: "RGEX_OFI_PUT_COMPLETION", Value("auto"), "ofi",
+        "how a put learns it landed: delivery, readback or auto";
+    OFI_INJECT: "RGEX_OFI_INJECT", Behaviour("the provider's inject size"), "ofi",
+        "largest AM message sent with fi_inject; 0: never";
+    // scc.
+    SCC_CHECK: "RGEX_SCC_CHECK", Value("0"), "scc",
+        "1 reports stale reads (and fails the job), strict panics at the first";
+    SCC_DEPTH: "RGEX_SCC_DEPTH", Value("4"), "scc",
+        "message slots per sender in each receiver's buffer, a power of two";
+    SCC_MAX_MEDIUM: "RGEX_SCC_MAX_MEDIUM", Value("1K"), "scc",
+        "largest Medium payload, 512 to 1M";
+    SCC_TIMEOUT: "RGEX_SCC_TIMEOUT", Value("120"), "scc",
+        "seconds any wait may last before it fails naming what it waited for";
+    // ibv.
+    IBV_LIBRARY: "RGEX_IBV_LIBRARY", Value("libibverbs.so.1"), "ibv",
+        "the libibverbs to load, a path or a name the dynamic loader searches";
+    IBV_DEVICE: "RGEX_IBV_DEVICE", Behaviour("the first device with an active port"), "ibv",
+        "the RDMA device (mlx5_0, ...), or soft for the software verbs device";
+    IBV_PORT: "RGEX_IBV_PORT", Behaviour("the first active port"), "ibv",
+        "the device's port, from 1";
+    IBV_GID_INDEX: "RGEX_IBV_GID_INDEX", Value("0"), "ibv",
+        "the GID table index (RoCE)";
+    IBV_QP_TIMEOUT: "RGEX_IBV_QP_TIMEOUT", Value("18"), "ibv",
+        "ACK timeout code 0 to 31: 4.096 us x 2^code before a retry (18: about 1.07 s; 0: forever)";
+    IBV_RETRY_COUNT: "RGEX_IBV_RETRY_COUNT", Value("7"), "ibv",
+        "retries of an unanswered request, 0 to 7, before the peer is declared dead";
+    IBV_RNR_RETRY: "RGEX_IBV_RNR_RETRY", Value("6"), "ibv",
+        "retries after a receiver-not-ready NAK, 0 to 7 (7: forever)";
+    IBV_MTU: "RGEX_IBV_MTU", Behaviour("the port's active MTU"), "ibv",
+        "path MTU in bytes: 256, 512, 1024, 2048 or 4096";
+    IBV_INLINE: "RGEX_IBV_INLINE", Value("128"), "ibv",
+        "largest AM message sent inline; 0: never";
+    IBV_SQ_DEPTH: "RGEX_IBV_SQ_DEPTH", Value("128"), "ibv",
+        "send work requests outstanding per QP";
+    IBV_MAX_MEDIUM: "RGEX_IBV_MAX_MEDIUM", Value("8K"), "ibv",
+        "largest Medium payload to a network peer, 512 to 1M";
+    IBV_WINDOW: "RGEX_IBV_WINDOW", Value("8"), "ibv",
+        "credits per sender and direction, 2 to 4096; receive buffers follow from it";
+    IBV_SEND_BUFFERS: "RGEX_IBV_SEND_BUFFERS", Value("64"), "ibv",
+        "registered send buffers for requests, 2 to 65536";
+    IBV_TIMEOUT: "RGEX_IBV_TIMEOUT", Value("300"), "ibv",
+        "seconds a peer we wait on may stay silent (pings unanswered) before it is declared dead, 0: never; covers every wait: credits, AM replies, barriers and collectives, RMA, atomics, VIS, peer_gone";
+    IBV_SOFT_SERVICE: "RGEX_IBV_SOFT_SERVICE", Value("1"), "ibv",
+        "soft device: 0 turns off the per-process service thread that answers RDMA while no verb is called";
+    IBV_SOFT_FAULTS: "RGEX_IBV_SOFT_FAULTS", Behaviour("none"), "ibv",
+        "soft device: faults to inject (testing)";
+    // PMIx.
+    PMIX_LIBRARY: "RGEX_PMIX_LIBRARY", Value("libpmix.so.2"), "rgex-pmix",
+        "the libpmix to load, a path or a name the dynamic loader searches";
+    // Testing and benchmarks.
+    FAULT_SWEEP_PAUSE_MS: "RGEX_FAULT_SWEEP_PAUSE_MS", Behaviour("no pause"), "rgex-am",
+        "testing (fault-injection builds): milliseconds between a fault sweep's sends";
+    SKIP_LOG: "RGEX_SKIP_LOG", Behaviour("skips go to stderr only"), "rgex-tests",
+        "testing: the file the conduit matrix collects skipped tests in";
+    MPI_PEER: "RGEX_MPI_PEER", Behaviour("mpi_peer next to the benchmark"), "rgex-benches",
+        "benchmarks: the MPI peer program to compare with";
+}
