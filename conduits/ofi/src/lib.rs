@@ -25,7 +25,7 @@
 //!   `FI_AV_TABLE` address vector of all ranks.
 //! - **Active messages.** Each message is one send: a small header
 //!   (handler, category, direction, arguments, length, Long offset and
-//!   piggybacked credits, see [`wire`]) followed by a Medium's payload.
+//!   piggybacked credits, see [`wire`](rgex_net::wire)) followed by a Medium's payload.
 //!   Receives are a ring of individually posted buffers (one message
 //!   each), not `FI_MULTI_RECV`: with one buffer per message the credits
 //!   below account exactly for receive space, whereas a multi-receive
@@ -50,7 +50,7 @@
 //!   their own credits and send buffers, so a request handler can always
 //!   reply by polling replies only; requests arriving meanwhile wait, in
 //!   order, for the next full poll.
-//! - **RMA and atomics**: see [`rma`] and
+//! - **RMA and atomics**: see [`rma`](rgex_net::rma) and
 //!   [`atomics`] (module docs).
 //!
 //! What is libfabric's lives here: [`fabric`] (the libfabric objects),
@@ -64,7 +64,7 @@
 //!   own bookkeeping needs the lock anyway); handlers run outside it.
 //!   Progress is driven by `poll`, which reads the completion queue
 //!   (manual-progress providers need that) and retries posts the provider
-//!   refused with `FI_EAGAIN`; a background ticker ([`ticker`])
+//!   refused with `FI_EAGAIN`; a background ticker ([`ticker`](rgex_net::ticker))
 //!   does the same once a millisecond when nobody polls, so a rank that
 //!   computes or waits in a bootstrap collective still finishes what it
 //!   sent (found when 5- and 8-rank jobs over tcp;ofi_rxm hung at start:
