@@ -16,12 +16,13 @@ pub use rgex_core::atomic::Implementation;
 const CAP_OFFLOAD: u64 = 1;
 const CAP_SHARED: u64 = 2;
 
-/// What this process knows of one job rank, for the domain.
+/// What the domain knows of one job rank: whether it is a member, and its
+/// segment's length. Whether its segment is mapped here is the endpoint's
+/// neighbourhood table's to say (`Endpoint::locality`), read where needed.
 #[derive(Clone, Copy)]
-struct Target {
+struct Member {
     member: bool,
     seg_len: u64,
-    mapped: Option<Segment>,
 }
 
 struct Inner {
@@ -30,7 +31,7 @@ struct Inner {
     imp: Implementation,
     me: Rank,
     team_size: u32,
-    targets: Vec<Target>,
+    members: Vec<Member>,
     ep: Arc<Endpoint>,
     progress: Arc<dyn Progress>,
     reference: Arc<Reference>,
@@ -226,11 +227,10 @@ impl<T: AtomicValue> Builder<T> {
         // The handlers exist on every member before the collective ends,
         // so no member sends a request before its target can run it.
         let reference = Reference::for_endpoint(ep)?;
-        let mut targets = vec![
-            Target {
+        let mut members = vec![
+            Member {
                 member: false,
                 seg_len: 0,
-                mapped: None,
             };
             conduit.size() as usize
         ];
@@ -239,18 +239,16 @@ impl<T: AtomicValue> Builder<T> {
         let mut no_shared = None;
         for r in 0..team.size() {
             let rank = team.world_rank(r)?;
-            let mapped = ep.locality().mapped_segment(rank);
-            if mapped.is_none() {
+            if ep.locality().mapped_segment(rank).is_none() {
                 caps &= !CAP_SHARED;
                 // Name another rank than this one where there is one.
                 if no_shared.is_none_or(|r| r == me) {
                     no_shared = Some(rank);
                 }
             }
-            targets[rank.index()] = Target {
+            members[rank.index()] = Member {
                 member: true,
                 seg_len: conduit.segment_len(rank),
-                mapped,
             };
         }
         if !conduit.atomic_offload(ty, ops) {
@@ -341,7 +339,7 @@ impl<T: AtomicValue> Builder<T> {
                 imp,
                 me,
                 team_size: team.size(),
-                targets,
+                members,
                 ep: ep.clone(),
                 progress,
                 reference,
@@ -520,12 +518,12 @@ impl<T: AtomicValue> AtomicDomain<T> {
 
     /// Check an op before anything moves; the target's description.
     #[inline]
-    fn check(&self, at: GlobalAddr, op: AtomicOp, flags: AtomicFlags) -> Result<Target> {
+    fn check(&self, at: GlobalAddr, op: AtomicOp, flags: AtomicFlags) -> Result<Member> {
         let i = &*self.inner;
         // Refused once the client is finalized or dropped, on every path
         // (CPU atomics on mapped segments too), as RMA is.
         i.ep.check_open("an atomic op")?;
-        let t = match i.targets.get(at.rank.index()) {
+        let t = match i.members.get(at.rank.index()) {
             Some(t) if t.member => *t,
             _ => {
                 return Err(Error::NotInTeam {
@@ -558,7 +556,9 @@ impl<T: AtomicValue> AtomicDomain<T> {
         if flags.contains(AtomicFlags::TARGET_SELF) && at.rank != i.me {
             return Err(self.broken("TARGET_SELF", at));
         }
-        if flags.contains(AtomicFlags::TARGET_LOCAL) && t.mapped.is_none() {
+        if flags.contains(AtomicFlags::TARGET_LOCAL)
+            && i.ep.locality().mapped_segment(at.rank).is_none()
+        {
             return Err(self.broken("TARGET_LOCAL", at));
         }
         Ok(t)
@@ -622,7 +622,7 @@ impl<T: AtomicValue> AtomicDomain<T> {
         flags: AtomicFlags,
         sink: Sink<'_>,
     ) -> Result<Started> {
-        let t = self.check(at, op, flags)?;
+        self.check(at, op, flags)?;
         let (a, b) = (a.to_bits64(), b.to_bits64());
         let i = &*self.inner;
         let (acq, rel) = (
@@ -631,7 +631,10 @@ impl<T: AtomicValue> AtomicDomain<T> {
         );
         match i.imp {
             Implementation::SharedMemory => {
-                let seg = t.mapped.expect("every member is mapped on this path");
+                let seg =
+                    i.ep.locality()
+                        .mapped_segment(at.rank)
+                        .expect("every member is mapped on this path");
                 self.cpu(&seg, at, op, a, b, flags)
                     .map(|v| Ok(fetched(op, v)))
             }

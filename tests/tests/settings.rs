@@ -52,7 +52,9 @@ fn a_bad_value_fails_init_naming_the_variable() {
     assert_ne!(outcome.status, 0);
     // main returns the error, printed with Debug: its quotes escaped.
     assert!(
-        err.contains(r#"RGEX_VIS=\"fast\": expected \"auto\", \"direct\", \"rma\" or \"am\""#),
+        err.contains(
+            r#"RGEX_VIS=\"fast\": expected \"auto\", \"direct\", \"rma\", \"am\" or \"native\""#
+        ),
         "stderr: {err}"
     );
 }

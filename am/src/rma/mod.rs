@@ -56,7 +56,7 @@ pub enum RmaPath {
 
 /// Where one RMA operation goes, its remote range checked: what
 /// [`Endpoint::target`] finds in the peer's [`Route`].
-enum Target {
+enum Destination {
     /// Nothing to move (zero bytes).
     Nothing,
     /// The conduit's own RMA.
@@ -157,14 +157,14 @@ impl Endpoint {
     /// to the conduit (each such call returns through memory: three had
     /// been a third of a small NBI put's time).
     #[inline(always)]
-    fn target(&self, at: GlobalAddr, len: usize) -> Result<Target> {
+    fn target(&self, at: GlobalAddr, len: usize) -> Result<Destination> {
         let route = self.route(at.rank, "an RMA operation")?;
         route.check(at.rank, at.offset, len)?;
         Ok(match (len, route.mapped_at(at.offset)) {
-            (0, _) => Target::Nothing,
-            (_, Some(p)) => Target::Mapped(p),
-            _ if route.path() == RmaPath::Native => Target::Native,
-            _ => Target::Reference,
+            (0, _) => Destination::Nothing,
+            (_, Some(p)) => Destination::Mapped(p),
+            _ if route.path() == RmaPath::Native => Destination::Native,
+            _ => Destination::Reference,
         })
     }
 
@@ -189,8 +189,8 @@ impl Endpoint {
         flags: Flags,
     ) -> Result<Started> {
         match self.target(dst, len)? {
-            Target::Nothing => Ok(Started::default()),
-            Target::Native => {
+            Destination::Nothing => Ok(Started::default()),
+            Destination::Native => {
                 let rc = counter();
                 let lcc = match lc {
                     LcCount::Group => nbi::counter(NbiCategory::Put),
@@ -215,7 +215,7 @@ impl Endpoint {
                 };
                 Ok(Started { rc: Some(rc), lc })
             }
-            Target::Mapped(to) => {
+            Destination::Mapped(to) => {
                 // Ordering: as the blocking put's.
                 fence(Ordering::Release);
                 // SAFETY: `to..to+len` is inside the peer's mapped segment
@@ -223,7 +223,7 @@ impl Endpoint {
                 unsafe { self.mapped_copy(src, to, len) };
                 Ok(Started::default())
             }
-            Target::Reference => {
+            Destination::Reference => {
                 // SAFETY: the caller guarantees the source for the call.
                 let bytes = unsafe { std::slice::from_raw_parts(src, len) };
                 let done = counter();
@@ -250,8 +250,8 @@ impl Endpoint {
         flags: Flags,
     ) -> Result<Option<Arc<Completion>>> {
         match self.target(src, len)? {
-            Target::Nothing => Ok(None),
-            Target::Native => {
+            Destination::Nothing => Ok(None),
+            Destination::Native => {
                 let done = counter();
                 self.inject_or_wait(flags, || {
                     // SAFETY: forwarded caller contract.
@@ -262,7 +262,7 @@ impl Endpoint {
                 })?;
                 Ok(Some(done))
             }
-            Target::Mapped(from) => {
+            Destination::Mapped(from) => {
                 // SAFETY: the range is inside the mapped segment (checked),
                 // the caller guarantees the destination; as for a put.
                 unsafe { self.mapped_copy(from, dst, len) };
@@ -270,7 +270,7 @@ impl Endpoint {
                 fence(Ordering::Acquire);
                 Ok(None)
             }
-            Target::Reference => {
+            Destination::Reference => {
                 let done = counter();
                 // SAFETY: forwarded caller contract.
                 unsafe {

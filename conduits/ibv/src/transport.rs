@@ -15,7 +15,7 @@ use crate::IbvConfig;
 use parking_lot::Mutex;
 use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::{Error, Rank, Result};
-use rgex_net::{Area, Armed, Caps, Event, Polled, PutCompletion, Setup, Transport};
+use rgex_net::{Area, Armed, Caps, OpEnd, Polled, PutCompletion, Setup, Transport};
 use std::collections::HashMap;
 
 /// Completions read at once.
@@ -221,7 +221,7 @@ impl<V: Verbs> Ibv<V> {
 
     /// Hand one completion over (or consume it: inline sends, CAS loop
     /// steps). Never called with the inner lock held: `each` may post.
-    fn completion(&self, wc: &Wc, each: &mut impl FnMut(Event)) {
+    fn completion(&self, wc: &Wc, each: &mut impl FnMut(OpEnd)) {
         let Some(id) = WrId::decode(wc.wr_id) else {
             tracing::error!(
                 rank = self.rank.0,
@@ -234,12 +234,12 @@ impl<V: Verbs> Ibv<V> {
         };
         if id.kind == Kind::Recv {
             each(if wc.status == WcStatus::Success {
-                Event::Done {
+                OpEnd::Done {
                     op: id.op,
                     len: wc.byte_len as usize,
                 }
             } else {
-                Event::Failed {
+                OpEnd::Failed {
                     op: id.op,
                     cancelled: false,
                     why: format!("a receive on {} failed: {}", self.rank, wc.status.name()),
@@ -262,7 +262,7 @@ impl<V: Verbs> Ibv<V> {
             };
             drop(g);
             if tell {
-                each(Event::Failed {
+                each(OpEnd::Failed {
                     op: id.op,
                     cancelled: false,
                     why,
@@ -283,14 +283,14 @@ impl<V: Verbs> Ibv<V> {
                 if a.step(old) {
                     g.loops.remove(&id.op);
                     drop(g);
-                    each(Event::Done { op: id.op, len: 8 });
+                    each(OpEnd::Done { op: id.op, len: 8 });
                     return;
                 }
                 drop(g);
                 match self.loop_step(id.op) {
                     Ok(true) => {}
                     Ok(false) => self.inner.lock().retry.push(id.op),
-                    Err(why) => each(Event::Failed {
+                    Err(why) => each(OpEnd::Failed {
                         op: id.op,
                         cancelled: false,
                         why,
@@ -299,7 +299,7 @@ impl<V: Verbs> Ibv<V> {
             }
             _ => {
                 drop(g);
-                each(Event::Done {
+                each(OpEnd::Done {
                     op: id.op,
                     len: wc.byte_len as usize,
                 });
@@ -754,13 +754,13 @@ where
     /// Up to 16 completions, after retrying CAS-loop steps the send
     /// queue refused. A CQ overrun is reported once as an error; from
     /// then on every post fails naming it (completions were lost).
-    fn poll(&self, mut each: impl FnMut(Event)) -> std::result::Result<Polled, IbvError> {
+    fn poll(&self, mut each: impl FnMut(OpEnd)) -> std::result::Result<Polled, IbvError> {
         let retry = std::mem::take(&mut self.inner.lock().retry);
         for op in retry {
             match self.loop_step(op) {
                 Ok(true) => {}
                 Ok(false) => self.inner.lock().retry.push(op),
-                Err(why) => each(Event::Failed {
+                Err(why) => each(OpEnd::Failed {
                     op,
                     cancelled: false,
                     why,

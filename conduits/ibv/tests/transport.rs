@@ -11,7 +11,7 @@ use rgex_core::atomic::{AtomicOp, AtomicRequest, AtomicType};
 use rgex_core::{Rank, Segment};
 use rgex_ibv::soft::SoftVerbs;
 use rgex_ibv::{Ibv, IbvConfig};
-use rgex_net::{Area, Event, Geometry, NetConfig, PostError, Setup, Transport};
+use rgex_net::{Area, Geometry, NetConfig, OpEnd, PostError, Setup, Transport};
 use std::ptr::NonNull;
 use std::time::Duration;
 
@@ -106,13 +106,13 @@ fn job(size: usize, cfg: &IbvConfig) -> Vec<Node> {
 
 /// Poll every rank until `node` reported an event for each of `ops`;
 /// returns them in the order of `ops`.
-fn wait_all(nodes: &[Node], node: usize, ops: &[u32]) -> Vec<Event> {
-    let mut found: Vec<Option<Event>> = ops.iter().map(|_| None).collect();
+fn wait_all(nodes: &[Node], node: usize, ops: &[u32]) -> Vec<OpEnd> {
+    let mut found: Vec<Option<OpEnd>> = ops.iter().map(|_| None).collect();
     for _ in 0..POLLS {
         for (i, n) in nodes.iter().enumerate() {
             n.t.poll(|e| {
                 let id = match &e {
-                    Event::Done { op, .. } | Event::Failed { op, .. } => *op,
+                    OpEnd::Done { op, .. } | OpEnd::Failed { op, .. } => *op,
                 };
                 if let Some(k) = ops.iter().position(|&o| o == id).filter(|_| i == node) {
                     assert!(found[k].is_none(), "two completions for operation {id}");
@@ -130,7 +130,7 @@ fn wait_all(nodes: &[Node], node: usize, ops: &[u32]) -> Vec<Event> {
 }
 
 /// Poll every rank until `node` reports an event for `op`.
-fn wait_for(nodes: &[Node], node: usize, op: u32) -> Event {
+fn wait_for(nodes: &[Node], node: usize, op: u32) -> OpEnd {
     wait_all(nodes, node, &[op]).pop().expect("one event")
 }
 
@@ -181,7 +181,7 @@ fn a_remote_access_error_fails_that_peer_naming_it_and_spares_the_others() {
     let n0 = &nodes[0];
     // Past the end of rank 1's segment: the target's rkey check refuses it.
     write8(n0, 7, 1, SEG as u64 + 64).unwrap();
-    let Event::Failed { why, cancelled, .. } = wait_for(&nodes, 0, 7) else {
+    let OpEnd::Failed { why, cancelled, .. } = wait_for(&nodes, 0, 7) else {
         panic!("a write outside the segment succeeded");
     };
     assert!(!cancelled);
@@ -207,7 +207,7 @@ fn a_remote_access_error_fails_that_peer_naming_it_and_spares_the_others() {
     write8(n0, 10, 2, 128).unwrap();
     let done = wait_all(&nodes, 0, &[9, 10]);
     assert!(
-        done.iter().all(|e| matches!(e, Event::Done { .. })),
+        done.iter().all(|e| matches!(e, OpEnd::Done { .. })),
         "{done:?}"
     );
     assert_eq!(n0.seg.word(128), 0xfeed);
@@ -215,7 +215,7 @@ fn a_remote_access_error_fails_that_peer_naming_it_and_spares_the_others() {
     let n2 = &nodes[2];
     n2.send.set_word(0, 0xbeef);
     write8(n2, 3, 0, 256).unwrap();
-    assert!(matches!(wait_for(&nodes, 2, 3), Event::Done { .. }));
+    assert!(matches!(wait_for(&nodes, 2, 3), OpEnd::Done { .. }));
     assert_eq!(n0.seg.word(256), 0xbeef);
 }
 
@@ -230,7 +230,7 @@ fn a_dead_peer_fails_with_retry_exceeded_naming_it() {
     let nodes = job(2, &cfg);
     nodes[1].t.device().kill();
     write8(&nodes[0], 5, 1, 0).unwrap();
-    let Event::Failed { why, .. } = wait_for(&nodes, 0, 5) else {
+    let OpEnd::Failed { why, .. } = wait_for(&nodes, 0, 5) else {
         panic!("a write to a dead device succeeded");
     };
     assert!(
@@ -255,11 +255,11 @@ fn a_full_send_queue_is_would_block_until_completions_free_it() {
     write8(n0, 4, 0, 0).unwrap();
     let done = wait_all(&nodes, 0, &[1, 2, 4]);
     assert!(
-        done.iter().all(|e| matches!(e, Event::Done { .. })),
+        done.iter().all(|e| matches!(e, OpEnd::Done { .. })),
         "{done:?}"
     );
     write8(n0, 3, 1, 16).unwrap();
-    assert!(matches!(wait_for(&nodes, 0, 3), Event::Done { .. }));
+    assert!(matches!(wait_for(&nodes, 0, 3), OpEnd::Done { .. }));
 }
 
 #[test]
@@ -288,7 +288,7 @@ fn set_and_swap_loop_until_their_swap_takes_and_fetch_the_old_value() {
         // SAFETY: 24 bytes of a registered send buffer, held until the
         // completion, which `wait_for` waits for.
         unsafe { n0.t.post_atomic(id, &req, plan, buf, n0.t.desc(Area::Send)) }.unwrap();
-        assert!(matches!(wait_for(&nodes, 0, id), Event::Done { .. }));
+        assert!(matches!(wait_for(&nodes, 0, id), OpEnd::Done { .. }));
         n0.send.word(slot + 16)
     };
     // The first guess (0) misses: the loop retries with 7 and takes.
@@ -330,7 +330,7 @@ fn an_inline_send_lands_in_the_shared_receive_queue() {
     let msg: Vec<u8> = (0..48u8).collect();
     // SAFETY: inline: the bytes are copied before the call returns.
     unsafe { n0.t.inject(1, msg.as_ptr(), msg.len()) }.unwrap();
-    let Event::Done { len, .. } = wait_for(&nodes, 1, 0) else {
+    let OpEnd::Done { len, .. } = wait_for(&nodes, 1, 0) else {
         panic!("the receive failed");
     };
     assert_eq!(len, msg.len());

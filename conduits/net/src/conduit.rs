@@ -278,7 +278,9 @@ impl<T: Transport> Conduit for NetConduit<T> {
             delivery,
         };
         if saw {
-            // FI_ORDER_SAW: the header may follow the write at once.
+            // Sends are ordered after earlier writes (`Caps`: libfabric's
+            // FI_ORDER_SAW, an RC queue pair's order): the header may
+            // follow the write at once.
             st.sends.share(s);
             st.post(net, write);
             st.send_am(net, s, peer, h, args);

@@ -3,13 +3,14 @@
 //!
 //! Without a word, a peer that still works with a rank that left finds
 //! out late or never: a sender out of credits towards it waits for
-//! credits that never come (until the dead-peer timeout, `RGEX_OFI_TIMEOUT` on ofi, 300 s by default),
+//! credits that never come (until the dead-peer timeout: `RGEX_OFI_TIMEOUT`, `RGEX_IBV_TIMEOUT`, 300 s by default),
 //! and a rank waiting for its AM replies waits forever (issue 25). So a
 //! rank that closes (its conduit dropped, or its process exiting: both
 //! drain, see `drain.rs`) sends each network peer a goodbye, a control
 //! message ([`wire::GOODBYE`]), once nothing it posted to that peer is
 //! outstanding: its completion comes after every earlier message to the
-//! peer left (`FI_ORDER_SAS`), injected ones included, so the goodbye
+//! peer left (sends are ordered among themselves: libfabric's
+//! `FI_ORDER_SAS`, an RC queue pair's order), injected ones included, so the goodbye
 //! also flushes those (at the end of the final barrier, a peer may wait
 //! for the last of them); and every message sent before it reaches the
 //! peer before it.

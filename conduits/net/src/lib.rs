@@ -75,5 +75,5 @@ pub use geometry::Geometry;
 pub use readback::PutCompletion;
 pub use shm_bypass::ShmBypass;
 pub use transport::{
-    Area, Armed, Caps, Event, NetConfig, Polled, PostError, Settings, Setup, Transport,
+    Area, Armed, Caps, NetConfig, OpEnd, Polled, PostError, Settings, Setup, Transport,
 };

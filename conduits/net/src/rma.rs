@@ -2,7 +2,8 @@
 //! segments.
 //!
 //! Local buffers:
-//! - a put's source of up to one send buffer (`RGEX_OFI_MAX_MEDIUM` +
+//! - a put's source of up to one send buffer (the conduit's max Medium,
+//!   `RGEX_OFI_MAX_MEDIUM` or `RGEX_IBV_MAX_MEDIUM`, +
 //!   header, 8 KiB by default), inside the segment or not: bounced through
 //!   a registered RMA buffer while one is free, so its local completion is
 //!   immediate (nothing counted on `lc`). A put with local completion at

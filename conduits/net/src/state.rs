@@ -25,7 +25,7 @@ use crate::pools::SendPools;
 use crate::readback;
 use crate::ready::{dir_index, Ready, ReadyQueues};
 use crate::ticker::Ticks;
-use crate::transport::{Event, PostError, Transport};
+use crate::transport::{OpEnd, PostError, Transport};
 use crate::wire::{self, Header};
 use rgex_core::{Completion, Locality, Rank};
 use std::sync::atomic::Ordering;
@@ -117,8 +117,8 @@ impl<T: Transport> State<T> {
         let mut n = 0;
         for _ in 0..4 {
             let polled = net.transport.poll(|e| match e {
-                Event::Done { op, len } => self.complete(net, op as usize, len),
-                Event::Failed { op, cancelled, why } => {
+                OpEnd::Done { op, len } => self.complete(net, op as usize, len),
+                OpEnd::Failed { op, cancelled, why } => {
                     self.error_completion(net, op as usize, cancelled, &why)
                 }
             });

@@ -1,7 +1,8 @@
 //! The background progress ticker.
 //!
-//! Many providers progress data only when the application calls into them
-//! (`FI_PROGRESS_MANUAL`: tcp;ofi_rxm, shm; connection set-up on first
+//! Many networks progress data only when the application calls into them
+//! (libfabric's `FI_PROGRESS_MANUAL` providers, tcp;ofi_rxm and shm;
+//! connection set-up on first
 //! contact needs both sides to progress too). A rank that sent the last
 //! message of a barrier and went on to compute, or to wait in a bootstrap
 //! collective, would then leave that message unsent and its peer waiting.

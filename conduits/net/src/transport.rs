@@ -71,9 +71,10 @@ pub trait PostError: Display + Into<rgex_core::Error> {
     fn is_again(&self) -> bool;
 }
 
-/// One completion.
+/// How one posted operation ended, as the transport's completion queue
+/// reports it (not an operation handle: that is `rgex_core::Event`).
 #[derive(Debug)]
-pub enum Event {
+pub enum OpEnd {
     /// Operation `op` completed; a receive received `len` bytes.
     Done {
         /// The operation id it was posted with.
@@ -240,7 +241,7 @@ pub trait Transport: Sized + Send + Sync + 'static {
 
     /// Read completions, handing each to `each`; a completion for no
     /// operation of ours is reported by the transport and skipped.
-    fn poll(&self, each: impl FnMut(Event)) -> std::result::Result<Polled, Self::Error>;
+    fn poll(&self, each: impl FnMut(OpEnd)) -> std::result::Result<Polled, Self::Error>;
 
     /// Arm the wait object a progress thread sleeps on: after
     /// [`Armed::Fd`], the fd becomes readable when a completion arrives

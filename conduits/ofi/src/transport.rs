@@ -11,7 +11,7 @@ use crate::{atomics, OfiConfig};
 use libfabric_sys as sys;
 use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::{Error, Rank, Result};
-use rgex_net::{Area, Armed, Caps, Event, Polled, PostError, Setup, Transport};
+use rgex_net::{Area, Armed, Caps, OpEnd, Polled, PostError, Setup, Transport};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
@@ -380,13 +380,13 @@ impl Transport for Ofi {
     /// One `fi_cq_read` of up to 16 entries (or the waiting error
     /// completion), which also drives manual progress.
     #[inline]
-    fn poll(&self, mut each: impl FnMut(Event)) -> Result<Polled, FiError> {
+    fn poll(&self, mut each: impl FnMut(OpEnd)) -> Result<Polled, FiError> {
         let mut buf = [MaybeUninit::uninit(); ENTRIES];
         match self.ep.cq().read(&mut buf)? {
             CqRead::Entries(done) => {
                 for e in done {
                     match self.op_of(e.op_context) {
-                        Some(op) => each(Event::Done { op, len: e.len }),
+                        Some(op) => each(OpEnd::Done { op, len: e.len }),
                         None => tracing::error!(
                             rank = self.rank.0,
                             "completion for an unknown context {:p}",
@@ -411,7 +411,7 @@ impl Transport for Ofi {
                     });
                 };
                 match self.op_of(err.context) {
-                    Some(op) => each(Event::Failed {
+                    Some(op) => each(OpEnd::Failed {
                         op,
                         cancelled: err.error.code == sys::FI_ECANCELED,
                         why: err.error.to_string(),

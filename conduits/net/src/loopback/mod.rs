@@ -26,7 +26,7 @@ pub use bootstrap::{ThreadBootstrap, MEET_LIMIT};
 pub use fabric::{Fabric, Fate};
 
 use crate::readback::PutCompletion;
-use crate::transport::{Area, Caps, Event, NetConfig, Polled, PostError, Settings, Setup};
+use crate::transport::{Area, Caps, NetConfig, OpEnd, Polled, PostError, Settings, Setup};
 use crate::{NetConduit, Transport};
 use fabric::{Kind, Refusal};
 use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
@@ -298,15 +298,15 @@ impl Transport for Loopback {
         Ok(self.fabric.post(self.rank, peer, Some(op), kind)?)
     }
 
-    fn poll(&self, mut each: impl FnMut(Event)) -> std::result::Result<Polled, LoopError> {
+    fn poll(&self, mut each: impl FnMut(OpEnd)) -> std::result::Result<Polled, LoopError> {
         // Taken out of the fabric first: `each` posts (reposted receives,
         // a Long's header), which takes the fabric's lock again.
         let done = self.fabric.progress(self.rank);
         let events = done.len();
         for d in done {
             each(match d.result {
-                Ok(len) => Event::Done { op: d.op, len },
-                Err(why) => Event::Failed {
+                Ok(len) => OpEnd::Done { op: d.op, len },
+                Err(why) => OpEnd::Failed {
                     op: d.op,
                     cancelled: false,
                     why,
