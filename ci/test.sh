@@ -68,7 +68,7 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p rgex-smp --rel
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p rgex-ibv --release --lib loom
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p rgex-core --release --lib loom
 
-section "Miri: core's unsafe code (claims), smp's ring and cells (doorbells) on the heap, the CPU atomics' fences, VIS's AVX2 comparisons and copy kernels"
+section "Miri: core's unsafe code (claims, the node-local cells and doorbells), smp's ring on the heap, the CPU atomics' fences, VIS's AVX2 comparisons and copy kernels"
 # Miri needs a nightly toolchain; add its component to the installed
 # nightly, or install a minimal nightly. Without network access to
 # static.rust-lang.org this cannot be done: say so and go on.
