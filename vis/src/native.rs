@@ -6,13 +6,14 @@ use crate::direct::Local;
 use crate::engine::Track;
 use crate::{Shape, Vis};
 use rgex_core::conduit::Chunk;
-use rgex_core::{Completion, Error, Event, Flags, Rank, Result};
+use rgex_core::{Event, Flags, Rank, Result};
 
 impl Vis {
     /// One vector transfer of every chunk of `shape` by the conduit, then
     /// one event (or the NBI counter); a put waits for its local completion
     /// before return, as the RMA mechanism's does. A busy conduit is polled
-    /// and asked again, unless the transfer is IMMEDIATE.
+    /// and asked again, unless the transfer is IMMEDIATE
+    /// (`Endpoint::inject_or_wait`).
     ///
     /// # Safety
     /// As [`start`](Self::start).
@@ -37,34 +38,20 @@ impl Vis {
                 len,
             })
         });
-        let (lc, rc) = match track {
-            Track::Event => (Completion::new(0), Completion::new(0)),
-            Track::Nbi(cat) => (Completion::new(0), self.ep.nbi_counter(cat)),
-        };
+        let (lc, rc) = self.counters(track);
         let conduit = self.ep.conduit();
-        loop {
+        self.ep.inject_or_wait(flags, || {
             // SAFETY: every chunk's local side is valid as `start`'s caller
             // guarantees: a source until return (we wait for `lc` below), a
             // destination until the event does.
-            let r = unsafe {
+            unsafe {
                 if put {
                     conduit.try_putv(peer, &chunks, &lc, &rc)
                 } else {
                     conduit.try_getv(peer, &chunks, &rc)
                 }
-            };
-            match r {
-                Ok(()) => break,
-                Err(Error::WouldBlock { .. }) if !flags.contains(Flags::IMMEDIATE) => {
-                    self.ep.poll()?;
-                }
-                Err(e) => return Err(e),
             }
-        }
-        self.event(lc).wait()?;
-        Ok(match track {
-            Track::Event => self.event(rc),
-            Track::Nbi(_) => Event::done(),
-        })
+        })?;
+        self.finish(lc, rc, track)
     }
 }

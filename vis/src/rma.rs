@@ -106,12 +106,29 @@ impl Vis {
         flags: Flags,
     ) -> Result<Event> {
         self.rma_immediate(peer, shape, flags)?;
-        let (lc, rc) = match track {
-            Track::Event => (Completion::new(0), Completion::new(0)),
-            Track::Nbi(cat) => (Completion::new(0), self.ep.nbi_counter(cat)),
-        };
+        let (lc, rc) = self.counters(track);
         // SAFETY: forwarded caller contract.
         unsafe { self.rma_chunks(peer, shape, local, &lc, &rc, flags)? };
+        self.finish(lc, rc, track)
+    }
+
+    /// The local- and remote-completion counters of a transfer tracked by
+    /// `track`: fresh ones, or a fresh `lc` and this thread's NBI counter.
+    pub(crate) fn counters(&self, track: Track) -> (Arc<Completion>, Arc<Completion>) {
+        match track {
+            Track::Event => (Completion::new(0), Completion::new(0)),
+            Track::Nbi(cat) => (Completion::new(0), self.ep.nbi_counter(cat)),
+        }
+    }
+
+    /// Wait for local completion (`lc`: the source is the caller's again),
+    /// then the transfer's event, or nothing more to wait on for NBI.
+    pub(crate) fn finish(
+        &self,
+        lc: Arc<Completion>,
+        rc: Arc<Completion>,
+        track: Track,
+    ) -> Result<Event> {
         self.event(lc).wait()?;
         Ok(match track {
             Track::Event => self.event(rc),
