@@ -233,7 +233,10 @@ pub(crate) fn supervise(
                 }
             }
         }
-        if still.is_empty() {
+        // Every rank has ended: done, unless a failure is still waiting
+        // to be judged (its blame deferred for the server to settle,
+        // within BLAME_GRACE); ending now would report the job a success.
+        if still.is_empty() && (outcome.is_some() || failures.is_empty()) {
             break;
         }
         std::thread::sleep(POLL);
