@@ -64,6 +64,9 @@ cargo build --release -p rgex -p rgex-benches
 if command -v mpicc >/dev/null 2>&1; then
     mpicc -O2 -o target/release/mpi_peer benches/peers/mpi_peer.c ||
         echo "mpicc failed: the benches will skip the MPI comparison"
+    # testcoll's peer (rgex's collectives beside Open MPI's).
+    mpicc -O2 -o target/release/mpi_coll benches/peers/mpi_coll.c ||
+        echo "mpicc failed on mpi_coll: testcoll will skip the MPI comparison"
 fi
 
 # Where testam writes: its --json argument (the last one wins), and the
@@ -188,6 +191,11 @@ done
 
 # The scc conduit's epochs in modelled cycles (48 emulated cores in one
 # process; deterministic, under a second).
+# Collectives: testcoll starts its own jobs (rgex-run and mpirun, 2, 4 and
+# 8 ranks, interleaved rounds).
+section "testcoll: rgex's collectives beside Open MPI's, 2, 4 and 8 ranks"
+target/release/testcoll "${args[@]}" --json "$dir/testcoll.json" 2>&1 | tee "$dir/testcoll.log"
+
 section "scc_epochs: modelled cycles of post/start/complete/wait vs targets"
 scc_args=()
 for a in "$@"; do [ "$a" = --quick ] && scc_args+=(--quick); done
@@ -201,6 +209,7 @@ for bench in testsmall testimm rma_mt testfaddperf testvisperf; do
     echo "$bench: $(realpath -- "$dir/$bench.json") $(realpath -- "$dir/$bench.svg") $(realpath -- "$dir/$bench.log")"
 done
 echo "scc_epochs: $(realpath -- "$dir/scc_epochs.json") $(realpath -- "$dir/scc_epochs.log")"
+echo "testcoll: $(realpath -- "$dir/testcoll.json") $(realpath -- "$dir/testcoll.log")"
 echo "ibv (software verbs device): $(realpath -- "$ibv_out")"
 for out in "${ofi_dirs[@]}"; do
     for bench in testam testsmall testfaddperf testvisperf; do

@@ -3,8 +3,8 @@
 //! with the endpoint for every domain made there.
 
 use crate::Implementation;
-use rgex_am::Endpoint;
 use rgex_core::config::{vars, Environment};
+use rgex_endpoint::Endpoint;
 use std::sync::Arc;
 
 /// The atomics' settings.

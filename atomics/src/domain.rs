@@ -3,10 +3,10 @@
 
 use crate::reference::{encode, Reference};
 use crate::{cpu, nbi, op_names, AtomicFlags, AtomicValue, AtomicsConfig, Error, Result};
-use rgex_am::team::ReduceOp;
-use rgex_am::{Endpoint, TeamHandle};
 use rgex_core::conduit::{AtomicOp, AtomicRequest, AtomicType, OpSet};
-use rgex_core::{Completion, Event, Flags, GlobalAddr, Progress, Rank, Segment};
+use rgex_core::{Event, Flags, GlobalAddr, OpCounter, Progress, Rank, Segment};
+use rgex_endpoint::team::ReduceOp;
+use rgex_endpoint::{Endpoint, Team};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -42,12 +42,12 @@ struct Inner {
 /// from many threads at once.
 ///
 /// ```no_run
-/// # fn demo(client: &rgex_am::Client) -> rgex_atomics::Result<()> {
+/// # fn demo(client: &rgex_endpoint::Client) -> rgex_atomics::Result<()> {
 /// use rgex_atomics::{AtomicDomain, AtomicFlags, AtomicOp, OpSet};
 /// use rgex_core::{GlobalAddr, Rank};
 /// let ad = AtomicDomain::<u64>::new(
 ///     client.endpoint(),
-///     client.world_team(),
+///     client.world(),
 ///     OpSet::of(&[AtomicOp::Fadd, AtomicOp::Get]),
 /// )?;
 /// let counter = GlobalAddr::new(Rank(0), 0);
@@ -85,11 +85,11 @@ impl<T: AtomicValue> std::fmt::Debug for AtomicDomain<T> {
 /// Options of domain creation.
 ///
 /// ```no_run
-/// # fn demo(client: &rgex_am::Client) -> rgex_atomics::Result<()> {
+/// # fn demo(client: &rgex_endpoint::Client) -> rgex_atomics::Result<()> {
 /// use rgex_atomics::{AtomicDomain, AtomicOp, Implementation, OpSet};
 /// let ad = AtomicDomain::<i32>::builder(OpSet::of(&[AtomicOp::Fadd]))
 ///     .force_reference(true)
-///     .build(client.endpoint(), client.world_team())?;
+///     .build(client.endpoint(), client.world())?;
 /// assert_eq!(ad.implementation(), Implementation::Reference);
 /// # Ok(()) }
 /// ```
@@ -187,11 +187,11 @@ impl<T: AtomicValue> Builder<T> {
     /// others require, when every member can provide it.
     ///
     /// ```no_run
-    /// # fn demo(client: &rgex_am::Client) -> rgex_atomics::Result<()> {
+    /// # fn demo(client: &rgex_endpoint::Client) -> rgex_atomics::Result<()> {
     /// use rgex_atomics::{AtomicDomain, AtomicOp, Implementation, OpSet};
     /// let ad = AtomicDomain::<u64>::builder(OpSet::of(&[AtomicOp::Fadd]))
     ///     .implementation(Implementation::SharedMemory)
-    ///     .build(client.endpoint(), client.world_team())?;
+    ///     .build(client.endpoint(), client.world())?;
     /// # Ok(()) }
     /// ```
     pub fn implementation(mut self, imp: Implementation) -> Self {
@@ -202,7 +202,7 @@ impl<T: AtomicValue> Builder<T> {
     /// Create the domain: collective over `team` (every member calls it,
     /// in the same order as its other collectives on `team`, with the same
     /// type and op set).
-    pub fn build(self, ep: &Arc<Endpoint>, team: &TeamHandle) -> Result<AtomicDomain<T>> {
+    pub fn build(self, ep: &Arc<Endpoint>, team: &Team) -> Result<AtomicDomain<T>> {
         let ty = T::TYPE;
         let ops = self.ops;
         let conduit = ep.conduit();
@@ -475,20 +475,20 @@ impl<T: AtomicValue> std::future::Future for AtomicEvent<T> {
 
 /// An op started: `Ok(bits)` if it finished during injection, else its
 /// completion counter and result slot.
-type Started = std::result::Result<u64, (Arc<Completion>, Arc<AtomicU64>)>;
+type Started = std::result::Result<u64, (Arc<OpCounter>, Arc<AtomicU64>)>;
 
 /// Where an op's completion goes.
 enum Sink<'a> {
     /// An event of its own (NB).
     Event,
     /// This thread's NBI Rmw counter.
-    Nbi(&'a Arc<Completion>),
+    Nbi(&'a Arc<OpCounter>),
 }
 
 impl<T: AtomicValue> AtomicDomain<T> {
     /// Create a domain with default options (collective over `team`; see
     /// [`Builder::build`]).
-    pub fn new(ep: &Arc<Endpoint>, team: &TeamHandle, ops: OpSet) -> Result<Self> {
+    pub fn new(ep: &Arc<Endpoint>, team: &Team, ops: OpSet) -> Result<Self> {
         Self::builder(ops).build(ep, team)
     }
 
@@ -543,7 +543,14 @@ impl<T: AtomicValue> AtomicDomain<T> {
             });
         }
         let size = i.ty.size();
-        rgex_core::segment::check_range(at.rank, t.seg_len, at.offset, size as u64)?;
+        if let Err(refused) =
+            rgex_core::segment::check_range(at.rank, t.seg_len, at.offset, size as u64)
+        {
+            // A client segment's word, or the primordial segment's error.
+            if !i.ep.check_client_range(at.rank, at.offset, size)? {
+                return Err(refused);
+            }
+        }
         // Sizes are powers of two.
         if at.offset & (size as u64 - 1) != 0 {
             return Err(Error::Misaligned {
@@ -629,7 +636,15 @@ impl<T: AtomicValue> AtomicDomain<T> {
             flags.contains(AtomicFlags::ACQUIRE),
             flags.contains(AtomicFlags::RELEASE),
         );
-        match i.imp {
+        // A client segment's word: only the reference reaches it (its
+        // target applies the op under the segment's lock), so every op on
+        // it is atomic with every other, whatever the domain offloads.
+        let client = at.offset >= rgex_endpoint::CLIENT_SEGMENT_STRIDE;
+        let imp = match client {
+            true => Implementation::Reference,
+            false => i.imp,
+        };
+        match imp {
             Implementation::SharedMemory => {
                 let seg =
                     i.ep.locality()
@@ -638,7 +653,7 @@ impl<T: AtomicValue> AtomicDomain<T> {
                 self.cpu(&seg, at, op, a, b, flags)
                     .map(|v| Ok(fetched(op, v)))
             }
-            Implementation::Reference if at.rank == i.me => {
+            Implementation::Reference if at.rank == i.me && !client => {
                 // Our own word: the handlers apply CPU atomics to it too,
                 // so applying one here is atomic with them.
                 let seg = *i.ep.segment();
@@ -647,7 +662,7 @@ impl<T: AtomicValue> AtomicDomain<T> {
             }
             Implementation::Reference => {
                 let (done, value) = match sink {
-                    Sink::Event => (Completion::new(0), Arc::new(AtomicU64::new(0))),
+                    Sink::Event => (OpCounter::new(0), Arc::new(AtomicU64::new(0))),
                     Sink::Nbi(c) => (c.clone(), Arc::new(AtomicU64::new(0))),
                 };
                 // NBI ops and ops that fetch nothing leave the value zero.
@@ -673,7 +688,7 @@ impl<T: AtomicValue> AtomicDomain<T> {
                     release: rel,
                 };
                 let done = match sink {
-                    Sink::Event => Completion::new(0),
+                    Sink::Event => OpCounter::new(0),
                     Sink::Nbi(c) => c.clone(),
                 };
                 let value = Arc::new(AtomicU64::new(0));

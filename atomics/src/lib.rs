@@ -1,7 +1,7 @@
 //! rgex-atomics: remote atomic domains.
 //!
 //! An [`AtomicDomain<T>`] is created collectively over a team
-//! ([`TeamHandle`](rgex_am::TeamHandle)) for one data type `T` (`i32`,
+//! ([`Team`](rgex_endpoint::Team)) for one data type `T` (`i32`,
 //! `u32`, `i64`, `u64`, `f32`, `f64`) and a set of ops ([`OpSet`]). Ops act
 //! on naturally aligned words in the segments of the team's members,
 //! addressed by [`GlobalAddr`](rgex_core::GlobalAddr) (job rank + offset),
@@ -94,16 +94,16 @@ pub use domain::{AtomicDomain, AtomicEvent, Builder, Implementation};
 /// keeps `config` with `ep` for every domain made there (the first
 /// call's, if called again). `rgex::init` calls it before it seals the
 /// endpoint's reserved range (see
-/// [`rgex_am::HandlerTable::seal_protocols`]); an endpoint made another
+/// [`rgex_endpoint::HandlerTable::seal_protocols`]); an endpoint made another
 /// way registers them at its first domain if it did not, and its domains
 /// take [`AtomicsConfig::default`].
 ///
 /// ```no_run
-/// # fn demo(ep: &std::sync::Arc<rgex_am::Endpoint>) -> rgex_core::Result<()> {
+/// # fn demo(ep: &std::sync::Arc<rgex_endpoint::Endpoint>) -> rgex_core::Result<()> {
 /// rgex_atomics::install(ep, rgex_atomics::AtomicsConfig::default())?; // on every rank, before any domain
 /// # Ok(()) }
 /// ```
-pub fn install(ep: &std::sync::Arc<rgex_am::Endpoint>, config: AtomicsConfig) -> Result<()> {
+pub fn install(ep: &std::sync::Arc<rgex_endpoint::Endpoint>, config: AtomicsConfig) -> Result<()> {
     ep.extension::<AtomicsConfig, Error>(|_| Ok(std::sync::Arc::new(config)))?;
     reference::Reference::for_endpoint(ep).map(drop)
 }

@@ -3,13 +3,13 @@
 //! `Endpoint::nbi_wait(NbiCategory::Rmw)` like GASNet's NBI atomics, or
 //! with [`AtomicDomain::nbi_wait`](crate::AtomicDomain::nbi_wait).
 
-use rgex_am::rma::NbiCategory;
-use rgex_am::Endpoint;
-use rgex_core::Completion;
+use rgex_core::OpCounter;
+use rgex_endpoint::rma::NbiCategory;
+use rgex_endpoint::Endpoint;
 use std::sync::Arc;
 
 /// The counter an implicit atomic issued now on this thread joins.
-pub(crate) fn counter(ep: &Endpoint) -> Arc<Completion> {
+pub(crate) fn counter(ep: &Endpoint) -> Arc<OpCounter> {
     ep.nbi_counter(NbiCategory::Rmw)
 }
 

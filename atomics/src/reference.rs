@@ -14,9 +14,9 @@
 //! can send before every member has them).
 
 use crate::{cpu, reserved, Result};
-use rgex_am::{Accepts, Endpoint, InFlight, ProtocolId};
 use rgex_core::conduit::{AtomicOp, AtomicType};
-use rgex_core::{Category, Completion, Flags, GlobalAddr};
+use rgex_core::{Category, Flags, GlobalAddr, OpCounter};
+use rgex_endpoint::{Accepts, Endpoint, InFlight, ProtocolId};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -78,7 +78,7 @@ impl Reference {
         code: u32,
         a: u64,
         b: u64,
-        done: &Arc<Completion>,
+        done: &Arc<OpCounter>,
         value: Option<Arc<AtomicU64>>,
         flags: Flags,
     ) -> Result<()> {
@@ -124,7 +124,8 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<ProtocolId> {
                     tok.src(),
                     a[2],
                     match a[2] {
-                        ST_OUT_OF_SEGMENT => "outside the segment",
+                        ST_OUT_OF_SEGMENT =>
+                            "outside the segment (or in a client segment not open there)",
                         ST_MISALIGNED => "misaligned",
                         ST_BAD_CODE => "bad op code",
                         _ => "unknown status",
@@ -147,9 +148,26 @@ fn install(ep: &Arc<Endpoint>, ops: &Arc<Ops>) -> Result<ProtocolId> {
         move |tok, msg| {
             let a = msg.args();
             let off = join(a[3], a[4]);
-            let seg = tok.endpoint().segment();
+            let ep = tok.endpoint();
+            let seg = ep.segment();
             let (status, old) = match decode(a[2]) {
                 None => (ST_BAD_CODE, 0),
+                Some((ty, op, acq, rel)) if off >= rgex_endpoint::CLIENT_SEGMENT_STRIDE => {
+                    let applied = ep.with_client_memory(off, ty.size(), |p| {
+                        if (p as usize) & (ty.size() - 1) != 0 {
+                            return (ST_MISALIGNED, 0);
+                        }
+                        // SAFETY: `p` is inside this rank's registration
+                        // (checked), held open by the lock while the op
+                        // runs, and aligned (checked); every op on a client
+                        // segment's word comes here, atomically.
+                        let old = unsafe {
+                            cpu::apply(p, ty, op, join(a[5], a[6]), join(a[7], a[8]), acq, rel)
+                        };
+                        (ST_OK, old)
+                    });
+                    applied.unwrap_or((ST_OUT_OF_SEGMENT, 0))
+                }
                 Some((ty, op, acq, rel)) => match seg.ptr_at(off, ty.size()) {
                     Err(_) => (ST_OUT_OF_SEGMENT, 0),
                     Ok(p) if (p as usize) & (ty.size() - 1) != 0 => (ST_MISALIGNED, 0),

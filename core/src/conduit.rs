@@ -115,7 +115,7 @@ pub trait Conduit: Send + Sync + 'static {
     }
 
     /// The waits of this rank have stalled (the protocol layer calls it
-    /// every [`STALL_POLLS`](https://docs.rs/rgex-am) empty polls in a
+    /// every [`STALL_POLLS`](https://docs.rs/rgex-endpoint) empty polls in a
     /// row on one thread, as it checks its own operations in flight):
     /// look at the peers of the operations this conduit carries alone
     /// (native RMA, offloaded atomics) and fail those to a peer that is
@@ -236,7 +236,7 @@ pub trait Conduit: Send + Sync + 'static {
 
     /// Sleep until a message may have arrived for this rank, or
     /// [`idle_wake`](Self::idle_wake) is called, or `timeout` passes
-    /// (a progress thread's idle wait: `rgex_am::progress_thread`).
+    /// (a progress thread's idle wait: `rgex_endpoint::progress_thread`).
     /// The conduit first arms its wait object, then asks `still_idle`
     /// and sleeps only if it says true (the caller's stop flag and other
     /// work are checked there, so a stop or a message that comes after
@@ -284,6 +284,28 @@ pub trait Conduit: Send + Sync + 'static {
     /// with the AM barrier instead.
     fn bootstrap(&self) -> &dyn Bootstrap;
 
+    /// Another endpoint of this rank over the same job (index `ep`, 1 or
+    /// more): injection and completion resources of its own (rings, a
+    /// network endpoint and completion queue, queue pairs), sharing this
+    /// conduit's segment, neighbourhood table and bootstrap; an AM from it
+    /// reaches endpoint `ep` of its peer, and its RMA completes on it.
+    /// Collective: every rank opens endpoint `ep` together. The default
+    /// refuses: a conduit with one set of resources says so, naming why.
+    ///
+    /// ```no_run
+    /// # fn demo(c: std::sync::Arc<dyn rgex_core::Conduit>) -> rgex_core::Result<()> {
+    /// let second = c.clone().open_endpoint(1)?;
+    /// assert_eq!(second.rank(), c.rank());
+    /// # Ok(()) }
+    /// ```
+    fn open_endpoint(self: std::sync::Arc<Self>, ep: u32) -> Result<std::sync::Arc<dyn Conduit>> {
+        Err(crate::Error::Config(format!(
+            "{}: the {} conduit offers one endpoint per process; endpoint {ep} cannot be opened",
+            self.rank(),
+            self.name()
+        )))
+    }
+
     /// This conduit as [`Any`](std::any::Any), so a client can reach what a
     /// conduit offers beyond the SPI (the scc conduit's epochs, the ofi
     /// conduit's provider) by downcasting. The default offers nothing.
@@ -308,10 +330,10 @@ pub trait Conduit: Send + Sync + 'static {
     /// [`Error::WouldBlock`](crate::Error::WouldBlock) with nothing counted
     /// or sent (the AM layer polls and retries, or hands the would-block to
     /// an IMMEDIATE caller). On `Ok` the conduit has counted one on `rc`
-    /// ([`Completion::add`](crate::Completion::add)) and calls
-    /// [`Completion::done`](crate::Completion::done) once the bytes are in
+    /// ([`OpCounter::add`](crate::OpCounter::add)) and calls
+    /// [`OpCounter::done`](crate::OpCounter::done) once the bytes are in
     /// the peer's segment; if it still reads `src` after returning it has
-    /// also counted one on `lc`, done when `src` may be reused. Completion
+    /// also counted one on `lc`, done when `src` may be reused. OpCounter
     /// may be driven by [`poll`](Self::poll).
     ///
     /// # Safety
@@ -323,8 +345,8 @@ pub trait Conduit: Send + Sync + 'static {
         offset: u64,
         src: *const u8,
         len: usize,
-        lc: &Arc<crate::Completion>,
-        rc: &Arc<crate::Completion>,
+        lc: &Arc<crate::OpCounter>,
+        rc: &Arc<crate::OpCounter>,
     ) -> Result<()> {
         let _ = (src, lc, rc);
         Err(crate::Error::Config(format!(
@@ -346,13 +368,127 @@ pub trait Conduit: Send + Sync + 'static {
         peer: Rank,
         offset: u64,
         len: usize,
-        done: &Arc<crate::Completion>,
+        done: &Arc<crate::OpCounter>,
     ) -> Result<()> {
         let _ = (dst, done);
         Err(crate::Error::Config(format!(
             "the {} conduit has no native RMA (get of {len} bytes from {peer} + {offset:#x})",
             self.name()
         )))
+    }
+
+    /// Put-with-signal override point: true if this conduit carries a put
+    /// followed by its signal to `peer` itself
+    /// ([`try_put_signal`](Self::try_put_signal): a write then a fenced
+    /// atomic, or a write with immediate data), for a peer whose segment
+    /// is not mapped here. Decided once per peer when an endpoint is made.
+    /// The default is false: rgex-endpoint's AM reference carries both in
+    /// one request (its handler writes the data, then the signal).
+    ///
+    /// ```no_run
+    /// # fn demo(c: &dyn rgex_core::Conduit) {
+    /// let native = (0..c.size()).filter(|&p| c.put_signal_native(rgex_core::Rank(p))).count();
+    /// println!("{native} peers take the conduit's own put-with-signal");
+    /// # }
+    /// ```
+    fn put_signal_native(&self, peer: Rank) -> bool {
+        let _ = peer;
+        false
+    }
+
+    /// Start a put of `len` bytes at `src` into `peer`'s segment at
+    /// `offset`, then `signal`'s update of the word at `signal.offset`
+    /// there, for a peer where [`put_signal_native`](Self::put_signal_native)
+    /// holds: the updated word must never be visible at `peer` before the
+    /// data (an Acquire load that reads it sees the bytes). Both ranges
+    /// are already checked, the word 8-byte aligned. Counted as for
+    /// [`try_put`](Self::try_put): one on `rc`, done once the data and
+    /// the signal are both in place; one on `lc` if `src` is still read
+    /// after returning. Never waits
+    /// ([`Error::WouldBlock`](crate::Error::WouldBlock), nothing counted
+    /// or sent). The default refuses.
+    ///
+    /// # Safety
+    /// `src..src+len` must stay readable and unmodified until local
+    /// completion.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn try_put_signal(
+        &self,
+        peer: Rank,
+        offset: u64,
+        src: *const u8,
+        len: usize,
+        signal: &crate::Signal,
+        lc: &Arc<crate::OpCounter>,
+        rc: &Arc<crate::OpCounter>,
+    ) -> Result<()> {
+        let _ = (src, lc, rc);
+        Err(crate::Error::Config(format!(
+            "the {} conduit has no native put-with-signal (put of {len} bytes to {peer} + \
+             {offset:#x}, signal at {:#x})",
+            self.name(),
+            signal.offset
+        )))
+    }
+
+    /// A node-local `peer`'s memory was just updated in a way a wait of
+    /// its may be for (the signal word of a put-with-signal, stored here
+    /// through its mapped segment): if one of its threads sleeps on its
+    /// wait object ([`idle_wait`](Self::idle_wait)), wake it. Called after
+    /// the update; the conduit orders its look at whether the peer sleeps
+    /// after the update with a SeqCst fence, and the sleeper asks
+    /// `still_idle` (which re-reads the word after a SeqCst fence of its
+    /// own) after arming: one of the two sees the other, so no wake is
+    /// lost. Cheap when the peer is awake (no system call). The default
+    /// does nothing (a conduit without wait objects, or whose node-local
+    /// peers' sleeps are woken another way).
+    fn wake_peer(&self, peer: Rank) {
+        let _ = peer;
+    }
+
+    /// Client segments' override point (GASNet-EX's `gex_Segment_Create`
+    /// over client memory): register `len` bytes at `ptr`, client segment
+    /// `k` (offsets `k * CLIENT_SEGMENT_STRIDE ..` of this rank's address
+    /// space, [`segment::CLIENT_SEGMENT_STRIDE`](crate::segment::CLIENT_SEGMENT_STRIDE)),
+    /// with the network for peers' remote reads and writes
+    /// (`fi_mr_reg`, `ibv_reg_mr`). Returns this rank's card for the
+    /// others (keys, addresses), exchanged by the caller and handed to
+    /// [`connect_client_segment`](Self::connect_client_segment) on every
+    /// rank; `Ok(None)` if this conduit does not (the default: rgex's
+    /// active-message reference serves client segments). Local; called
+    /// collectively, in the same order of `k` everywhere.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` stays allocated until
+    /// [`close_client_segment`](Self::close_client_segment)`(k)` returns.
+    unsafe fn register_client_segment(
+        &self,
+        k: usize,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<Option<Vec<u8>>> {
+        let _ = (k, ptr, len);
+        Ok(None)
+    }
+
+    /// Learn every rank's card of client segment `k` (`None` where a rank
+    /// had none), in rank order. Returns, per peer, whether
+    /// [`try_put`](Self::try_put) and [`try_get`](Self::try_get) at that
+    /// segment's offsets now reach it natively; the caller sends only
+    /// such operations, range-checked, and none after it closed `k`
+    /// itself. The default: none do.
+    fn connect_client_segment(&self, k: usize, cards: &[Option<Vec<u8>>]) -> Result<Vec<bool>> {
+        let _ = k;
+        Ok(vec![false; cards.len()])
+    }
+
+    /// Close this rank's registration of client segment `k` with the
+    /// network, and forget the peers' cards of it: once this returns no
+    /// peer's RDMA reaches the memory (one in flight or arriving later
+    /// fails at its initiator with the network's error), so the caller
+    /// may hand it back. The default has nothing to close.
+    fn close_client_segment(&self, k: usize) {
+        let _ = k;
     }
 
     /// True if this conduit performs remote atomics of type `ty` for every
@@ -370,10 +506,10 @@ pub trait Conduit: Send + Sync + 'static {
     /// with the range already bounds- and alignment-checked.
     ///
     /// On `Ok`, the conduit has counted the operation on `done`
-    /// ([`Completion::add`](crate::Completion::add)); when the operation
+    /// ([`OpCounter::add`](crate::OpCounter::add)); when the operation
     /// completes it stores the fetched value's bit pattern (zero-extended
     /// to 64 bits; anything for non-fetching ops) into `fetched`, then calls
-    /// [`Completion::done`](crate::Completion::done). Completion may be
+    /// [`OpCounter::done`](crate::OpCounter::done). Completion may be
     /// driven by [`poll`](Self::poll). Never waits: a busy resource is
     /// [`Error::WouldBlock`](crate::Error::WouldBlock) (the atomics layer
     /// polls and retries). On `Err` nothing was counted or sent. The
@@ -382,7 +518,7 @@ pub trait Conduit: Send + Sync + 'static {
         &self,
         req: &AtomicRequest,
         fetched: &Arc<AtomicU64>,
-        done: &Arc<crate::Completion>,
+        done: &Arc<crate::OpCounter>,
     ) -> Result<()> {
         let _ = (fetched, done);
         Err(crate::Error::Config(format!(
@@ -423,8 +559,8 @@ pub trait Conduit: Send + Sync + 'static {
         &self,
         peer: Rank,
         chunks: &[Chunk],
-        lc: &Arc<crate::Completion>,
-        rc: &Arc<crate::Completion>,
+        lc: &Arc<crate::OpCounter>,
+        rc: &Arc<crate::OpCounter>,
     ) -> Result<()> {
         let _ = (lc, rc);
         Err(crate::Error::Config(format!(
@@ -445,7 +581,7 @@ pub trait Conduit: Send + Sync + 'static {
         &self,
         peer: Rank,
         chunks: &[Chunk],
-        done: &Arc<crate::Completion>,
+        done: &Arc<crate::OpCounter>,
     ) -> Result<()> {
         let _ = done;
         Err(crate::Error::Config(format!(
@@ -461,7 +597,7 @@ pub trait Conduit: Send + Sync + 'static {
     /// ([`barrier_native`](Self::barrier_native),
     /// [`broadcast_native`](Self::broadcast_native)). Every member of a
     /// team must answer alike (the answer may depend on the members, not
-    /// on the rank asking). The default is false: rgex-am's reference
+    /// on the rank asking). The default is false: rgex-endpoint's reference
     /// algorithms over AMs serve every team.
     fn coll_native(&self, kind: CollKind, members: &[Rank]) -> bool {
         let _ = (kind, members);

@@ -50,6 +50,55 @@ pub enum Error {
         /// The segment's length.
         seg_len: u64,
     },
+    /// A remote range outside what its rank registered of a client
+    /// segment.
+    #[error("remote range [{offset:#x}, {end:#x}) on {rank} falls outside client segment {segment}, of which {rank} registered {limit:#x} bytes from offset {base:#x}", end = offset.saturating_add(*len))]
+    OutOfClientSegment {
+        /// The rank whose memory was addressed.
+        rank: Rank,
+        /// Start of the range.
+        offset: u64,
+        /// Length of the range.
+        len: u64,
+        /// The client segment's number.
+        segment: usize,
+        /// Where the segment starts in every rank's address space.
+        base: u64,
+        /// What `rank` registered.
+        limit: u64,
+    },
+    /// An address in a client segment that is not (or no longer) there.
+    #[error("offset {offset:#x} on {rank} lies in client segment {segment}, which {why}")]
+    SegmentUnavailable {
+        /// The rank whose memory was addressed.
+        rank: Rank,
+        /// The offset.
+        offset: u64,
+        /// The client segment's number.
+        segment: usize,
+        /// "was never registered (...)" or "is deregistered".
+        why: &'static str,
+    },
+    /// An endpoint index this rank has no endpoint at.
+    #[error("{rank} has no endpoint {index}: it has {count} (0, the primordial endpoint, to {last}); Client::create_endpoint opens more", last = count.saturating_sub(1))]
+    EndpointOutOfRange {
+        /// The rank asked.
+        rank: Rank,
+        /// The index asked for.
+        index: u32,
+        /// How many endpoints it has.
+        count: u32,
+    },
+    /// An endpoint used after it was destroyed.
+    #[error("{what} on endpoint {index} of {rank}: the endpoint was destroyed (Client::destroy_endpoint); nothing was sent")]
+    EndpointDestroyed {
+        /// What was refused.
+        what: &'static str,
+        /// The rank.
+        rank: Rank,
+        /// The endpoint's index.
+        index: u32,
+    },
     /// A payload larger than the category allows.
     #[error("{category} payload of {len} bytes to {peer} exceeds the limit of {max} bytes with {nargs} arguments")]
     PayloadTooLarge {
@@ -152,7 +201,7 @@ pub enum Error {
     /// A client handler returned an error for a message from `from`. The
     /// receiving endpoint counts it
     /// (`Endpoint::handler_errors`), logs the first few as warnings, and
-    /// returns it from its next poll (rgex-am's `Endpoint::poll`).
+    /// returns it from its next poll (rgex-endpoint's `Endpoint::poll`).
     #[error("handler {handler:?} (index {index}) on {to} failed on a message from {from}: {why}")]
     HandlerFailed {
         /// The sender of the message.

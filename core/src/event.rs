@@ -21,8 +21,8 @@ const COUNT: u64 = AWAITED - 1;
 /// is injected and finished with [`done`](Self::done) when it completes.
 ///
 /// ```
-/// use rgex_core::event::Completion;
-/// let c = Completion::new(2);
+/// use rgex_core::event::OpCounter;
+/// let c = OpCounter::new(2);
 /// assert!(!c.is_done());
 /// c.done();
 /// c.done();
@@ -54,7 +54,7 @@ const COUNT: u64 = AWAITED - 1;
 /// A future completes only when someone drives progress (a wait, a poll,
 /// the endpoint's progress task).
 #[derive(Debug, Default)]
-pub struct Completion {
+pub struct OpCounter {
     /// The count, with [`AWAITED`] in its top bit.
     outstanding: AtomicU64,
     /// `is_done` found operations outstanding since a conduit last took
@@ -68,10 +68,10 @@ pub struct Completion {
     waker: AtomicWaker,
 }
 
-impl Completion {
+impl OpCounter {
     /// A counter with `n` operations outstanding.
     pub fn new(n: u64) -> Arc<Self> {
-        Arc::new(Completion {
+        Arc::new(OpCounter {
             outstanding: AtomicU64::new(n),
             wanted: AtomicBool::new(false),
             batched: false,
@@ -88,12 +88,12 @@ impl Completion {
     /// at once, is made by [`new`](Self::new).
     ///
     /// ```
-    /// use rgex_core::event::Completion;
-    /// assert!(Completion::batched(0).is_batched());
-    /// assert!(!Completion::new(0).is_batched());
+    /// use rgex_core::event::OpCounter;
+    /// assert!(OpCounter::batched(0).is_batched());
+    /// assert!(!OpCounter::new(0).is_batched());
     /// ```
     pub fn batched(n: u64) -> Arc<Self> {
-        Arc::new(Completion {
+        Arc::new(OpCounter {
             outstanding: AtomicU64::new(n),
             wanted: AtomicBool::new(false),
             batched: true,
@@ -123,12 +123,12 @@ impl Completion {
     /// no longer is. A conduit calls this when it asks for the answer.
     ///
     /// ```
-    /// use rgex_core::event::Completion;
-    /// let c = Completion::batched(1);
+    /// use rgex_core::event::OpCounter;
+    /// let c = OpCounter::batched(1);
     /// assert!(!c.wanted() && !c.peek_done());
     /// assert!(!c.is_done());             // a look that found it unfinished
     /// assert!(c.take_wanted() && !c.wanted());
-    /// let one = Completion::new(1);     // a counter of its own: no demand kept
+    /// let one = OpCounter::new(1);     // a counter of its own: no demand kept
     /// assert!(!one.is_done() && !one.wanted());
     /// ```
     #[inline]
@@ -157,10 +157,7 @@ impl Completion {
         // the wake below (the slot's own protocol then hands it over).
         // On x86 this is the same `lock xadd` as Release alone.
         let before = self.outstanding.fetch_sub(1, Ordering::AcqRel);
-        debug_assert!(
-            before & COUNT > 0,
-            "Completion::done without a matching add"
-        );
+        debug_assert!(before & COUNT > 0, "OpCounter::done without a matching add");
         if before == AWAITED | 1 {
             self.waker.wake();
         }
@@ -171,8 +168,8 @@ impl Completion {
     /// [`Event::wait`] reports `why` (the first failure recorded).
     ///
     /// ```
-    /// use rgex_core::event::Completion;
-    /// let c = Completion::new(1);
+    /// use rgex_core::event::OpCounter;
+    /// let c = OpCounter::new(1);
     /// c.fail("put to rank 3: rank 3 is unreachable".into());
     /// assert!(c.is_done() && c.failure().unwrap().contains("rank 3"));
     /// ```
@@ -191,11 +188,11 @@ impl Completion {
     /// once nothing is outstanding.
     ///
     /// ```
-    /// use rgex_core::event::Completion;
-    /// let c = Completion::new(1);
+    /// use rgex_core::event::OpCounter;
+    /// let c = OpCounter::new(1);
     /// c.done();
     /// assert!(c.check().is_ok());
-    /// let c = Completion::new(1);
+    /// let c = OpCounter::new(1);
     /// c.fail("get from rank 2: rank 2 is unreachable".into());
     /// assert!(c.check().unwrap_err().to_string().contains("rank 2"));
     /// ```
@@ -241,9 +238,9 @@ impl Completion {
     /// the endpoint: something else must drive progress.
     ///
     /// ```
-    /// use rgex_core::event::Completion;
+    /// use rgex_core::event::OpCounter;
     /// use std::task::{Context, Poll, Waker};
-    /// let c = Completion::new(1);
+    /// let c = OpCounter::new(1);
     /// let mut cx = Context::from_waker(Waker::noop());
     /// assert!(c.poll_done(&mut cx).is_pending());
     /// c.done(); // wakes the registered (here: no-op) waker
@@ -293,7 +290,7 @@ pub trait Progress: Send + Sync {
 /// ```
 #[must_use = "an event must be tested or waited on to know the operation completed"]
 pub struct Event {
-    pending: Option<(Arc<Completion>, Arc<dyn Progress>)>,
+    pending: Option<(Arc<OpCounter>, Arc<dyn Progress>)>,
 }
 
 impl std::fmt::Debug for Event {
@@ -314,7 +311,7 @@ impl Event {
 
     /// An event complete when `c` has nothing outstanding; waits poll `p`.
     #[inline]
-    pub fn pending(c: Arc<Completion>, p: Arc<dyn Progress>) -> Self {
+    pub fn pending(c: Arc<OpCounter>, p: Arc<dyn Progress>) -> Self {
         Event {
             pending: Some((c, p)),
         }
@@ -336,13 +333,13 @@ impl Event {
     /// the ranks and the cause.
     ///
     /// ```
-    /// use rgex_core::event::{Completion, Event};
+    /// use rgex_core::event::{OpCounter, Event};
     /// # struct Idle;
     /// # impl rgex_core::Progress for Idle {
     /// #     fn progress(&self) -> usize { 0 }
     /// #     fn polite(&self) -> bool { true }
     /// # }
-    /// let c = Completion::new(1);
+    /// let c = OpCounter::new(1);
     /// c.fail("put to rank 1: rank 1 is unreachable".into());
     /// let e = Event::pending(c, std::sync::Arc::new(Idle));
     /// assert!(e.wait().unwrap_err().to_string().contains("rank 1"));
@@ -377,14 +374,14 @@ impl Event {
     /// good (its memory stays valid; it is not reused).
     ///
     /// ```
-    /// use rgex_core::event::{Completion, Event};
+    /// use rgex_core::event::{OpCounter, Event};
     /// # struct Idle;
     /// # impl rgex_core::Progress for Idle {
     /// #     fn progress(&self) -> usize { 0 }
     /// #     fn polite(&self) -> bool { true }
     /// # }
     /// use std::sync::Arc;
-    /// let c = Completion::new(1);
+    /// let c = OpCounter::new(1);
     /// let buf = Arc::new(vec![0u8; 64]);
     /// Event::pending(c.clone(), Arc::new(Idle)).keep_until_done(buf.clone());
     /// assert_eq!(Arc::strong_count(&buf), 2); // kept: the operation is in flight
@@ -466,7 +463,7 @@ impl Event {
 /// waits or polls).
 ///
 /// ```
-/// use rgex_core::event::{Completion, Event};
+/// use rgex_core::event::{OpCounter, Event};
 /// # struct Idle;
 /// # impl rgex_core::Progress for Idle {
 /// #     fn progress(&self) -> usize { 0 }
@@ -474,7 +471,7 @@ impl Event {
 /// # }
 /// use std::future::Future;
 /// use std::task::{Context, Poll, Waker};
-/// let c = Completion::new(1);
+/// let c = OpCounter::new(1);
 /// let mut ev = Event::pending(c.clone(), std::sync::Arc::new(Idle));
 /// let mut cx = Context::from_waker(Waker::noop());
 /// assert!(std::pin::Pin::new(&mut ev).poll(&mut cx).is_pending());
@@ -506,7 +503,7 @@ impl Future for Event {
 /// then the counter holds the waker, which holds this: a cycle that the
 /// wake breaks.
 struct Keeper {
-    c: Arc<Completion>,
+    c: Arc<OpCounter>,
     held: std::sync::Mutex<Option<Box<dyn Send>>>,
 }
 
@@ -547,7 +544,7 @@ impl std::task::Wake for Keeper {
 /// Poll `p` until `c` has nothing outstanding (backing off while nothing
 /// happens).
 #[inline]
-fn spin_until_done(c: &Completion, p: &dyn Progress) {
+fn spin_until_done(c: &OpCounter, p: &dyn Progress) {
     let mut backoff = Backoff::new(p.polite());
     while !c.is_done() {
         if p.progress() == 0 {
@@ -563,7 +560,7 @@ mod loom_tests {
     //! The awaited counter under the model checker: a poll racing the
     //! `done` that finishes the count never loses the wake-up.
 
-    use super::Completion;
+    use super::OpCounter;
     use loom::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::task::{Context, Poll, Wake, Waker};
@@ -585,7 +582,7 @@ mod loom_tests {
     #[test]
     fn loom_poll_racing_done_is_woken() {
         loom::model(|| {
-            let c = Completion::new(1);
+            let c = OpCounter::new(1);
             let c2 = c.clone();
             let t = loom::thread::spawn(move || c2.done());
             let (count, w) = waker();
@@ -609,7 +606,7 @@ mod loom_tests {
         // the task is woken through the waker of its last poll, or a poll
         // sees the count at zero, and the outcome is the failure.
         loom::model(|| {
-            let c = Completion::new(1);
+            let c = OpCounter::new(1);
             let c2 = c.clone();
             let t = loom::thread::spawn(move || c2.fail("put to rank 1: gone".into()));
             let (a, wa) = waker();

@@ -1,6 +1,6 @@
 //! Implicit-handle (NBI) operations: tracked per thread, synced by
 //! category, or collected by an access region into one event. The
-//! protocol layers count on these counters (`rgex_am`'s `put_nbi`,
+//! protocol layers count on these counters (`rgex_endpoint`'s `put_nbi`,
 //! `nbi_wait`, regions; the atomics' and VIS's NBI forms); they live here
 //! so that an [`Event`](crate::Event) awaited across them can tell (see
 //! [`suspend_hazard`]).
@@ -14,7 +14,7 @@
 //! instead (and the open region is closed, so the thread's later tasks
 //! start clean).
 
-use crate::Completion;
+use crate::OpCounter;
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -51,67 +51,112 @@ impl NbiCategory {
     ];
 }
 
+/// One endpoint's implicit operations on this thread.
+struct EndpointNbi {
+    by_category: [Arc<OpCounter>; 4],
+    region: Option<Arc<OpCounter>>,
+}
+
+impl EndpointNbi {
+    fn new() -> Self {
+        EndpointNbi {
+            by_category: std::array::from_fn(|_| OpCounter::batched(0)),
+            region: None,
+        }
+    }
+}
+
+/// A thread's implicit operations, per endpoint (each endpoint's synced
+/// on its own, as OpenSHMEM contexts are quieted one at a time): the
+/// primordial endpoint's in a field of its own (one branch to reach),
+/// the others' by index, made on first use.
 struct ThreadNbi {
-    by_category: [Arc<Completion>; 4],
-    region: Option<Arc<Completion>>,
+    primordial: EndpointNbi,
+    more: Vec<EndpointNbi>,
 }
 
 thread_local! {
     static NBI: RefCell<ThreadNbi> = RefCell::new(ThreadNbi {
-        by_category: std::array::from_fn(|_| Completion::batched(0)),
-        region: None,
+        primordial: EndpointNbi::new(),
+        more: Vec::new(),
     });
 }
 
-/// The counter an implicit operation of `cat` issued now on this thread
-/// joins: the open access region's, else the category's.
-pub fn counter(cat: NbiCategory) -> Arc<Completion> {
+/// Run `f` on this thread's state for endpoint `ep`.
+#[inline]
+fn with<R>(ep: u32, f: impl FnOnce(&mut EndpointNbi) -> R) -> R {
     NBI.with(|n| {
-        let n = n.borrow();
+        let mut n = n.borrow_mut();
+        if ep == 0 {
+            return f(&mut n.primordial);
+        }
+        let i = ep as usize - 1;
+        if n.more.len() <= i {
+            n.more.resize_with(i + 1, EndpointNbi::new);
+        }
+        f(&mut n.more[i])
+    })
+}
+
+/// The counter an implicit operation of `cat` issued now on this thread
+/// through endpoint `ep` joins: the endpoint's open access region's,
+/// else the category's.
+///
+/// ```
+/// use rgex_core::nbi::{self, NbiCategory};
+/// let c = nbi::counter(1, NbiCategory::Put);
+/// c.add(1);
+/// assert!(!nbi::category(1, NbiCategory::Put).peek_done());
+/// assert!(nbi::category(0, NbiCategory::Put).peek_done()); // another endpoint's
+/// c.done();
+/// ```
+pub fn counter(ep: u32, cat: NbiCategory) -> Arc<OpCounter> {
+    with(ep, |n| {
         n.region
             .clone()
             .unwrap_or_else(|| n.by_category[cat as usize].clone())
     })
 }
 
-/// This thread's counter for `cat` (outside regions).
-pub fn category(cat: NbiCategory) -> Arc<Completion> {
-    NBI.with(|n| n.borrow().by_category[cat as usize].clone())
+/// This thread's counter for `cat` on endpoint `ep` (outside regions).
+pub fn category(ep: u32, cat: NbiCategory) -> Arc<OpCounter> {
+    with(ep, |n| n.by_category[cat as usize].clone())
 }
 
-/// After a sync of `cat` on this thread (nothing outstanding): why one of
-/// its operations failed, if one did, with the category started afresh so
-/// the next sync reports only its own failures. `None`, and nothing
-/// changed, if none failed or operations are still outstanding.
-pub fn take_failure(cat: NbiCategory) -> Option<String> {
-    NBI.with(|n| {
-        let mut n = n.borrow_mut();
+/// After a sync of `cat` on endpoint `ep` on this thread (nothing
+/// outstanding): why one of its operations failed, if one did, with the
+/// category started afresh so the next sync reports only its own
+/// failures. `None`, and nothing changed, if none failed or operations
+/// are still outstanding.
+pub fn take_failure(ep: u32, cat: NbiCategory) -> Option<String> {
+    with(ep, |n| {
         let c = &mut n.by_category[cat as usize];
         let why = c.failure()?.to_string();
         // Only a finished counter is replaced: an operation still counted
         // on it would finish on a counter nobody waits for.
         c.peek_done().then(|| {
-            *c = Completion::batched(0);
+            *c = OpCounter::batched(0);
             why
         })
     })
 }
 
-/// Open an access region on this thread; false if one is already open.
-pub fn begin_region() -> bool {
-    NBI.with(|n| {
-        let mut n = n.borrow_mut();
+/// Open an access region for endpoint `ep` on this thread; false if one
+/// is already open.
+pub fn begin_region(ep: u32) -> bool {
+    with(ep, |n| {
         if n.region.is_some() {
             return false;
         }
-        n.region = Some(Completion::batched(0));
+        n.region = Some(OpCounter::batched(0));
         true
     })
 }
 
-/// Close this thread's access region, returning its counter.
-pub fn end_region() -> Option<Arc<Completion>> {
-    NBI.with(|n| n.borrow_mut().region.take())
+/// Close this thread's access region on endpoint `ep`, returning its
+/// counter.
+pub fn end_region(ep: u32) -> Option<Arc<OpCounter>> {
+    with(ep, |n| n.region.take())
 }
 
 /// What of this thread's implicit-operation state must not cross an
@@ -123,26 +168,34 @@ pub fn end_region() -> Option<Arc<Completion>> {
 /// ```
 /// use rgex_core::nbi;
 /// assert_eq!(nbi::suspend_hazard(), None);
-/// assert!(nbi::begin_region());
+/// assert!(nbi::begin_region(0));
 /// assert!(nbi::suspend_hazard().unwrap().contains("access region"));
-/// assert!(nbi::end_region().is_none()); // closed by the check
+/// assert!(nbi::end_region(0).is_none()); // closed by the check
 /// ```
 pub fn suspend_hazard() -> Option<String> {
     NBI.with(|n| {
         let mut n = n.borrow_mut();
-        if n.region.take().is_some() {
-            return Some(
-                "this thread has an open access region (nbi_begin_region); it was closed, \
-                 its operations left to finish unwatched"
-                    .into(),
+        let n = &mut *n;
+        let eps = std::iter::once(&mut n.primordial).chain(n.more.iter_mut());
+        let mut busy: Vec<String> = Vec::new();
+        for (i, e) in eps.enumerate() {
+            if e.region.take().is_some() {
+                return Some(format!(
+                    "this thread has an open access region (nbi_begin_region) on endpoint {i}; it \
+                     was closed, its operations left to finish unwatched"
+                ));
+            }
+            busy.extend(
+                NbiCategory::ALL
+                    .iter()
+                    .zip(&e.by_category)
+                    .filter(|(_, c)| !c.is_done())
+                    .map(|(cat, _)| match i {
+                        0 => cat.name().to_string(),
+                        _ => format!("{} on endpoint {i}", cat.name()),
+                    }),
             );
         }
-        let busy: Vec<&str> = NbiCategory::ALL
-            .iter()
-            .zip(&n.by_category)
-            .filter(|(_, c)| !c.is_done())
-            .map(|(cat, _)| cat.name())
-            .collect();
         (!busy.is_empty()).then(|| {
             format!(
                 "this thread has implicit-handle operations outstanding ({}), not yet synced by nbi_wait",

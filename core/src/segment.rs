@@ -3,6 +3,26 @@
 use crate::{Error, Rank, Result};
 use std::ptr::NonNull;
 
+/// The offsets each client segment owns (segments over client memory,
+/// registered by rgex-endpoint): client segment `k` starts at
+/// `k * CLIENT_SEGMENT_STRIDE` (1 TiB apart) of every rank's address
+/// space; the primordial segment, smaller, keeps the offsets below.
+///
+/// ```
+/// use rgex_core::segment::{client_segment_of, CLIENT_SEGMENT_STRIDE};
+/// assert_eq!(client_segment_of(3 * CLIENT_SEGMENT_STRIDE + 7), Some(3));
+/// assert_eq!(client_segment_of(4096), None);
+/// ```
+pub const CLIENT_SEGMENT_STRIDE: u64 = 1 << 40;
+
+/// The client segment an offset belongs to: `Some(k)` for one, `None` for
+/// the primordial segment's offsets.
+#[inline]
+pub fn client_segment_of(offset: u64) -> Option<usize> {
+    let k = offset / CLIENT_SEGMENT_STRIDE;
+    (k > 0).then_some(k as usize)
+}
+
 /// Check that `[offset, offset + len)` lies inside a segment of `seg_len`
 /// bytes on `rank`. Every remote access goes through this (or a conduit's
 /// equivalent) before a byte moves.

@@ -3,27 +3,27 @@
 use crate::{Error, Rank, Result};
 use std::sync::Arc;
 
-/// An ordered set of ranks. Team ranks are `0..size()`; [`Team::world_rank`]
-/// and [`Team::team_rank`] translate between team and job numbering.
+/// The members of a team: an ordered set of ranks. Team ranks are `0..size()`; [`Membership::world_rank`]
+/// and [`Membership::team_rank`] translate between team and job numbering.
 ///
 /// ```
-/// use rgex_core::{team::Team, Rank};
-/// let world = Team::world(4, Rank(2));
+/// use rgex_core::{team::Membership, Rank};
+/// let world = Membership::world(4, Rank(2));
 /// assert_eq!(world.size(), 4);
 /// assert_eq!(world.my_rank(), 2);
 /// assert_eq!(world.world_rank(3).unwrap(), Rank(3));
 /// assert!(world.world_rank(4).is_err());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Team {
+pub struct Membership {
     members: Arc<[Rank]>,
     me: u32,
 }
 
-impl Team {
+impl Membership {
     /// The team of every rank of a job of `size`, seen from `me`.
     pub fn world(size: u32, me: Rank) -> Self {
-        Team {
+        Membership {
             members: (0..size).map(Rank).collect(),
             me: me.0,
         }
@@ -38,7 +38,7 @@ impl Team {
                 size: members.len() as u32,
             });
         }
-        Ok(Team {
+        Ok(Membership {
             members: members.into(),
             me,
         })

@@ -26,7 +26,7 @@
 use crate::bootstrap::SingleRank;
 use crate::conduit::{AtomicType, Chunk, CollKind, OpSet};
 use crate::{
-    Bootstrap, Claim, Completion, Conduit, Delivery, Error, Locality, PollSet, Prepare, Rank,
+    Bootstrap, Claim, Conduit, Delivery, Error, Locality, OpCounter, PollSet, Prepare, Rank,
     Result, Segment, SendSlot,
 };
 use parking_lot::Mutex;
@@ -80,6 +80,17 @@ pub enum Step {
         /// The team's world ranks.
         members: Vec<Rank>,
     },
+    /// A native put-with-signal ([`Conduit::try_put_signal`]).
+    PutSignal {
+        /// Target.
+        peer: Rank,
+        /// The data's offset.
+        offset: u64,
+        /// Its bytes.
+        len: usize,
+        /// The signal.
+        signal: crate::Signal,
+    },
     /// A native broadcast.
     Broadcast {
         /// The root's team index.
@@ -105,6 +116,9 @@ pub struct RecorderConfig {
     pub native_vis: bool,
     /// It runs barriers and broadcasts itself ([`Conduit::coll_native`]).
     pub native_coll: bool,
+    /// It carries put-with-signal itself ([`Conduit::put_signal_native`])
+    /// for every peer.
+    pub native_signal: bool,
     /// Bytes of the segment (every peer's: one buffer).
     pub segment_len: usize,
 }
@@ -118,6 +132,7 @@ impl Default for RecorderConfig {
             network: false,
             native_vis: false,
             native_coll: false,
+            native_signal: false,
             segment_len: 4096,
         }
     }
@@ -255,8 +270,8 @@ impl Conduit for Recorder {
         &self,
         peer: Rank,
         chunks: &[Chunk],
-        _lc: &Arc<Completion>,
-        _rc: &Arc<Completion>,
+        _lc: &Arc<OpCounter>,
+        _rc: &Arc<OpCounter>,
     ) -> Result<()> {
         for c in chunks {
             // SAFETY: the caller keeps each source readable for `len`
@@ -272,7 +287,7 @@ impl Conduit for Recorder {
         Ok(())
     }
     /// Copies every chunk out of the one segment at once.
-    unsafe fn try_getv(&self, peer: Rank, chunks: &[Chunk], _done: &Arc<Completion>) -> Result<()> {
+    unsafe fn try_getv(&self, peer: Rank, chunks: &[Chunk], _done: &Arc<OpCounter>) -> Result<()> {
         for c in chunks {
             // SAFETY: the caller keeps each destination valid and ours for
             // `len` bytes (try_getv's contract).
@@ -283,6 +298,37 @@ impl Conduit for Recorder {
             peer,
             chunks: chunks.len(),
             bytes: chunks.iter().map(|c| c.len).sum(),
+        });
+        Ok(())
+    }
+    fn put_signal_native(&self, _peer: Rank) -> bool {
+        self.cfg.native_signal
+    }
+    /// Writes the data into the one segment, then applies the signal to
+    /// its word there (complete on return: nothing counted).
+    unsafe fn try_put_signal(
+        &self,
+        peer: Rank,
+        offset: u64,
+        src: *const u8,
+        len: usize,
+        signal: &crate::Signal,
+        _lc: &Arc<OpCounter>,
+        _rc: &Arc<OpCounter>,
+    ) -> Result<()> {
+        // SAFETY: the caller keeps the source readable for `len` bytes
+        // (try_put_signal's contract).
+        let data = unsafe { std::slice::from_raw_parts(src, len) };
+        self.seg.write(offset, data)?;
+        let word = self.seg.ptr_at(signal.offset, 8)?;
+        // SAFETY: 8 bytes inside the segment (checked), 8-aligned (the
+        // caller checked the offset; the memory is in words).
+        signal.apply_to(unsafe { std::sync::atomic::AtomicU64::from_ptr(word.cast()) });
+        self.record(Step::PutSignal {
+            peer,
+            offset,
+            len,
+            signal: *signal,
         });
         Ok(())
     }

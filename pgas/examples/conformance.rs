@@ -60,7 +60,7 @@ fn heap(pg: &Pgas) -> rgex_pgas::Result<()> {
         .unwrap_err()
         .to_string();
     assert!(e.contains("null"), "{e}");
-    let seg = pg.client().segment().len();
+    let seg = pg.client().endpoint().segment().len();
     let e = pg.new_array::<u8>(seg + 1, 0).unwrap_err().to_string();
     assert!(
         e.contains("cannot allocate") && e.contains(&format!("{}", pg.rank())),
@@ -935,7 +935,7 @@ fn wait_bounded<T>(
 /// 16 bytes are left (at most a few per size).
 fn fill_heap(pg: &Pgas) -> rgex_pgas::Result<Vec<GlobalPtr<u8>>> {
     let mut held = Vec::new();
-    let mut len = pg.client().segment().len();
+    let mut len = pg.client().endpoint().segment().len();
     while len >= 16 {
         match pg.new_array::<u8>(len, 0) {
             Ok(p) => held.push(p),
@@ -1127,7 +1127,7 @@ fn raw_range(pg: &Pgas) -> rgex_pgas::Result<()> {
     pg.barrier()?;
     let pattern = vec![0xA5u8; (raw.end - raw.start) as usize];
     if !pattern.is_empty() {
-        pg.client().put(
+        pg.client().endpoint().put(
             rgex::GlobalAddr::new(next(pg), raw.start),
             &pattern,
             rgex::Flags::empty(),
@@ -1138,7 +1138,7 @@ fn raw_range(pg: &Pgas) -> rgex_pgas::Result<()> {
     // the neighbour's raw puts after the barrier. (An rget to itself on
     // scc goes through the emulated core's caches, which can still hold
     // a line an earlier check read from a block the heap has reused.)
-    let seg = pg.client().segment();
+    let seg = pg.client().endpoint().segment();
     for (i, p) in ptrs.iter().enumerate() {
         let mut got = vec![0u8; (1 + i * 7) * 8];
         seg.read(p.offset(), &mut got)?;
@@ -1151,7 +1151,7 @@ fn raw_range(pg: &Pgas) -> rgex_pgas::Result<()> {
         );
     }
     let mut back = vec![0u8; pattern.len()];
-    pg.client().get(
+    pg.client().endpoint().get(
         &mut back,
         rgex::GlobalAddr::new(pg.rank(), raw.start),
         rgex::Flags::empty(),

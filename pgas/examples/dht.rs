@@ -178,17 +178,17 @@ fn main() -> rgex_pgas::Result<()> {
     let held = table.0.lock().expect("table").len() as u64;
     let total = pg
         .client()
-        .world_team()
+        .world()
         .allreduce(&[held], rgex::ReduceOp::Sum)?;
     assert_eq!(total[0], n * k, "keys held by the owners");
     let rate = |ops: u64, d: std::time::Duration| ops as f64 / d.as_secs_f64();
     let ins = pg
         .client()
-        .world_team()
+        .world()
         .allreduce(&[rate(k, inserts)], rgex::ReduceOp::Sum)?;
     let fnd = pg
         .client()
-        .world_team()
+        .world()
         .allreduce(&[rate(2 * k, finds)], rgex::ReduceOp::Sum)?;
     if me == 0 {
         println!(

@@ -109,7 +109,7 @@ fn main() -> rgex_pgas::Result<()> {
                 "rank {me}: step {s}: halos lost"
             );
         }
-        let seg = pg.client().segment();
+        let seg = pg.client().endpoint().segment();
         let read = |g: GlobalPtr<f64>, into: &mut Vec<f64>| -> rgex_pgas::Result<()> {
             let mut b = vec![0u8; nx * 8];
             seg.read(g.offset(), &mut b)?;

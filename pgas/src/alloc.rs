@@ -31,7 +31,7 @@ impl Pgas {
         })?;
         let align = std::mem::align_of::<T>() as u64;
         let at = self.inner.heap.alloc::<T>(len, align)?;
-        let seg = self.client().segment();
+        let seg = self.client().endpoint().segment();
         let chunk = vec![fill; n.clamp(1, 4096)];
         let mut done = 0usize;
         while done < n {

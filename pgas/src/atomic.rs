@@ -33,7 +33,7 @@ impl<T: AtomicValue> AtomicDomain<T> {
         // of them stops serving.
         pg.barrier()?;
         Ok(AtomicDomain {
-            ad: rgex::AtomicDomain::new(pg.ep(), pg.client().world_team(), ops)?,
+            ad: rgex::AtomicDomain::new(pg.ep(), pg.client().world(), ops)?,
         })
     }
 

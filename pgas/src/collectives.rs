@@ -22,7 +22,7 @@ impl Pgas {
     /// ```
     pub fn broadcast<T: Element>(&self, root: u32, data: &[T]) -> Result<Vec<T>> {
         self.barrier()?;
-        Ok(self.client().world_team().broadcast_elems(root, data)?)
+        Ok(self.client().world().broadcast_elems(root, data)?)
     }
 
     /// `op` over every rank's `data`, element by element, on every rank.
@@ -35,7 +35,7 @@ impl Pgas {
     /// ```
     pub fn allreduce<T: Numeric>(&self, data: &[T], op: ReduceOp) -> Result<Vec<T>> {
         self.barrier()?;
-        Ok(self.client().world_team().allreduce(data, op)?)
+        Ok(self.client().world().allreduce(data, op)?)
     }
 
     /// `op` over every rank's `data`, element by element: `Some` at
@@ -47,6 +47,6 @@ impl Pgas {
         op: ReduceOp,
     ) -> Result<Option<Vec<T>>> {
         self.barrier()?;
-        Ok(self.client().world_team().reduce(root, data, op)?)
+        Ok(self.client().world().reduce(root, data, op)?)
     }
 }

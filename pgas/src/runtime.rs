@@ -243,13 +243,13 @@ pub fn init() -> Result<Pgas> {
         rgex::init_with_settings(&settings, move |t| crate::mailbox::register(t, m))?;
     let ep = client.endpoint().clone();
     let (me, n) = (client.rank(), client.size());
-    let seg = client.segment().len() as u64;
+    let seg = client.endpoint().segment().len() as u64;
     let raw = crate::heap::raw_len(raw_setting, seg)
         .map_err(|why| rgex::Error::Failed(format!("rgex-pgas: {me}: {why}")))?;
     // A key for the functions' tags, drawn by rank 0, and every rank's
     // program fingerprint and raw range checked against rank 0's.
     let mine = [crate::fn_id::fingerprint(), fresh_key(), raw];
-    let root = client.world_team().broadcast_elems(0, &mine)?;
+    let root = client.world().broadcast_elems(0, &mine)?;
     if root[0] != mine[0] {
         return Err(Error::NotSameProgram {
             rank: me,
@@ -336,7 +336,7 @@ impl Pgas {
     /// use rgex::{Flags, GlobalAddr, Rank};
     /// let raw = pg.raw_range();
     /// assert!(raw.end - raw.start >= 5, "RGEX_PGAS_RAW leaves room");
-    /// pg.client().put(GlobalAddr::new(Rank(0), raw.start), b"hello", Flags::empty())?;
+    /// pg.client().endpoint().put(GlobalAddr::new(Rank(0), raw.start), b"hello", Flags::empty())?;
     /// # Ok(()) }
     /// ```
     pub fn client(&self) -> &Client {
@@ -935,6 +935,7 @@ impl Pgas {
         b.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
         let sent = self
             .client()
+            .endpoint()
             .segment()
             .write(at, &bytes)
             .map_err(Error::from)
@@ -993,7 +994,7 @@ impl Pgas {
     /// A barrier of every rank as a future.
     pub fn barrier_async(&self) -> Result<impl Future<Output = Result<()>> + 'static> {
         self.flush_calls()?;
-        let ev = self.inner.client.world_team().barrier_nb()?;
+        let ev = self.inner.client.world().barrier_nb()?;
         Ok(async move { Ok(ev.await?) })
     }
 

@@ -2,7 +2,7 @@
 //!
 //! rgex's library crates never write to stderr themselves: each
 //! diagnostic is a [`tracing`] event, whose target is the module that
-//! raised it (`rgex_net::health`, `rgex_am::endpoint`, ...) and whose
+//! raised it (`rgex_net::health`, `rgex_endpoint::endpoint`, ...) and whose
 //! fields name the ranks and values concerned (`rank`, `peer`, ...). The
 //! levels say who else learns of it:
 //!
@@ -178,7 +178,7 @@ mod tests {
     fn the_default_shows_rgex_warnings_only() {
         let f = parse(DEFAULT).unwrap();
         assert!(f.would_enable("rgex_net::health", &Level::WARN));
-        assert!(f.would_enable("rgex_am::endpoint", &Level::ERROR));
+        assert!(f.would_enable("rgex_endpoint::endpoint", &Level::ERROR));
         assert!(!f.would_enable("rgex_vis::am", &Level::DEBUG));
         assert!(!f.would_enable("my_app", &Level::ERROR));
     }

@@ -24,7 +24,7 @@
 //!         })?,
 //!     })
 //! })?;
-//! client.request_short(Rank(0), ids.hit, &[1], Flags::empty())?;
+//! client.endpoint().request_short(Rank(0), ids.hit, &[1], Flags::empty())?;
 //! client.barrier()?;
 //! client.barrier()?;
 //! # Ok::<(), rgex::Error>(())
@@ -42,15 +42,6 @@ pub mod diagnostics;
 pub mod info;
 pub mod launch;
 
-pub use rgex_am::rma::{
-    self, BufError, GetPending, Lc, LocalCompletion, NbiCategory, PutDeferred, PutEvents, RmaPath,
-};
-pub use rgex_am::team::{self, Element, Numeric, ReduceOp, TeamHandle, NO_COLOUR};
-pub use rgex_am::{
-    context, outcome, progress_task, progress_thread, reserved, Accepts, AmConfig, Client,
-    Endpoint, HandlerId, HandlerOutcome, HandlerTable, Message, Prepared, ProgressStop,
-    ProgressTask, ProgressThread, ProtocolId, Target, Token, CLIENT_MIN, MALFORMED_PRINTED,
-};
 /// Remote atomic domains (see [`rgex_atomics`]); their errors are
 /// variants of the one [`Error`] (`rgex::atomics::Error` is the same type).
 pub use rgex_atomics::{
@@ -58,8 +49,20 @@ pub use rgex_atomics::{
     AtomicsConfig, Implementation as AtomicImplementation, OpSet,
 };
 pub use rgex_core::{
-    bootstrap, config, event, segment, Backoff, Category, Completion, Conduit, Error, Event, Flags,
-    GlobalAddr, Progress, Rank, Result, Segment, Team, MAX_ARGS,
+    bootstrap, config, event, segment, Backoff, Category, Conduit, Error, Event, Flags, GlobalAddr,
+    Membership, OpCounter, Progress, Rank, Result, Segment, Signal, SignalOp, MAX_ARGS,
+};
+pub use rgex_endpoint::rma::{
+    self, BufError, GetPending, Lc, LocalCompletion, NbiCategory, PutDeferred, PutEvents, RmaPath,
+    SignalPath,
+};
+pub use rgex_endpoint::team::{self, CollEvent, Element, Numeric, ReduceOp, Team, NO_COLOUR};
+pub use rgex_endpoint::{
+    client_segment, context, memory_wait, outcome, progress_task, progress_thread, reserved,
+    Accepts, AmConfig, Client, ClientPath, ClientSegment, Cmp, Endpoint, HandlerId, HandlerOutcome,
+    HandlerTable, Message, Prepared, ProgressStop, ProgressTask, ProgressThread, ProtocolId,
+    Target, Token, WaitUntil, WaitWord, CLIENT_MIN, CLIENT_SEGMENT_STRIDE, CMA_MIN,
+    MALFORMED_PRINTED,
 };
 pub use rgex_ibv::{IbvConduit, IbvConfig, SoftIbvConduit};
 pub use rgex_ofi::{OfiConduit, OfiConfig};
@@ -189,7 +192,7 @@ fn claim_init() -> Result<()> {
 ///     let ping = t.register("ping", move |tok, msg| tok.reply_short(pong, msg.args(), Flags::empty()))?;
 ///     Ok(Handlers { ping, pong })
 /// })?;
-/// client.request_short(Rank(0), h.ping, &[7], Flags::empty())?;
+/// client.endpoint().request_short(Rank(0), h.ping, &[7], Flags::empty())?;
 /// # let _ = h.pong;
 /// # Ok::<(), rgex::Error>(())
 /// ```
@@ -289,10 +292,15 @@ fn init_once<H>(
     // context is made by one rank alone, whenever it likes).
     rgex_vis::install(client.endpoint(), vis)?;
     rgex_atomics::install(client.endpoint(), atomics)?;
+    // And on every endpoint the client opens later.
+    client.on_new_endpoint(move |ep| {
+        rgex_vis::install(ep, vis)?;
+        rgex_atomics::install(ep, atomics)
+    });
     // Every protocol of rgex's is registered: close the reserved range
     // before client code can reach the table.
-    client.handlers().seal_protocols();
-    let ids = register(client.handlers())?;
+    client.endpoint().handlers().seal_protocols();
+    let ids = register(client.endpoint().handlers())?;
     // After registration, so the thread never runs a handler that is
     // still being registered; before the barrier, which it then helps.
     client.progress_thread_as_configured()?;

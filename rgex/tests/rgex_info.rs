@@ -281,7 +281,7 @@ fn every_rgex_variable_the_crates_read_is_in_the_table() {
     let mut missing = Vec::new();
     let mut dirs: Vec<std::path::PathBuf> = [
         "core",
-        "am",
+        "endpoint",
         "atomics",
         "vis",
         "conduits",

@@ -15,9 +15,9 @@ pub const HANG_LIMIT: Duration = Duration::from_secs(120);
 /// Poll until `done()` holds; panic naming `what` after [`HANG_LIMIT`].
 pub fn wait_until(client: &Client, what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
-    let mut backoff = rgex::Backoff::new(client.polite());
+    let mut backoff = rgex::Backoff::new(client.endpoint().polite());
     while !done() {
-        if client.poll().expect("poll") == 0 {
+        if client.endpoint().poll().expect("poll") == 0 {
             backoff.snooze();
         } else {
             backoff.reset();
@@ -52,7 +52,7 @@ pub fn with_poller<R>(
             let start = Instant::now();
             let mut polls = 0u64;
             while !stop.load(Ordering::Relaxed) && start.elapsed() < HANG_LIMIT {
-                client.poll()?;
+                client.endpoint().poll()?;
                 polls += 1;
             }
             Ok(polls)
@@ -162,7 +162,7 @@ pub fn report_skip_line(line: &str) {
 /// a run meant for ofi or scc cannot pass on smp by mistake). Not a check.
 pub fn conduit_banner(client: &Client) {
     if client.rank().0 == 0 {
-        println!("{CONDUIT}{}", client.conduit().name());
+        println!("{CONDUIT}{}", client.endpoint().conduit().name());
     }
 }
 

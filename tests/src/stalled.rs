@@ -38,7 +38,7 @@ pub struct Flood {
 /// use rgex::{Flags, GlobalAddr, Rank};
 /// use rgex_tests::stalled::{flood, slot, PATTERN};
 /// let f = flood(client, 1 << 12, 64, |i| {
-///     client.put_nb(GlobalAddr::new(Rank(1), slot(i)), &[PATTERN; 64], Flags::IMMEDIATE)
+///     client.endpoint().put_nb(GlobalAddr::new(Rank(1), slot(i)), &[PATTERN; 64], Flags::IMMEDIATE)
 /// }, |_| false)?;
 /// # Ok(()) }
 /// ```
@@ -56,6 +56,7 @@ pub fn flood(
     }
     if me == 1 {
         client
+            .endpoint()
             .segment()
             .write(0, &vec![0u8; (span * 64) as usize])?;
     }
@@ -68,7 +69,7 @@ pub fn flood(
     // for rank 0 to poll, while rank 0 (its operations refused) waits in
     // the broadcast for rank 1: a deadlock of the test, not of rgex (the
     // scc conduit's 4-slot channels hit it in about one run in ten).
-    client.conduit().bootstrap().barrier()?;
+    client.endpoint().conduit().bootstrap().barrier()?;
     let mut refused_at = u64::MAX;
     let mut issued = 0;
     let mut in_flight = Vec::new();
@@ -99,7 +100,11 @@ pub fn flood(
     words[..8].copy_from_slice(&refused_at.to_le_bytes());
     words[8..16].copy_from_slice(&issued.to_le_bytes());
     words[16..].copy_from_slice(&u64::from(failed.is_some()).to_le_bytes());
-    let b = client.conduit().bootstrap().broadcast(0, &words)?;
+    let b = client
+        .endpoint()
+        .conduit()
+        .bootstrap()
+        .broadcast(0, &words)?;
     let word = |k: usize| u64::from_le_bytes(b[k..k + 8].try_into().expect("8 bytes"));
     if word(16) != 0 {
         // The flood's own failure is the one reported.
@@ -122,7 +127,7 @@ pub fn flood(
         let mut b = [0u8; 64];
         let accepted = (0..f.issued).map(|i| (i, PATTERN));
         for (i, want) in accepted.chain(f.refused_at.map(|i| (i, 0))) {
-            client.segment().read(slot(i), &mut b)?;
+            client.endpoint().segment().read(slot(i), &mut b)?;
             assert!(
                 b[..len].iter().all(|&x| x == want),
                 "slot {i} of an IMMEDIATE flood of {} ({f:?}): {}",

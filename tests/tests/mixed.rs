@@ -23,6 +23,7 @@ const CANCEL: &str = env!("CARGO_BIN_EXE_cancel_conformance");
 const FAULTS: &str = env!("CARGO_BIN_EXE_job_faults");
 const LIFECYCLE: &str = env!("CARGO_BIN_EXE_job_lifecycle");
 const PROGRESS: &str = env!("CARGO_BIN_EXE_job_progress_thread");
+const SIGNAL: &str = env!("CARGO_BIN_EXE_signal_conformance");
 
 const WHY: &str = "only a network conduit (ofi, ibv) with its shared-memory bypass on mixes node-local peers (smp) with remote ones (network) in one job";
 
@@ -198,5 +199,41 @@ fn progress_threads_two_nodes() {
             .env("RGEX_PROGRESS_THREAD", "1")
             .env(no_safety_net.0, no_safety_net.1),
         (4, 0),
+    );
+}
+
+/// Put-with-signal into rank 0 from its node-local peer (a copy and a
+/// release update through the mapped segment, ringing rank 0 through
+/// the bypass's smp) and from the remote ones (the active-message
+/// reference) in one flood, late writers and futures on a progress
+/// thread that sleeps on smp's socket and the network's fd at once.
+#[test]
+fn signal_two_nodes() {
+    if skip_unless(mixes(), WHY) {
+        return;
+    }
+    let out = run_ok(&two_nodes(SIGNAL, &[]), (8, 0));
+    assert!(
+        out.contains("paths from rank 0: [Mapped, Mapped, Reference, Reference]"),
+        "{out}"
+    );
+}
+
+/// Client segments across two nodes: this rank's own by a copy, the
+/// node-local peer's by cross-memory attach, the remote ones' by the
+/// network's RMA (their registration with it), all in one job, each
+/// checked as on one node.
+#[test]
+fn client_segments_two_nodes() {
+    if skip_unless(mixes(), WHY) {
+        return;
+    }
+    let out = run_ok(
+        &two_nodes(env!("CARGO_BIN_EXE_segment_conformance"), &[]),
+        (7, 0),
+    );
+    assert!(
+        out.contains("rank 0: Local, rank 1: Cma, rank 2: Native, rank 3: Native"),
+        "rank 0's paths into the client segments are not copy, CMA, RDMA, RDMA:\n{out}"
     );
 }

@@ -26,8 +26,8 @@
 use crate::kernel::{copy_range, dense_loops, with_loops, Loop};
 use crate::meta::Shape;
 use crate::stride_plan::StridePlan;
-use rgex_am::{Accepts, Endpoint, InFlight, Message, ProtocolId, Token};
-use rgex_core::{Category, Completion, Flags, Rank, Result, Segment};
+use rgex_core::{Category, Flags, OpCounter, Rank, Result, Segment};
+use rgex_endpoint::{Accepts, Endpoint, InFlight, Message, ProtocolId, Token};
 use std::sync::Arc;
 
 /// Reserved handler indices of the VIS AM protocol.
@@ -95,7 +95,7 @@ impl<'e> Sender<'e> {
         format: u32,
         least: usize,
         most: usize,
-        done: &Arc<Completion>,
+        done: &Arc<OpCounter>,
         pack: impl FnOnce(&mut [u8]) -> (usize, Option<GetDest>),
     ) -> Result<()> {
         let (ep, peer, flags) = (self.ep, self.peer, self.flags);
@@ -220,7 +220,7 @@ impl Proto {
         peer: Rank,
         shape: &Shape,
         src: *const u8,
-        done: &Arc<Completion>,
+        done: &Arc<OpCounter>,
         flags: Flags,
         payload: AmPayload,
     ) -> Result<()> {
@@ -303,7 +303,7 @@ impl Proto {
         peer: Rank,
         shape: &Shape,
         dst: *mut u8,
-        done: &Arc<Completion>,
+        done: &Arc<OpCounter>,
         flags: Flags,
         payload: AmPayload,
     ) -> Result<()> {
@@ -677,13 +677,50 @@ fn unpack_get(g: &GetDest, data: &[u8]) -> bool {
     }
 }
 
-/// Unpack a put into this rank's segment; `None` if malformed or outside.
+/// The first remote offset a request names (a strided nest's base, the
+/// first run's offset): which segment it addresses.
+fn first_offset(msg: &Message<'_>) -> Option<u64> {
+    let b = msg.payload();
+    match *msg.args().get(2)? {
+        STRIDED => Some(parse_strided(b)?.base),
+        RUNS => rd64(b, 0),
+        _ => None,
+    }
+}
+
+/// Run `f` on the segment a request addresses, with the offset that
+/// segment starts at: the primordial segment (0), or the client segment
+/// its first offset lies in, held registered while `f` runs. `None` if
+/// it names a client segment not open here.
+fn in_addressed_segment<R>(
+    tok: &Token<'_>,
+    msg: &Message<'_>,
+    f: impl FnOnce(&Segment, u64) -> Option<R>,
+) -> Option<R> {
+    let ep = tok.endpoint();
+    let first = first_offset(msg)?;
+    if first < rgex_endpoint::CLIENT_SEGMENT_STRIDE {
+        return f(ep.segment(), 0);
+    }
+    // SAFETY: `f` uses the view inside this call only (it is the
+    // unpacking or answering below, which keeps no pointer).
+    unsafe { ep.with_client_segment(first, f) }.ok().flatten()
+}
+
+/// Unpack a put into the segment it addresses; `None` if malformed or
+/// outside.
 fn unpack_put(tok: &Token<'_>, msg: &Message<'_>) -> Option<()> {
-    let seg = tok.endpoint().segment();
+    in_addressed_segment(tok, msg, |seg, shift| unpack_put_in(seg, shift, msg))
+}
+
+/// Unpack a put into `seg`, which starts at offset `shift` of this rank's
+/// address space.
+fn unpack_put_in(seg: &Segment, shift: u64, msg: &Message<'_>) -> Option<()> {
     let b = msg.payload();
     match *msg.args().get(2)? {
         STRIDED => {
-            let h = parse_strided(b)?;
+            let mut h = parse_strided(b)?;
+            h.base = h.base.checked_sub(shift)?;
             let data = b.get(h.b.len()..h.b.len().checked_add(h.data_len()?)?)?;
             if !strided_in_segment(seg, &h) {
                 return None;
@@ -706,7 +743,7 @@ fn unpack_put(tok: &Token<'_>, msg: &Message<'_>) -> Option<()> {
         RUNS => {
             let mut at = 0;
             while at < b.len() {
-                let off = rd64(b, at)?;
+                let off = rd64(b, at)?.checked_sub(shift)?;
                 let n = rd32(b, at + 8)? as usize;
                 let data = b.get(at + RUN_HDR..at + RUN_HDR + n)?;
                 seg.write(off, data).ok()?;
@@ -720,13 +757,26 @@ fn unpack_put(tok: &Token<'_>, msg: &Message<'_>) -> Option<()> {
 
 /// Answer a get by packing into an NP reply buffer; `None` if malformed.
 fn answer_get(tok: &Token<'_>, msg: &Message<'_>, h: ProtocolId) -> Option<()> {
-    let seg = tok.endpoint().segment();
+    in_addressed_segment(tok, msg, |seg, shift| {
+        answer_get_in(tok, seg, shift, msg, h)
+    })
+}
+
+/// Answer a get from `seg`, which starts at offset `shift`.
+fn answer_get_in(
+    tok: &Token<'_>,
+    seg: &Segment,
+    shift: u64,
+    msg: &Message<'_>,
+    h: ProtocolId,
+) -> Option<()> {
     let b = msg.payload();
     let a = msg.args();
     let args = [a[0], a[1], ST_OK];
     match *a.get(2)? {
         STRIDED => {
-            let hd = parse_strided(b)?;
+            let mut hd = parse_strided(b)?;
+            hd.base = hd.base.checked_sub(shift)?;
             let len = hd.data_len()?;
             if !strided_in_segment(seg, &hd) {
                 return None;
@@ -753,7 +803,7 @@ fn answer_get(tok: &Token<'_>, msg: &Message<'_>, h: ProtocolId) -> Option<()> {
             let mut pieces = Vec::with_capacity(b.len() / RUN_HDR);
             let mut len = 0usize;
             for at in (0..b.len() / RUN_HDR * RUN_HDR).step_by(RUN_HDR) {
-                let (off, n) = (rd64(b, at)?, rd32(b, at + 8)?);
+                let (off, n) = (rd64(b, at)?.checked_sub(shift)?, rd32(b, at + 8)?);
                 let p = seg.ptr_at(off, n as usize).ok()?;
                 pieces.push((p, n as usize));
                 len += n as usize;

@@ -2,8 +2,8 @@
 
 use crate::am::{self, AmPayload};
 use crate::{Mechanism, Vis, VisConfig};
-use rgex_am::Endpoint;
 use rgex_core::Result;
+use rgex_endpoint::Endpoint;
 use std::sync::Arc;
 
 /// Options of a [`Vis`].
@@ -36,7 +36,7 @@ impl VisBuilder {
     /// Off, every copy runs on the calling thread alone.
     ///
     /// ```no_run
-    /// # fn demo(ep: &std::sync::Arc<rgex_am::Endpoint>) -> rgex_core::Result<()> {
+    /// # fn demo(ep: &std::sync::Arc<rgex_endpoint::Endpoint>) -> rgex_core::Result<()> {
     /// let alone = rgex_vis::Vis::builder().shared_copy(false).build(ep)?;
     /// assert!(!alone.shared_copy());
     /// # Ok(()) }

@@ -22,8 +22,8 @@ use crate::meta::{
 };
 use crate::stride_plan::{Dim, StridePlan, Work};
 use crate::{helped_copy, simd};
-use rgex_am::Endpoint;
 use rgex_core::{Rank, Result};
+use rgex_endpoint::Endpoint;
 
 /// The local side of one transfer.
 #[derive(Clone, Copy)]

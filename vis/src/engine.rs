@@ -3,9 +3,10 @@
 //! mechanism (direct copy, RMA per chunk, AM pipeline).
 
 use crate::direct::{self, Local};
-use crate::{am, Mechanism, Meta, Shape, Vis};
-use rgex_am::rma::NbiCategory;
-use rgex_core::{Completion, Error, Event, Flags, Rank, Result};
+use crate::meta::{self, first_remote};
+use crate::{am, validate, Mechanism, Meta, Shape, Vis};
+use rgex_core::{Error, Event, Flags, OpCounter, Rank, Result};
+use rgex_endpoint::rma::NbiCategory;
 use std::sync::Arc;
 
 /// Where one transfer's completion is counted.
@@ -20,7 +21,7 @@ pub(crate) enum Track {
 impl Vis {
     /// The event of counter `c`: done at once if it is done already (and
     /// did not fail), else one that polls this endpoint.
-    pub(crate) fn event(&self, c: Arc<Completion>) -> Event {
+    pub(crate) fn event(&self, c: Arc<OpCounter>) -> Event {
         // A failed transfer keeps its counter so `wait` sees why.
         if c.peek_done() && c.failure().is_none() {
             Event::done()
@@ -69,6 +70,34 @@ impl Vis {
         // is mapped for `seg_len` bytes; `direct::transfer` validates both
         // sides before copying.
         unsafe { direct::transfer(meta, peer, base, seg_len, local, local_len, self.share()) }
+            // SAFETY: forwarded caller contract.
+            .or_else(|refused| unsafe {
+                self.direct_refused(refused, peer, meta, local, local_len)
+            })
+    }
+
+    /// A transfer the direct path refused: into a client segment (which
+    /// is never mapped), carried to completion by the general path
+    /// (the direct path's callers expect it done on return), or the
+    /// refusal.
+    ///
+    /// # Safety
+    /// As [`direct`](Self::direct).
+    #[cold]
+    #[inline(never)]
+    unsafe fn direct_refused(
+        &self,
+        refused: Error,
+        peer: Rank,
+        meta: &Meta<'_>,
+        local: Local,
+        local_len: usize,
+    ) -> Result<()> {
+        if first_remote(meta) < rgex_endpoint::CLIENT_SEGMENT_STRIDE {
+            return Err(refused);
+        }
+        // SAFETY: forwarded caller contract; waited for before return.
+        unsafe { self.transfer(peer, meta, local, local_len, Track::Event, Flags::empty()) }?.wait()
     }
 
     /// An implicit-handle transfer.
@@ -134,9 +163,62 @@ impl Vis {
         track: Track,
         flags: Flags,
     ) -> Result<Event> {
+        if first_remote(meta) >= rgex_endpoint::CLIENT_SEGMENT_STRIDE {
+            // SAFETY: forwarded caller contract.
+            return unsafe { self.client(peer, meta, local, local_len, track, flags) };
+        }
         let shape = self.shape(peer, meta, local_len)?;
         // SAFETY: forwarded caller contract; the shape is validated.
         unsafe { self.start(peer, &shape, local, track, flags) }
+    }
+
+    /// A transfer into a client segment: validated against what `peer`
+    /// registered (the target checks each fragment again, against its
+    /// registration, under its lock), carried by active messages.
+    ///
+    /// # Safety
+    /// As [`start`](Self::start).
+    #[cold]
+    #[inline(never)]
+    unsafe fn client(
+        &self,
+        peer: Rank,
+        meta: &Meta<'_>,
+        local: Local,
+        local_len: usize,
+        track: Track,
+        flags: Flags,
+    ) -> Result<Event> {
+        meta::check_rank(peer, self.ep.size())?;
+        let first = first_remote(meta);
+        let Some(end) = self.ep.client_segment_end(peer, first) else {
+            // Not registered, or deregistered: as any range the peer
+            // cannot take, an error naming it (the RMA check says which).
+            self.ep.check_client_range(peer, first, 0)?;
+            return Err(Error::OutOfSegment {
+                rank: peer,
+                offset: first,
+                len: 0,
+                seg_len: self.ep.conduit().segment_len(peer),
+            });
+        };
+        let base = first - first % rgex_endpoint::CLIENT_SEGMENT_STRIDE;
+        let shape = validate(meta, peer, end, local_len).map_err(|e| match e {
+            // Said of the client segment, not of a segment that long.
+            Error::OutOfSegment {
+                rank, offset, len, ..
+            } => Error::OutOfClientSegment {
+                rank,
+                offset,
+                len,
+                segment: (base / rgex_endpoint::CLIENT_SEGMENT_STRIDE) as usize,
+                base,
+                limit: end - base,
+            },
+            other => other,
+        })?;
+        // SAFETY: forwarded caller contract; the shape is validated.
+        unsafe { self.start_with(peer, &shape, local, track, flags, Mechanism::Am) }
     }
 
     /// Carry out a validated transfer.
@@ -153,12 +235,38 @@ impl Vis {
         track: Track,
         flags: Flags,
     ) -> Result<Event> {
+        // SAFETY: forwarded caller contract.
+        unsafe {
+            self.start_with(
+                peer,
+                shape,
+                local,
+                track,
+                flags,
+                self.mechanism_for(peer, shape),
+            )
+        }
+    }
+
+    /// Carry out a validated transfer by `mechanism`.
+    ///
+    /// # Safety
+    /// As [`start`](Self::start).
+    unsafe fn start_with(
+        &self,
+        peer: Rank,
+        shape: &Shape,
+        local: Local,
+        track: Track,
+        flags: Flags,
+        mechanism: Mechanism,
+    ) -> Result<Event> {
         // Every mechanism: refused once the client is finalized or dropped.
         self.ep.check_open("a VIS transfer")?;
         if shape.bytes() == 0 {
             return Ok(Event::done());
         }
-        match self.mechanism_for(peer, shape) {
+        match mechanism {
             Mechanism::Direct => {
                 let seg = self.ep.locality().mapped_segment(peer).ok_or_else(|| {
                     Error::Config(format!(
@@ -195,7 +303,7 @@ impl Vis {
                     });
                 }
                 let c = match track {
-                    Track::Event => Completion::new(0),
+                    Track::Event => OpCounter::new(0),
                     Track::Nbi(cat) => self.ep.nbi_counter(cat),
                 };
                 // SAFETY: forwarded caller contract.

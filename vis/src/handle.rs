@@ -1,8 +1,8 @@
 //! What a non-blocking transfer hands back: the events of a put, the
 //! deferred local completion of a put, and a get holding its buffer.
 
-use rgex_am::rma::LocalCompletion;
 use rgex_core::Event;
+use rgex_endpoint::rma::LocalCompletion;
 
 /// The events of a non-blocking VIS put.
 #[derive(Debug)]

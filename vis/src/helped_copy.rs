@@ -14,8 +14,8 @@
 //! with [`VisBuilder::shared_copy`](crate::VisBuilder::shared_copy).
 
 use crate::kernel::{copy_range, Loop};
-use rgex_am::Endpoint;
 use rgex_core::shared_work::Ends;
+use rgex_endpoint::Endpoint;
 
 /// Copies of at least this many bytes are shared
 /// ([`rgex_core::shared_work::SHARE_MIN`]).

@@ -38,7 +38,7 @@
 //! Large node-local strided copies (from [`SHARE_MIN`] bytes) are split
 //! into 64 KiB blocks that the rank's other threads help copy while they
 //! are blocked in a wait or a poll on the endpoint
-//! ([`rgex_am::Endpoint::share`]; [`VisBuilder::shared_copy`] turns it
+//! ([`rgex_endpoint::Endpoint::share`]; [`VisBuilder::shared_copy`] turns it
 //! off).
 //!
 //! A [`Vis`] is made from an endpoint (`Arc<Endpoint>`, the one a client
@@ -46,7 +46,7 @@
 //! 24..=27), so create it on every rank, then barrier, before transferring.
 //!
 //! ```no_run
-//! # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+//! # fn demo(client: &rgex_endpoint::Client) -> rgex_core::Result<()> {
 //! use rgex_core::{Flags, Rank};
 //! use rgex_vis::{Strided, Vis};
 //! let vis = Vis::new(client.endpoint())?;
@@ -88,9 +88,9 @@ pub use meta::{validate, Indexed, Meta, Run, Shape, Strided, Vector};
 
 use crate::direct::Local;
 use crate::engine::Track;
-use rgex_am::rma::{LocalCompletion, NbiCategory};
-use rgex_am::Endpoint;
 use rgex_core::{Event, Flags, Rank, Result};
+use rgex_endpoint::rma::{LocalCompletion, NbiCategory};
+use rgex_endpoint::Endpoint;
 use std::sync::Arc;
 
 /// VIS transfers over one endpoint. `Send + Sync`; share it by reference.
@@ -124,7 +124,7 @@ impl std::fmt::Debug for Vis {
 /// [`VisConfig::default`]).
 ///
 /// ```no_run
-/// # fn demo(ep: &std::sync::Arc<rgex_am::Endpoint>) -> rgex_core::Result<()> {
+/// # fn demo(ep: &std::sync::Arc<rgex_endpoint::Endpoint>) -> rgex_core::Result<()> {
 /// rgex_vis::install(ep, rgex_vis::VisConfig::default())?; // on every rank, then a barrier
 /// # Ok(()) }
 /// ```

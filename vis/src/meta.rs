@@ -188,6 +188,18 @@ fn local_err(what: &str, lo: i128, hi: i128, limit: usize) -> Error {
     ))
 }
 
+/// The first remote offset `meta` names (a strided or compiled shape's
+/// element (0, .., 0), the first fragment's): which segment it addresses
+/// (0, the primordial segment, if it names none).
+pub(crate) fn first_remote(meta: &Meta<'_>) -> u64 {
+    match meta {
+        Meta::Strided(s) => s.peer_offset,
+        Meta::Compiled(c) => c.peer_offset,
+        Meta::Vector(v) => v.peer.first().map_or(0, |f| f.0),
+        Meta::Indexed(x) => x.peer.first().copied().unwrap_or(0),
+    }
+}
+
 /// Check `peer` is a rank of a job of `size`.
 pub(crate) fn check_rank(peer: Rank, size: u32) -> Result<()> {
     if peer.0 >= size {

@@ -4,7 +4,7 @@
 use crate::direct::Local;
 use crate::engine::Track;
 use crate::{Shape, Vis};
-use rgex_core::{Completion, Error, Event, Flags, GlobalAddr, Rank, Result};
+use rgex_core::{Error, Event, Flags, GlobalAddr, OpCounter, Rank, Result};
 use std::sync::Arc;
 
 impl Vis {
@@ -14,7 +14,7 @@ impl Vis {
     fn rma_immediate(&self, peer: Rank, shape: &Shape, flags: Flags) -> Result<()> {
         if flags.contains(Flags::IMMEDIATE)
             && shape.chunks() > 1
-            && self.ep.rma_path(peer) != rgex_am::rma::RmaPath::Mapped
+            && self.ep.rma_path(peer) != rgex_endpoint::rma::RmaPath::Mapped
         {
             return Err(Error::WouldBlock {
                 peer,
@@ -38,7 +38,7 @@ impl Vis {
         flags: Flags,
     ) -> Result<(Event, Event)> {
         self.rma_immediate(peer, shape, flags)?;
-        let (lc, rc) = (Completion::new(0), Completion::new(0));
+        let (lc, rc) = (OpCounter::new(0), OpCounter::new(0));
         // SAFETY: forwarded caller contract.
         unsafe { self.rma_chunks(peer, shape, local, &lc, &rc, flags)? };
         Ok((self.event(lc), self.event(rc)))
@@ -58,8 +58,8 @@ impl Vis {
         peer: Rank,
         shape: &Shape,
         local: Local,
-        lc: &Arc<Completion>,
-        rc: &Arc<Completion>,
+        lc: &Arc<OpCounter>,
+        rc: &Arc<OpCounter>,
         flags: Flags,
     ) -> Result<()> {
         let mut err = None;
@@ -114,10 +114,10 @@ impl Vis {
 
     /// The local- and remote-completion counters of a transfer tracked by
     /// `track`: fresh ones, or a fresh `lc` and this thread's NBI counter.
-    pub(crate) fn counters(&self, track: Track) -> (Arc<Completion>, Arc<Completion>) {
+    pub(crate) fn counters(&self, track: Track) -> (Arc<OpCounter>, Arc<OpCounter>) {
         match track {
-            Track::Event => (Completion::new(0), Completion::new(0)),
-            Track::Nbi(cat) => (Completion::new(0), self.ep.nbi_counter(cat)),
+            Track::Event => (OpCounter::new(0), OpCounter::new(0)),
+            Track::Nbi(cat) => (OpCounter::new(0), self.ep.nbi_counter(cat)),
         }
     }
 
@@ -125,8 +125,8 @@ impl Vis {
     /// then the transfer's event, or nothing more to wait on for NBI.
     pub(crate) fn finish(
         &self,
-        lc: Arc<Completion>,
-        rc: Arc<Completion>,
+        lc: Arc<OpCounter>,
+        rc: Arc<OpCounter>,
         track: Track,
     ) -> Result<Event> {
         self.event(lc).wait()?;

@@ -2,9 +2,9 @@
 //! (`Conduit::vis_native`) gets the whole chunk list in one call, and the
 //! bytes land where the metadata says; one that does not never sees it.
 
-use rgex_am::Client;
 use rgex_core::testing::{Recorder, RecorderConfig, Step};
 use rgex_core::{Conduit, Flags, Rank};
+use rgex_endpoint::Client;
 use rgex_vis::{Mechanism, Strided, Vis};
 use std::sync::Arc;
 

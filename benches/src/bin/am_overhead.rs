@@ -40,27 +40,39 @@ fn main() -> rgex::Result<()> {
             let t = Instant::now();
             for i in 0..n * u64::from(run_fp) {
                 buf[..size].fill(i as u8);
-                client.request_medium(me, sink, &[1, 2, 3], &buf[..size], Flags::empty())?;
+                client.endpoint().request_medium(
+                    me,
+                    sink,
+                    &[1, 2, 3],
+                    &buf[..size],
+                    Flags::empty(),
+                )?;
                 if i % 32 == 31 {
-                    while client.poll()? > 0 {}
+                    while client.endpoint().poll()? > 0 {}
                 }
             }
-            while client.poll()? > 0 {}
+            while client.endpoint().poll()? > 0 {}
             fp.push(t.elapsed().as_nanos() as f64 / n as f64);
             let t = Instant::now();
             for i in 0..n * u64::from(run_np) {
-                let mut sd =
-                    client.prepare_request_medium(me, None, size, size, 3, Flags::empty())?;
+                let mut sd = client.endpoint().prepare_request_medium(
+                    me,
+                    None,
+                    size,
+                    size,
+                    3,
+                    Flags::empty(),
+                )?;
                 if size > 0 {
                     // (a zero-length memset costs ~100 ns here: skip it)
                     sd.buf().fill(i as u8);
                 }
                 sd.commit(sink, &[1, 2, 3], size)?;
                 if i % 32 == 31 {
-                    while client.poll()? > 0 {}
+                    while client.endpoint().poll()? > 0 {}
                 }
             }
-            while client.poll()? > 0 {}
+            while client.endpoint().poll()? > 0 {}
             np.push(t.elapsed().as_nanos() as f64 / n as f64);
         }
         let med = |v: &mut Vec<f64>| {

@@ -61,8 +61,14 @@ fn main() -> rgex::Result<()> {
     let round_trip = |h, how: Send| -> rgex::Result<()> {
         for i in 0..n {
             match how {
-                Send::Short => client.request_short(me, h, &[], Flags::empty())?,
-                Send::Medium => client.request_medium(me, h, &[], &src, Flags::empty())?,
+                Send::Short => client
+                    .endpoint()
+                    .request_short(me, h, &[], Flags::empty())?,
+                Send::Medium => {
+                    client
+                        .endpoint()
+                        .request_medium(me, h, &[], &src, Flags::empty())?
+                }
                 Send::Negotiated => {
                     let mut p = ep.prepare_request_medium(me, None, 8, 8, 0, Flags::empty())?;
                     p.buf()[..8].copy_from_slice(&src);
@@ -70,7 +76,7 @@ fn main() -> rgex::Result<()> {
                 }
             }
             while pongs.load(Ordering::Relaxed) <= i {
-                client.poll()?;
+                client.endpoint().poll()?;
             }
         }
         Ok(())
@@ -88,7 +94,7 @@ fn main() -> rgex::Result<()> {
         }
         "poll" => {
             for _ in 0..n {
-                client.poll()?;
+                client.endpoint().poll()?;
             }
         }
         "short" => round_trip(short, Send::Short)?,

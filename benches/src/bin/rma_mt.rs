@@ -4,6 +4,10 @@
 //! Run: `rgex-run -n 2 --bind target/release/rma_mt [--quick] [--json PATH] [--reps N]`
 //!
 //! Rank 0 runs 1, 2 and 4 threads (thread t pinned to CPU t mod CPUs),
+//! in two modes interleaved: every thread on the primordial endpoint, and
+//! each thread on an endpoint of its own (thread t on endpoint t, opened
+//! by `Client::create_endpoint` on both ranks; a conduit with one
+//! endpoint per process measures the first mode only, saying so),
 //! each issuing NBI puts to rank 1 into its own slice of rank 1's segment
 //! (offset = thread id x slice length) and syncing with `nbi_wait` at the
 //! end: 8-byte puts for the message rate, 64 KiB puts for bandwidth. Each
@@ -85,10 +89,29 @@ fn checksum(bytes: &[u8]) -> u64 {
     h
 }
 
+/// Which endpoints the threads inject on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// All on the primordial endpoint.
+    Shared,
+    /// Thread t on endpoint t.
+    Own,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Shared => "one shared endpoint",
+            Mode::Own => "an endpoint per thread",
+        }
+    }
+}
+
 /// One measured point.
 struct Point {
     work: Work,
     threads: usize,
+    mode: Mode,
     /// Puts per second (millions) or GB/s, over all threads.
     s: Stats,
     /// Puts per thread per repetition.
@@ -112,17 +135,23 @@ fn run_threads(
     client: &Client,
     w: Work,
     threads: usize,
+    mode: Mode,
     n: u64,
     srcs: &[Vec<u8>],
 ) -> Res<Duration> {
     let peer = Rank(1 % client.size());
-    let ep = client.endpoint();
+    let eps: Vec<std::sync::Arc<rgex::Endpoint>> = (0..threads)
+        .map(|t| match mode {
+            Mode::Shared => client.endpoint_at(0),
+            Mode::Own => client.endpoint_at(t as u32),
+        })
+        .collect::<rgex::Result<_>>()?;
     let cpus = online_cpus();
     let gate = Barrier::new(threads + 1);
     std::thread::scope(|s| -> Res<Duration> {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let (gate, src) = (&gate, &srcs[t]);
+                let (gate, src, ep) = (&gate, &srcs[t], &eps[t]);
                 s.spawn(move || -> rgex::Result<(Instant, Instant)> {
                     // Best effort: on a one-CPU node the threads share it.
                     let _ = pin_current_thread(t % cpus);
@@ -169,8 +198,8 @@ type Verify = [u64; 4];
 fn verify_with_peer(client: &Client, v: Verify) -> Res<u64> {
     client.barrier()?;
     let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    client.world_team().broadcast(0, &bytes)?;
-    let bad = client.world_team().allreduce(&[0u64], ReduceOp::Sum)?;
+    client.world().broadcast(0, &bytes)?;
+    let bad = client.world().allreduce(&[0u64], ReduceOp::Sum)?;
     Ok(bad.first().copied().unwrap_or(u64::MAX))
 }
 
@@ -179,12 +208,16 @@ fn verify_with_peer(client: &Client, v: Verify) -> Res<u64> {
 fn serve(client: &Client) -> Res<u64> {
     let mut failures = 0;
     loop {
-        let ev = client.world_team().barrier_nb()?;
+        let ev = client.world().barrier_nb()?;
         while !ev.test() {
             std::thread::sleep(Duration::from_millis(1));
-            client.poll()?;
+            // Every endpoint: puts on one that takes the AM reference
+            // need this rank's handlers.
+            for e in 0..client.endpoint_count() {
+                client.endpoint_at(e)?.poll()?;
+            }
         }
-        let got = client.world_team().broadcast(0, &[])?;
+        let got = client.world().broadcast(0, &[])?;
         let mut v: Verify = [0; 4];
         for (x, c) in v.iter_mut().zip(got.chunks_exact(8)) {
             *x = u64::from_le_bytes(c.try_into().expect("8 bytes"));
@@ -193,7 +226,7 @@ fn serve(client: &Client) -> Res<u64> {
         let mut bad = 0u64;
         if more != 0 && client.rank() == Rank(1) {
             let mut target = vec![0u8; len as usize];
-            client.segment().read(off, &mut target)?;
+            client.endpoint().segment().read(off, &mut target)?;
             let have = checksum(&target);
             if have != want {
                 eprintln!(
@@ -202,7 +235,7 @@ fn serve(client: &Client) -> Res<u64> {
                 bad = 1;
             }
         }
-        failures += client.world_team().allreduce(&[bad], ReduceOp::Sum)?[0];
+        failures += client.world().allreduce(&[bad], ReduceOp::Sum)?[0];
         if more == 0 {
             return Ok(failures);
         }
@@ -225,16 +258,16 @@ impl Bench<'_> {
             .collect()
     }
 
-    fn point(&mut self, w: Work, threads: usize) -> Res<Point> {
+    fn point(&mut self, w: Work, threads: usize, mode: Mode) -> Res<Point> {
         let client = self.client;
         let srcs = self.sources(w, threads);
         let iters = calibrate(self.target, w.slots as u64, 1 << 34, |n| {
-            run_threads(client, w, threads, n, &srcs)
+            run_threads(client, w, threads, mode, n, &srcs)
         })?;
         let mut samples = Vec::new();
         for _ in 0..self.reps {
             let srcs = self.sources(w, threads);
-            let t = run_threads(client, w, threads, iters, &srcs)?;
+            let t = run_threads(client, w, threads, mode, iters, &srcs)?;
             let puts = (threads as u64 * iters) as f64;
             samples.push(if w.put == RATE.put {
                 puts / t.as_secs_f64() / 1e6
@@ -258,6 +291,7 @@ impl Bench<'_> {
         Ok(Point {
             work: w,
             threads,
+            mode,
             s,
             iters,
             oversubscribed: threads > online_cpus(),
@@ -284,6 +318,20 @@ fn run() -> Res<()> {
         (floors, load)
     });
     let client = rgex::init()?;
+    // One endpoint per thread of the largest run, on both ranks (the
+    // primordial one is thread 0's); a conduit with one per process
+    // leaves the shared mode alone.
+    let most = THREADS.iter().max().copied().unwrap_or(1);
+    let mut modes = vec![Mode::Shared, Mode::Own];
+    for _ in 1..most {
+        if let Err(e) = client.create_endpoint() {
+            if first {
+                eprintln!("rma_mt: one endpoint per process here, so only the shared mode: {e}");
+            }
+            modes.pop();
+            break;
+        }
+    }
     let Some((floors, load)) = before else {
         let failures = serve(&client)?;
         client.barrier()?;
@@ -297,7 +345,7 @@ fn run() -> Res<()> {
     if client.size() < 2 {
         return Err("rma_mt needs two ranks (run it through rgex-run -n 2)".into());
     }
-    if (client.conduit().segment_len(Rank(1)) as usize) < need {
+    if (client.endpoint().conduit().segment_len(Rank(1)) as usize) < need {
         return Err(
             format!("rank 1's segment is smaller than the {need} B the slices need").into(),
         );
@@ -312,8 +360,15 @@ fn run() -> Res<()> {
     let result = (|| -> Res<()> {
         for w in [RATE, BW] {
             for &t in &THREADS {
-                eprintln!("rma_mt: measuring {} with {t} thread(s)", w.name);
-                points.push(b.point(w, t)?);
+                // Interleaved: the modes of one point back to back.
+                for &m in &modes {
+                    eprintln!(
+                        "rma_mt: measuring {} with {t} thread(s), {}",
+                        w.name,
+                        m.name()
+                    );
+                    points.push(b.point(w, t, m)?);
+                }
             }
         }
         Ok(())
@@ -327,10 +382,10 @@ fn run() -> Res<()> {
     }
     let job = Job {
         bench: "rma_mt".into(),
-        conduit: client.conduit().name().to_owned(),
+        conduit: client.endpoint().conduit().name().to_owned(),
         provider: None,
         ranks: client.size(),
-        oversubscribed: client.polite() || client.size() as usize > online_cpus(),
+        oversubscribed: client.endpoint().polite() || client.size() as usize > online_cpus(),
     };
     print!("{}", table(&job, &floors, load, &points, reps));
     opts.write(
@@ -360,9 +415,14 @@ fn table(job: &Job, floors: &Floors, load: Option<f64>, points: &[Point], reps: 
     for w in [RATE, BW] {
         let _ = writeln!(s, "\nPut {} (all threads together)", w.name);
         let mine: Vec<&Point> = points.iter().filter(|p| p.work.put == w.put).collect();
-        let one = mine.iter().find(|p| p.threads == 1).map(|p| p.s.median);
+        let one = |m: Mode| {
+            mine.iter()
+                .find(|p| p.threads == 1 && p.mode == m)
+                .map(|p| p.s.median)
+        };
         let mut t = Table::new([
             "threads",
+            "endpoints",
             "median [min .. max]",
             "unit",
             "vs 1 thread",
@@ -377,12 +437,13 @@ fn table(job: &Job, floors: &Floors, load: Option<f64>, points: &[Point], reps: 
                 m.median
             }
         });
-        for p in mine {
+        for p in &mine {
             t.row([
                 p.threads.to_string(),
+                p.mode.name().into(),
                 spread(&p.s),
                 p.unit().into(),
-                one.map_or("-".into(), |o| format!("{:.2}x", p.s.median / o)),
+                one(p.mode).map_or("-".into(), |o| format!("{:.2}x", p.s.median / o)),
                 mc.map_or("-".into(), |m| format!("{:.2}x", p.s.median / m)),
                 p.iters.to_string(),
                 if p.oversubscribed {
@@ -415,7 +476,12 @@ fn records(job: &Job, floors: &Floors, points: &[Point]) -> Vec<Record> {
     let mut v = floors.records(job);
     for p in points {
         let mut r = job.record(
-            &format!("put {}, {} thread(s)", p.work.name, p.threads),
+            &format!(
+                "put {}, {} thread(s), {}",
+                p.work.name,
+                p.threads,
+                p.mode.name()
+            ),
             Some(p.work.put as u64),
             &p.s,
             p.unit(),
@@ -438,21 +504,24 @@ fn plot(job: &Job, points: &[Point]) -> Plot {
         THREADS.iter().map(|t| t.to_string()).collect(),
     );
     for w in [RATE, BW] {
-        p.series.push(Series {
-            name: format!(
-                "{} [{}]",
-                w.name,
-                if w.put == RATE.put { "Mputs/s" } else { "GB/s" }
-            ),
-            points: points
-                .iter()
-                .filter(|q| q.work.put == w.put)
-                .filter_map(|q| {
-                    let i = THREADS.iter().position(|&t| t == q.threads)?;
-                    Some((i, q.s.median, q.s.min, q.s.max))
-                })
-                .collect(),
-        });
+        for m in [Mode::Shared, Mode::Own] {
+            p.series.push(Series {
+                name: format!(
+                    "{}, {} [{}]",
+                    w.name,
+                    m.name(),
+                    if w.put == RATE.put { "Mputs/s" } else { "GB/s" }
+                ),
+                points: points
+                    .iter()
+                    .filter(|q| q.work.put == w.put && q.mode == m)
+                    .filter_map(|q| {
+                        let i = THREADS.iter().position(|&t| t == q.threads)?;
+                        Some((i, q.s.median, q.s.min, q.s.max))
+                    })
+                    .collect(),
+            });
+        }
     }
     p
 }

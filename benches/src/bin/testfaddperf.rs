@@ -91,7 +91,7 @@ fn measure<T: AtomicValue>(
 ) -> Res<Option<Point>> {
     let ad = AtomicDomain::<T>::builder(OpSet::of(&[AtomicOp::Fadd, AtomicOp::Set]))
         .force_reference(forced)
-        .build(client.endpoint(), client.world_team())?;
+        .build(client.endpoint(), client.world())?;
     let at = GlobalAddr::new(Rank(1), WORD);
     let f = AtomicFlags::empty();
     let (lat_total, thr_iters) = if opts.quick {
@@ -151,7 +151,7 @@ fn hotspot(
 ) -> Res<(Stats, AtomicImplementation)> {
     let ad = AtomicDomain::<u64>::builder(OpSet::of(&[AtomicOp::Fadd]))
         .force_reference(forced)
-        .build(client.endpoint(), client.world_team())?;
+        .build(client.endpoint(), client.world())?;
     let at = GlobalAddr::new(Rank(0), WORD + 64);
     let me = client.rank().0;
     let mut samples = Vec::with_capacity(reps);
@@ -168,7 +168,7 @@ fn hotspot(
         // slowest, the last out of it, sets the aggregate rate.
         client.barrier()?;
         let mine = t.elapsed().as_nanos() as f64;
-        let slowest = client.world_team().allreduce(&[mine], ReduceOp::Max)?[0];
+        let slowest = client.world().allreduce(&[mine], ReduceOp::Max)?[0];
         samples.push(slowest / (f64::from(k) * per as f64));
     }
     let s = Stats::from_samples(&samples).ok_or("no hot-spot samples")?;
@@ -253,7 +253,7 @@ fn run() -> Res<bool> {
     }
     let job = Job {
         bench: "testfaddperf".into(),
-        conduit: client.conduit().name().into(),
+        conduit: client.endpoint().conduit().name().into(),
         provider: rgex_benches::label::provider(),
         ranks: n,
         oversubscribed: n as usize > cpus,

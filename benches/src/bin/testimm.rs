@@ -130,6 +130,7 @@ impl Sender<'_> {
     fn send(&mut self, to: Rank, run: u32, k: usize, flags: Flags) -> rgex::Result<()> {
         payload::generate(&mut self.buf, k as u32);
         self.client
+            .endpoint()
             .request_medium(to, self.h, &[run, k as u32], &self.buf, flags)
     }
 
@@ -155,7 +156,7 @@ impl Sender<'_> {
                 Err(e) if e.is_would_block() => {
                     c.would_block += 1;
                     if attempt == 0 {
-                        self.client.poll()?;
+                        self.client.endpoint().poll()?;
                     }
                 }
                 Err(e) => return Err(e.into()),
@@ -256,10 +257,10 @@ fn run() -> Res<bool> {
     let me = client.rank().0;
     let blocks: [(&'static str, usize); 3] = [("Full Block", m), ("Block=5", 5), ("Cyclic", 1)];
     let peer = Rank(1);
-    if client.max_medium(peer, 2) < MSG_BYTES {
+    if client.endpoint().max_medium(peer, 2) < MSG_BYTES {
         return Err(format!(
             "the largest Medium ({} B) is below the {MSG_BYTES} B message",
-            client.max_medium(peer, 2)
+            client.endpoint().max_medium(peer, 2)
         )
         .into());
     }
@@ -298,10 +299,10 @@ fn run() -> Res<bool> {
                 } else {
                     recv.reset(run_id, m);
                     client.barrier()?;
-                    let sent = client.world_team().barrier_nb()?;
+                    let sent = client.world().barrier_nb()?;
                     loop {
                         std::thread::sleep(NAP);
-                        client.poll()?;
+                        client.endpoint().poll()?;
                         if sent.test() {
                             break;
                         }
@@ -310,7 +311,7 @@ fn run() -> Res<bool> {
                     while (recv.count.load(Ordering::Acquire) as usize) < m
                         && late.elapsed() < STRAGGLERS
                     {
-                        client.poll()?;
+                        client.endpoint().poll()?;
                     }
                     let missing = recv
                         .seen
@@ -326,10 +327,10 @@ fn run() -> Res<bool> {
         }
     }
     // Late duplicates would arrive before this barrier's messages.
-    client.poll()?;
-    let mine = recv.errors.load(Ordering::Relaxed) + client.dropped_messages();
+    client.endpoint().poll()?;
+    let mine = recv.errors.load(Ordering::Relaxed) + client.endpoint().dropped_messages();
     let errors = client
-        .world_team()
+        .world()
         .allreduce(&[mine], ReduceOp::Sum)?
         .first()
         .copied()
@@ -361,10 +362,10 @@ fn run() -> Res<bool> {
             .collect();
         let job = Job {
             bench: "testimm".into(),
-            conduit: client.conduit().name().to_owned(),
+            conduit: client.endpoint().conduit().name().to_owned(),
             provider: None,
             ranks: client.size(),
-            oversubscribed: client.polite() || client.size() as usize > online_cpus(),
+            oversubscribed: client.endpoint().polite() || client.size() as usize > online_cpus(),
         };
         let depth = std::env::var("RGEX_SMP_QUEUE_DEPTH").unwrap_or_else(|_| "64 (default)".into());
         print!(

@@ -78,7 +78,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     if client.rank() == Rank(0) {
         println!(
             "testprogress on {} (unvalidated: a shared machine gives rough numbers)",
-            client.conduit().name()
+            client.endpoint().conduit().name()
         );
         println!(
             "{:<34} {:>8} {:>12} {:>12}",
@@ -95,7 +95,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 (false, false) => 100_000,
             };
             let times = ping(&client, &st, ids.ping, n, gaps)?;
-            client.request_short(Rank(1), ids.stop, &[], Flags::empty())?;
+            client
+                .endpoint()
+                .request_short(Rank(1), ids.stop, &[], Flags::empty())?;
             let (median, mean) = summary(times);
             println!("{name:<34} {n:>8} {median:>12.2} {mean:>12.2}");
         } else {
@@ -122,10 +124,12 @@ fn ping(
         }
         let want = st.pongs.load(Ordering::Acquire) + 1;
         let t = Instant::now();
-        client.request_short(Rank(1), h, &[i as u32], Flags::empty())?;
+        client
+            .endpoint()
+            .request_short(Rank(1), h, &[i as u32], Flags::empty())?;
         let give_up = t + Duration::from_secs(60);
         while st.pongs.load(Ordering::Acquire) < want {
-            client.poll()?;
+            client.endpoint().poll()?;
             if Instant::now() > give_up {
                 return Err(rgex::Error::Failed(format!("ping {i}: no reply in 60 s")));
             }
@@ -139,9 +143,11 @@ fn ping(
 
 /// Rank 1: serve until rank 0's stop message.
 fn serve(client: &Client, st: &State, sleeps: bool, thread: bool) -> rgex::Result<()> {
-    let progress = thread.then(|| client.start_progress_thread()).transpose()?;
+    let progress = thread
+        .then(|| client.endpoint().start_progress_thread())
+        .transpose()?;
     while !st.stop.load(Ordering::Acquire) {
-        client.poll()?;
+        client.endpoint().poll()?;
         if sleeps {
             std::thread::sleep(Duration::from_millis(1));
         }

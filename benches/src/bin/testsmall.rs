@@ -456,7 +456,7 @@ impl Bench<'_> {
         let ep = self.client.endpoint();
         let dst = self.dst();
         let f = Flags::empty();
-        let seg_ptr = self.client.segment().as_ptr().cast_const();
+        let seg_ptr = self.client.endpoint().segment().as_ptr().cast_const();
         let mut evs: Vec<Event> = Vec::with_capacity((2 * n).min(2 * WINDOW as u64) as usize);
         // DEFER from the heap: buffers handed to `put_nb_defer` and back
         // at local completion (see DEFER_BUFFERS), copied before the clock
@@ -574,7 +574,12 @@ impl Bench<'_> {
         // A get flood's destination: our segment past the put sources (the
         // length is checked in `run`), or the heap sink.
         let sink = match local {
-            Local::Segment => self.client.segment().as_ptr().wrapping_add(self.heap.len()),
+            Local::Segment => self
+                .client
+                .endpoint()
+                .segment()
+                .as_ptr()
+                .wrapping_add(self.heap.len()),
             Local::Heap => self.sink.as_mut_ptr(),
         };
         // Zero what the flood writes, so a flood that moved nothing fails
@@ -695,16 +700,16 @@ fn run() -> Res<()> {
     let peer = Rank(1);
     let max = *SIZES.last().expect("sizes");
     // The put sources, then a get flood's destination.
-    if client.segment().len() < 2 * max {
+    if client.endpoint().segment().len() < 2 * max {
         return Err(format!(
             "the segment ({} B) is smaller than twice the largest transfer ({max} B): raise RGEX_SEGMENT_SIZE",
-            client.segment().len()
+            client.endpoint().segment().len()
         )
         .into());
     }
     // Source pattern, in the heap buffer and in our segment (offset 0).
     let heap: Vec<u8> = (0..max).map(|i| (i * 131 % 251) as u8).collect();
-    client.segment().write(0, &heap)?;
+    client.endpoint().segment().write(0, &heap)?;
     let mut b = Bench {
         client: &client,
         peer,
@@ -714,7 +719,7 @@ fn run() -> Res<()> {
         back: Vec::new(),
         sink: vec![0; max],
     };
-    let path = format!("{:?}", client.rma_path(peer));
+    let path = format!("{:?}", client.endpoint().rma_path(peer));
     progress("blocking 8-byte put and get, static and generated");
     let lat8 = b.latency8()?;
     let mut lat = Vec::new();
@@ -743,10 +748,10 @@ fn run() -> Res<()> {
     let r = Results {
         job: Job {
             bench: "testsmall".into(),
-            conduit: client.conduit().name().to_owned(),
+            conduit: client.endpoint().conduit().name().to_owned(),
             provider: rgex_benches::label::provider(),
             ranks: client.size(),
-            oversubscribed: client.polite() || client.size() as usize > online_cpus(),
+            oversubscribed: client.endpoint().polite() || client.size() as usize > online_cpus(),
         },
         reps,
         target,
@@ -799,7 +804,7 @@ const PINGPONG_PATIENCE: Duration = Duration::from_secs(60);
 fn pingpong(client: &Client, quick: bool, reps: usize) -> Res<Vec<(usize, Stats, u64)>> {
     let me = client.rank().0;
     let max = *UCX_SIZES.iter().max().expect("sizes");
-    let seg = client.segment();
+    let seg = client.endpoint().segment();
     if client.size() < 2 {
         return Ok(Vec::new());
     }
@@ -837,7 +842,7 @@ fn pingpong(client: &Client, quick: bool, reps: usize) -> Res<Vec<(usize, Stats,
             // Relaxed: only the word itself is read (the payload is not
             // checked here; the floods check theirs).
             while word.load(std::sync::atomic::Ordering::Relaxed) != n {
-                client.poll()?;
+                client.endpoint().poll()?;
                 if start.elapsed() > PINGPONG_PATIENCE {
                     return Err(format!(
                         "put ping-pong: round {n} from {peer} did not arrive in {PINGPONG_PATIENCE:?}"
@@ -857,12 +862,16 @@ fn pingpong(client: &Client, quick: bool, reps: usize) -> Res<Vec<(usize, Stats,
                     wait(round)?;
                 }
                 buf[flag..size].copy_from_slice(&round.to_le_bytes());
-                client.put_nbi(GlobalAddr::new(peer, 0), &buf[..size], Flags::empty())?;
+                client.endpoint().put_nbi(
+                    GlobalAddr::new(peer, 0),
+                    &buf[..size],
+                    Flags::empty(),
+                )?;
                 if me == 0 {
                     wait(round)?;
                 }
             }
-            client.nbi_wait(NbiCategory::Put)?;
+            client.endpoint().nbi_wait(NbiCategory::Put)?;
             samples.push(t.elapsed().as_nanos() as f64 / (2 * rounds) as f64);
         }
         out.push((

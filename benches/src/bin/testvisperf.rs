@@ -238,7 +238,7 @@ fn flood_interleaved(
             for _ in 0..n {
                 op()?;
             }
-            client.nbi_wait(NbiCategory::Put)?;
+            client.endpoint().nbi_wait(NbiCategory::Put)?;
             Ok(t.elapsed())
         };
     let mut iters = Vec::with_capacity(ops.len());
@@ -286,7 +286,7 @@ fn measure(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
 /// joins a barrier (so that rank 0's waiting thread has a CPU). Bounded.
 fn nap_until_done(client: &Client) -> Res<()> {
     client.barrier()?;
-    let done = client.world_team().barrier_nb()?;
+    let done = client.world().barrier_nb()?;
     let deadline = Instant::now() + Duration::from_secs(1800);
     while !done.test() {
         if Instant::now() > deadline {
@@ -295,7 +295,7 @@ fn nap_until_done(client: &Client) -> Res<()> {
             );
         }
         std::thread::sleep(NAP);
-        client.poll()?;
+        client.endpoint().poll()?;
     }
     Ok(())
 }
@@ -304,7 +304,7 @@ fn nap_until_done(client: &Client) -> Res<()> {
 fn no_sharing(client: &Client) -> String {
     format!(
         "conduit {}: rank 1's segment is not mapped in rank 0, so no copy to it is node-local",
-        client.conduit().name()
+        client.endpoint().conduit().name()
     )
 }
 
@@ -317,7 +317,7 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
     let peer = Rank(1);
     let target = opts.target(Duration::from_millis(4), Duration::from_millis(100));
     let sizes: &[usize] = sized(opts, &SIZES_SHARED, &QUICK_SIZES_SHARED);
-    if client.locality().mapped_segment(peer).is_none() {
+    if client.endpoint().locality().mapped_segment(peer).is_none() {
         eprintln!(
             "testvisperf: shared copies: skipped ({})",
             no_sharing(client)
@@ -353,7 +353,7 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
                         eprintln!("testvisperf: shared copies: could not pin the waiting thread to CPU {other}: {e}");
                     }
                     while !stop.load(Ordering::Relaxed) {
-                        client.poll()?;
+                        client.endpoint().poll()?;
                     }
                     Ok(())
                 })
@@ -412,7 +412,7 @@ fn measure_shared(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
 unsafe fn source(client: &Client, len: usize, seed: u32) -> Res<&[u8]> {
     let mut v = vec![0u8; len];
     rgex_benches::payload::generate(&mut v, seed);
-    let seg = client.segment();
+    let seg = client.endpoint().segment();
     seg.write(0, &v)?;
     // SAFETY: `write` checked that the segment holds `len` bytes, and it
     // stays mapped for the client's life; the caller keeps writers away
@@ -443,7 +443,9 @@ fn naive(
         if inner.is_empty() {
             let o = o as usize;
             let at = GlobalAddr::new(peer, o as u64);
-            client.put_nbi(at, &src[o..o + elem], Flags::empty())?;
+            client
+                .endpoint()
+                .put_nbi(at, &src[o..o + elem], Flags::empty())?;
         } else {
             naive(client, peer, src, elem, inner, inner_s, o)?;
         }
@@ -512,7 +514,7 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
         for (c, s) in [(c3, s3), (c8, s8), (c32, s32)] {
             verify_by(client, src, ELEM, PITCH, || {
                 naive(client, peer, src, ELEM, c, s, 0)?;
-                client.nbi_wait(NbiCategory::Put)?;
+                client.endpoint().nbi_wait(NbiCategory::Put)?;
                 Ok(())
             })?;
         }
@@ -530,7 +532,7 @@ fn measure8(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
                 Box::new(move || naive(client, peer, src, ELEM, c3, s3, 0)),
                 Box::new(move || naive(client, peer, src, ELEM, c8, s8, 0)),
                 Box::new(move || naive(client, peer, src, ELEM, c32, s32, 0)),
-                Box::new(move || client.put_nbi(at, &src[..size], f)),
+                Box::new(move || client.endpoint().put_nbi(at, &src[..size], f)),
             ];
             flood_interleaved(client, size, target, reps, &mut ops)?
         };
@@ -568,7 +570,7 @@ fn measure64(client: &Client, vis: &Vis, opts: &Opts) -> Res<Vec<Point>> {
             let mut ops: [Box<dyn FnMut() -> rgex::Result<()> + '_>; 3] = [
                 Box::new(move || vis.put_nbi(peer, st, src, f)),
                 Box::new(move || naive(client, peer, src, ELEM64, c, s, 0)),
-                Box::new(move || client.put_nbi(at, &src[..size], f)),
+                Box::new(move || client.endpoint().put_nbi(at, &src[..size], f)),
             ];
             flood_interleaved(client, size, target, reps, &mut ops)?
         };
@@ -642,13 +644,17 @@ fn measure_lc(client: &Client, opts: &Opts) -> Res<Vec<Point>> {
         eprintln!("testvisperf: {}, local completion", size_str(size as u64));
         // Checked before it is timed: zeroed fragments, one deferred put,
         // each fragment read back with a plain get.
-        client.put(GlobalAddr::new(peer, 0), &vec![0u8; 2 * size], f)?;
+        client
+            .endpoint()
+            .put(GlobalAddr::new(peer, 0), &vec![0u8; 2 * size], f)?;
         let p = vis.put_nb_defer(peer, meta, src, f)?;
         let src = p.lc.wait()?;
         p.rc.wait()?;
         for (k, &(off, len)) in peer_frags.iter().enumerate() {
             let mut back = vec![0u8; len as usize];
-            client.get(&mut back, GlobalAddr::new(peer, off), f)?;
+            client
+                .endpoint()
+                .get(&mut back, GlobalAddr::new(peer, off), f)?;
             if back[..] != src[k * LC_FRAG..(k + 1) * LC_FRAG] {
                 return Err(
                     format!("VIS put check failed (local-completion set, fragment {k})").into(),
@@ -705,10 +711,12 @@ fn verify_by(
     put: impl FnOnce() -> rgex::Result<()>,
 ) -> Res<()> {
     let at = GlobalAddr::new(Rank(1), 0);
-    client.put(at, &vec![0u8; src.len()], Flags::empty())?;
+    client
+        .endpoint()
+        .put(at, &vec![0u8; src.len()], Flags::empty())?;
     put()?;
     let mut back = vec![0u8; src.len()];
-    client.get(&mut back, at, Flags::empty())?;
+    client.endpoint().get(&mut back, at, Flags::empty())?;
     for i in (0..src.len()).step_by(pitch) {
         if back[i..i + elem] != src[i..i + elem] {
             return Err(format!("VIS put check failed at byte {i} of {}", src.len()).into());
@@ -756,7 +764,7 @@ fn run() -> Res<bool> {
     let cpus = online_cpus();
     let job = Job {
         bench: "testvisperf".into(),
-        conduit: client.conduit().name().into(),
+        conduit: client.endpoint().conduit().name().into(),
         provider: None,
         ranks: n,
         oversubscribed: n as usize > cpus,

@@ -14,6 +14,7 @@ use crate::wr_id::{Kind, WrId, MAX_PEERS};
 use crate::IbvConfig;
 use parking_lot::Mutex;
 use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
+use rgex_core::segment::CLIENT_SEGMENT_STRIDE;
 use rgex_core::{Error, Rank, Result};
 use rgex_net::{Area, Armed, Caps, OpEnd, Polled, PutCompletion, Setup, Transport};
 use std::collections::HashMap;
@@ -34,6 +35,24 @@ const MAX_MSG: u64 = 1 << 31;
 struct PeerSeg {
     base: u64,
     rkey: u32,
+}
+
+/// One client segment as RDMA reaches it: this rank's region of it
+/// (until closed), every peer's base and rkey (`None`: it has none; the
+/// endpoint sends it active messages). Written at registration, read by
+/// posts, both under the kit's state lock.
+struct ClientWindows<M> {
+    mine: Option<M>,
+    peers: Vec<Option<PeerSeg>>,
+}
+
+impl<M> Default for ClientWindows<M> {
+    fn default() -> Self {
+        ClientWindows {
+            mine: None,
+            peers: Vec::new(),
+        }
+    }
 }
 
 /// What the transport tracks under its own lock (the kit calls it under
@@ -58,6 +77,8 @@ struct Inner {
 /// docs). Fields drop in order: QPs before the queues they use, regions
 /// before their protection domain, the device last.
 pub struct Ibv<V: Verbs> {
+    /// Client segments, by number less one (see [`ClientWindows`]).
+    clients: parking_lot::RwLock<Vec<ClientWindows<V::Mr>>>,
     qps: Vec<V::Qp>,
     srq: V::Srq,
     cq: V::Cq,
@@ -161,12 +182,37 @@ impl<V: Verbs> Ibv<V> {
         }
     }
 
-    /// Where `offset` of `peer`'s segment is.
+    /// Where `offset` of `peer`'s segment is (of one of its client
+    /// segments at their offsets).
     #[inline]
     fn remote(&self, peer: u32, offset: u64) -> RemoteAddr {
+        if offset >= CLIENT_SEGMENT_STRIDE {
+            return self.client_remote(peer, offset);
+        }
         let s = self.peers[peer as usize];
         RemoteAddr {
             addr: s.base.wrapping_add(offset),
+            rkey: s.rkey,
+        }
+    }
+
+    /// Where `offset` of one of `peer`'s client segments is. The kit posts
+    /// only to a segment [`connect_client`](Transport::connect_client)
+    /// said it reaches; were it not (a bug), rkey and address 0, which the
+    /// target refuses, never a write elsewhere.
+    #[cold]
+    #[inline(never)]
+    fn client_remote(&self, peer: u32, offset: u64) -> RemoteAddr {
+        let k = (offset / CLIENT_SEGMENT_STRIDE) as usize;
+        let within = offset % CLIENT_SEGMENT_STRIDE;
+        let s = self
+            .clients
+            .read()
+            .get(k - 1)
+            .and_then(|c| c.peers.get(peer as usize).copied().flatten())
+            .unwrap_or(PeerSeg { base: 0, rkey: 0 });
+        RemoteAddr {
+            addr: s.base.wrapping_add(within),
             rkey: s.rkey,
         }
     }
@@ -504,6 +550,7 @@ where
                 sq_depth: cfg.sq_depth,
                 cq_depth,
                 peers: Vec::new(),
+                clients: Default::default(),
                 inner: Mutex::new(inner),
                 rank,
             },
@@ -596,6 +643,63 @@ where
     #[inline]
     fn region_desc(&self, r: &V::Mr) -> usize {
         V::lkey(r) as usize
+    }
+
+    /// `ibv_reg_mr` with remote read and write (the soft device: its own
+    /// registration), the card its address and rkey.
+    unsafe fn register_client(&self, k: usize, p: *mut u8, len: usize) -> Result<Option<Vec<u8>>> {
+        if len == 0 {
+            // Nothing to reach: every access is refused by its range check.
+            return Ok(None);
+        }
+        let access = Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE;
+        // SAFETY: the caller keeps `p .. p + len` allocated until
+        // `close_client(k)`, which drops the region.
+        let mr = unsafe { self.dev.reg_mr(&self.pd, p, len, access) }.map_err(|e| {
+            setup_error(
+                &self.dev,
+                self.rank,
+                &format!("registering client segment {k} ({len} bytes at {p:p})"),
+                e,
+            )
+        })?;
+        let card = [
+            (p as u64).to_le_bytes(),
+            u64::from(V::rkey(&mr)).to_le_bytes(),
+        ]
+        .concat();
+        let mut clients = self.clients.write();
+        if clients.len() < k {
+            clients.resize_with(k, ClientWindows::default);
+        }
+        clients[k - 1].mine = Some(mr);
+        Ok(Some(card))
+    }
+
+    fn connect_client(&self, k: usize, cards: &[Option<Vec<u8>>]) -> Result<Vec<bool>> {
+        let peers: Vec<_> = rgex_net::transport::client_cards(cards, k, self.rank, "ibv")?
+            .into_iter()
+            .map(|c| {
+                c.map(|[base, rkey]| PeerSeg {
+                    base,
+                    rkey: rkey as u32,
+                })
+            })
+            .collect();
+        let native = peers.iter().map(Option::is_some).collect();
+        let mut clients = self.clients.write();
+        if clients.len() < k {
+            clients.resize_with(k, ClientWindows::default);
+        }
+        clients[k - 1].peers = peers;
+        Ok(native)
+    }
+
+    fn close_client(&self, k: usize) {
+        if let Some(c) = self.clients.write().get_mut(k - 1) {
+            // ibv_dereg_mr: the rkey is dead from now on.
+            c.mine = None;
+        }
     }
 
     #[inline]

@@ -11,7 +11,7 @@ use crate::ops::Op;
 use crate::send::would_block_or;
 use crate::transport::Transport;
 use rgex_core::atomic::AtomicRequest;
-use rgex_core::{Completion, Error, Result};
+use rgex_core::{Error, OpCounter, Result};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -21,7 +21,7 @@ impl<T: Transport> NetConduit<T> {
         &self,
         req: &AtomicRequest,
         fetched: &Arc<AtomicU64>,
-        done: &Arc<Completion>,
+        done: &Arc<OpCounter>,
     ) -> Result<()> {
         let net = &self.net;
         let plan = net.transport.atomic_plan(req)?;

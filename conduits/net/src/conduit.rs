@@ -49,6 +49,15 @@ pub struct NetConduit<T: Transport> {
     /// Written by [`idle_wake`](Conduit::idle_wake): wakes a progress
     /// thread asleep on the transport's fd (see [`idle`](crate::idle)).
     pub(crate) idle_wake_fd: crate::idle::WakeFd,
+    /// The settings it was opened with (sizes agreed): another endpoint
+    /// opens with them ([`Reopen`](crate::Reopen)).
+    pub(crate) cfg: T::Config,
+}
+
+impl<T: Transport> crate::Reopen for NetConduit<T> {
+    fn reopen(&self, node: Arc<SmpConduit>) -> Result<Self> {
+        NetConduit::new(node, self.cfg.clone(), self.locality.clone())
+    }
 }
 
 impl<T: Transport + std::fmt::Debug> std::fmt::Debug for NetConduit<T> {
@@ -387,8 +396,8 @@ impl<T: Transport> Conduit for NetConduit<T> {
         offset: u64,
         src: *const u8,
         len: usize,
-        lc: &Arc<rgex_core::Completion>,
-        rc: &Arc<rgex_core::Completion>,
+        lc: &Arc<rgex_core::OpCounter>,
+        rc: &Arc<rgex_core::OpCounter>,
     ) -> Result<()> {
         // SAFETY: forwarded from the caller's contract.
         unsafe { self.put(peer, offset, src, len, lc, rc) }
@@ -400,10 +409,33 @@ impl<T: Transport> Conduit for NetConduit<T> {
         peer: Rank,
         offset: u64,
         len: usize,
-        done: &Arc<rgex_core::Completion>,
+        done: &Arc<rgex_core::OpCounter>,
     ) -> Result<()> {
         // SAFETY: forwarded from the caller's contract.
         unsafe { self.get(dst, peer, offset, len, done) }
+    }
+
+    /// The transport's registration (`Transport::register_client`),
+    /// under the state lock as every transport call.
+    unsafe fn register_client_segment(
+        &self,
+        k: usize,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<Option<Vec<u8>>> {
+        let _st = self.state.lock();
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.net.transport.register_client(k, ptr, len) }
+    }
+
+    fn connect_client_segment(&self, k: usize, cards: &[Option<Vec<u8>>]) -> Result<Vec<bool>> {
+        let _st = self.state.lock();
+        self.net.transport.connect_client(k, cards)
+    }
+
+    fn close_client_segment(&self, k: usize) {
+        let _st = self.state.lock();
+        self.net.transport.close_client(k);
     }
 
     fn atomic_offload(
@@ -418,7 +450,7 @@ impl<T: Transport> Conduit for NetConduit<T> {
         &self,
         req: &rgex_core::atomic::AtomicRequest,
         fetched: &Arc<std::sync::atomic::AtomicU64>,
-        done: &Arc<rgex_core::Completion>,
+        done: &Arc<rgex_core::OpCounter>,
     ) -> Result<()> {
         self.atomic(req, fetched, done)
     }

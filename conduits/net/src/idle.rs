@@ -1,5 +1,5 @@
 //! How a progress thread sleeps on a network conduit
-//! (`rgex_am::progress_thread`): on the transport's wait object, an fd
+//! (`rgex_endpoint::progress_thread`): on the transport's wait object, an fd
 //! ([`Transport::wait_arm`]), together with the conduit's own wake fd
 //! (an eventfd that [`idle_wake`](rgex_core::Conduit::idle_wake) writes,
 //! so a thread being stopped is not left asleep) and, under the bypass,

@@ -73,7 +73,7 @@ pub mod wire;
 pub use conduit::NetConduit;
 pub use geometry::Geometry;
 pub use readback::PutCompletion;
-pub use shm_bypass::ShmBypass;
+pub use shm_bypass::{Reopen, ShmBypass};
 pub use transport::{
     Area, Armed, Caps, NetConfig, OpEnd, Polled, PostError, Settings, Setup, Transport,
 };

@@ -12,7 +12,7 @@
 
 use crate::geometry::DYNAMIC_OPS;
 use crate::readback::Counters;
-use rgex_core::Completion;
+use rgex_core::OpCounter;
 use std::ops::{Index, IndexMut};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -40,8 +40,8 @@ pub(crate) enum Op<R> {
     /// One put (or one piece of a large one).
     Put {
         peer: u32,
-        rc: Arc<Completion>,
-        lc: Option<Arc<Completion>>,
+        rc: Arc<OpCounter>,
+        lc: Option<Arc<OpCounter>>,
         bounce: Option<u32>,
         mr: Option<Arc<R>>,
         /// Its source is the caller's own memory (not the segment, not a
@@ -56,7 +56,7 @@ pub(crate) enum Op<R> {
     /// One get (or one piece of a large one).
     Get {
         peer: u32,
-        done: Arc<Completion>,
+        done: Arc<OpCounter>,
         /// Bounce buffer, destination and length to copy at completion.
         bounce: Option<(u32, usize, usize)>,
         mr: Option<Arc<R>>,
@@ -70,7 +70,7 @@ pub(crate) enum Op<R> {
         slot: u32,
         size: u8,
         fetched: Arc<AtomicU64>,
-        done: Arc<Completion>,
+        done: Arc<OpCounter>,
     },
     /// Given up on: its peer's process can no longer act (it left the
     /// job, or it is gone from this node), so its completions already

@@ -14,12 +14,12 @@
 //! of whatever the target does next. In a put ping-pong over tcp that was
 //! half the time (7.1 us one-way against 3.5 us without; shm 1.4 us
 //! against 0.75 us). The read back is asked only when someone wants to
-//! know ([`Completion::wanted`]: a wait or a test that found the counter
+//! know ([`OpCounter::wanted`]: a wait or a test that found the counter
 //! unfinished), when a batch grows to [`MAX_WAITING`] counters, or when
 //! its oldest write completed [`MAX_AGE`] ticks ago, so a flood of puts costs
 //! one read at its `nbi_wait`, not one per put.
 //!
-//! Only puts counted on a [batched](Completion::batched) counter (the
+//! Only puts counted on a [batched](OpCounter::batched) counter (the
 //! implicit-handle ones) of at most [`MAX_BYTES`] wait this way by
 //! default: a put with an event of its own is often waited for at once,
 //! and then write-then-read costs more than one delivery-complete answer
@@ -29,11 +29,11 @@ use crate::net::Net;
 use crate::ops::{Op, Post};
 use crate::state::State;
 use crate::transport::Transport;
-use rgex_core::Completion;
+use rgex_core::OpCounter;
 use std::sync::Arc;
 
 /// Put counters, each with how many of its writes a batch holds.
-pub(crate) type Counters = Vec<(Arc<Completion>, u64)>;
+pub(crate) type Counters = Vec<(Arc<OpCounter>, u64)>;
 
 /// A batch is read back once its oldest write completed this many ticks
 /// of the conduit's clock ago ([`TICK`](crate::ticker::TICK) each: 1 to
@@ -109,7 +109,7 @@ impl Waiting {
     /// A write counted on `rc`, ending at byte `at` of the peer's segment,
     /// completed at tick `tick`. `now`: read back at the next progress call.
     #[inline]
-    pub fn push(&mut self, rc: Arc<Completion>, at: u64, now: bool, tick: u64) {
+    pub fn push(&mut self, rc: Arc<OpCounter>, at: u64, now: bool, tick: u64) {
         match self.counters.last_mut() {
             Some((c, n)) if Arc::ptr_eq(c, &rc) => *n += 1,
             _ => self.counters.push((rc, 1)),
@@ -160,7 +160,7 @@ impl<T: Transport> State<T> {
     /// A put's write to `peer`, counted on `rc` and ending at byte `at`,
     /// completed without delivery completion: it waits for a read back
     /// (at the next progress call if `now`).
-    pub(crate) fn wait_read_back(&mut self, peer: u32, rc: Arc<Completion>, at: u64, now: bool) {
+    pub(crate) fn wait_read_back(&mut self, peer: u32, rc: Arc<OpCounter>, at: u64, now: bool) {
         let w = &mut self.peers[peer as usize].waiting;
         if w.is_empty() {
             self.reading_back.push(peer);
@@ -211,8 +211,8 @@ mod tests {
     #[test]
     fn runs_on_one_counter_are_one_entry() {
         let mut w = Waiting::default();
-        let a = Completion::new(3);
-        let b = Completion::new(1);
+        let a = OpCounter::new(3);
+        let b = OpCounter::new(1);
         w.push(a.clone(), 10, false, 0);
         w.push(a.clone(), 20, false, 0);
         w.push(b.clone(), 30, false, 0);
@@ -229,7 +229,7 @@ mod tests {
     fn due_when_wanted_full_old_or_asked() {
         let t0 = 7;
         let mut w = Waiting::default();
-        let a = Completion::batched(1);
+        let a = OpCounter::batched(1);
         w.push(a.clone(), 0, false, t0);
         assert!(!w.due(t0 + 1), "fresh and nobody looked");
         assert!(!a.is_done()); // a waiter looked
@@ -238,16 +238,16 @@ mod tests {
         assert!(!a.wanted(), "taking the batch takes the demand");
         settle(c, None);
 
-        w.push(Completion::new(1), 0, false, t0);
+        w.push(OpCounter::new(1), 0, false, t0);
         assert!(w.due(t0 + MAX_AGE), "old enough");
         settle(w.take().0, None);
 
-        w.push(Completion::new(1), 0, true, t0);
+        w.push(OpCounter::new(1), 0, true, t0);
         assert!(w.due(t0), "asked for at once");
         settle(w.take().0, None);
 
         for _ in 0..MAX_WAITING {
-            w.push(Completion::new(1), 0, false, t0);
+            w.push(OpCounter::new(1), 0, false, t0);
         }
         assert!(w.due(t0), "full");
         settle(w.take().0, None);
@@ -255,7 +255,7 @@ mod tests {
 
     #[test]
     fn failures_reach_every_write() {
-        let a = Completion::new(2);
+        let a = OpCounter::new(2);
         let mut w = Waiting::default();
         w.push(a.clone(), 0, false, 0);
         w.push(a.clone(), 0, false, 0);

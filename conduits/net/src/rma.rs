@@ -46,7 +46,7 @@ use crate::ops::{Op, Post};
 use crate::readback::{self, PutCompletion};
 use crate::send::would_block_or;
 use crate::transport::Transport;
-use rgex_core::{Completion, Error, Rank, Result};
+use rgex_core::{Error, OpCounter, Rank, Result};
 use std::sync::Arc;
 
 impl<T: Transport> NetConduit<T> {
@@ -106,8 +106,8 @@ impl<T: Transport> NetConduit<T> {
         offset: u64,
         src: *const u8,
         len: usize,
-        lc: &Arc<Completion>,
-        rc: &Arc<Completion>,
+        lc: &Arc<OpCounter>,
+        rc: &Arc<OpCounter>,
     ) -> Result<()> {
         let net = &self.net;
         let mut guard = self.state.lock();
@@ -194,7 +194,7 @@ impl<T: Transport> NetConduit<T> {
         peer: Rank,
         offset: u64,
         len: usize,
-        done: &Arc<Completion>,
+        done: &Arc<OpCounter>,
     ) -> Result<()> {
         let net = &self.net;
         let mut guard = self.state.lock();

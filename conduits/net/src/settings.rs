@@ -131,7 +131,7 @@ pub const SHM_BYPASS: Var = vars::SHM_BYPASS;
 
 /// A transport's configuration, as the kit needs it: the [`Settings`] it
 /// embeds, and its own check.
-pub trait NetConfig: Clone + Send {
+pub trait NetConfig: Clone + Send + Sync + 'static {
     /// The kit's part.
     fn net(&self) -> &Settings;
     /// The kit's part, to change.

@@ -136,6 +136,7 @@ impl<T: Transport> NetConduit<T> {
             node,
             locality,
             idle_wake_fd,
+            cfg,
         })
     }
 }

@@ -28,7 +28,7 @@
 use rgex_core::conduit::{AtomicRequest, AtomicType, OpSet};
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::{
-    Bootstrap, Claim, Completion, Conduit, Delivery, Error, Locality, PollSet, Prepare, Rank,
+    Bootstrap, Claim, Conduit, Delivery, Error, Locality, OpCounter, PollSet, Prepare, Rank,
     Result, Segment, SendSlot,
 };
 use rgex_smp::SmpConduit;
@@ -140,8 +140,8 @@ impl<N: Conduit> ShmBypass<N> {
     /// Tell `N` of every node-local peer smp has found gone.
     #[cold]
     fn tell_network_of_departures(&self) {
-        for p in (0..self.size()).map(Rank) {
-            if self.local(p) && p != self.rank() {
+        for p in (0..self.smp.size()).map(Rank) {
+            if self.local(p) && p != self.smp.rank() {
                 if let Some(why) = self.smp.peer_gone(p) {
                     self.net.peer_left(p, &why);
                 }
@@ -150,7 +150,23 @@ impl<N: Conduit> ShmBypass<N> {
     }
 }
 
-impl<N: Conduit> Conduit for ShmBypass<N> {
+/// A network conduit that can open another endpoint of itself over
+/// another endpoint's smp conduit, for
+/// [`Conduit::open_endpoint`] of the
+/// bypass around it.
+pub trait Reopen: Conduit + Sized + 'static {
+    /// The network of another endpoint, over `node` (that endpoint's smp
+    /// conduit: its bootstrap, and the segment it shares). Collective.
+    fn reopen(&self, node: Arc<SmpConduit>) -> Result<Self>;
+}
+
+impl<N: Reopen> Conduit for ShmBypass<N> {
+    fn open_endpoint(self: Arc<Self>, ep: u32) -> Result<Arc<dyn Conduit>> {
+        let smp = Arc::new(self.smp.another_endpoint(ep)?);
+        let net = self.net.reopen(smp.clone())?;
+        Ok(Arc::new(ShmBypass::over(smp, self.locality.clone(), net)?))
+    }
+
     fn name(&self) -> &'static str {
         self.net.name()
     }
@@ -365,8 +381,8 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         offset: u64,
         src: *const u8,
         len: usize,
-        lc: &Arc<Completion>,
-        rc: &Arc<Completion>,
+        lc: &Arc<OpCounter>,
+        rc: &Arc<OpCounter>,
     ) -> Result<()> {
         // SAFETY: forwarded from the caller's contract.
         unsafe { self.net.try_put(peer, offset, src, len, lc, rc) }
@@ -378,10 +394,69 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         peer: Rank,
         offset: u64,
         len: usize,
-        done: &Arc<Completion>,
+        done: &Arc<OpCounter>,
     ) -> Result<()> {
         // SAFETY: forwarded from the caller's contract.
         unsafe { self.net.try_get(dst, peer, offset, len, done) }
+    }
+
+    /// `N`'s, for the peers it carries; a node-local peer's put-with-signal
+    /// is a copy and a release update through its mapped segment, never a
+    /// call here.
+    fn put_signal_native(&self, peer: Rank) -> bool {
+        !self.local(peer) && self.net.put_signal_native(peer)
+    }
+
+    unsafe fn try_put_signal(
+        &self,
+        peer: Rank,
+        offset: u64,
+        src: *const u8,
+        len: usize,
+        signal: &rgex_core::Signal,
+        lc: &Arc<OpCounter>,
+        rc: &Arc<OpCounter>,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe {
+            self.net
+                .try_put_signal(peer, offset, src, len, signal, lc, rc)
+        }
+    }
+
+    /// smp's for a node-local peer (its sleep is smp's doorbell, or smp's
+    /// wake socket polled with the network's fd); nothing for the others,
+    /// whose signals come as messages that wake them.
+    fn wake_peer(&self, peer: Rank) {
+        if self.local(peer) {
+            self.smp.wake_peer(peer);
+        }
+    }
+
+    /// `N`'s registration: a node-local peer's client segment is reached
+    /// by cross-memory attach (rgex-endpoint), a remote one's through `N`.
+    unsafe fn register_client_segment(
+        &self,
+        k: usize,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<Option<Vec<u8>>> {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.net.register_client_segment(k, ptr, len) }
+    }
+
+    /// `N`'s, for the peers it carries (a node-local peer's RMA is never
+    /// the network's: see [`try_put`](Self::try_put)).
+    fn connect_client_segment(&self, k: usize, cards: &[Option<Vec<u8>>]) -> Result<Vec<bool>> {
+        let mut native = self.net.connect_client_segment(k, cards)?;
+        for (p, n) in native.iter_mut().enumerate() {
+            *n &= !self.local(Rank(p as u32));
+        }
+        Ok(native)
+    }
+
+    fn close_client_segment(&self, k: usize) {
+        self.net.close_client_segment(k);
     }
 
     /// `N`'s offload, for every peer (see the module docs), unless every
@@ -396,7 +471,7 @@ impl<N: Conduit> Conduit for ShmBypass<N> {
         &self,
         req: &AtomicRequest,
         fetched: &Arc<AtomicU64>,
-        done: &Arc<Completion>,
+        done: &Arc<OpCounter>,
     ) -> Result<()> {
         // A node-local target's departure is known to smp only: `N`
         // would post to it, and the post might never complete.
@@ -442,6 +517,12 @@ mod tests {
             network: true,
             ..RecorderConfig::default()
         })
+    }
+
+    impl Reopen for Recorder {
+        fn reopen(&self, _node: Arc<SmpConduit>) -> Result<Self> {
+            Err(Error::Config("the test recorder has one endpoint".into()))
+        }
     }
 
     fn medium(len: usize) -> Prepare {

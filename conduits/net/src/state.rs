@@ -27,7 +27,7 @@ use crate::ready::{dir_index, Ready, ReadyQueues};
 use crate::ticker::Ticks;
 use crate::transport::{OpEnd, PostError, Transport};
 use crate::wire::{self, Header};
-use rgex_core::{Completion, Locality, Rank};
+use rgex_core::{Locality, OpCounter, Rank};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -251,7 +251,7 @@ impl<T: Transport> State<T> {
         let op = std::mem::replace(&mut self.ops[id], Op::Idle);
         // A failed operation's waiters learn why (Event::wait).
         let failure = failed.then(|| self.failure_of(&op));
-        let settle = |c: &Completion| match &failure {
+        let settle = |c: &OpCounter| match &failure {
             Some(why) => c.fail(why.clone()),
             None => c.done(),
         };

@@ -18,6 +18,42 @@ use std::fmt::Display;
 
 pub use crate::settings::{NetConfig, Settings};
 
+/// Every rank's card of client segment `k`, as a transport's
+/// [`register_client`](Transport::register_client) wrote it: two
+/// little-endian words each (which word is the key and which the address
+/// is the transport's own layout), `None` where a rank had no card. A
+/// card of another length is an error naming the rank that sent it, the
+/// segment and `network` (for `me`'s message).
+///
+/// ```
+/// use rgex_core::Rank;
+/// let card = [7u64.to_le_bytes(), 9u64.to_le_bytes()].concat();
+/// let got = rgex_net::transport::client_cards(&[Some(card), None], 1, Rank(0), "ofi").unwrap();
+/// assert_eq!(got, [Some([7, 9]), None]);
+/// assert!(rgex_net::transport::client_cards(&[Some(vec![1])], 1, Rank(0), "ofi").is_err());
+/// ```
+pub fn client_cards(
+    cards: &[Option<Vec<u8>>],
+    k: usize,
+    me: Rank,
+    network: &str,
+) -> Result<Vec<Option<[u64; 2]>>> {
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    cards
+        .iter()
+        .enumerate()
+        .map(|(r, c)| match c {
+            None => Ok(None),
+            Some(c) if c.len() == 16 => Ok(Some([word(&c[..8]), word(&c[8..])])),
+            Some(c) => Err(rgex_core::Error::Bootstrap(format!(
+                "{me}: rank {r} sent a malformed {network} card for client segment {k} ({} \
+                 bytes, not 16)",
+                c.len()
+            ))),
+        })
+        .collect()
+}
+
 /// What a transport can do, as the kit uses it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Caps {
@@ -238,6 +274,38 @@ pub trait Transport: Sized + Send + Sync + 'static {
         desc: usize,
         offset: u64,
     ) -> std::result::Result<(), Self::Error>;
+
+    /// Register `len` bytes at `p` as client segment `k` (the SPI's
+    /// `Conduit::register_client_segment`) for peers' remote reads and
+    /// writes, keeping the region until
+    /// [`close_client`](Self::close_client)`(k)`: this rank's card for it
+    /// (key, address). `Ok(None)`: this transport leaves client segments
+    /// to rgex's active-message reference (the default).
+    ///
+    /// # Safety
+    /// `p .. p + len` stays allocated until `close_client(k)` returns.
+    unsafe fn register_client(&self, k: usize, p: *mut u8, len: usize) -> Result<Option<Vec<u8>>> {
+        let _ = (k, p, len);
+        Ok(None)
+    }
+
+    /// Learn every rank's card of client segment `k` (`None` where a rank
+    /// had none). From then on [`post_write`](Self::post_write) and
+    /// [`post_read`](Self::post_read) at an `offset` of that segment
+    /// (`k * CLIENT_SEGMENT_STRIDE + within`) reach a peer for which the
+    /// returned entry is true. The default: none.
+    fn connect_client(&self, k: usize, cards: &[Option<Vec<u8>>]) -> Result<Vec<bool>> {
+        let _ = k;
+        Ok(vec![false; cards.len()])
+    }
+
+    /// Close this rank's region of client segment `k`: a peer's write or
+    /// read of it, in flight or later, then fails at the peer with the
+    /// network's error. The peers' cards are kept (an operation still in
+    /// the backlog fails at their side in turn). The default has nothing.
+    fn close_client(&self, k: usize) {
+        let _ = k;
+    }
 
     /// Read completions, handing each to `each`; a completion for no
     /// operation of ours is reported by the transport and skipped.

@@ -7,7 +7,7 @@
 //! exit drain. Every loop is bounded: a test that cannot reach its state
 //! within its bound fails, saying what it was waiting for.
 
-use rgex_core::{Category, Completion, Conduit, Direction, Error, PollSet, Prepare, Rank};
+use rgex_core::{Category, Conduit, Direction, Error, OpCounter, PollSet, Prepare, Rank};
 use rgex_net::loopback::{self, Fate, LoopConfig, Loopback};
 use rgex_net::readback::PutCompletion;
 use rgex_net::{NetConduit, Transport};
@@ -275,7 +275,7 @@ fn posts_the_transport_refuses_wait_in_order_and_nothing_is_half_sent() {
     };
     a.try_send(&spec, H, &[window - 1, 0], &long).unwrap();
     // A put the transport refuses at once is would-block, nothing counted.
-    let (lc, rc) = (Completion::new(0), Completion::new(0));
+    let (lc, rc) = (OpCounter::new(0), OpCounter::new(0));
     let src = [5u8; 100];
     // SAFETY: `src` outlives the call, and nothing was counted on `lc`
     // (checked below), so nothing reads it after.
@@ -463,7 +463,7 @@ fn the_exit_drain_sends_what_was_still_in_flight_then_says_goodbye() {
 }
 
 /// Poll `c` until `done` completes (bounded); `each` looks after each poll.
-fn wait(c: &C, done: &Completion, mut each: impl FnMut()) {
+fn wait(c: &C, done: &OpCounter, mut each: impl FnMut()) {
     for _ in 0..TRIES {
         poll(c);
         if done.is_done() {
@@ -492,7 +492,7 @@ fn a_put_completes_locally_and_remotely_by_delivery() {
     // Larger than a send buffer (not bounced) and than the largest
     // message (two writes).
     let src = data(100_000, 1);
-    let (lc, rc) = (Completion::new(0), Completion::new(0));
+    let (lc, rc) = (OpCounter::new(0), OpCounter::new(0));
     // SAFETY: `src` stays alive and unmodified until `lc` completes
     // (waited for below).
     unsafe { a.try_put(Rank(1), 8, src.as_ptr(), src.len(), &lc, &rc) }.unwrap();
@@ -525,11 +525,11 @@ fn without_delivery_completion_a_put_is_remotely_complete_only_after_a_read_back
     // answers again), and their transmit completion comes at the first.
     fabric.set_delay(3);
     for (len, at, salt, rc) in [
-        (200, 0u64, 2, Completion::new(0)), // bounced, its own counter
-        (100_000, 4096, 3, Completion::batched(0)), // two writes, batched
+        (200, 0u64, 2, OpCounter::new(0)), // bounced, its own counter
+        (100_000, 4096, 3, OpCounter::batched(0)), // two writes, batched
     ] {
         let src = data(len, salt);
-        let lc = Completion::new(0);
+        let lc = OpCounter::new(0);
         let reads = fabric.reads(0, 1);
         // Not bounced: the source is free once the writes complete,
         // which they do while their bytes are held on the wire; the put
@@ -571,7 +571,7 @@ fn a_get_reads_the_peers_segment_small_and_split() {
         let want = data(len, salt);
         b.segment().write(at, &want).unwrap();
         let mut dst = vec![0u8; len];
-        let done = Completion::new(0);
+        let done = OpCounter::new(0);
         // SAFETY: `dst` stays alive and untouched until `done` completes
         // (waited for below).
         unsafe { a.try_get(dst.as_mut_ptr(), Rank(1), at, len, &done) }.unwrap();
@@ -582,7 +582,7 @@ fn a_get_reads_the_peers_segment_small_and_split() {
     // A get from a dead peer fails, naming it.
     fabric.set_fate(1, Fate::Dead);
     let mut dst = vec![0u8; 10];
-    let done = Completion::new(0);
+    let done = OpCounter::new(0);
     // SAFETY: as above.
     unsafe { a.try_get(dst.as_mut_ptr(), Rank(1), 0, 10, &done) }.unwrap();
     wait(a, &done, || {});
@@ -604,9 +604,9 @@ fn operations_held_by_the_network_fail_when_their_peer_leaves() {
     let large = data(100_000, 7);
     let mut dst = vec![0u8; 100];
     let puts: Vec<_> = (0..2)
-        .map(|_| (Completion::new(0), Completion::new(0)))
+        .map(|_| (OpCounter::new(0), OpCounter::new(0)))
         .collect();
-    let got = Completion::new(0);
+    let got = OpCounter::new(0);
     for (src, (lc, rc)) in [&small, &large].into_iter().zip(&puts) {
         // SAFETY: the sources stay alive and unmodified until their local
         // completions (checked below, before they are dropped).
@@ -638,7 +638,7 @@ fn operations_held_by_the_network_fail_when_their_peer_leaves() {
         "nothing written after the failure"
     );
     // Later operations to it are refused at the start, naming it.
-    let (lc, rc) = (Completion::new(0), Completion::new(0));
+    let (lc, rc) = (OpCounter::new(0), OpCounter::new(0));
     // SAFETY: as above.
     let e = unsafe { a.try_put(Rank(1), 0, small.as_ptr(), small.len(), &lc, &rc) }.unwrap_err();
     assert!(e.to_string().contains("rank 1"), "{e}");
@@ -672,7 +672,7 @@ fn operations_held_by_the_network_fail_when_their_peer_stays_silent_past_the_tim
     fabric.set_fate(1, Fate::Silent);
     let mut small = vec![0u8; 100];
     let mut large = vec![0u8; 100_000];
-    let (got_small, got_large) = (Completion::new(0), Completion::new(0));
+    let (got_small, got_large) = (OpCounter::new(0), OpCounter::new(0));
     // SAFETY: both destinations stay alive and untouched until their
     // completions (checked below, before they are dropped).
     unsafe {

@@ -1,5 +1,5 @@
 //! A multi-process check of the ofi conduit, driven through the AM layer
-//! (`rgex_am::Client`) until the facade selects the conduit itself.
+//! (`rgex_endpoint::Client`) until the facade selects the conduit itself.
 //!
 //! Run on loopback only, e.g.:
 //! ```text
@@ -13,9 +13,9 @@
 //! large); offloaded fetch-and-add and compare-and-swap when the provider
 //! offers them. Every wait is bounded (60 s).
 
-use rgex_am::{Client, HandlerId};
 use rgex_core::atomic::{AtomicOp, AtomicRequest, AtomicType, OpSet};
-use rgex_core::{bootstrap, Completion, Conduit, Flags, GlobalAddr, Rank};
+use rgex_core::{bootstrap, Conduit, Flags, GlobalAddr, OpCounter, Rank};
+use rgex_endpoint::{Client, HandlerId};
 use rgex_ofi::{OfiConduit, OfiConfig};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,7 +26,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 fn wait(client: &Client, what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
-        if client.poll().expect("poll") == 0 {
+        if client.endpoint().poll().expect("poll") == 0 {
             std::thread::yield_now();
         }
         assert!(
@@ -73,6 +73,7 @@ fn main() -> rgex_core::Result<()> {
     let seg_area = |src: u32| 4096 + u64::from(src) * (256 << 10);
     let s = st.clone();
     let echo_rep = client
+        .endpoint()
         .handlers()
         .register("check.echo_rep", move |_tok, msg| {
             if msg.payload() != &pattern(msg.payload().len(), msg.arg(0))[..] {
@@ -84,45 +85,51 @@ fn main() -> rgex_core::Result<()> {
             s.replies.fetch_add(1, Ordering::Relaxed);
         })?;
     let s = st.clone();
-    let echo = client.handlers().register("check.echo", move |tok, msg| {
-        let seed = msg.arg(0);
-        let want = pattern(msg.payload().len(), seed);
-        if msg.payload() != &want[..] {
-            s.problems
-                .lock()
-                .unwrap()
-                .push(format!("request payload from {} differs", tok.src()));
-        }
-        let r = match msg.args().len() {
-            1 => tok.reply_short(echo_rep, &[seed], Flags::empty()),
-            2 => tok.reply_medium(echo_rep, &[seed], msg.payload(), Flags::empty()),
-            _ => tok.reply_long(
-                echo_rep,
-                &[seed],
-                msg.payload(),
-                seg_area(size + tok.src().0),
-                Flags::empty(),
-            ),
-        };
-        if let Err(e) = r {
-            s.problems
-                .lock()
-                .unwrap()
-                .push(format!("reply failed: {e}"));
-        }
-    })?;
+    let echo = client
+        .endpoint()
+        .handlers()
+        .register("check.echo", move |tok, msg| {
+            let seed = msg.arg(0);
+            let want = pattern(msg.payload().len(), seed);
+            if msg.payload() != &want[..] {
+                s.problems
+                    .lock()
+                    .unwrap()
+                    .push(format!("request payload from {} differs", tok.src()));
+            }
+            let r = match msg.args().len() {
+                1 => tok.reply_short(echo_rep, &[seed], Flags::empty()),
+                2 => tok.reply_medium(echo_rep, &[seed], msg.payload(), Flags::empty()),
+                _ => tok.reply_long(
+                    echo_rep,
+                    &[seed],
+                    msg.payload(),
+                    seg_area(size + tok.src().0),
+                    Flags::empty(),
+                ),
+            };
+            if let Err(e) = r {
+                s.problems
+                    .lock()
+                    .unwrap()
+                    .push(format!("reply failed: {e}"));
+            }
+        })?;
     let s = st.clone();
-    let flood = client.handlers().register("check.flood", move |tok, msg| {
-        let src = tok.src().index();
-        let seq = u64::from(msg.arg(0));
-        let want = s.flood_next[src].load(Ordering::Relaxed);
-        if seq != want {
-            s.problems.lock().unwrap().push(format!(
-                "flood from rank {src}: got #{seq}, expected #{want}"
-            ));
-        }
-        s.flood_next[src].store(seq + 1, Ordering::Release);
-    })?;
+    let flood = client
+        .endpoint()
+        .handlers()
+        .register("check.flood", move |tok, msg| {
+            let src = tok.src().index();
+            let seq = u64::from(msg.arg(0));
+            let want = s.flood_next[src].load(Ordering::Relaxed);
+            if seq != want {
+                s.problems.lock().unwrap().push(format!(
+                    "flood from rank {src}: got #{seq}, expected #{want}"
+                ));
+            }
+            s.flood_next[src].store(seq + 1, Ordering::Release);
+        })?;
     client.barrier()?;
     if me == 0 {
         println!(
@@ -134,7 +141,7 @@ fn main() -> rgex_core::Result<()> {
             prov.send_after_write(),
             prov.delivery_complete,
             prov.data_progress == libfabric_sys::FI_PROGRESS_MANUAL,
-            client.locality().via_shm(Rank((me + 1) % size)),
+            client.endpoint().locality().via_shm(Rank((me + 1) % size)),
         );
     }
     // Regression: sockets' own progress thread (FI_PROGRESS_AUTO) starved
@@ -160,13 +167,15 @@ fn main() -> rgex_core::Result<()> {
     let mut sent = 0;
     for k in 0..size {
         let dest = Rank((me + k) % size);
-        let maxm = client.max_medium(dest, 2);
+        let maxm = client.endpoint().max_medium(dest, 2);
         for (i, len) in [0usize, 1, maxm].into_iter().enumerate() {
             let seed = me * 1000 + k * 10 + i as u32;
             if len == 0 {
-                client.request_short(dest, echo, &[seed], Flags::empty())?;
+                client
+                    .endpoint()
+                    .request_short(dest, echo, &[seed], Flags::empty())?;
             } else {
-                client.request_medium(
+                client.endpoint().request_medium(
                     dest,
                     echo,
                     &[seed, 0],
@@ -178,7 +187,7 @@ fn main() -> rgex_core::Result<()> {
         }
         for len in [10usize, 200 << 10] {
             let seed = me * 1000 + k * 10 + 5 + (len > 10) as u32;
-            client.request_long(
+            client.endpoint().request_long(
                 dest,
                 echo,
                 &[seed, 0, 0],
@@ -205,7 +214,9 @@ fn main() -> rgex_core::Result<()> {
     let base_replies = st.replies.load(Ordering::Relaxed);
     let start = Instant::now();
     for i in 1..=rounds {
-        client.request_short(next, echo, &[me], Flags::empty())?;
+        client
+            .endpoint()
+            .request_short(next, echo, &[me], Flags::empty())?;
         wait(&client, "round trip", || {
             st.replies.load(Ordering::Relaxed) >= base_replies + i
         });
@@ -221,7 +232,9 @@ fn main() -> rgex_core::Result<()> {
     let mut seq = vec![0u32; size as usize];
     for i in 0..n_flood {
         let dest = ((u64::from(me) + i) % u64::from(size)) as usize;
-        client.request_short(Rank(dest as u32), flood, &[seq[dest]], Flags::empty())?;
+        client
+            .endpoint()
+            .request_short(Rank(dest as u32), flood, &[seq[dest]], Flags::empty())?;
         seq[dest] += 1;
     }
     for src in 0..size {
@@ -241,9 +254,9 @@ fn main() -> rgex_core::Result<()> {
     for (i, len) in [8usize, 5000, 3 << 20].into_iter().enumerate() {
         let data = pattern(len, me * 7 + i as u32);
         let at = GlobalAddr::new(peer, base + (i as u64) * (4 << 20));
-        client.put(at, &data, Flags::empty())?;
+        client.endpoint().put(at, &data, Flags::empty())?;
         let mut back = vec![0u8; len];
-        client.get(&mut back, at, Flags::empty())?;
+        client.endpoint().get(&mut back, at, Flags::empty())?;
         if back != data {
             st.problems
                 .lock()
@@ -252,14 +265,16 @@ fn main() -> rgex_core::Result<()> {
         }
     }
     // From inside the segment.
-    client.segment().write(64, b"segment source!!")?;
-    let src = client.segment().ptr_at(64, 16)?;
+    client.endpoint().segment().write(64, b"segment source!!")?;
+    let src = client.endpoint().segment().ptr_at(64, 16)?;
     // SAFETY: 16 bytes inside this rank's segment, untouched until the put completes.
     let seg_src = unsafe { std::slice::from_raw_parts(src, 16) };
-    client.put(GlobalAddr::new(peer, 100), seg_src, Flags::empty())?;
+    client
+        .endpoint()
+        .put(GlobalAddr::new(peer, 100), seg_src, Flags::empty())?;
     client.barrier()?;
     let mut got = [0u8; 16];
-    client.segment().read(100, &mut got)?;
+    client.endpoint().segment().read(100, &mut got)?;
     if &got != b"segment source!!" {
         st.problems
             .lock()
@@ -268,7 +283,7 @@ fn main() -> rgex_core::Result<()> {
     }
     println!(
         "ok: {me}: put/get of 8 B, 5000 B, 3 MiB and from the segment to {peer} (path {:?})",
-        client.rma_path(peer)
+        client.endpoint().rma_path(peer)
     );
 
     // 4. Offloaded atomics on rank 0's word at offset 0 (when offered).
@@ -278,7 +293,7 @@ fn main() -> rgex_core::Result<()> {
         let rounds = 200u64;
         let fetched = Arc::new(AtomicU64::new(0));
         for _ in 0..rounds {
-            let done = Completion::new(0);
+            let done = OpCounter::new(0);
             let req = AtomicRequest {
                 target: Rank(0),
                 offset: 0,
@@ -293,7 +308,7 @@ fn main() -> rgex_core::Result<()> {
                 match conduit.atomic_start(&req, &fetched, &done) {
                     Ok(()) => break,
                     Err(e) if e.is_would_block() => {
-                        client.poll()?;
+                        client.endpoint().poll()?;
                     }
                     Err(e) => return Err(e),
                 }
@@ -302,7 +317,7 @@ fn main() -> rgex_core::Result<()> {
         }
         client.barrier()?;
         if me == 0 {
-            let v = client.segment().read_u64(0)?;
+            let v = client.endpoint().segment().read_u64(0)?;
             assert_eq!(v, rounds * u64::from(size), "offloaded FADD lost updates");
             println!("ok: offloaded FADD: {rounds} from each of {size} ranks, total {v}");
         }
@@ -337,11 +352,13 @@ fn dead_peer_check(client: &Client, flood: HandlerId) -> rgex_core::Result<()> {
     let start = Instant::now();
     let mut sent = 0u64;
     loop {
-        let r = client.request_short(Rank(last), flood, &[0], Flags::IMMEDIATE);
+        let r = client
+            .endpoint()
+            .request_short(Rank(last), flood, &[0], Flags::IMMEDIATE);
         match r {
             Ok(()) => sent += 1,
             Err(e) if e.is_would_block() => {
-                client.poll()?;
+                client.endpoint().poll()?;
             }
             Err(e) => {
                 println!("ok: {me}: after {sent} sends, the dead rank {last} is an error: {e}");
@@ -378,12 +395,12 @@ fn atomics_probe(client: &Client, conduit: &Arc<dyn Conduit>) -> rgex_core::Resu
                     acquire: false,
                     release: false,
                 };
-                let done = Completion::new(0);
+                let done = OpCounter::new(0);
                 let fetched = Arc::new(AtomicU64::new(0));
                 conduit.atomic_start(&req, &fetched, &done)?;
                 let start = Instant::now();
                 while !done.is_done() && start.elapsed() < Duration::from_secs(5) {
-                    client.poll()?;
+                    client.endpoint().poll()?;
                 }
                 if !done.is_done() {
                     println!("{me}: {ty:?} {op:?} to {target} did not complete in 5 s");

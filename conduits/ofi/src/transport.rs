@@ -10,6 +10,7 @@ use crate::provider::{choose, Provider, MR_MODES};
 use crate::{atomics, OfiConfig};
 use libfabric_sys as sys;
 use rgex_core::atomic::{AtomicRequest, AtomicType, OpSet};
+use rgex_core::segment::CLIENT_SEGMENT_STRIDE;
 use rgex_core::{Error, Rank, Result};
 use rgex_net::{Area, Armed, Caps, OpEnd, Polled, PostError, Setup, Transport};
 use std::cell::UnsafeCell;
@@ -32,6 +33,8 @@ const ENTRIES: usize = 16;
 /// The libfabric network of the ofi conduit (see the crate docs).
 /// Fields drop in order: regions before the endpoint.
 pub struct Ofi {
+    /// Client segments, by number less one (see [`ClientWindows`]).
+    clients: parking_lot::RwLock<Vec<ClientWindows>>,
     seg_mr: MemoryRegion,
     send_mr: MemoryRegion,
     recv_mr: MemoryRegion,
@@ -45,6 +48,17 @@ pub struct Ofi {
     /// Keys for on-the-fly registrations (without FI_MR_PROV_KEY).
     next_key: AtomicU64,
     rank: Rank,
+}
+
+/// One client segment as the network reaches it: this rank's region of
+/// it (until closed), every peer's key and base (`None`: it has no
+/// region; the endpoint sends it active messages). Written at
+/// registration, read by posts: both under the kit's state lock, the
+/// lock is for the type system.
+#[derive(Default)]
+struct ClientWindows {
+    mine: Option<MemoryRegion>,
+    peers: Vec<Option<(u64, u64)>>,
 }
 
 // SAFETY: the contexts are only touched by the provider for operations
@@ -69,14 +83,40 @@ impl Ofi {
         &self.prov
     }
 
-    /// Where `offset` of `peer`'s segment is, for RMA.
+    /// Where `offset` of `peer`'s segment is, for RMA (of one of its
+    /// client segments at their offsets).
     #[inline]
     fn remote(&self, peer: u32, offset: u64) -> Remote {
+        if offset >= CLIENT_SEGMENT_STRIDE {
+            return self.client_remote(peer, offset);
+        }
         let p = &self.peers[peer as usize];
         Remote {
             addr: p.addr,
             raddr: p.base.wrapping_add(offset),
             key: p.key,
+        }
+    }
+
+    /// Where `offset` of one of `peer`'s client segments is. The kit posts
+    /// only to a segment [`connect_client`](Transport::connect_client)
+    /// said it reaches; were it not (a bug), key and address 0, which the
+    /// provider refuses at the target, never a write elsewhere.
+    #[cold]
+    #[inline(never)]
+    fn client_remote(&self, peer: u32, offset: u64) -> Remote {
+        let k = (offset / CLIENT_SEGMENT_STRIDE) as usize;
+        let within = offset % CLIENT_SEGMENT_STRIDE;
+        let (key, base) = self
+            .clients
+            .read()
+            .get(k - 1)
+            .and_then(|c| c.peers.get(peer as usize).copied().flatten())
+            .unwrap_or((0, 0));
+        Remote {
+            addr: self.peers[peer as usize].addr,
+            raddr: base.wrapping_add(within),
+            key,
         }
     }
 
@@ -227,6 +267,7 @@ impl Transport for Ofi {
                 ctx,
                 next_key: AtomicU64::new(1 << 20),
                 rank: setup.rank,
+                clients: Default::default(),
             },
             card,
         ))
@@ -283,6 +324,62 @@ impl Transport for Ofi {
     #[inline]
     fn region_desc(&self, r: &MemoryRegion) -> usize {
         self.desc_of(r)
+    }
+
+    /// `fi_mr_reg` with remote read and write, the card its key and the
+    /// base peers add offsets to (its address under `FI_MR_VIRT_ADDR`,
+    /// else 0), as for the segment. A provider that refuses says why (the
+    /// endpoint then keeps the reference for this segment).
+    unsafe fn register_client(&self, k: usize, p: *mut u8, len: usize) -> Result<Option<Vec<u8>>> {
+        if len == 0 {
+            // Nothing to reach: every access is refused by its range check.
+            return Ok(None);
+        }
+        // Relaxed: the keys only need to differ.
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        let bind = (self.prov.mr_mode & sys::FI_MR_ENDPOINT != 0).then_some(&self.ep);
+        let access = sys::FI_SEND
+            | sys::FI_RECV
+            | sys::FI_READ
+            | sys::FI_WRITE
+            | sys::FI_REMOTE_READ
+            | sys::FI_REMOTE_WRITE;
+        // SAFETY: the caller keeps `p..p+len` allocated until
+        // `close_client(k)`, which drops the region.
+        let mr = unsafe { MemoryRegion::register(self.ep.domain(), p, len, access, key, bind) }?;
+        let base = if self.prov.mr_mode & sys::FI_MR_VIRT_ADDR != 0 {
+            p as u64
+        } else {
+            0
+        };
+        let card = [mr.key().to_le_bytes(), base.to_le_bytes()].concat();
+        let mut clients = self.clients.write();
+        if clients.len() < k {
+            clients.resize_with(k, ClientWindows::default);
+        }
+        clients[k - 1].mine = Some(mr);
+        Ok(Some(card))
+    }
+
+    fn connect_client(&self, k: usize, cards: &[Option<Vec<u8>>]) -> Result<Vec<bool>> {
+        let peers: Vec<_> = rgex_net::transport::client_cards(cards, k, self.rank, "ofi")?
+            .into_iter()
+            .map(|c| c.map(|[key, base]| (key, base)))
+            .collect();
+        let native = peers.iter().map(Option::is_some).collect();
+        let mut clients = self.clients.write();
+        if clients.len() < k {
+            clients.resize_with(k, ClientWindows::default);
+        }
+        clients[k - 1].peers = peers;
+        Ok(native)
+    }
+
+    fn close_client(&self, k: usize) {
+        if let Some(c) = self.clients.write().get_mut(k - 1) {
+            // fi_close: peers' operations on it fail from now on.
+            c.mine = None;
+        }
     }
 
     #[inline]

@@ -16,7 +16,7 @@ use rgex_core::descriptor::Kind;
 use rgex_core::liveness::{self, PeerWatch, Presence};
 use rgex_core::locality::{Locality, Place};
 use rgex_core::{
-    Backoff, Bootstrap, Category, Claim, Completion, Conduit, Delivery, Direction, Error, PollSet,
+    Backoff, Bootstrap, Category, Claim, Conduit, Delivery, Direction, Error, OpCounter, PollSet,
     Prepare, Rank, Result, Segment, SendSlot, MAX_ARGS,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -124,16 +124,17 @@ pub(crate) struct Inner {
 /// [`wait`](Self::wait)), reached from a client by downcasting:
 ///
 /// ```no_run
-/// # fn demo(client: &rgex_am::Client) -> rgex_core::Result<()> {
+/// # fn demo(client: &rgex_endpoint::Client) -> rgex_core::Result<()> {
 /// use rgex_core::Rank;
 /// let scc = client
+///     .endpoint()
 ///     .conduit()
 ///     .as_any()
 ///     .and_then(|a| a.downcast_ref::<rgex_scc::SccConduit>())
 ///     .expect("running on the scc conduit");
 /// scc.post(&[Rank(0)])?;
 /// scc.wait_with(&mut || {
-///     let _ = client.poll();
+///     let _ = client.endpoint().poll();
 /// })?;
 /// # Ok(()) }
 /// ```
@@ -1002,8 +1003,8 @@ impl Conduit for SccConduit {
         offset: u64,
         src: *const u8,
         len: usize,
-        _lc: &Arc<Completion>,
-        rc: &Arc<Completion>,
+        _lc: &Arc<OpCounter>,
+        rc: &Arc<OpCounter>,
     ) -> Result<()> {
         let at = seg_addr(&self.plan, peer.0, offset, len)?;
         self.present(peer, || {
@@ -1028,7 +1029,7 @@ impl Conduit for SccConduit {
         peer: Rank,
         offset: u64,
         len: usize,
-        done: &Arc<Completion>,
+        done: &Arc<OpCounter>,
     ) -> Result<()> {
         let at = seg_addr(&self.plan, peer.0, offset, len)?;
         self.present(peer, || {
@@ -1058,7 +1059,7 @@ impl Conduit for SccConduit {
         &self,
         req: &AtomicRequest,
         fetched: &Arc<AtomicU64>,
-        done: &Arc<Completion>,
+        done: &Arc<OpCounter>,
     ) -> Result<()> {
         let size = req.ty.size();
         let t = req.target.0;

@@ -7,7 +7,7 @@
 use rgex_core::bootstrap::{JobEnv, SingleRank};
 use rgex_core::conduit::{AtomicOp, AtomicRequest, AtomicType, OpSet};
 use rgex_core::{
-    Category, Claim, Completion, Conduit, Direction, Error, PollSet, Prepare, Rank, SendSlot,
+    Category, Claim, Conduit, Direction, Error, OpCounter, PollSet, Prepare, Rank, SendSlot,
 };
 use rgex_scc::emu::CheckMode;
 use rgex_scc::{SccConduit, SccConfig};
@@ -182,7 +182,7 @@ fn full_slots_would_block_with_nothing_sent() {
 #[test]
 fn puts_gets_and_atomics_on_self() {
     let (c, _) = conduit();
-    let (lc, rc, done) = (Completion::new(0), Completion::new(0), Completion::new(0));
+    let (lc, rc, done) = (OpCounter::new(0), OpCounter::new(0), OpCounter::new(0));
     let data: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
     // SAFETY: `data` outlives the call, which completes before returning.
     unsafe { c.try_put(Rank(0), 8, data.as_ptr(), data.len(), &lc, &rc) }.unwrap();
@@ -234,7 +234,7 @@ fn puts_gets_and_atomics_on_self() {
 fn atomic_on_a_held_register_would_block() {
     use rgex_scc::emu::LockId;
     let (c, _) = conduit();
-    let done = Completion::new(0);
+    let done = OpCounter::new(0);
     let fetched = Arc::new(AtomicU64::new(99));
     let req = AtomicRequest {
         target: Rank(0),
@@ -286,7 +286,7 @@ fn atomic_on_a_held_register_would_block() {
 fn epochs_to_self_and_their_bounded_waits() {
     let (c, _) = conduit();
     let me = [Rank(0)];
-    let (lc, rc) = (Completion::new(0), Completion::new(0));
+    let (lc, rc) = (OpCounter::new(0), OpCounter::new(0));
     let v = [1u8; 8];
 
     // Start does not wait; the first access does (would-block), then times

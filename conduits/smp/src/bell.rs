@@ -1,5 +1,5 @@
 //! The receiver's doorbell: how an idle rank sleeps until a message comes
-//! (its progress thread, see `rgex_am::progress_thread`) and how a sender
+//! (its progress thread, see `rgex_endpoint::progress_thread`) and how a sender
 //! wakes it, without a system call on any send to a rank that is awake.
 //!
 //! The handshake, between the sleeping receiver and any producer:
@@ -101,7 +101,7 @@ impl Bell {
         // Acquire: a ring that this load reads from (Release, in `ring`)
         // makes what the ringer did before visible here; the progress
         // thread relies on it to see its stop flag once it reads the
-        // word its stopper rang (see `rgex_am::progress_thread`). The
+        // word its stopper rang (see `rgex_endpoint::progress_thread`). The
         // producers' handshake itself needs no more than Relaxed (the
         // module docs give the order).
         self.word.load(Ordering::Acquire)

@@ -15,7 +15,7 @@ use rgex_core::{
     Result, Segment, SendSlot,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Messages delivered from one ring per poll call at most, so one busy
 /// sender cannot keep a poller from returning.
@@ -40,7 +40,13 @@ pub struct SmpConduit {
     /// Every rank's segment length.
     seg_lens: Vec<u64>,
     cfg: SmpConfig,
-    boot: Box<dyn Bootstrap>,
+    boot: Arc<dyn Bootstrap>,
+    /// The job's name (the regions' names derive from it).
+    job: String,
+    /// For an endpoint other than the primordial one: the primordial
+    /// endpoint's conduit, whose mapped segments this one's Longs land in
+    /// (held so that they stay mapped).
+    _parent: Option<Arc<SmpConduit>>,
     /// Per ring of this rank: a thread is delivering from it. One poller
     /// per ring at a time keeps each sender's messages in arrival order
     /// (see `drain`).
@@ -97,7 +103,7 @@ impl SmpConduit {
     /// one as its shared-memory bypass. Collective over the whole job.
     pub fn new_node(env: &JobEnv, boot: Box<dyn Bootstrap>, local: SmpConfig) -> Result<Self> {
         local.check()?;
-        let rank = Rank(env.rank);
+        let boot: Arc<dyn Bootstrap> = Arc::from(boot);
         // Queue geometry must be symmetric: rank 0's settings rule.
         let geo = boot.broadcast(
             0,
@@ -115,14 +121,65 @@ impl SmpConduit {
             ..local
         };
         mine.check()?;
+        Self::build(&env.job, Rank(env.rank), boot, mine, None)
+    }
+
+    /// Another endpoint of this rank (index `ep`, 1 or more): rings of its
+    /// own in a region of its own (no segment: its Longs land in the
+    /// primordial segments, which this conduit maps and the new one keeps
+    /// mapped by holding it), the same neighbourhood table and bootstrap.
+    /// Collective: every rank opens endpoint `ep` together, and an AM
+    /// from it reaches the peers' endpoint `ep`.
+    ///
+    /// ```no_run
+    /// # fn demo(smp: std::sync::Arc<rgex_smp::SmpConduit>) -> rgex_core::Result<()> {
+    /// use rgex_core::Conduit;
+    /// let second = smp.another_endpoint(1)?;
+    /// assert_eq!(second.segment().as_ptr(), smp.segment().as_ptr());
+    /// # Ok(()) }
+    /// ```
+    pub fn another_endpoint(self: &Arc<Self>, ep: u32) -> Result<SmpConduit> {
+        if ep == 0 {
+            return Err(Error::Config(format!(
+                "{}: endpoint 0 is the primordial endpoint; open others from 1",
+                self.rank
+            )));
+        }
+        let rings = SmpConfig {
+            segment_len: 0,
+            ..self.cfg
+        };
+        Self::build(
+            &self.job,
+            self.rank,
+            self.boot.clone(),
+            rings,
+            Some((ep, self.clone())),
+        )
+    }
+
+    /// Set up the regions of the primordial endpoint (`parent` `None`:
+    /// regions with segments, `cfg` the agreed geometry) or of endpoint
+    /// `ep` of `parent`'s rank (rings only, over the parent's segments):
+    /// create this rank's, report success or failure to everyone, map
+    /// every node-local peer's, then unlink this rank's name once all have
+    /// mapped it (so nothing is left in /dev/shm after a crash).
+    fn build(
+        job: &str,
+        rank: Rank,
+        boot: Arc<dyn Bootstrap>,
+        cfg: SmpConfig,
+        parent: Option<(u32, Arc<SmpConduit>)>,
+    ) -> Result<Self> {
+        let ep = parent.as_ref().map_or(0, |(ep, _)| *ep);
         let host = host_name();
-        let my_region = Region::create(&env.job, rank, mine);
+        let my_region = Region::create(job, rank, ep, cfg);
         // Everyone reports success (segment length and host) or failure, so
         // no rank waits on a region that will never exist.
         let report = match &my_region {
             Ok(_) => [
                 &[0u8][..],
-                &(mine.segment_len as u64).to_le_bytes(),
+                &(cfg.segment_len as u64).to_le_bytes(),
                 host.as_bytes(),
             ]
             .concat(),
@@ -148,19 +205,24 @@ impl SmpConduit {
             };
             if !ok {
                 return Err(Error::Bootstrap(format!(
-                    "{peer} could not create its shared memory: {}",
+                    "{peer} could not create its shared memory{}: {}",
+                    if ep == 0 {
+                        String::new()
+                    } else {
+                        format!(" for endpoint {ep}")
+                    },
                     String::from_utf8_lossy(rep.get(1..).unwrap_or_default())
                 )));
             }
             seg_lens.push(seg);
-            let cfg = SmpConfig {
+            let peer_cfg = SmpConfig {
                 segment_len: seg as usize,
-                ..mine
+                ..cfg
             };
             let region = if peer == rank {
                 my_region.take()
             } else if peer_host == host.as_bytes() {
-                Some(Region::open(&env.job, peer, cfg)?)
+                Some(Region::open(job, peer, ep, peer_cfg)?)
             } else {
                 None
             };
@@ -174,25 +236,45 @@ impl SmpConduit {
                 .shm_name(),
         )?;
         let watch = PeerWatch::new(regions.len());
-        let places = regions
-            .iter()
-            .map(|r| match r {
-                Some(r) => Place {
-                    on_node: true,
-                    mapped: Some(r.segment),
-                    carrier: Carrier::Shm,
-                },
-                None => Place::REMOTE,
-            })
-            .collect();
-        let locality = Locality::new(rank, places)?;
+        let (locality, seg_lens, regions) = match &parent {
+            None => {
+                let places = regions
+                    .iter()
+                    .map(|r| match r {
+                        Some(r) => Place {
+                            on_node: true,
+                            mapped: Some(r.segment),
+                            carrier: Carrier::Shm,
+                        },
+                        None => Place::REMOTE,
+                    })
+                    .collect();
+                (Locality::new(rank, places)?, seg_lens, regions)
+            }
+            Some((_, p)) => {
+                // Longs land in the primordial segments the parent maps.
+                let regions = regions
+                    .into_iter()
+                    .zip(&p.regions)
+                    .map(|(r, pr)| match (r, pr) {
+                        // SAFETY: the parent maps `pr` for as long as it
+                        // lives, and the new conduit holds the parent.
+                        (Some(r), Some(pr)) => Some(unsafe { r.over_segment(pr.segment) }),
+                        _ => None,
+                    })
+                    .collect();
+                (p.locality.clone(), p.seg_lens.clone(), regions)
+            }
+        };
         let conduit = SmpConduit {
             rank,
             locality,
             regions,
             seg_lens,
-            cfg: mine,
+            cfg,
             boot,
+            job: job.to_string(),
+            _parent: parent.map(|(_, p)| p),
             draining: [
                 Padded(AtomicBool::new(false)),
                 Padded(AtomicBool::new(false)),
@@ -660,6 +742,10 @@ impl Conduit for SmpConduit {
         &*self.boot
     }
 
+    fn open_endpoint(self: Arc<Self>, ep: u32) -> Result<Arc<dyn Conduit>> {
+        Ok(Arc::new(self.another_endpoint(ep)?))
+    }
+
     /// Sleep on this rank's bell (the handshake is in [`crate::bell`]).
     fn idle_wait(&self, timeout: std::time::Duration, still_idle: &dyn Fn() -> bool) -> bool {
         let bell = self.mine().bell();
@@ -675,6 +761,34 @@ impl Conduit for SmpConduit {
 
     fn idle_wake(&self) {
         self.mine().bell().ring();
+    }
+
+    /// Ring a node-local peer's bell if it sleeps: armed rings, the
+    /// request ring then the reply ring, are how a sleeper says so (see
+    /// [`crate::bell`]); it sleeps only once both are armed, so the
+    /// reply ring's flag is the one to look at.
+    fn wake_peer(&self, peer: Rank) {
+        let Some(Some(region)) = self.regions.get(peer.index()) else {
+            return;
+        };
+        // SeqCst: the store-load pattern of two parties that each write
+        // then read what the other wrote (Dekker's): the caller updated
+        // the peer's memory and now reads its ring's flag; the sleeper
+        // armed its ring (a CAS) and then re-reads that memory (after a
+        // SeqCst fence of its own, in its `still_idle`). In the single
+        // order of SeqCst fences one comes first, so either this load
+        // sees the flag set (and rings), or the sleeper's re-read sees the
+        // update (and does not sleep).
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        if region.rings[REPLY].is_asleep() {
+            // Acquire: the load above read the value of the sleeper's
+            // Release arming CAS, so its read of the bell (before that)
+            // happens before our ring, and its `listening` flag is seen:
+            // a producer's claim that finds it asleep fences the same way
+            // (see `bell`).
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+            self.wake(region);
+        }
     }
 }
 

@@ -123,15 +123,20 @@ pub struct Region {
 }
 
 impl Region {
-    /// The shared-memory name of `rank`'s region in job `job`.
-    pub fn name(job: &str, rank: Rank) -> String {
-        format!("/rgex-{job}-{}", rank.0)
+    /// The shared-memory name of `rank`'s region of endpoint `ep` in job
+    /// `job` (the primordial endpoint's, 0, holds the segment; another
+    /// endpoint's holds its rings only).
+    pub fn name(job: &str, rank: Rank, ep: u32) -> String {
+        match ep {
+            0 => format!("/rgex-{job}-{}", rank.0),
+            _ => format!("/rgex-{job}-{}-ep{ep}", rank.0),
+        }
     }
 
-    /// Create this rank's region and initialise its rings.
-    pub fn create(job: &str, rank: Rank, cfg: SmpConfig) -> Result<Self> {
+    /// Create this rank's region of endpoint `ep` and initialise its rings.
+    pub fn create(job: &str, rank: Rank, ep: u32, cfg: SmpConfig) -> Result<Self> {
         let layout = Layout::new(cfg)?;
-        let map = ShmMap::create(&Self::name(job, rank), layout.total)?;
+        let map = ShmMap::create(&Self::name(job, rank, ep), layout.total)?;
         let region = Self::view(map, layout, rank);
         for ring in &region.rings {
             ring.init();
@@ -154,10 +159,11 @@ impl Region {
         Ok(region)
     }
 
-    /// Map `rank`'s region, created by that rank with geometry `cfg`.
-    pub fn open(job: &str, rank: Rank, cfg: SmpConfig) -> Result<Self> {
+    /// Map `rank`'s region of endpoint `ep`, created by that rank with
+    /// geometry `cfg`.
+    pub fn open(job: &str, rank: Rank, ep: u32, cfg: SmpConfig) -> Result<Self> {
         let layout = Layout::new(cfg)?;
-        let name = Self::name(job, rank);
+        let name = Self::name(job, rank, ep);
         let map = ShmMap::open(&name, layout.total)?;
         let region = Self::view(map, layout, rank);
         let h = region.header();
@@ -206,6 +212,18 @@ impl Region {
             rings,
             segment,
         }
+    }
+
+    /// This region with `segment` as its segment: an endpoint's rings
+    /// region (no segment of its own) carrying Longs into the owner's
+    /// primordial segment.
+    ///
+    /// # Safety
+    /// `segment` must stay mapped as long as this region is used (its
+    /// conduit keeps the primordial conduit that maps it).
+    pub unsafe fn over_segment(mut self, segment: Segment) -> Self {
+        self.segment = segment;
+        self
     }
 
     fn header(&self) -> &Header {

@@ -222,6 +222,18 @@ impl Ring {
         }
     }
 
+    /// True if the receiver armed this ring for a sleep
+    /// ([`arm_sleep`](Self::arm_sleep)) and no claim or disarm took it back
+    /// since: what a writer into the receiver's segment looks at to decide
+    /// whether to ring its bell (`Conduit::wake_peer`).
+    #[inline]
+    pub fn is_asleep(&self) -> bool {
+        // Relaxed: the caller orders this load after its own update with
+        // a SeqCst fence, and the sleeper its arming CAS before its
+        // re-read of the updated memory with another (see `wake_peer`).
+        self.hdr().tail.0.load(Ordering::Relaxed) & ASLEEP != 0
+    }
+
     /// Producer: the ticket of the claim of `pos` (claimed by us): the
     /// cell's address, from which a [`Doorbell`](rgex_core::cell::Doorbell)
     /// publishes it (turn word `pos` to `pos + 1`, what

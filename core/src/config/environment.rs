@@ -220,6 +220,15 @@ mod tests {
                 v.name
             );
             assert!(!v.meaning.is_empty() && !v.reader.is_empty(), "{}", v.name);
+            // Readers are named one by one, so that `read_by` finds each.
+            for r in v.readers() {
+                assert!(
+                    !r.is_empty() && !r.contains([',', ' ']),
+                    "{}: reader {:?} is not a list of names separated by \", \"",
+                    v.name,
+                    v.reader
+                );
+            }
         }
     }
 }

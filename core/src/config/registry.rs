@@ -10,10 +10,36 @@ pub struct Var {
     pub name: &'static str,
     /// What applies when it is unset.
     pub fallback: Fallback,
-    /// Who reads it: a crate, a conduit or the launcher (`smp, scc`).
+    /// Who reads it: a crate, a conduit or the launcher, several
+    /// separated by `, ` (`smp, scc`); [`read_by`](Self::read_by) asks
+    /// for one, and a conduit's README lists those its conduit reads.
     pub reader: &'static str,
     /// What it sets and the values it takes.
     pub meaning: &'static str,
+}
+
+impl Var {
+    /// Whether `who` (a crate, a conduit or the launcher, as
+    /// [`reader`](Self::reader) names it) is one of its readers.
+    ///
+    /// ```
+    /// use rgex_core::config::vars;
+    /// assert!(vars::SHM_BYPASS.read_by("ofi") && vars::SHM_BYPASS.read_by("ibv"));
+    /// assert!(!vars::SHM_BYPASS.read_by("of"));
+    /// ```
+    pub fn read_by(&self, who: &str) -> bool {
+        self.readers().any(|r| r == who)
+    }
+
+    /// Each of its readers, in [`reader`](Self::reader)'s order.
+    ///
+    /// ```
+    /// use rgex_core::config::vars;
+    /// assert_eq!(vars::SEGMENT_SIZE.readers().collect::<Vec<_>>(), ["smp", "scc"]);
+    /// ```
+    pub fn readers(&self) -> impl Iterator<Item = &'static str> {
+        self.reader.split(", ")
+    }
 }
 
 /// What applies when a variable is unset.

@@ -44,11 +44,11 @@ registry! {
     SIZE: "RGEX_SIZE", Behaviour("1"), "rgex-run",
         "set by rgex-run: the number of ranks";
     // The layers.
-    RMA: "RGEX_RMA", Value("auto"), "rgex-am",
+    RMA: "RGEX_RMA", Value("auto"), "rgex-endpoint",
         "auto (direct copies to node-local peers) or reference (RMA over active messages everywhere)";
-    PROGRESS_THREAD: "RGEX_PROGRESS_THREAD", Value("0"), "rgex-am",
+    PROGRESS_THREAD: "RGEX_PROGRESS_THREAD", Value("0"), "rgex-endpoint",
         "1: start a progress thread at init that polls while the application computes and sleeps on the conduit's wait object when idle (smp: a futex senders ring; ofi: the CQ's fd where the provider has one, tcp here; ibv: the completion channel, or the soft device's wake socket; else 200 us parks)";
-    PROGRESS_IDLE_MS: "RGEX_PROGRESS_IDLE_MS", Value("10"), "rgex-am",
+    PROGRESS_IDLE_MS: "RGEX_PROGRESS_IDLE_MS", Value("10"), "rgex-endpoint",
         "a progress thread's longest sleep on its wait object, in milliseconds, at least 1: a safety net, since senders wake a sleeping thread";
     LOG: "RGEX_LOG", Value("rgex=warn"), "rgex",
         "which diagnostics init's stderr subscriber prints, as tracing filter directives: warn, rgex_net=debug,rgex=warn, off, ... (rgex=warn: rgex's errors and warnings; ignored when the application sets its own subscriber first)";
@@ -67,26 +67,26 @@ registry! {
         "largest Medium payload, at least 512";
     // The network conduits' kit.
     SHM_BYPASS: "RGEX_SHM_BYPASS", Value("1"), "ofi, ibv",
-        "1 sends node-local peers through shared memory, 0 through the network";
+        "1 sends node-local peers (this rank too) through shared memory, 0 through the network; the segment lives in shared memory either way";
     // ofi.
     OFI_LIBRARY: "RGEX_OFI_LIBRARY", Value("libfabric.so.1"), "ofi",
         "the libfabric to load, a path or a name the dynamic loader searches";
     OFI_PROVIDER: "RGEX_OFI_PROVIDER", Behaviour("libfabric's choice"), "ofi",
-        "the provider as fi_info -l names it: tcp;ofi_rxm, sockets, shm, verbs;ofi_rxm, cxi, ...";
+        "the provider as fi_info -l names it: tcp;ofi_rxm, sockets, shm, verbs;ofi_rxm, cxi, gni, ...";
     OFI_DOMAIN: "RGEX_OFI_DOMAIN", Behaviour("libfabric's choice"), "ofi",
         "the domain (NIC) name: lo, mlx5_0, cxi0, ...";
     OFI_MAX_MEDIUM: "RGEX_OFI_MAX_MEDIUM", Value("8K"), "ofi",
-        "largest Medium payload to a network peer, 512 to 1M";
+        "largest Medium payload to a network peer, 512 to 1M (node-local peers: RGEX_SMP_MAX_MEDIUM)";
     OFI_WINDOW: "RGEX_OFI_WINDOW", Value("8"), "ofi",
-        "credits per sender and direction, 2 to 4096";
+        "credits per sender and direction (messages it may have unconsumed at a receiver), 2 to 4096; receive buffers follow from it";
     OFI_SEND_BUFFERS: "RGEX_OFI_SEND_BUFFERS", Value("64"), "ofi",
-        "registered send buffers for requests, 2 to 65536";
+        "registered send buffers for requests, 2 to 65536 (replies get half as many, RMA bounce buffers and atomic operands 32)";
     OFI_TIMEOUT: "RGEX_OFI_TIMEOUT", Value("300"), "ofi",
-        "seconds a peer we wait on may stay silent (pings unanswered) before it is declared dead, 0: never; covers every wait: credits, AM replies, barriers and collectives, RMA, atomics, VIS, peer_gone";
+        "seconds a peer we wait on may stay silent (pings unanswered) before it is declared dead, 0: never; it bounds every wait on a network peer: credits, AM replies, barriers and collectives, RMA, atomics, VIS, peer_gone";
     OFI_PUT_COMPLETION: "RGEX_OFI_PUT_COMPLETION", Value("auto"), "ofi",
-        "how a put learns it landed: delivery, readback or auto";
+        "how a put learns it landed: delivery (FI_DELIVERY_COMPLETE on each write), readback (NBI puts: a read after the writes, asked when someone waits) or auto (readback on tcp, sockets, shm and udp, delivery elsewhere)";
     OFI_INJECT: "RGEX_OFI_INJECT", Behaviour("the provider's inject size"), "ofi",
-        "largest AM message sent with fi_inject; 0: never";
+        "largest AM message, header included, sent with fi_inject (no send completion to reap, the send buffer is free at once), at most the provider's inject size; 0: never";
     // scc.
     SCC_CHECK: "RGEX_SCC_CHECK", Value("0"), "scc",
         "1 reports stale reads (and fails the job), strict panics at the first";
@@ -100,43 +100,45 @@ registry! {
     IBV_LIBRARY: "RGEX_IBV_LIBRARY", Value("libibverbs.so.1"), "ibv",
         "the libibverbs to load, a path or a name the dynamic loader searches";
     IBV_DEVICE: "RGEX_IBV_DEVICE", Behaviour("the first device with an active port"), "ibv",
-        "the RDMA device (mlx5_0, ...), or soft for the software verbs device";
+        "the RDMA device as ibv_devices lists it (mlx5_0, ...), or soft for the software verbs device";
     IBV_PORT: "RGEX_IBV_PORT", Behaviour("the first active port"), "ibv",
         "the device's port, from 1";
     IBV_GID_INDEX: "RGEX_IBV_GID_INDEX", Value("0"), "ibv",
-        "the GID table index (RoCE)";
+        "the GID table index, 0 to 255: InfiniBand addresses peers by LID and ignores it; RoCE needs the index of the GID of the interface's address and RoCE version, usually v2 (show_gids, or /sys/class/infiniband/DEV/ports/PORT/gid_attrs/types/INDEX)";
     IBV_QP_TIMEOUT: "RGEX_IBV_QP_TIMEOUT", Value("18"), "ibv",
-        "ACK timeout code 0 to 31: 4.096 us x 2^code before a retry (18: about 1.07 s; 0: forever)";
+        "ACK timeout code, 0 to 31: a request unanswered for 4.096 us x 2^code is retried (18: about 1.07 s); 0 waits forever (verbs then never finds a dead peer)";
     IBV_RETRY_COUNT: "RGEX_IBV_RETRY_COUNT", Value("7"), "ibv",
-        "retries of an unanswered request, 0 to 7, before the peer is declared dead";
+        "retries of an unanswered request, 0 to 7, before it completes IBV_WC_RETRY_EXC_ERR and the peer is declared dead (with the defaults, after about 8 s)";
     IBV_RNR_RETRY: "RGEX_IBV_RNR_RETRY", Value("6"), "ibv",
-        "retries after a receiver-not-ready NAK, 0 to 7 (7: forever)";
+        "retries after a receiver-not-ready NAK, 0 to 7 (7: forever), before IBV_WC_RNR_RETRY_EXC_ERR; the credits keep a receive posted for every message, so an RNR is a bug, reported rather than waited out (the receiver asks for 2.56 ms between retries)";
     IBV_MTU: "RGEX_IBV_MTU", Behaviour("the port's active MTU"), "ibv",
-        "path MTU in bytes: 256, 512, 1024, 2048 or 4096";
+        "path MTU in bytes: 256, 512, 1024, 2048 or 4096, at most the port's active MTU; each pair of ranks uses the smaller of their two";
     IBV_INLINE: "RGEX_IBV_INLINE", Value("128"), "ibv",
-        "largest AM message sent inline; 0: never";
+        "largest AM message (header and payload) sent inline, copied into the work request at post time so the send buffer is free at once; at most what the QP grants (the conduit uses the smaller); 0: never";
     IBV_SQ_DEPTH: "RGEX_IBV_SQ_DEPTH", Value("128"), "ibv",
-        "send work requests outstanding per QP";
+        "send work requests outstanding per QP (one QP per rank), 1 to 1048576 and at most the device's max_qp_wr; a full queue makes a post wait in the kit's backlog (IMMEDIATE: would-block)";
     IBV_MAX_MEDIUM: "RGEX_IBV_MAX_MEDIUM", Value("8K"), "ibv",
-        "largest Medium payload to a network peer, 512 to 1M";
+        "largest Medium payload to a network peer, 512 to 1M (node-local peers: RGEX_SMP_MAX_MEDIUM)";
     IBV_WINDOW: "RGEX_IBV_WINDOW", Value("8"), "ibv",
-        "credits per sender and direction, 2 to 4096; receive buffers follow from it";
+        "credits per sender and direction (messages it may have unconsumed at a receiver), 2 to 4096; receive buffers follow from it";
     IBV_SEND_BUFFERS: "RGEX_IBV_SEND_BUFFERS", Value("64"), "ibv",
-        "registered send buffers for requests, 2 to 65536";
+        "registered send buffers for requests, 2 to 65536 (replies get half as many, RMA bounce buffers and atomic operands 32)";
     IBV_TIMEOUT: "RGEX_IBV_TIMEOUT", Value("300"), "ibv",
-        "seconds a peer we wait on may stay silent (pings unanswered) before it is declared dead, 0: never; covers every wait: credits, AM replies, barriers and collectives, RMA, atomics, VIS, peer_gone";
+        "seconds a peer we wait on may stay silent (pings unanswered) before it is declared dead, 0: never; it bounds every wait on a network peer: credits, AM replies, barriers and collectives, RMA, atomics, VIS, peer_gone";
     IBV_SOFT_SERVICE: "RGEX_IBV_SOFT_SERVICE", Value("1"), "ibv",
         "soft device: 0 turns off the per-process service thread that answers RDMA while no verb is called";
     IBV_SOFT_FAULTS: "RGEX_IBV_SOFT_FAULTS", Behaviour("none"), "ibv",
-        "soft device: faults to inject (testing)";
+        "soft device, testing: faults to inject, comma-separated: drop_every=N, drop_all=1, delay_us=U (each packet held U us), kill_after_ms=M (then the device stops answering)";
     // PMIx.
     PMIX_LIBRARY: "RGEX_PMIX_LIBRARY", Value("libpmix.so.2"), "rgex-pmix",
         "the libpmix to load, a path or a name the dynamic loader searches";
     // Testing and benchmarks.
-    FAULT_SWEEP_PAUSE_MS: "RGEX_FAULT_SWEEP_PAUSE_MS", Behaviour("no pause"), "rgex-am",
+    FAULT_SWEEP_PAUSE_MS: "RGEX_FAULT_SWEEP_PAUSE_MS", Behaviour("no pause"), "rgex-endpoint",
         "testing (fault-injection builds): milliseconds between a fault sweep's sends";
     SKIP_LOG: "RGEX_SKIP_LOG", Behaviour("skips go to stderr only"), "rgex-tests",
         "testing: the file the conduit matrix collects skipped tests in";
     MPI_PEER: "RGEX_MPI_PEER", Behaviour("mpi_peer next to the benchmark"), "rgex-benches",
         "benchmarks: the MPI peer program to compare with";
+    MPI_COLL: "RGEX_MPI_COLL", Behaviour("mpi_coll next to testcoll"), "rgex-benches",
+        "benchmarks: the MPI collectives program testcoll compares with";
 }

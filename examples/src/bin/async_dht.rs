@@ -171,7 +171,7 @@ fn main() -> rgex::Result<()> {
         Ok(Handlers { insert })
     })?;
     let (me, n) = (client.rank().0, client.size());
-    let seg = client.segment().len() as u64;
+    let seg = client.endpoint().segment().len() as u64;
     if k * SLOT > seg {
         return Err(rgex::Error::Config(format!(
             "async_dht: {k} keys per rank need {} bytes of segment, rank {me} has {seg}",
@@ -223,7 +223,7 @@ fn main() -> rgex::Result<()> {
     );
     client.barrier()?;
     let mine = u64::from(*registered.lock().expect("count"));
-    let total = client.world_team().allreduce(&[mine], ReduceOp::Sum)?;
+    let total = client.world().allreduce(&[mine], ReduceOp::Sum)?;
     assert_eq!(
         total[0],
         k * u64::from(n),

@@ -31,10 +31,12 @@ fn main() -> rgex::Result<()> {
         })
     })?;
     for _ in 0..n {
-        client.request_short(Rank(0), add, &[1], Flags::empty())?;
+        client
+            .endpoint()
+            .request_short(Rank(0), add, &[1], Flags::empty())?;
     }
     while fetched.lock().unwrap().len() < n as usize {
-        client.poll()?;
+        client.endpoint().poll()?;
     }
     let mut mine = fetched.lock().unwrap().clone();
     mine.sort_unstable();

@@ -107,7 +107,7 @@ fn reply_value(tok: &Token<'_>, h: HandlerId, args: &[u32], v: &[u8]) -> rgex::R
 /// Poll until `done` holds.
 fn poll_until(client: &Client, mut done: impl FnMut() -> bool) -> rgex::Result<()> {
     while !done() {
-        client.poll()?;
+        client.endpoint().poll()?;
     }
     Ok(())
 }
@@ -127,7 +127,7 @@ fn main() -> rgex::Result<()> {
     let t0 = Instant::now();
     for i in 0..k {
         let key = key(me, i);
-        client.request_medium(
+        client.endpoint().request_medium(
             owner(key, n),
             h.insert,
             &split(key),
@@ -145,7 +145,12 @@ fn main() -> rgex::Result<()> {
     let t1 = Instant::now();
     for i in 0..k {
         for key in [key(right, i), absent_base + key(me, i)] {
-            client.request_short(owner(key, n), h.lookup, &split(key), Flags::empty())?;
+            client.endpoint().request_short(
+                owner(key, n),
+                h.lookup,
+                &split(key),
+                Flags::empty(),
+            )?;
         }
     }
     poll_until(&client, || sh.answers.lock().unwrap().len() as u64 == 2 * k)?;
@@ -170,7 +175,7 @@ fn main() -> rgex::Result<()> {
     drop(answers);
     client.barrier()?;
     let stored = sh.table.lock().unwrap().len() as u64;
-    let total = client.world_team().allreduce(&[stored], ReduceOp::Sum)?[0];
+    let total = client.world().allreduce(&[stored], ReduceOp::Sum)?[0];
     assert_eq!(total, k * u64::from(n), "keys stored across the table");
     if me == 0 {
         println!(
@@ -181,7 +186,7 @@ fn main() -> rgex::Result<()> {
     if timed {
         let rate = |ops: u64, d: Duration| ops as f64 / d.as_secs_f64();
         let rates = [rate(k, inserts), rate(2 * k, lookups)];
-        let sum = client.world_team().allreduce(&rates, ReduceOp::Sum)?;
+        let sum = client.world().allreduce(&rates, ReduceOp::Sum)?;
         if me == 0 {
             println!(
                 "dht: {:.0} inserts/s, {:.0} lookups/s (all ranks)",

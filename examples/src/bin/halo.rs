@@ -126,7 +126,7 @@ fn main() -> rgex::Result<()> {
                 f,
             )?;
         }
-        client.nbi_wait(NbiCategory::Put)?;
+        client.endpoint().nbi_wait(NbiCategory::Put)?;
         client.barrier()?;
         let mine = client.rank();
         if me > 0 {

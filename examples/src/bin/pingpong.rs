@@ -39,7 +39,7 @@ fn main() -> rgex::Result<()> {
     let peer = Rank((client.rank().0 + 1) % client.size());
     let wait_for = |n: u64| -> rgex::Result<()> {
         while pongs.load(Ordering::Acquire) < n {
-            client.poll()?;
+            client.endpoint().poll()?;
         }
         Ok(())
     };
@@ -47,18 +47,22 @@ fn main() -> rgex::Result<()> {
     if client.rank().0 == 0 {
         let start = Instant::now();
         for i in 0..iters {
-            client.request_short(peer, ping, &[i as u32], Flags::empty())?;
+            client
+                .endpoint()
+                .request_short(peer, ping, &[i as u32], Flags::empty())?;
             wait_for(i + 1)?;
         }
         let short_rtt = start.elapsed().as_nanos() as f64 / iters as f64;
         // 4 KiB, or the largest Medium the conduit carries if smaller
         // (scc's is 1 KiB).
-        let len = client.max_medium(peer, 1).min(4096);
+        let len = client.endpoint().max_medium(peer, 1).min(4096);
         let payload: Vec<u8> = (0..len as u32).map(|i| (i * 7) as u8).collect();
         let sum: u32 = payload.iter().map(|&b| b as u32).sum();
         let start = Instant::now();
         for i in 0..iters {
-            client.request_medium(peer, ping, &[sum], &payload, Flags::empty())?;
+            client
+                .endpoint()
+                .request_medium(peer, ping, &[sum], &payload, Flags::empty())?;
             wait_for(iters + i + 1)?;
         }
         let medium_rtt = start.elapsed().as_nanos() as f64 / iters as f64;

@@ -47,8 +47,65 @@ fn kib(n: usize) -> String {
     }
 }
 
+/// How node-local peers' client segments are reached on this machine
+/// (see `rgex::client_segment`): cross-memory attach from
+/// `rgex::CMA_MIN` bytes, or why not.
+fn client_segments_node() -> String {
+    let min = match rgex_endpoint::CMA_MIN {
+        0 => "every put and get".to_string(),
+        n if n.is_multiple_of(1 << 20) => {
+            format!("puts and gets from {} MiB (active messages below)", n >> 20)
+        }
+        n => format!("puts and gets from {} (active messages below)", kib(n)),
+    };
+    let here = match rgex_core::cma::available_here() {
+        Ok(why) => format!("available here ({why})"),
+        Err(why) => format!("not available here, so active messages: {why}"),
+    };
+    format!(
+        "this rank by a copy; node-local peers by cross-memory attach (process_vm_writev/readv) \
+         for {min}, {}; {here}",
+        rgex_endpoint::CMA_MIN_WHY
+    )
+}
+
+/// What every path leaves to active messages.
+const CLIENT_SEGMENTS_AM: &str = "atomics and VIS by active messages (the target applies them)";
+
+/// A network conduit's line: remote peers by RDMA into the memory
+/// registered as `how`, node-local ones (the bypass on) as on smp.
+fn client_segments_net(how: &str) -> String {
+    format!(
+        "remote peers by RDMA into the memory registered with {how}; this rank, and node-local \
+         peers with the bypass on, as on smp; {CLIENT_SEGMENTS_AM}"
+    )
+}
+
 fn lim(what: &str, value: impl Into<String>) -> (String, String) {
     (what.to_string(), value.into())
+}
+
+/// The put-with-signal line (`Endpoint::put_signal_path`): node-local
+/// peers with mapped segments take the copy and a release update; a
+/// conduit's other peers take its native path if it has one (none of
+/// rgex's does yet), else the active-message reference, as every peer
+/// does with `RGEX_RMA=reference`.
+fn put_signal(mapped: bool) -> (String, String) {
+    let reference = "the AM reference: one request (a Medium when the data fits one, else a \
+                     Long) whose handler writes the data, then the signal with Release, and \
+                     acknowledges";
+    lim(
+        "put-with-signal",
+        if mapped {
+            format!(
+                "node-local peers: a copy, then a Release swap or fetch-add on the mapped \
+                 signal word, ringing the target if it sleeps; other peers (and all with \
+                 RGEX_RMA=reference): {reference}"
+            )
+        } else {
+            reference.to_string()
+        },
+    )
 }
 
 /// smp: shared memory between the ranks of one node.
@@ -62,6 +119,16 @@ pub fn smp(env: &Environment) -> ConduitReport {
                 lim("max Medium", kib(c.max_medium)),
                 lim("max Long", format!("the segment ({})", kib(c.segment_len))),
                 lim("RMA", "native: copies into the mapped segments"),
+                lim(
+                    "client segments",
+                    format!("{}; {CLIENT_SEGMENTS_AM}", client_segments_node()),
+                ),
+                lim(
+                    "endpoints",
+                    "several (Client::create_endpoint): each has a request and a reply ring of its \
+                     own, in a region of its own",
+                ),
+                put_signal(true),
             ],
             atomics: atomics::smp(),
         },
@@ -188,6 +255,14 @@ pub fn ofi(env: &Environment) -> ConduitReport {
                     "over active messages: the provider lacks FI_RMA".to_string()
                 },
             ),
+            lim("client segments", client_segments_net("fi_mr_reg")),
+            lim(
+                "endpoints",
+                "several (Client::create_endpoint): each opens a fabric, domain, completion queue, \
+                 address vector and endpoint of its own, registers the segment there, and has its \
+                 own node-local rings",
+            ),
+            put_signal(cfg.net.shm_bypass),
         ],
         atomics: atomics::ofi(&probe),
     }
@@ -278,6 +353,16 @@ pub fn ibv(
                 ),
             ),
             lim("RMA", "native: RDMA WRITE and READ"),
+            lim(
+                "client segments",
+                client_segments_net("ibv_reg_mr (the soft device: its own registration)"),
+            ),
+            lim(
+                "endpoints",
+                "several (Client::create_endpoint): each has a protection domain, completion queue, \
+                 shared receive queue and queue pairs of its own, and its own node-local rings",
+            ),
+            put_signal(cfg.net.shm_bypass),
             soft_line,
         ],
         atomics,
@@ -302,6 +387,17 @@ pub fn scc(env: &Environment) -> ConduitReport {
             limits: vec![
                 lim("max Medium", kib(c.max_medium)),
                 lim("max Long", format!("the segment ({})", kib(c.segment_len))),
+                lim(
+                    "client segments",
+                    "over active messages: Medium chunks the target copies into its registration \
+                     (the chip model registers no client memory); atomics and VIS too",
+                ),
+                lim(
+                    "endpoints",
+                    "one per process: the emulated chip gives each core one message-passing buffer, \
+                     which the primordial endpoint owns",
+                ),
+                put_signal(false),
             ],
             atomics: atomics::scc(),
         },

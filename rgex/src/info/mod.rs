@@ -3,7 +3,9 @@
 //! (libfabric, libibverbs) to ask them, opens the ofi provider a job would
 //! choose as far as an endpoint (to ask it about each atomic), opens every
 //! verbs device and the software device (to query their ports and the
-//! inline size a queue pair is granted), but starts no job.
+//! inline size a queue pair is granted), but starts no job. The READMEs'
+//! tables of variables are made here too ([`markdown`], one per entry of
+//! [`READMES`]), from the registry the report's environment section lists.
 
 mod atomics;
 mod conduits;
@@ -13,7 +15,9 @@ mod verbs;
 
 pub use atomics::{AtomicsReport, NotOffloaded, TypeAtomics};
 pub use conduits::{ConduitReport, ProviderReport};
-pub use env::{lookup, markdown, Fallback, Var, TABLE_BEGIN, TABLE_END, VARS};
+pub use env::{
+    lookup, markdown, readers, Fallback, Readme, Selection, Var, READMES, TABLE_END, VARS,
+};
 use rgex_core::config::Environment;
 pub use verbs::{DeviceDetail, DeviceReport, PortDetail, PortReport};
 

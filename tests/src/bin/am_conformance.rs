@@ -406,8 +406,14 @@ fn main() -> rgex::Result<()> {
     let (client, may_fail) = rgex::init_with(|t| register(t, &st, areas.clone()))?;
     let areas = areas.get(client.endpoint());
     rgex_tests::conduit_banner(&client);
-    assert_eq!(client.handlers().name(IMM_SINK.index()), "imm.sink");
-    assert_eq!(client.handlers().name(MAXLONG_SINK.index()), "maxlong.sink");
+    assert_eq!(
+        client.endpoint().handlers().name(IMM_SINK.index()),
+        "imm.sink"
+    );
+    assert_eq!(
+        client.endpoint().handlers().name(MAXLONG_SINK.index()),
+        "maxlong.sink"
+    );
 
     if let Ok(job) = std::env::var("RGEX_JOB") {
         let left = shm_leftovers(&job);
@@ -471,10 +477,10 @@ fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
     let (mut mine, mut mediums) = (Vec::new(), Vec::new());
     for p in 0..n {
         let (mut last_medium, mut last_long) = (usize::MAX, usize::MAX);
-        let seg = client.conduit().segment_len(Rank(p));
+        let seg = client.endpoint().conduit().segment_len(Rank(p));
         for nargs in 0..=16 {
-            let m = client.max_medium(Rank(p), nargs);
-            let l = client.max_long(Rank(p), nargs);
+            let m = client.endpoint().max_medium(Rank(p), nargs);
+            let l = client.endpoint().max_long(Rank(p), nargs);
             assert_eq!(
                 l as u64,
                 seg.min(u64::from(u32::MAX)),
@@ -492,7 +498,11 @@ fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
             mediums.extend_from_slice(&(m as u64).to_le_bytes());
         }
     }
-    let all = client.conduit().bootstrap().allgather(&mediums)?;
+    let all = client
+        .endpoint()
+        .conduit()
+        .bootstrap()
+        .allgather(&mediums)?;
     // Each rank's row: per peer, max Medium for every argument count.
     let per_peer = mediums.len() / n as usize;
     let to = |a: usize, b: usize| &all[a][b * per_peer..(b + 1) * per_peer];
@@ -504,12 +514,45 @@ fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
             );
         }
     }
-    let by_peer: Vec<usize> = (0..n).map(|p| client.max_medium(Rank(p), 0)).collect();
+    let by_peer: Vec<usize> = (0..n)
+        .map(|p| client.endpoint().max_medium(Rank(p), 0))
+        .collect();
     ok(
         client,
         &format!("max Medium / max Long: >= 512, non-increasing in the argument count, max Medium symmetric, max Long the peer's segment (max Medium with no arguments, by peer: {by_peer:?})"),
     );
+    lub_queries(client);
     Ok(mine)
+}
+
+/// The least upper bounds: for every argument count, no peer's limit is
+/// below them and some peer's limit is exactly them (so they are the
+/// minimum: neither a peer's own limit above it nor anything lower).
+fn lub_queries(client: &Client) {
+    let ep = client.endpoint();
+    for nargs in 0..=16 {
+        let (m, l) = (ep.lub_max_medium(nargs), ep.lub_max_long(nargs));
+        let mediums: Vec<usize> = (0..ep.size())
+            .map(|p| ep.max_medium(Rank(p), nargs))
+            .collect();
+        let longs: Vec<usize> = (0..ep.size())
+            .map(|p| ep.max_long(Rank(p), nargs))
+            .collect();
+        for (what, lub, limits) in [("Medium", m, &mediums), ("Long", l, &longs)] {
+            assert!(
+                limits.iter().all(|&x| lub <= x) && limits.contains(&lub),
+                "lub_max_{what} with {nargs} args is {lub}, not the least of the peers' {limits:?}"
+            );
+        }
+    }
+    ok(
+        client,
+        &format!(
+            "lub_max_medium / lub_max_long: the least of every peer's limit ({} / {} with no arguments)",
+            ep.lub_max_medium(0),
+            ep.lub_max_long(0)
+        ),
+    );
 }
 
 /// A Long of max_long bytes at offset 0 fills the next rank's segment and
@@ -519,19 +562,22 @@ fn queries(client: &Client) -> rgex::Result<Vec<u8>> {
 fn max_long_fills_the_segment(client: &Client, st: &State) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
     let dest = Rank((me + 1) % n);
-    let max = client.max_long(dest, 1);
-    let seg = client.conduit().segment_len(dest);
+    let max = client.endpoint().max_long(dest, 1);
+    let seg = client.endpoint().conduit().segment_len(dest);
     let mut buf = vec![0u8; max + 1];
     fill_pattern(&mut buf[..max], me, MAXLONG_SEQ);
     let f = Flags::empty();
     let refusals = [
         (
             "request_long",
-            client.request_long(dest, MAXLONG_SINK, &[me], &buf, 0, f),
+            client
+                .endpoint()
+                .request_long(dest, MAXLONG_SINK, &[me], &buf, 0, f),
         ),
         (
             "prepare_request_long",
             client
+                .endpoint()
                 .prepare_request_long(dest, None, max + 1, max + 1, 1, 0, f)
                 .map(drop),
         ),
@@ -547,9 +593,11 @@ fn max_long_fills_the_segment(client: &Client, st: &State) -> rgex::Result<()> {
     }
     // Every rank is done with the segments before they are overwritten.
     client.barrier()?;
-    client.request_long(dest, MAXLONG_SINK, &[me], &buf[..max], 0, f)?;
+    client
+        .endpoint()
+        .request_long(dest, MAXLONG_SINK, &[me], &buf[..max], 0, f)?;
     let from = (me + n - 1) % n;
-    let want = client.max_long(client.rank(), 1);
+    let want = client.endpoint().max_long(client.rank(), 1);
     wait_until(client, "a Long of max_long bytes", || {
         !st.max_long_got.lock().unwrap().is_empty()
     });
@@ -571,9 +619,14 @@ fn max_long_fills_the_segment(client: &Client, st: &State) -> rgex::Result<()> {
 /// index from every rank, itself included, and named in the table.
 fn fixed_index(client: &Client, st: &State) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
-    assert_eq!(client.handlers().name(FIXED.index()), "fixed.index");
+    assert_eq!(
+        client.endpoint().handlers().name(FIXED.index()),
+        "fixed.index"
+    );
     for p in 0..n {
-        client.request_short(Rank(p), FIXED, &[me ^ FIXED_MAGIC], Flags::empty())?;
+        client
+            .endpoint()
+            .request_short(Rank(p), FIXED, &[me ^ FIXED_MAGIC], Flags::empty())?;
     }
     wait_until(client, "a FIXED request from every rank", || {
         st.fixed.load(Ordering::Acquire) == u64::from(n)
@@ -610,7 +663,9 @@ fn handler_errors(client: &Client, st: &State, may_fail: HandlerId) -> rgex::Res
     let (me, n) = (client.rank().0, client.size());
     let (right, left) = (Rank((me + 1) % n), Rank((me + n - 1) % n));
     for k in 0..4 {
-        client.request_short(right, may_fail, &[k], Flags::empty())?;
+        client
+            .endpoint()
+            .request_short(right, may_fail, &[k], Flags::empty())?;
     }
     let mut why = Vec::new();
     for _ in 0..2 {
@@ -639,7 +694,7 @@ fn handler_errors(client: &Client, st: &State, may_fail: HandlerId) -> rgex::Res
         st.may_fail_ok.load(Ordering::Acquire) == 2
     });
     assert_eq!(
-        client.handler_errors(),
+        client.endpoint().handler_errors(),
         2,
         "{}: handler_errors",
         client.rank()
@@ -647,7 +702,7 @@ fn handler_errors(client: &Client, st: &State, may_fail: HandlerId) -> rgex::Res
     // Reported once each: nothing more comes back.
     client.barrier()?;
     assert!(
-        client.poll().is_ok(),
+        client.endpoint().poll().is_ok(),
         "{}: a handler error was reported twice",
         client.rank()
     );
@@ -674,7 +729,7 @@ fn handler_panics(client: &Client, st: &State) -> rgex::Result<()> {
     let mut errors = Vec::new();
     let poll = |errors: &mut Vec<Error>| {
         // What a runtime with its own panic policy does: catch around poll.
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| client.poll())) {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| client.endpoint().poll())) {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => errors.push(e),
             Err(_) => panic!("{}: a handler's panic unwound out of poll", client.rank()),
@@ -690,7 +745,10 @@ fn handler_panics(client: &Client, st: &State) -> rgex::Result<()> {
     };
     for k in 0..PANIC_FLOOD {
         loop {
-            match client.request_short(right, MAY_PANIC, &[k], Flags::IMMEDIATE) {
+            match client
+                .endpoint()
+                .request_short(right, MAY_PANIC, &[k], Flags::IMMEDIATE)
+            {
                 Ok(()) => break,
                 Err(e) if e.is_would_block() => poll(&mut errors),
                 Err(e) => return Err(e),
@@ -735,7 +793,7 @@ fn handler_panics(client: &Client, st: &State) -> rgex::Result<()> {
         ),
     }
     assert_eq!(
-        client.handler_errors(),
+        client.endpoint().handler_errors(),
         3,
         "{}: handler_errors",
         client.rank()
@@ -766,7 +824,7 @@ fn unmatched_tables(client: &Client) -> rgex::Result<()> {
         HandlerId::forge(203),
         HandlerId::forge(202),
     );
-    let t = client.handlers();
+    let t = client.endpoint().handlers();
     match me {
         0 => {
             t.register_at(req_only0.index(), "unmatched.only0", |_t, _m| {})?;
@@ -784,7 +842,9 @@ fn unmatched_tables(client: &Client) -> rgex::Result<()> {
     client.barrier()?;
     if me == 0 {
         // A request rank 1 cannot run: rank 1 tells us.
-        client.request_short(Rank(1), req_only0, &[7], Flags::empty())?;
+        client
+            .endpoint()
+            .request_short(Rank(1), req_only0, &[7], Flags::empty())?;
         let e = poll_for_error(client, "a request rank 1 has no handler for");
         assert!(
             matches!(e, Error::Dropped { from, to, index: 201, .. } if from == Rank(0) && to == Rank(1)),
@@ -796,7 +856,9 @@ fn unmatched_tables(client: &Client) -> rgex::Result<()> {
             "{s}"
         );
         // A reply we cannot run: our own poll says so.
-        client.request_short(Rank(1), ask, &[], Flags::empty())?;
+        client
+            .endpoint()
+            .request_short(Rank(1), ask, &[], Flags::empty())?;
         let e = poll_for_error(client, "a reply rank 0 has no handler for");
         assert!(
             matches!(e, Error::Dropped { from, to, index: 202, .. } if from == Rank(1) && to == Rank(0)),
@@ -836,7 +898,7 @@ fn every_category(client: &Client, st: &State, areas: &LongAreas) -> rgex::Resul
                 let sizes: Vec<usize> = match c {
                     Category::Short => vec![0],
                     Category::Medium => {
-                        let max = client.max_medium(dest, nargs);
+                        let max = client.endpoint().max_medium(dest, nargs);
                         vec![0, 1, max, 1 + rand(max)]
                     }
                     Category::Long => {
@@ -854,17 +916,20 @@ fn every_category(client: &Client, st: &State, areas: &LongAreas) -> rgex::Resul
                     fill_pattern(&mut payload, me, s);
                     *st.echo_sent.lock().unwrap() = Some((c, nargs, len));
                     match c {
-                        Category::Short => {
-                            client.request_short(dest, ECHO_REQ, &args, Flags::empty())?
-                        }
-                        Category::Medium => client.request_medium(
+                        Category::Short => client.endpoint().request_short(
+                            dest,
+                            ECHO_REQ,
+                            &args,
+                            Flags::empty(),
+                        )?,
+                        Category::Medium => client.endpoint().request_medium(
                             dest,
                             ECHO_REQ,
                             &args,
                             &payload,
                             Flags::empty(),
                         )?,
-                        Category::Long => client.request_long(
+                        Category::Long => client.endpoint().request_long(
                             dest,
                             ECHO_REQ,
                             &args,
@@ -890,11 +955,14 @@ fn every_category(client: &Client, st: &State, areas: &LongAreas) -> rgex::Resul
 fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
     let dest = Rank((me + 1) % n);
-    let max = client.max_medium(dest, 2);
+    let max = client.endpoint().max_medium(dest, 2);
     let mut committed = Vec::new();
 
     // rgex's buffer, assembled in place, committed shorter than granted.
-    let mut sd = client.prepare_request_medium(dest, None, 10, 100, 2, Flags::empty())?;
+    let mut sd =
+        client
+            .endpoint()
+            .prepare_request_medium(dest, None, 10, 100, 2, Flags::empty())?;
     assert!(!sd.is_client_buffer());
     let g = sd.len();
     assert!((10..=100).contains(&g), "granted {g} outside [10, 100]");
@@ -904,7 +972,10 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     committed.push(len);
 
     // most above the limit: granted is clamped, never below least.
-    let mut sd = client.prepare_request_medium(dest, None, 512, max + 4096, 2, Flags::empty())?;
+    let mut sd =
+        client
+            .endpoint()
+            .prepare_request_medium(dest, None, 512, max + 4096, 2, Flags::empty())?;
     let g = sd.len();
     assert!((512..=max).contains(&g), "granted {g} outside [512, {max}]");
     fill_pattern(sd.buf(), me, 2);
@@ -913,8 +984,14 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
 
     // The client's buffer.
     let mut mine = vec![0u8; 300];
-    let mut sd =
-        client.prepare_request_medium(dest, Some(&mut mine), 50, 1000, 2, Flags::empty())?;
+    let mut sd = client.endpoint().prepare_request_medium(
+        dest,
+        Some(&mut mine),
+        50,
+        1000,
+        2,
+        Flags::empty(),
+    )?;
     assert!(sd.is_client_buffer());
     let g = sd.len();
     assert!(
@@ -932,11 +1009,14 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     // fill the peer's queue: poll and retry, bounded.)
     let mut tries = 0u64;
     let mut sd = loop {
-        match client.prepare_request_medium(dest, None, 16, 16, 2, Flags::IMMEDIATE) {
+        match client
+            .endpoint()
+            .prepare_request_medium(dest, None, 16, 16, 2, Flags::IMMEDIATE)
+        {
             Ok(sd) => break sd,
             Err(Error::WouldBlock { .. }) if tries < 10_000_000 => {
                 tries += 1;
-                client.poll()?;
+                client.endpoint().poll()?;
             }
             Err(e) => return Err(e),
         }
@@ -949,7 +1029,9 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     // any queue or window holds; the messages below still go through).
     let bogus = Flags::from_bits_retain(1 << 7);
     for _ in 0..200 {
-        let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
+        let sd = client
+            .endpoint()
+            .prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
         let e = sd
             .commit_with(NP_SINK, &[9, 0], 0, bogus | Flags::IMMEDIATE)
             .unwrap_err();
@@ -967,23 +1049,39 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     // (ofi's RGEX_OFI_WINDOW, smp's ring), then the messages below must
     // still go through.
     for i in 0..500 {
-        let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
+        let sd = client
+            .endpoint()
+            .prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
         if i % 2 == 0 {
             sd.cancel();
         } else {
             drop(sd);
         }
-        let sd = client.prepare_request_long(dest, None, 1, 64, 2, 1 << 20, Flags::empty())?;
+        let sd = client.endpoint().prepare_request_long(
+            dest,
+            None,
+            1,
+            64,
+            2,
+            1 << 20,
+            Flags::empty(),
+        )?;
         sd.cancel();
     }
-    let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
+    let sd = client
+        .endpoint()
+        .prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
     let g = sd.len();
     let e = sd.commit(NP_SINK, &[9, 0], g + 1).unwrap_err();
     assert!(matches!(e, Error::BadLength { .. }), "{e}");
-    let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
+    let sd = client
+        .endpoint()
+        .prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
     let e = sd.commit(HandlerId::forge(251), &[9, 0], 0).unwrap_err();
     assert!(matches!(e, Error::UnknownHandler { index: 251, .. }), "{e}");
-    let sd = client.prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
+    let sd = client
+        .endpoint()
+        .prepare_request_medium(dest, None, 1, 64, 2, Flags::empty())?;
     let e = sd.commit(NP_SINK, &[9, 0, 1], 0).unwrap_err();
     assert!(
         matches!(
@@ -999,6 +1097,7 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
 
     // least > max, least > most.
     let e = client
+        .endpoint()
         .prepare_request_medium(dest, None, max + 1, max + 1, 2, Flags::empty())
         .unwrap_err();
     assert!(
@@ -1006,13 +1105,17 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
         "{e}"
     );
     let e = client
+        .endpoint()
         .prepare_request_medium(dest, None, 20, 10, 2, Flags::empty())
         .unwrap_err();
     assert!(matches!(e, Error::BadLength { .. }), "{e}");
 
     // Long, assembled in place (on smp: in the target's segment).
     let off = 1 << 20;
-    let mut sd = client.prepare_request_long(dest, None, 1000, 5000, 2, off, Flags::empty())?;
+    let mut sd =
+        client
+            .endpoint()
+            .prepare_request_long(dest, None, 1000, 5000, 2, off, Flags::empty())?;
     let g = sd.len();
     assert!((1000..=5000).contains(&g));
     fill_pattern(sd.buf(), me, 4);
@@ -1020,7 +1123,9 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     committed.push(g);
 
     // A negotiated-payload reply.
-    client.request_short(dest, NP_REPLY_REQ, &[], Flags::empty())?;
+    client
+        .endpoint()
+        .request_short(dest, NP_REPLY_REQ, &[], Flags::empty())?;
     let reply_from = |st: &State, r: Rank, seed: u32| {
         st.np_got
             .lock()
@@ -1035,7 +1140,9 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
     // A negotiated-payload Long reply, landing in our segment at 2 MiB
     // (np.sink checks the bytes it finds there).
     let at = 2u32 << 20;
-    client.request_short(dest, NP_REPLY_REQ, &[at], Flags::empty())?;
+    client
+        .endpoint()
+        .request_short(dest, NP_REPLY_REQ, &[at], Flags::empty())?;
     wait_until(client, "the negotiated-payload Long reply", || {
         reply_from(st, dest, 78) >= 1
     });
@@ -1048,7 +1155,10 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
         .expect("the Long reply");
     assert!((100..=3000).contains(&got), "a Long reply of {got} bytes");
     let mut landed = vec![0u8; got];
-    client.segment().read(u64::from(at), &mut landed)?;
+    client
+        .endpoint()
+        .segment()
+        .read(u64::from(at), &mut landed)?;
     assert_eq!(
         pattern_mismatch(&landed, dest.0, 78),
         None,
@@ -1086,7 +1196,7 @@ fn negotiated_payload(client: &Client, st: &State) -> rgex::Result<()> {
         .iter()
         .flat_map(|&g| (g as u64).to_le_bytes())
         .collect();
-    let all = client.conduit().bootstrap().allgather(&sent)?;
+    let all = client.endpoint().conduit().bootstrap().allgather(&sent)?;
     let left_sent: Vec<usize> = all[left.0 as usize]
         .chunks_exact(8)
         .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
@@ -1123,30 +1233,39 @@ fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
     let dest = Rank((me + 1) % n);
     let f = Flags::empty();
     expect_err(
-        client.request_short(dest, HandlerId::forge(250), &[], f),
+        client
+            .endpoint()
+            .request_short(dest, HandlerId::forge(250), &[], f),
         "unknown handler",
         &["index 250"],
     );
-    let max = client.max_medium(dest, 0);
+    let max = client.endpoint().max_medium(dest, 0);
     expect_err(
-        client.request_medium(dest, ECHO_REQ, &[], &vec![0; max + 1], f),
+        client
+            .endpoint()
+            .request_medium(dest, ECHO_REQ, &[], &vec![0; max + 1], f),
         "oversize Medium",
         &[&max.to_string(), &(max + 1).to_string()],
     );
-    let seg = client.conduit().segment_len(dest);
+    let seg = client.endpoint().conduit().segment_len(dest);
     expect_err(
-        client.request_long(dest, ECHO_REQ, &[], &[0; 20], seg - 10, f),
+        client
+            .endpoint()
+            .request_long(dest, ECHO_REQ, &[], &[0; 20], seg - 10, f),
         "Long past the segment end",
         &[&format!("rank {}", dest.0), &format!("{seg:#x}")],
     );
     expect_err(
-        client.request_long(dest, ECHO_REQ, &[], &[0; 20], u64::MAX - 5, f),
+        client
+            .endpoint()
+            .request_long(dest, ECHO_REQ, &[], &[0; 20], u64::MAX - 5, f),
         "Long with an overflowing offset",
         &["outside its segment", &format!("rank {}", dest.0)],
     );
     for at in [seg - 4, u64::MAX - 3] {
         expect_err(
             client
+                .endpoint()
                 .prepare_request_long(dest, None, 8, 8, 0, at, f)
                 .map(drop),
             "negotiated-payload Long outside the segment",
@@ -1158,21 +1277,23 @@ fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
         );
     }
     expect_err(
-        client.request_short(Rank(n), ECHO_REQ, &[], f),
+        client.endpoint().request_short(Rank(n), ECHO_REQ, &[], f),
         "rank out of range",
         &[&format!("{n} ranks")],
     );
     expect_err(
-        client.request_short(dest, ECHO_REQ, &[0; 17], f),
+        client.endpoint().request_short(dest, ECHO_REQ, &[0; 17], f),
         "17 arguments",
         &["17", "16"],
     );
 
     let before = st.replies.load(Ordering::Acquire);
-    client.request_short(dest, TWICE_REQ, &[], f)?;
-    client.request_short(dest, FROMREP_REQ, &[], f)?;
-    client.request_short(dest, INHANDLER_REQ, &[], f)?;
-    client.request_short(dest, BADLONG_REQ, &[], f)?;
+    client.endpoint().request_short(dest, TWICE_REQ, &[], f)?;
+    client.endpoint().request_short(dest, FROMREP_REQ, &[], f)?;
+    client
+        .endpoint()
+        .request_short(dest, INHANDLER_REQ, &[], f)?;
+    client.endpoint().request_short(dest, BADLONG_REQ, &[], f)?;
     wait_until(client, "replies to the bad-reply probes", || {
         st.replies.load(Ordering::Acquire) >= before + 4
     });
@@ -1200,7 +1321,7 @@ fn bad_input(client: &Client, st: &State) -> rgex::Result<()> {
     // Long replies aimed outside of: each error names that rank and its
     // segment's length.
     let left = (me + n - 1) % n;
-    let left_seg = client.conduit().segment_len(Rank(left));
+    let left_seg = client.endpoint().conduit().segment_len(Rank(left));
     for at in [left_seg - 4, u64::MAX - 3] {
         for what in ["reply_long", "prepare_reply_long"] {
             let tag = format!("badlong.req {what} at {at:#x}: ");
@@ -1233,11 +1354,14 @@ fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
     // rank 1 has left the AM barrier before it and polls no more until the
     // broadcast below releases it. (After an AM barrier alone, rank 1 may
     // still be polling inside it while rank 0 starts filling.)
-    client.conduit().bootstrap().barrier()?;
+    client.endpoint().conduit().bootstrap().barrier()?;
     if me == 0 {
         let imm = Flags::IMMEDIATE;
         loop {
-            match client.request_short(Rank(1), IMM_SINK, &[sent], imm) {
+            match client
+                .endpoint()
+                .request_short(Rank(1), IMM_SINK, &[sent], imm)
+            {
                 Ok(()) => sent += 1,
                 Err(e) if e.is_would_block() => break,
                 Err(e) => return Err(e),
@@ -1245,6 +1369,7 @@ fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
             assert!(sent < 1 << 20, "rank 1's queue never filled");
         }
         let e = client
+            .endpoint()
             .request_medium(Rank(1), IMM_SINK, &[sent], &[1; 100], imm)
             .unwrap_err();
         assert!(
@@ -1252,12 +1377,14 @@ fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
             "{e}"
         );
         let e = client
+            .endpoint()
             .prepare_request_medium(Rank(1), None, 1, 100, 1, imm)
             .unwrap_err();
         assert!(e.is_would_block(), "{e}");
     }
     // Rank 1 is released only here; the fill count comes with it.
     let filled = client
+        .endpoint()
         .conduit()
         .bootstrap()
         .broadcast(0, &sent.to_le_bytes())?;
@@ -1271,9 +1398,18 @@ fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
         while sent < total {
             let kind = sent % 3;
             let r = match kind {
-                0 => client.request_short(Rank(1), IMM_SINK, &[sent], imm),
-                1 => client.request_medium(Rank(1), IMM_SINK, &[sent], &[sent as u8; 100], imm),
+                0 => client
+                    .endpoint()
+                    .request_short(Rank(1), IMM_SINK, &[sent], imm),
+                1 => client.endpoint().request_medium(
+                    Rank(1),
+                    IMM_SINK,
+                    &[sent],
+                    &[sent as u8; 100],
+                    imm,
+                ),
                 _ => client
+                    .endpoint()
                     .prepare_request_medium(Rank(1), None, 1, 100, 1, imm)
                     .and_then(|mut p| {
                         let n = p.len().min(100);
@@ -1287,7 +1423,7 @@ fn immediate(client: &Client, st: &State) -> rgex::Result<()> {
                     sent += 1;
                 }
                 Err(e) if e.is_would_block() => {
-                    client.poll()?;
+                    client.endpoint().poll()?;
                 }
                 Err(e) => return Err(e),
             }

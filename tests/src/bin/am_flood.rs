@@ -68,9 +68,13 @@ fn main() -> rgex::Result<()> {
         let args = [s as u32, (s >> 32) as u32];
         if i % 16 == 15 {
             fill_pattern(&mut payload, me, s as u32);
-            client.request_medium(Rank(dest), sink, &args, &payload, Flags::empty())?;
+            client
+                .endpoint()
+                .request_medium(Rank(dest), sink, &args, &payload, Flags::empty())?;
         } else {
-            client.request_short(Rank(dest), sink, &args, Flags::empty())?;
+            client
+                .endpoint()
+                .request_short(Rank(dest), sink, &args, Flags::empty())?;
         }
         seq[dest as usize] += 1;
     }

@@ -63,7 +63,7 @@ fn main() -> rgex::Result<()> {
     let me = client.rank();
     let peer = Rank((me.0 + 1) % client.size());
     let need = BASE + (2 * n * SLOT) as u64;
-    let have = client.conduit().segment_len(peer);
+    let have = client.endpoint().conduit().segment_len(peer);
     if have < need {
         return Err(rgex::Error::Config(format!(
             "async_conformance: {n} tasks need {need:#x} bytes of {peer}'s segment, which has {have:#x}"
@@ -71,7 +71,7 @@ fn main() -> rgex::Result<()> {
     }
     let ad = AtomicDomain::<u64>::new(
         client.endpoint(),
-        client.world_team(),
+        client.world(),
         OpSet::of(&[AtomicOp::Fadd, AtomicOp::Get, AtomicOp::Set]),
     )?;
     let vis = Vis::new(client.endpoint())?;
@@ -83,7 +83,7 @@ fn main() -> rgex::Result<()> {
         let poller = (mode == "thread").then(|| {
             s.spawn(|| {
                 while !stop_thread.load(Ordering::Acquire) {
-                    client.poll()?;
+                    client.endpoint().poll()?;
                     std::hint::spin_loop();
                 }
                 Ok::<(), rgex::Error>(())
@@ -121,7 +121,7 @@ fn main() -> rgex::Result<()> {
         &format!("{mode}: {n} tasks awaited a put, a get, a deferred put's LC and RC, a get, a fetch-add and a VIS get each, every result checked ({} polls, {} wakes from another thread)", stats.polls, stats.foreign_wakes),
     );
     if mode == "thread"
-        && client.rma_path(peer) == rgex::RmaPath::Reference
+        && client.endpoint().rma_path(peer) == rgex::RmaPath::Reference
         && stats.foreign_wakes == 0
     {
         return Err(rgex::Error::Failed(format!(
@@ -135,9 +135,11 @@ fn main() -> rgex::Result<()> {
             // A request to itself (so that no other rank's poll meets
             // it) makes this rank's progress task meet a handler error;
             // the task must go on progressing.
-            client.request_short(me, fails, &[], Flags::empty())?;
-            let ev = client.world_team().barrier_nb()?;
-            let progress = client.progress_task();
+            client
+                .endpoint()
+                .request_short(me, fails, &[], Flags::empty())?;
+            let ev = client.world().barrier_nb()?;
+            let progress = client.endpoint().progress_task();
             let stop = progress.stopper();
             let watch = stop.clone();
             let tasks: Vec<Task<'_, rgex::Result<()>>> = vec![
@@ -179,8 +181,8 @@ fn main() -> rgex::Result<()> {
                 "{me}: the error was handed over twice"
             );
         }
-        _ => block_on("barrier_nb", client.world_team().barrier_nb()?, || {
-            let _ = client.poll();
+        _ => block_on("barrier_nb", client.world().barrier_nb()?, || {
+            let _ = client.endpoint().poll();
             true
         })?,
     }
@@ -228,7 +230,7 @@ fn nbi_across_await(client: &Client, peer: Rank) -> rgex::Result<()> {
     use std::future::Future;
     let me = client.rank();
     let ep = client.endpoint();
-    let never = rgex::Completion::new(1);
+    let never = rgex::OpCounter::new(1);
     let mut ev = rgex::Event::pending(never.clone(), std::sync::Arc::new(NoProgress));
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     let mut poll = || std::pin::Pin::new(&mut ev).poll(&mut cx);
@@ -317,7 +319,7 @@ fn run_tasks(
 ) -> (Vec<Res<Option<u64>>>, rgex_tests::executor::RunStats) {
     let me = client.rank();
     let f = Flags::empty();
-    let progress = client.progress_task();
+    let progress = client.endpoint().progress_task();
     let stop = progress.stopper();
     let left = Rc::new(Cell::new(n));
     let mut tasks: Vec<Task<'_, Res<Option<u64>>>> = Vec::with_capacity(n + 1);

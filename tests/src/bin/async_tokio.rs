@@ -110,7 +110,7 @@ fn main() -> rgex::Result<()> {
     let peer = Rank((me.0 + 1) % client.size());
     let ad = AtomicDomain::<u64>::new(
         client.endpoint(),
-        client.world_team(),
+        client.world(),
         OpSet::of(&[AtomicOp::Fadd, AtomicOp::Get, AtomicOp::Set]),
     )?;
     ad.set(GlobalAddr::new(me, 0), 0, AtomicFlags::empty())?;
@@ -128,7 +128,7 @@ fn main() -> rgex::Result<()> {
             .map_err(|e| rgex::Error::Failed(format!("tokio: {e}")))?;
         let local = tokio::task::LocalSet::new();
         local.block_on(&rt, async {
-            let progress = client.progress_task();
+            let progress = client.endpoint().progress_task();
             let stop = progress.stopper();
             let driver = tokio::task::spawn_local(progress);
             let handles: Vec<_> = (0..n)

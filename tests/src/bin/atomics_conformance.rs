@@ -25,7 +25,7 @@ type Res<T = ()> = Result<T, Box<dyn std::error::Error>>;
 /// Every rank owns a window of every segment: [me * win, (me + 1) * win),
 /// all below the last 16 KiB (the ring and the sub-team word).
 fn window(client: &Client) -> u64 {
-    ((client.segment().len() as u64 - 16384) / u64::from(client.size())) & !4095
+    ((client.endpoint().segment().len() as u64 - 16384) / u64::from(client.size())) & !4095
 }
 
 /// The values an op is tried with, and the sequential model of each op.
@@ -168,7 +168,7 @@ fn same<T: AtomicValue>(x: T, y: T) -> bool {
 /// Every op of `T` against the model, to the next rank and to this rank.
 fn model_type<T: Model>(client: &Client, win: u64, slot: u64) -> Res<AtomicImplementation> {
     let (me, n) = (client.rank().0, client.size());
-    let ad = AtomicDomain::<T>::new(client.endpoint(), client.world_team(), all_ops(T::TYPE))?;
+    let ad = AtomicDomain::<T>::new(client.endpoint(), client.world(), all_ops(T::TYPE))?;
     let f = AtomicFlags::empty();
     let vals = T::vals();
     let (mut cas_hit, mut cas_miss, mut count) = (0u64, 0u64, 0u64);
@@ -193,7 +193,7 @@ fn model_type<T: Model>(client: &Client, win: u64, slot: u64) -> Res<AtomicImple
                         _ => {
                             // The endpoint's own Rmw category syncs it too.
                             ad.op_nbi(at, op, a, b, f)?;
-                            client.nbi_wait(rgex::NbiCategory::Rmw)?;
+                            client.endpoint().nbi_wait(rgex::NbiCategory::Rmw)?;
                             None
                         }
                     };
@@ -280,7 +280,7 @@ fn mixed_requirements(client: &Client) -> Res {
             Some(i) => b.implementation(i),
             None => b.force_reference(false),
         }
-        .build(client.endpoint(), client.world_team())
+        .build(client.endpoint(), client.world())
     };
     // Rank 0 requires the reference (every member can provide it), the
     // others nothing: all take the reference.
@@ -320,7 +320,7 @@ fn counters(client: &Arc<Client>, threads: u32, iters: u64) -> Res {
         AtomicOp::Get,
         AtomicOp::Set,
     ]);
-    let ad = AtomicDomain::<u64>::new(client.endpoint(), client.world_team(), ops)?;
+    let ad = AtomicDomain::<u64>::new(client.endpoint(), client.world(), ops)?;
     let c = |i: u64| GlobalAddr::new(Rank(0), i * 8);
     if me == 0 {
         for i in 0..4 {
@@ -392,7 +392,7 @@ fn counters(client: &Arc<Client>, threads: u32, iters: u64) -> Res {
             bits[w] |= 1 << b;
         }
         let all = client
-            .world_team()
+            .world()
             .allreduce_with(&bits, |acc: &mut [u64], x: &[u64]| {
                 let (dups, words) = acc.split_at_mut(1);
                 dups[0] += x[0];
@@ -413,7 +413,7 @@ fn counters(client: &Arc<Client>, threads: u32, iters: u64) -> Res {
 /// The ring lives in the last 8 KiB of every segment, the sub-team's word
 /// just below (outside every rank's model window, which ends earlier).
 fn ring_base(client: &Client) -> u64 {
-    client.segment().len() as u64 - 8192
+    client.endpoint().segment().len() as u64 - 8192
 }
 
 fn sub_word(client: &Client) -> u64 {
@@ -435,7 +435,7 @@ fn slot_pattern(i: u64) -> [u8; SLOT_BYTES] {
 fn ring(client: &Arc<Client>, items: u64) -> Res {
     let (me, n) = (client.rank().0, client.size());
     let ops = OpSet::of(&[AtomicOp::Set, AtomicOp::Get]);
-    let ad = AtomicDomain::<u64>::new(client.endpoint(), client.world_team(), ops)?;
+    let ad = AtomicDomain::<u64>::new(client.endpoint(), client.world(), ops)?;
     let ring = ring_base(client);
     let head = move |r: u32| GlobalAddr::new(Rank(r), ring);
     let tail = move |r: u32| GlobalAddr::new(Rank(r), ring + 64);
@@ -453,7 +453,8 @@ fn ring(client: &Arc<Client>, items: u64) -> Res {
                 wait_until(&c, "ring space", || {
                     adp.get(tail(next), AtomicFlags::ACQUIRE).expect("get tail") + SLOTS > i
                 });
-                c.put(slot(next, i), &slot_pattern(i), Flags::empty())?;
+                c.endpoint()
+                    .put(slot(next, i), &slot_pattern(i), Flags::empty())?;
                 adp.set(head(next), i + 1, AtomicFlags::RELEASE)?;
             }
             Ok(())
@@ -466,7 +467,10 @@ fn ring(client: &Arc<Client>, items: u64) -> Res {
                     > i
             });
             let mut b = [0u8; SLOT_BYTES];
-            client.segment().read(slot(me, i).offset, &mut b)?;
+            client
+                .endpoint()
+                .segment()
+                .read(slot(me, i).offset, &mut b)?;
             if b != slot_pattern(i) {
                 stale += 1;
             }
@@ -488,10 +492,10 @@ fn ring(client: &Arc<Client>, items: u64) -> Res {
 fn bad_input(client: &Client) -> Res {
     let (me, n) = (client.rank().0, client.size());
     let peer = Rank((me + 1) % n);
-    let seg = client.conduit().segment_len(peer);
+    let seg = client.endpoint().conduit().segment_len(peer);
     let f = AtomicFlags::empty();
     let ops = OpSet::of(&[AtomicOp::Fadd, AtomicOp::Get]);
-    let ad = AtomicDomain::<u64>::new(client.endpoint(), client.world_team(), ops)?;
+    let ad = AtomicDomain::<u64>::new(client.endpoint(), client.world(), ops)?;
 
     let e = ad.swap(GlobalAddr::new(peer, 64), 1, f).unwrap_err();
     let t = e.to_string();
@@ -569,7 +573,7 @@ fn bad_input(client: &Client) -> Res {
     // Float domains with bit ops: refused at creation on every rank, and
     // the collective still completes (nobody hangs).
     let bad = OpSet::of(&[AtomicOp::Fadd, AtomicOp::Xor, AtomicOp::For]);
-    let e = AtomicDomain::<f64>::new(client.endpoint(), client.world_team(), bad).unwrap_err();
+    let e = AtomicDomain::<f64>::new(client.endpoint(), client.world(), bad).unwrap_err();
     let t = e.to_string();
     assert!(
         matches!(
@@ -585,8 +589,7 @@ fn bad_input(client: &Client) -> Res {
         t.contains("For") && t.contains("Xor") && t.contains("F64"),
         "{t}"
     );
-    let e =
-        AtomicDomain::<f32>::new(client.endpoint(), client.world_team(), OpSet::EMPTY).unwrap_err();
+    let e = AtomicDomain::<f32>::new(client.endpoint(), client.world(), OpSet::EMPTY).unwrap_err();
     assert!(
         matches!(e, Error::EmptyOpSet { .. })
             && e.to_string().contains("F32")
@@ -600,7 +603,7 @@ fn bad_input(client: &Client) -> Res {
     } else {
         OpSet::of(&[AtomicOp::Get])
     };
-    let r = AtomicDomain::<u32>::new(client.endpoint(), client.world_team(), mine);
+    let r = AtomicDomain::<u32>::new(client.endpoint(), client.world(), mine);
     if n > 1 {
         let e = r.unwrap_err();
         let t = e.to_string();
@@ -626,7 +629,7 @@ fn bad_input(client: &Client) -> Res {
 /// A domain over a sub-team: ops reach members only.
 fn sub_team(client: &Client) -> Res {
     let (me, n) = (client.rank().0, client.size());
-    let team = client.world_team();
+    let team = client.world();
     let Some(half) = team.split(me % 2, me)? else {
         return Ok(());
     };
@@ -688,7 +691,10 @@ fn run() -> Res {
     let win = window(&client);
     // Model words sit in [me * win + 256, + 640): below the last window's end.
     assert!(win >= 4096 && u64::from(client.size()) * win <= sub_word(&client));
-    client.segment().write(sub_word(&client), &[0; 8])?;
+    client
+        .endpoint()
+        .segment()
+        .write(sub_word(&client), &[0; 8])?;
     model_all(&client, win)?;
     counters(&client, threads, iters)?;
     ring(&client, 5000)?;

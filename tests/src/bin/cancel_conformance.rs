@@ -57,11 +57,11 @@ fn main() -> rgex::Result<()> {
         .build(client.endpoint())?;
     let me = client.rank();
     let f = Flags::empty();
-    client.segment().write(0, &[0x5A; 1024])?;
+    client.endpoint().segment().write(0, &[0x5A; 1024])?;
     client.barrier()?;
     if me == Rank(1) {
         // Not polling: rank 0's requests wait in this rank's queue.
-        client.conduit().bootstrap().barrier()?;
+        client.endpoint().conduit().bootstrap().barrier()?;
         client.barrier()?;
         // Until rank 0 is done with its last get.
         client.barrier()?;
@@ -69,6 +69,7 @@ fn main() -> rgex::Result<()> {
     }
     let peer = Rank(1);
     let get = client
+        .endpoint()
         .get_nb(Tracked(vec![0; 256]), GlobalAddr::new(peer, 0), f)
         .map_err(|b| b.error)?;
     let frags = [(0u64, 256u64), (512, 256)];
@@ -94,13 +95,14 @@ fn main() -> rgex::Result<()> {
     );
     // Rank 1 polls again (its barrier serves both gets); the replies'
     // progress releases the buffer.
-    client.conduit().bootstrap().barrier()?;
+    client.endpoint().conduit().bootstrap().barrier()?;
     client.barrier()?;
     wait_until(&client, "the dropped get's buffer to be released", || {
         DROPPED.load(Ordering::Acquire) == 1
     });
     // The endpoint works on: a get after the cancelled ones.
     let back = client
+        .endpoint()
         .get_nb(vec![0u8; 64], GlobalAddr::new(peer, 0), f)
         .map_err(|b| b.error)?
         .wait()?;

@@ -12,7 +12,7 @@
 //! it again on the split teams, interleaved, with non-blocking barriers on
 //! several teams in flight at once.
 
-use rgex::team::{Element, Numeric, ReduceOp, TeamHandle, NO_COLOUR};
+use rgex::team::{Element, Numeric, ReduceOp, Team, NO_COLOUR};
 use rgex::{Client, Error, Flags, HandlerId, Rank, CLIENT_MIN};
 use rgex_tests::{fill_pattern, mix, ok, pattern_mismatch, wait_until};
 use std::fmt::Debug;
@@ -33,7 +33,7 @@ struct State {
     /// What collectives called inside a handler returned.
     in_handler: Mutex<Vec<String>>,
     /// The world team, for the in-handler check.
-    world: OnceLock<TeamHandle>,
+    world: OnceLock<Team>,
 }
 
 fn register(t: &rgex::HandlerTable, st: &Arc<State>) -> rgex::Result<()> {
@@ -67,7 +67,7 @@ fn register(t: &rgex::HandlerTable, st: &Arc<State>) -> rgex::Result<()> {
 }
 
 /// Size, rank, translation both ways, and the out-of-range errors.
-fn check_team(t: &TeamHandle, want_members: &[u32], me: Rank, what: &str) {
+fn check_team(t: &Team, want_members: &[u32], me: Rank, what: &str) {
     assert_eq!(t.size() as usize, want_members.len(), "{what}: size");
     let members: Vec<u32> = (0..t.size())
         .map(|r| t.world_rank(r).expect("in range").0)
@@ -84,7 +84,7 @@ fn check_team(t: &TeamHandle, want_members: &[u32], me: Rank, what: &str) {
 }
 
 fn queries_and_errors(client: &Client, st: &State) -> rgex::Result<()> {
-    let w = client.world_team();
+    let w = client.world();
     let n = client.size();
     let me = client.rank();
     check_team(w, &(0..n).collect::<Vec<_>>(), me, "world");
@@ -118,7 +118,9 @@ fn queries_and_errors(client: &Client, st: &State) -> rgex::Result<()> {
 
     // A handler that tries collectives gets InHandler for each.
     let to = Rank((me.0 + 1) % n);
-    client.request_short(to, INHANDLER, &[], Flags::empty())?;
+    client
+        .endpoint()
+        .request_short(to, INHANDLER, &[], Flags::empty())?;
     wait_until(client, "the in-handler check", || {
         st.in_handler.lock().unwrap().len() == 5
     });
@@ -135,8 +137,8 @@ fn queries_and_errors(client: &Client, st: &State) -> rgex::Result<()> {
 
 /// The splits: odd/even by world rank, and blocks of two in reverse order
 /// with the last rank opting out (when there is more than one rank).
-fn splits(client: &Client) -> rgex::Result<(TeamHandle, Option<TeamHandle>)> {
-    let w = client.world_team();
+fn splits(client: &Client) -> rgex::Result<(Team, Option<Team>)> {
+    let w = client.world();
     let (n, me) = (client.size(), client.rank());
     let parity = w.split(me.0 % 2, me.0)?.expect("every rank has a parity");
     let want: Vec<u32> = (0..n).filter(|r| r % 2 == me.0 % 2).collect();
@@ -162,7 +164,7 @@ fn splits(client: &Client) -> rgex::Result<(TeamHandle, Option<TeamHandle>)> {
     // A second split with the same arguments is a different team.
     let again = w.split(me.0 % 2, me.0)?.expect("parity again");
     assert_ne!(again.id(), parity.id());
-    assert_eq!(again.team(), parity.team());
+    assert_eq!(again.membership(), parity.membership());
     w.barrier()?;
     ok(
         client,
@@ -175,11 +177,13 @@ fn splits(client: &Client) -> rgex::Result<(TeamHandle, Option<TeamHandle>)> {
 /// the acknowledgement) before it enters the barrier; after the barrier
 /// that rank must have every announcement: nobody left early.
 fn barriers(client: &Client, st: &State) -> rgex::Result<()> {
-    let w = client.world_team();
+    let w = client.world();
     let n = client.size();
     for k in 0..BARRIER_ROUNDS {
         let checker = (k % n as usize) as u32;
-        client.request_short(Rank(checker), COUNT_REQ, &[k as u32], Flags::empty())?;
+        client
+            .endpoint()
+            .request_short(Rank(checker), COUNT_REQ, &[k as u32], Flags::empty())?;
         wait_until(client, "the announcement's ack", || {
             // Relaxed: see the ack handler.
             st.acks.load(Ordering::Relaxed) == k as u64 + 1
@@ -210,7 +214,7 @@ fn barriers(client: &Client, st: &State) -> rgex::Result<()> {
 /// Broadcasts from every root of every size in `sizes`, their bytes
 /// seeded by `round` (so that data of an earlier round arriving late
 /// would show).
-fn broadcasts(t: &TeamHandle, sizes: &[usize], round: u32) -> rgex::Result<()> {
+fn broadcasts(t: &Team, sizes: &[usize], round: u32) -> rgex::Result<()> {
     for root in 0..t.size() {
         for &len in sizes {
             let seed = (len as u32).wrapping_mul(31) ^ round;
@@ -262,7 +266,7 @@ fn value(r: u32, j: usize, op: ReduceOp, signed: bool) -> i64 {
     }
 }
 
-fn reductions_of<T: FromI64>(t: &TeamHandle, ops: &[ReduceOp], signed: bool) -> rgex::Result<()> {
+fn reductions_of<T: FromI64>(t: &Team, ops: &[ReduceOp], signed: bool) -> rgex::Result<()> {
     let n = t.size();
     let me = t.my_rank();
     for &op in ops {
@@ -292,11 +296,19 @@ fn reductions_of<T: FromI64>(t: &TeamHandle, ops: &[ReduceOp], signed: bool) -> 
         }
         let k = roots.len();
         assert_eq!(t.allreduce(&data(me, k), op)?, want(k)?, "allreduce {op:?}");
+        // Long enough for the tree (small ones travel with the
+        // agreement): 300 elements, 2400 bytes or 1200.
+        let long = |r: u32| -> Vec<T> { (0..60).flat_map(|i| data(r, k + 1 + i)).collect() };
+        let mut acc = long(0);
+        for r in 1..n {
+            T::combine(op, &mut acc, &long(r))?;
+        }
+        assert_eq!(t.allreduce(&long(me), op)?, acc, "allreduce {op:?} of 300");
     }
     Ok(())
 }
 
-fn reductions(t: &TeamHandle) -> rgex::Result<()> {
+fn reductions(t: &Team) -> rgex::Result<()> {
     use ReduceOp::*;
     let all = [Sum, Prod, Min, Max, And, Or, Xor];
     reductions_of::<i32>(t, &all, true)?;
@@ -305,6 +317,18 @@ fn reductions(t: &TeamHandle) -> rgex::Result<()> {
     reductions_of::<u64>(t, &all, false)?;
     reductions_of::<f32>(t, &[Sum, Prod, Min, Max], true)?;
     reductions_of::<f64>(t, &[Sum, Prod, Min, Max], true)?;
+    // Long arrays (8 KiB and more) by reduce-scatter and allgather, of a
+    // length that does not split evenly.
+    let long = |r: u32| -> Vec<u64> { (0..1031u32).map(|j| u64::from(mix(r, j, 11))).collect() };
+    let mut want = long(0);
+    for r in 1..t.size() {
+        u64::combine(Xor, &mut want, &long(r))?;
+    }
+    assert_eq!(
+        t.allreduce(&long(t.my_rank()), Xor)?,
+        want,
+        "allreduce of 1031 u64"
+    );
     // An empty array reduces to an empty array.
     assert_eq!(t.allreduce::<u64>(&[], Sum)?, Vec::<u64>::new());
     Ok(())
@@ -354,7 +378,7 @@ fn matrix(r: u32) -> [u64; 4] {
     [1, u64::from(r) + 1, u64::from(r % 3), 1]
 }
 
-fn user_ops(t: &TeamHandle) -> rgex::Result<()> {
+fn user_ops(t: &Team) -> rgex::Result<()> {
     let (n, me) = (t.size(), t.my_rank());
     // Max-loc over (value, index) pairs; ties go to the lower index.
     let mine: Vec<Loc> = (0..LEN)
@@ -379,6 +403,43 @@ fn user_ops(t: &TeamHandle) -> rgex::Result<()> {
         max_loc(&mut want, &x);
     }
     assert_eq!(t.allreduce_with(&mine, max_loc)?, want, "max-loc allreduce");
+    // Matrix products down the tree: 100 of them side by side (3200
+    // bytes), each in team-rank order.
+    let many = |r: u32| -> Vec<[u64; 4]> {
+        (0..100u32)
+            .map(|i| {
+                let m = matrix(r + i);
+                [m[0], m[1], m[2], m[3]]
+            })
+            .collect()
+    };
+    let flat = |v: Vec<[u64; 4]>| -> Vec<u64> { v.into_iter().flatten().collect() };
+    let mat_muls = |acc: &mut [u64], x: &[u64]| {
+        for (a, b) in acc.chunks_mut(4).zip(x.chunks(4)) {
+            mat_mul(a, b);
+        }
+    };
+    let mut want_many = flat(many(0));
+    for r in 1..n {
+        mat_muls(&mut want_many, &flat(many(r)));
+    }
+    assert_eq!(
+        t.allreduce_with(&flat(many(me)), mat_muls)?,
+        want_many,
+        "matrix products down the tree"
+    );
+    // And 300 (9600 bytes): a user's operator sees the whole array
+    // however long it is (only built-in ones are applied to chunks).
+    let many = |r: u32| -> Vec<u64> { (0..300).flat_map(|i| matrix(r + i)).collect() };
+    let mut want_many = many(0);
+    for r in 1..n {
+        mat_muls(&mut want_many, &many(r));
+    }
+    assert_eq!(
+        t.allreduce_with(&many(me), mat_muls)?,
+        want_many,
+        "300 matrix products side by side"
+    );
     let root = n - 1;
     let got = t.reduce_with(root, &mine, max_loc)?;
     assert_eq!(got.is_some(), me == root);
@@ -403,9 +464,232 @@ fn user_ops(t: &TeamHandle) -> rgex::Result<()> {
     Ok(())
 }
 
+/// Rank `r`'s `len` elements for call `k` (each call its own data, so
+/// that data of an earlier call arriving late would show; the low byte
+/// names the rank).
+fn elems(r: u32, len: usize, k: u32) -> Vec<u64> {
+    (0..len)
+        .map(|j| (u64::from(mix(r, j as u32, k)) << 8) | u64::from(r & 0xff))
+        .collect()
+}
+
+/// Runs one collective in its blocking or its non-blocking form (`nb`):
+/// the same call either way, the handle waited at once.
+macro_rules! call {
+    ($nb:expr, $t:expr, $f:ident, $fnb:ident ( $($a:expr),* )) => {
+        if $nb { $t.$fnb($($a),*)?.wait()? } else { $t.$f($($a),*)? }
+    };
+}
+
+/// Gathers, scatters, alltoalls and scans, in both forms, against a
+/// sequential model: from every root of 0, the last and the middle,
+/// with blocks of several sizes (empty ones included) and, in round 0,
+/// a large block that travels in many fragments.
+fn movement(t: &Team, round: u32) -> rgex::Result<()> {
+    let (n, me) = (t.size(), t.my_rank());
+    let mut roots = vec![0, n - 1, n / 2];
+    roots.dedup();
+    for nb in [false, true] {
+        let k0 = round * 1000 + u32::from(nb) * 500;
+        for (i, &root) in roots.iter().enumerate() {
+            let k = k0 + 10 * i as u32;
+            let got = call!(nb, t, gather, gather_nb(root, &elems(me, 3, k)));
+            let want: Vec<u64> = (0..n).flat_map(|r| elems(r, 3, k)).collect();
+            assert_eq!(got, (me == root).then_some(want), "gather to {root}");
+
+            // Rank r's block: (r + k) % 4 elements, and in round 0 one of
+            // 5000 elements (40 000 bytes) from the last rank.
+            let len = |r: u32| {
+                if round == 0 && r == n - 1 {
+                    5000
+                } else {
+                    ((r + k) % 4) as usize
+                }
+            };
+            let got = call!(nb, t, gatherv, gatherv_nb(root, &elems(me, len(me), k + 1)));
+            let want: Vec<Vec<u64>> = (0..n).map(|r| elems(r, len(r), k + 1)).collect();
+            assert_eq!(got, (me == root).then_some(want), "gatherv to {root}");
+
+            let all: Vec<u64> = (0..n).flat_map(|r| elems(r, 2, k + 2)).collect();
+            let mine: &[u64] = if me == root { &all } else { &[] };
+            let got = call!(nb, t, scatter, scatter_nb(root, mine, 2));
+            assert_eq!(got, elems(me, 2, k + 2), "scatter from {root}");
+
+            let blocks: Vec<Vec<u64>> = (0..n).map(|r| elems(r, len(r), k + 3)).collect();
+            let mine: &[Vec<u64>] = if me == root { &blocks } else { &[] };
+            let got = call!(nb, t, scatterv, scatterv_nb(root, mine));
+            assert_eq!(got, elems(me, len(me), k + 3), "scatterv from {root}");
+        }
+        let k = k0 + 100;
+        let got = call!(nb, t, allgather, allgather_nb(&elems(me, 2, k)));
+        let want: Vec<u64> = (0..n).flat_map(|r| elems(r, 2, k)).collect();
+        assert_eq!(got, want, "allgather");
+        let len = |r: u32| {
+            if round == 0 && r == 0 {
+                5000
+            } else {
+                ((r + k) % 3) as usize
+            }
+        };
+        let got = call!(nb, t, allgatherv, allgatherv_nb(&elems(me, len(me), k + 1)));
+        let want: Vec<Vec<u64>> = (0..n).map(|r| elems(r, len(r), k + 1)).collect();
+        assert_eq!(got, want, "allgatherv");
+
+        // The block from `from` to `to`: its own data.
+        let pair = |from: u32, to: u32, cnt: usize| elems(from * 4096 + to, cnt, k + 2);
+        let cnt = if round == 0 { 130 } else { 3 };
+        let data: Vec<u64> = (0..n).flat_map(|to| pair(me, to, cnt)).collect();
+        let got = call!(nb, t, alltoall, alltoall_nb(&data));
+        let want: Vec<u64> = (0..n).flat_map(|from| pair(from, me, cnt)).collect();
+        assert_eq!(got, want, "alltoall");
+        let cnt = |from: u32, to: u32| ((from + 2 * to + k) % 5) as usize;
+        let out: Vec<Vec<u64>> = (0..n).map(|to| pair(me, to, cnt(me, to))).collect();
+        let got = call!(nb, t, alltoallv, alltoallv_nb(&out));
+        let want: Vec<Vec<u64>> = (0..n).map(|from| pair(from, me, cnt(from, me))).collect();
+        assert_eq!(got, want, "alltoallv");
+
+        scans_of::<u64>(t, &[ReduceOp::Sum, ReduceOp::Xor], false, k + 3, nb)?;
+        scans_of::<i32>(t, &[ReduceOp::Max, ReduceOp::Min], true, k + 4, nb)?;
+        scans_of::<f64>(t, &[ReduceOp::Prod], true, k + 5, nb)?;
+        // Matrix products: not commutative, so the order shows.
+        let prefix = |upto: u32| {
+            let mut acc = matrix(0).to_vec();
+            for r in 1..upto {
+                mat_mul(&mut acc, &matrix(r));
+            }
+            acc
+        };
+        let got = call!(nb, t, scan_with, scan_with_nb(&matrix(me), mat_mul));
+        assert_eq!(got, prefix(me + 1), "scan of matrix products");
+        let got = call!(nb, t, exscan_with, exscan_with_nb(&matrix(me), mat_mul));
+        assert_eq!(
+            got,
+            (me > 0).then(|| prefix(me)),
+            "exscan of matrix products"
+        );
+    }
+    Ok(())
+}
+
+/// Inclusive and exclusive scans of `T` for each operator in `ops`.
+fn scans_of<T: FromI64>(
+    t: &Team,
+    ops: &[ReduceOp],
+    signed: bool,
+    k: u32,
+    nb: bool,
+) -> rgex::Result<()> {
+    let me = t.my_rank();
+    for &op in ops {
+        let data = |r: u32| -> Vec<T> {
+            (0..LEN)
+                .map(|j| T::from_i64(value(r, j + k as usize * LEN, op, signed)))
+                .collect()
+        };
+        let upto = |end: u32| -> rgex::Result<Vec<T>> {
+            let mut acc = data(0);
+            for r in 1..end {
+                T::combine(op, &mut acc, &data(r))?;
+            }
+            Ok(acc)
+        };
+        let got = call!(nb, t, scan, scan_nb(&data(me), op));
+        assert_eq!(got, upto(me + 1)?, "scan {op:?}");
+        let got = call!(nb, t, exscan, exscan_nb(&data(me), op));
+        let want = if me == 0 { None } else { Some(upto(me)?) };
+        assert_eq!(got, want, "exscan {op:?}");
+    }
+    Ok(())
+}
+
+/// Several collectives of every kind in flight at once on `t`, then
+/// completed in an order of each rank's own (forward, backward, or
+/// rotated), one of them awaited as a future: every result is right.
+fn in_flight(t: &Team, round: u32) -> rgex::Result<()> {
+    type Check<'a> = Box<dyn FnOnce() -> rgex::Result<()> + 'a>;
+    let (n, me) = (t.size(), t.my_rank());
+    let k = 7000 + round;
+    let nu = u64::from(n);
+    let sum = t.allreduce_nb(&[u64::from(me) + 1], ReduceOp::Sum)?;
+    let root = n - 1;
+    let mut payload = vec![0u8; 3000];
+    fill_pattern(&mut payload, root, k);
+    let bcast = t.broadcast_nb(root, if me == root { &payload } else { &[] })?;
+    let pair = |from: u32, to: u32| elems(from * 4096 + to, 2, k);
+    let data: Vec<u64> = (0..n).flat_map(|to| pair(me, to)).collect();
+    let a2a = t.alltoall_nb(&data)?;
+    let gath = t.gather_nb(0, &elems(me, 2, k))?;
+    let bar = t.barrier_nb()?;
+    let excl = t.exscan_nb(&[1u32], ReduceOp::Sum)?;
+    let agv = t.allgatherv_nb(&elems(me, me as usize % 3, k + 1))?;
+    let prod = t.reduce_with_nb(n / 2, &matrix(me), mat_mul)?;
+    let mut checks: Vec<Check> = vec![
+        Box::new(move || {
+            assert_eq!(sum.wait()?, [nu * (nu + 1) / 2], "allreduce in flight");
+            Ok(())
+        }),
+        Box::new(|| {
+            let got = bcast.wait()?;
+            assert_eq!(pattern_mismatch(&got, root, k), None, "broadcast in flight");
+            assert_eq!(got.len(), payload.len());
+            Ok(())
+        }),
+        Box::new(move || {
+            let want: Vec<u64> = (0..n).flat_map(|from| pair(from, me)).collect();
+            assert_eq!(a2a.wait()?, want, "alltoall in flight");
+            Ok(())
+        }),
+        Box::new(move || {
+            let want: Vec<u64> = (0..n).flat_map(|r| elems(r, 2, k)).collect();
+            assert_eq!(gath.wait()?, (me == 0).then_some(want), "gather in flight");
+            Ok(())
+        }),
+        Box::new(move || bar.wait()),
+        Box::new(move || {
+            assert_eq!(
+                excl.wait()?,
+                (me > 0).then_some(vec![me]),
+                "exscan in flight"
+            );
+            Ok(())
+        }),
+        Box::new(move || {
+            // Awaited: the future resolves to the result too.
+            let got = rgex_tests::executor::block_on("allgatherv_nb", agv, || {
+                t.progress();
+                true
+            })?;
+            let want: Vec<Vec<u64>> = (0..n).map(|r| elems(r, r as usize % 3, k + 1)).collect();
+            assert_eq!(got, want, "allgatherv in flight");
+            Ok(())
+        }),
+        Box::new(move || {
+            let mut want = matrix(0).to_vec();
+            for r in 1..n {
+                mat_mul(&mut want, &matrix(r));
+            }
+            assert_eq!(
+                prod.wait()?,
+                (me == n / 2).then_some(want),
+                "reduce_with in flight"
+            );
+            Ok(())
+        }),
+    ];
+    match (me + round) % 3 {
+        0 => checks.reverse(),
+        1 => checks.rotate_left(3),
+        _ => {}
+    }
+    for c in checks {
+        c()?;
+    }
+    Ok(())
+}
+
 /// The collectives on several teams, interleaved, with non-blocking
 /// barriers on every team in flight at once.
-fn on_split_teams(client: &Client, teams: &[TeamHandle]) -> rgex::Result<()> {
+fn on_split_teams(client: &Client, teams: &[Team]) -> rgex::Result<()> {
     for round in 0..5u64 {
         let mut events: Vec<rgex::Event> = teams
             .iter()
@@ -429,11 +713,13 @@ fn on_split_teams(client: &Client, teams: &[TeamHandle]) -> rgex::Result<()> {
     for t in teams {
         reductions(t)?;
         user_ops(t)?;
+        movement(t, 1)?;
+        in_flight(t, 1)?;
         // A round number no other call uses (the world's broadcasts in
         // main use 0).
         broadcasts(t, &[200_000], 1000)?;
     }
-    client.world_team().barrier()?;
+    client.world().barrier()?;
     ok(client, "collectives on the split teams, interleaved");
     Ok(())
 }
@@ -443,7 +729,7 @@ fn on_split_teams(client: &Client, teams: &[TeamHandle]) -> rgex::Result<()> {
 /// two team ranks and both values on every rank.
 #[allow(clippy::too_many_arguments)]
 fn expect_mismatch<T: Debug>(
-    t: &TeamHandle,
+    t: &Team,
     got: rgex::Result<T>,
     call: &str,
     want_field: &str,
@@ -483,7 +769,7 @@ fn expect_mismatch<T: Debug>(
 
 /// After a failed collective the team still works: a barrier, then an
 /// allreduce with a value every member can check.
-fn still_usable(t: &TeamHandle, round: u64) -> rgex::Result<()> {
+fn still_usable(t: &Team, round: u64) -> rgex::Result<()> {
     t.barrier()?;
     let n = u64::from(t.size());
     let got = t.allreduce(&[u64::from(t.my_rank()) + round, round], ReduceOp::Sum)?;
@@ -499,7 +785,7 @@ fn still_usable(t: &TeamHandle, round: u64) -> rgex::Result<()> {
 /// `CollectiveMismatch` for that collective (none hangs, none succeeds),
 /// and the team stays usable for the next ones.
 fn mismatches(client: &Client) -> rgex::Result<()> {
-    let t = client.world_team();
+    let t = client.world();
     let (n, me) = (t.size(), t.my_rank());
     let data = |len: usize| -> Vec<u64> { (0..len as u64).map(|j| j + u64::from(me)).collect() };
 
@@ -626,6 +912,97 @@ fn mismatches(client: &Client) -> rgex::Result<()> {
         "mismatch: different collectives (blocking and non-blocking)",
     );
 
+    // The new collectives: roots, counts, block counts, operators,
+    // element types and kinds, each then followed by a working call.
+    let root = if me < half { 0 } else { n - 1 };
+    let got = t.gather(root, &data(2));
+    expect_mismatch(t, got, "gather", "root", half, &r0, &r1);
+    still_usable(t, 16)?;
+    let got = t.scatter(root, &data(2 * n as usize), 2);
+    expect_mismatch(t, got, "scatter", "root", half, &r0, &r1);
+    still_usable(t, 17)?;
+    let odd = n - 1;
+    let len = 2 + usize::from(me == odd);
+    let got = t.allgather(&data(len));
+    expect_mismatch(t, got, "allgather", "element count", odd, "2", "3");
+    still_usable(t, 18)?;
+    let got = t.gather(0, &data(len));
+    expect_mismatch(t, got, "gather", "element count", odd, "2", "3");
+    still_usable(t, 19)?;
+    // An alltoall where the last rank sends one element more to each.
+    let per = 1 + usize::from(me == odd);
+    let got = t.alltoall(&data(per * n as usize));
+    let (a, b) = (n.to_string(), (2 * n).to_string());
+    expect_mismatch(t, got, "alltoall", "element count", odd, &a, &b);
+    still_usable(t, 20)?;
+    // The root (0) scatters n - 1 blocks where n are wanted.
+    let blocks: Vec<Vec<u64>> = (0..n - u32::from(me == 0))
+        .map(|r| data(r as usize))
+        .collect();
+    let got = t.scatterv(0, &blocks);
+    let (a, b) = ((n - 1).to_string(), n.to_string());
+    expect_mismatch(t, got, "scatterv", "block count", 1, &a, &b);
+    still_usable(t, 21)?;
+    // Every member passes one block too many to alltoallv: they agree, so
+    // every member refuses it alike.
+    let blocks: Vec<Vec<u64>> = (0..=n).map(|r| data(r as usize)).collect();
+    match t.alltoallv(&blocks) {
+        Err(Error::Config(why)) => assert!(why.contains("one per member"), "{why}"),
+        other => panic!("rank {me}: alltoallv with {} blocks: got {other:?}", n + 1),
+    }
+    still_usable(t, 22)?;
+    let op = if me == odd {
+        ReduceOp::Max
+    } else {
+        ReduceOp::Sum
+    };
+    let got = t.scan(&data(LEN), op);
+    expect_mismatch(t, got, "scan", "operator", odd, "Sum", "Max");
+    still_usable(t, 23)?;
+    let got = if me == odd {
+        t.allgatherv(&[1.0f64]).map(|_| ())
+    } else {
+        t.allgatherv(&[1u64]).map(|_| ())
+    };
+    expect_mismatch(t, got, "allgatherv", "element type", odd, "u64", "f64");
+    still_usable(t, 24)?;
+    let got = if me == odd {
+        t.exscan(&data(LEN), ReduceOp::Sum)
+    } else {
+        t.scan(&data(LEN), ReduceOp::Sum).map(Some)
+    };
+    let call = if me == odd { "exscan" } else { "scan" };
+    expect_mismatch(t, got, call, "collective", odd, "scan", "exscan");
+    still_usable(t, 25)?;
+    ok(
+        client,
+        "mismatch: gather, scatter(v), allgather(v), alltoall(v), scan roots, counts, operators, \
+         types and kinds",
+    );
+
+    // Non-blocking: the handle's wait gives every member the mismatch,
+    // itself (not its text); other collectives in flight beside it finish.
+    let beside = t.allreduce_nb(&[1u64], ReduceOp::Sum)?;
+    let len = LEN + usize::from(me == odd);
+    let got = t
+        .allreduce_nb(&data(len), ReduceOp::Sum)
+        .and_then(|h| h.wait());
+    let after = t.broadcast_nb(0, b"after")?;
+    expect_mismatch(t, got, "allreduce_nb", "element count", odd, "5", "6");
+    assert_eq!(after.wait()?, b"after");
+    assert_eq!(beside.wait()?, [u64::from(n)]);
+    let got = if me == 0 {
+        t.gather_nb(1, &data(1)).and_then(|h| h.wait()).map(|_| ())
+    } else {
+        t.gather_nb(0, &data(1)).and_then(|h| h.wait()).map(|_| ())
+    };
+    expect_mismatch(t, got, "gather_nb", "root", 1, "1", "0");
+    still_usable(t, 26)?;
+    ok(
+        client,
+        "mismatch: non-blocking collectives fail on every member, those beside them finish",
+    );
+
     // The same on a team of its own (every rank, in reverse order: its
     // own id and sequence numbers): the last team rank, world rank 0,
     // passes one element more.
@@ -652,9 +1029,12 @@ fn main() -> rgex::Result<()> {
     });
     let (client, ()) = rgex::init_with(|t| register(t, &st))?;
     rgex_tests::conduit_banner(&client);
-    assert_eq!(client.handlers().name(INHANDLER.index()), "inhandler");
-    let _ = st.world.set(client.world_team().clone());
-    let w = client.world_team();
+    assert_eq!(
+        client.endpoint().handlers().name(INHANDLER.index()),
+        "inhandler"
+    );
+    let _ = st.world.set(client.world().clone());
+    let w = client.world();
 
     queries_and_errors(&client, &st)?;
     let (parity, pair) = splits(&client)?;
@@ -676,6 +1056,20 @@ fn main() -> rgex::Result<()> {
         "user operators: max-loc pairs, matrix products in rank order",
     );
 
+    movement(w, 0)?;
+    ok(
+        &client,
+        "gather(v), allgather(v), scatter(v), alltoall(v), scan and exscan (built-in and user \
+         operators), blocking and non-blocking, from every root, against a sequential model",
+    );
+    for round in 0..3 {
+        in_flight(w, round)?;
+    }
+    ok(
+        &client,
+        "eight collectives of every kind in flight at once, completed in each rank's own order",
+    );
+
     let mut teams = vec![parity];
     teams.extend(pair);
     on_split_teams(&client, &teams)?;
@@ -685,7 +1079,7 @@ fn main() -> rgex::Result<()> {
     } else {
         rgex_tests::skip(
             &client,
-            "mismatched arguments (8 checks)",
+            "mismatched arguments (10 checks)",
             "they need two members",
         );
     }

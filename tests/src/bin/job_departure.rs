@@ -123,13 +123,14 @@ fn main() -> rgex::Result<()> {
         atomics = atomics.force_reference(true);
     }
     let atomics = atomics
-        .build(client.endpoint(), client.world_team())
+        .build(client.endpoint(), client.world())
         .map_err(|e| rgex::Error::Failed(format!("atomic domain: {e}")))?;
     if me == Rank(0) {
         println!("atomics: {:?}", atomics.implementation());
     }
     let vis = Vis::new(client.endpoint())?;
     let pids = client
+        .endpoint()
         .conduit()
         .bootstrap()
         .allgather(&u64::from(std::process::id()).to_le_bytes())?;
@@ -140,7 +141,7 @@ fn main() -> rgex::Result<()> {
         // the barrier above, and stopped polling, before rank 0 sends its
         // request. Otherwise the request could reach rank 1 while it still
         // polls in that barrier, be answered, and rightly succeed.
-        client.conduit().bootstrap().barrier()?;
+        client.endpoint().conduit().bootstrap().barrier()?;
     }
     if me != Rank(0) {
         if what == "flood" && me == Rank(1) {
@@ -187,6 +188,7 @@ fn main() -> rgex::Result<()> {
 fn flood(client: &Client, sink: HandlerId, to: Rank) -> Result<(), String> {
     for i in 0..FLOOD_MAX {
         client
+            .endpoint()
             .request_short(to, sink, &[i as u32], Flags::empty())
             .map_err(|e| e.to_string())?;
     }
@@ -333,7 +335,7 @@ fn handle_op(
         .map(drop),
         "barrier_nb" => fin(
             client,
-            client.world_team().barrier_nb().map_err(start)?,
+            client.world().barrier_nb().map_err(start)?,
             Event::wait,
         )
         .map_err(wait),
@@ -351,7 +353,7 @@ fn fin<T, H: std::future::Future<Output = rgex::Result<T>>>(
 ) -> rgex::Result<T> {
     if std::env::args().nth(3).as_deref() == Some("await") {
         rgex_tests::executor::block_on("an awaited handle", h, || {
-            let _ = client.poll();
+            let _ = client.endpoint().poll();
             true
         })
     } else {
@@ -369,7 +371,7 @@ fn wait_for_exit(client: &Client, pid: u64) {
         Err(_) => true,
     };
     while !exited() {
-        let _ = client.poll();
+        let _ = client.endpoint().poll();
         std::thread::sleep(std::time::Duration::from_millis(1));
         assert!(
             start.elapsed() < HANG_LIMIT,

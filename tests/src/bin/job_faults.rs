@@ -99,7 +99,10 @@ fn segfault() -> ! {
 fn flood(client: &rgex::Client, sink: rgex::HandlerId) -> ! {
     let me = client.rank().0;
     for sent in 0..FLOOD_LIMIT {
-        if let Err(e) = client.request_short(Rank(1), sink, &[me], Flags::empty()) {
+        if let Err(e) = client
+            .endpoint()
+            .request_short(Rank(1), sink, &[me], Flags::empty())
+        {
             println!("rank {me}: send {sent} to rank 1 failed ({e}); exiting with status 9");
             std::process::exit(9);
         }
@@ -150,7 +153,7 @@ fn main() -> rgex::Result<()> {
             // Bounded: the handler panics at message PANIC_AT, and the
             // others send until a send fails.
             for _ in 0..FLOOD_LIMIT {
-                if let Err(e) = client.poll() {
+                if let Err(e) = client.endpoint().poll() {
                     panic!("rank 1: poll failed: {e}");
                 }
             }

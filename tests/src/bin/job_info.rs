@@ -9,7 +9,7 @@ use rgex::{Rank, ReduceOp};
 fn main() -> rgex::Result<()> {
     let client = rgex::init()?;
     let (me, n) = (client.rank().0, client.size());
-    let boot = client.conduit().bootstrap();
+    let boot = client.endpoint().conduit().bootstrap();
     let all = boot.allgather(&me.to_le_bytes())?;
     let ranks: Vec<u32> = all
         .iter()
@@ -21,9 +21,7 @@ fn main() -> rgex::Result<()> {
         "{}: allgather of ranks",
         Rank(me)
     );
-    let sum = client
-        .world_team()
-        .allreduce(&[u64::from(me)], ReduceOp::Sum)?[0];
+    let sum = client.world().allreduce(&[u64::from(me)], ReduceOp::Sum)?[0];
     assert_eq!(
         sum,
         u64::from(n) * u64::from(n - 1) / 2,

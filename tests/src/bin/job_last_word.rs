@@ -2,7 +2,7 @@
 //! still count. Two ranks; rank 0 waits for something from rank 1, and
 //! rank 1 sends it and leaves the job at once. Rank 0's wait has been
 //! idle for a while, so its endpoint is about to ask the conduit whether
-//! rank 1 has gone (the in-flight sweep of `rgex_am::abandon`): it must
+//! rank 1 has gone (the in-flight sweep of `rgex_endpoint::abandon`): it must
 //! run the message that came first, and succeed, not fail the wait
 //! because the peer is gone by now.
 //!
@@ -43,11 +43,13 @@ fn main() -> rgex::Result<()> {
     let me = client.rank();
     let pattern: Vec<u8> = (0..256u32).map(|i| (i * 7 + 3) as u8).collect();
     if me == Rank(1) {
-        client.put(GlobalAddr::new(me, 0), &pattern, rgex::Flags::empty())?;
+        client
+            .endpoint()
+            .put(GlobalAddr::new(me, 0), &pattern, rgex::Flags::empty())?;
     }
     // Out of band: no AM runs in it, so both ranks start from here with
     // nothing in flight.
-    client.conduit().bootstrap().barrier()?;
+    client.endpoint().conduit().bootstrap().barrier()?;
     if me == Rank(1) {
         std::thread::sleep(LATE);
         match what.as_str() {
@@ -55,7 +57,7 @@ fn main() -> rgex::Result<()> {
             _ => {
                 let until = Instant::now() + ANSWERING;
                 while Instant::now() < until {
-                    client.poll()?;
+                    client.endpoint().poll()?;
                 }
             }
         }
@@ -68,7 +70,9 @@ fn main() -> rgex::Result<()> {
         }
         _ => {
             let mut got = vec![0u8; pattern.len()];
-            client.get(&mut got, GlobalAddr::new(Rank(1), 0), rgex::Flags::empty())?;
+            client
+                .endpoint()
+                .get(&mut got, GlobalAddr::new(Rank(1), 0), rgex::Flags::empty())?;
             assert_eq!(got, pattern, "the get's bytes");
             ok(&client, "get answered by a rank that left right after");
         }

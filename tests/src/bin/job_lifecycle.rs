@@ -72,7 +72,7 @@ fn refused<T>(r: rgex::Result<T>, me: Rank, what: &str) {
 /// before the end): all refused. `h` is a handler the peers registered.
 fn all_refused(
     ep: &Arc<rgex::Endpoint>,
-    team: &rgex::TeamHandle,
+    team: &rgex::Team,
     ad: &rgex::AtomicDomain<u64>,
     h: rgex::HandlerId,
 ) {
@@ -188,7 +188,7 @@ fn main() -> rgex::Result<()> {
         }
         "finalize_then_op" | "drop_then_op" => {
             let ep = client.endpoint().clone();
-            let team = client.world_team().clone();
+            let team = client.world().clone();
             let ops = rgex::OpSet::of(&[rgex::AtomicOp::Fadd]);
             let ad = rgex::AtomicDomain::<u64>::new(&ep, &team, ops)?;
             if what == "finalize_then_op" {
@@ -206,16 +206,22 @@ fn main() -> rgex::Result<()> {
             let n = client.size();
             let right = Rank((me + 1) % n);
             for i in 0..64u32 {
-                client.request_short(right, hit, &[i], Flags::empty())?;
+                client
+                    .endpoint()
+                    .request_short(right, hit, &[i], Flags::empty())?;
             }
             let at = GlobalAddr::new(right, 64 * u64::from(me));
-            client.put(at, &[me as u8; 64], Flags::empty())?;
+            client.endpoint().put(at, &[me as u8; 64], Flags::empty())?;
             let got = client
+                .endpoint()
                 .get_nb(vec![0u8; 64], at, Flags::empty())
                 .map_err(|e| e.error)?
                 .wait()?;
             assert_eq!(got, vec![me as u8; 64]);
-            client.put_nb(at, &[1; 64], Flags::empty())?.wait()?;
+            client
+                .endpoint()
+                .put_nb(at, &[1; 64], Flags::empty())?
+                .wait()?;
             client.barrier()?;
             rgex_tests::wait_until(&client, "the 64 AMs from the left", || {
                 // Relaxed: the count is bumped by this thread's own polls.
@@ -232,12 +238,14 @@ fn main() -> rgex::Result<()> {
         _ => {
             // finalize_unfinished
             assert_eq!(
-                client.rma_path(Rank((me + 1) % client.size())),
+                client.endpoint().rma_path(Rank((me + 1) % client.size())),
                 rgex::RmaPath::Reference,
                 "finalize_unfinished runs with RGEX_RMA=reference"
             );
             let pattern: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37) ^ me as u8).collect();
-            client.put(GlobalAddr::new(rank, 0), &pattern, Flags::empty())?;
+            client
+                .endpoint()
+                .put(GlobalAddr::new(rank, 0), &pattern, Flags::empty())?;
             client.barrier()?;
             if me != 0 {
                 client.finalize()?;
@@ -245,9 +253,10 @@ fn main() -> rgex::Result<()> {
             }
             let peer = Rank(1 % client.size());
             let get = client
+                .endpoint()
                 .get_nb(vec![0u8; 64], GlobalAddr::new(peer, 0), Flags::empty())
                 .map_err(|e| e.error)?;
-            let inflight = client.operations_in_flight();
+            let inflight = client.endpoint().operations_in_flight();
             assert_eq!(inflight, vec![("reference RMA", 1)], "the get in flight");
             match client.finalize() {
                 Err(e @ Error::Unfinished { .. }) => {

@@ -18,7 +18,7 @@
 //! thread and, on its main thread, `N` non-blocking barriers and
 //! allreduces waited for while the thread progresses them too. Two
 //! threads stepping one collective must complete it once: a second
-//! completion panicked ("Completion::done without a matching add") before
+//! completion panicked ("OpCounter::done without a matching add") before
 //! the team engine marked a finished collective under its lock.
 //!
 //! Mode `idle` (any number of ranks, `RGEX_PROGRESS_THREAD=1`): every
@@ -116,6 +116,7 @@ fn main() -> rgex::Result<()> {
         // an atomic word.
         unsafe {
             &*client
+                .endpoint()
                 .segment()
                 .as_ptr()
                 .cast::<AtomicU64>()
@@ -124,7 +125,7 @@ fn main() -> rgex::Result<()> {
     };
     if client.rank() == Rank(0) {
         let thread = match mode.as_str() {
-            "api" => Some(client.start_progress_thread()?),
+            "api" => Some(client.endpoint().start_progress_thread()?),
             _ => None,
         };
         client.barrier()?;
@@ -134,7 +135,7 @@ fn main() -> rgex::Result<()> {
         // put's polls, not on the progress thread (the event, dropped,
         // completes there).
         for r in 1..client.size() {
-            drop(client.put_nb(
+            drop(client.endpoint().put_nb(
                 GlobalAddr::new(Rank(r), ASLEEP_AT),
                 &1u64.to_ne_bytes(),
                 Flags::empty(),
@@ -168,7 +169,14 @@ fn main() -> rgex::Result<()> {
         // SAFETY: inside this rank's segment; rank 1's put of it completed
         // before its put of the done word, which we read with Acquire.
         let landed = unsafe {
-            std::slice::from_raw_parts(client.segment().as_ptr().add(PATTERN_AT as usize), PATTERN)
+            std::slice::from_raw_parts(
+                client
+                    .endpoint()
+                    .segment()
+                    .as_ptr()
+                    .add(PATTERN_AT as usize),
+                PATTERN,
+            )
         };
         assert_eq!(
             pattern_mismatch(landed, 1, 7),
@@ -203,6 +211,7 @@ fn main() -> rgex::Result<()> {
         // the peer writes only by RMA).
         let asleep = unsafe {
             &*client
+                .endpoint()
                 .segment()
                 .as_ptr()
                 .add(ASLEEP_AT as usize)
@@ -214,7 +223,9 @@ fn main() -> rgex::Result<()> {
         });
         let peer = Rank(0);
         for i in 0..n {
-            client.request_short(peer, ping, &[i as u32], Flags::empty())?;
+            client
+                .endpoint()
+                .request_short(peer, ping, &[i as u32], Flags::empty())?;
         }
         wait_until(&client, "the replies", || {
             counts.pongs.load(Ordering::Relaxed) == n
@@ -222,19 +233,25 @@ fn main() -> rgex::Result<()> {
         if client.rank() == Rank(1) {
             let mut pattern = vec![0u8; PATTERN];
             fill_pattern(&mut pattern, 1, 7);
-            client.put(GlobalAddr::new(peer, PATTERN_AT), &pattern, Flags::empty())?;
+            client
+                .endpoint()
+                .put(GlobalAddr::new(peer, PATTERN_AT), &pattern, Flags::empty())?;
             let mut back = vec![0u8; PATTERN];
-            client.get(&mut back, GlobalAddr::new(peer, PATTERN_AT), Flags::empty())?;
+            client
+                .endpoint()
+                .get(&mut back, GlobalAddr::new(peer, PATTERN_AT), Flags::empty())?;
             assert_eq!(back, pattern, "rank 1 got back what it put");
         }
-        client.put(
+        client.endpoint().put(
             GlobalAddr::new(peer, 8 * u64::from(client.rank().0)),
             &1u64.to_ne_bytes(),
             Flags::empty(),
         )?;
         client.barrier()?;
         for i in 0..M {
-            client.request_short(peer, ping, &[i as u32], Flags::empty())?;
+            client
+                .endpoint()
+                .request_short(peer, ping, &[i as u32], Flags::empty())?;
         }
         wait_until(&client, "the replies after the stop", || {
             counts.pongs.load(Ordering::Relaxed) == n + M
@@ -249,7 +266,7 @@ fn main() -> rgex::Result<()> {
 /// Mode `collectives`: see the module docs.
 fn collectives(client: &rgex::Client, n: u64) -> rgex::Result<()> {
     let thread = client.endpoint().start_progress_thread()?;
-    let team = client.world_team();
+    let team = client.world();
     let size = u64::from(client.size());
     for i in 0..n {
         team.barrier_nb()?.wait()?;
@@ -311,7 +328,7 @@ fn idle(client: &rgex::Client, wait: bool) -> rgex::Result<()> {
     println!(
         "figure: {}: rank {}: progress thread idle {:.3} s: cpu {:.3} ms ({percent:.2}%), \
          {waits} sleeps on the wait object, {parks} parks",
-        client.conduit().name(),
+        client.endpoint().conduit().name(),
         client.rank().0,
         elapsed.as_secs_f64(),
         cpu.as_secs_f64() * 1e3

@@ -78,10 +78,11 @@ fn main() -> rgex::Result<()> {
         atomics = atomics.force_reference(true);
     }
     let atomics = atomics
-        .build(client.endpoint(), client.world_team())
+        .build(client.endpoint(), client.world())
         .map_err(|e| rgex::Error::Failed(format!("atomic domain: {e}")))?;
     let vis = Vis::new(client.endpoint())?;
     let pids = client
+        .endpoint()
         .conduit()
         .bootstrap()
         .allgather(&u64::from(std::process::id()).to_le_bytes())?;
@@ -150,11 +151,7 @@ fn one_wait(
     let s = |e: rgex::Error| e.to_string();
     match what {
         "barrier" => client.barrier().map_err(s),
-        "barrier_nb" => client
-            .world_team()
-            .barrier_nb()
-            .and_then(Event::wait)
-            .map_err(s),
+        "barrier_nb" => client.world().barrier_nb().and_then(Event::wait).map_err(s),
         "am_reply" => request_and_await_reply(client, req, to, replied),
         "get_nb" => ep
             .get_nb(vec![0u8; 64], GlobalAddr::new(to, 0), f)
@@ -192,16 +189,17 @@ fn request_and_await_reply(
 ) -> Result<(), String> {
     let s = |e: rgex::Error| e.to_string();
     client
+        .endpoint()
         .request_short(to, req, &[], Flags::empty())
         .map_err(s)?;
     let start = Instant::now();
-    let mut backoff = rgex::Backoff::new(client.polite());
+    let mut backoff = rgex::Backoff::new(client.endpoint().polite());
     // Relaxed: see the reply handler.
     while !replied.load(Ordering::Relaxed) {
-        if let Some(why) = client.conduit().peer_gone(to) {
+        if let Some(why) = client.endpoint().conduit().peer_gone(to) {
             return Err(format!("peer_gone: {why}"));
         }
-        if client.poll().map_err(s)? == 0 {
+        if client.endpoint().poll().map_err(s)? == 0 {
             backoff.snooze();
         }
         if start.elapsed() > HANG_LIMIT {
@@ -264,7 +262,7 @@ fn wait_for_state(client: &Client, pid: libc::pid_t, state: char, what: &str) {
         Err(_) => state == 'Z',
     };
     while !reached() {
-        let _ = client.poll();
+        let _ = client.endpoint().poll();
         std::thread::sleep(Duration::from_millis(1));
         assert!(
             start.elapsed() < HANG_LIMIT,

@@ -214,7 +214,7 @@ fn poll_until(client: &Client, what: &str, mut done: impl FnMut() -> bool) -> Ve
     let start = Instant::now();
     let mut errors = Vec::new();
     while !done() {
-        if let Err(e) = client.poll() {
+        if let Err(e) = client.endpoint().poll() {
             errors.push(e);
         }
         assert!(
@@ -224,7 +224,7 @@ fn poll_until(client: &Client, what: &str, mut done: impl FnMut() -> bool) -> Ve
         );
     }
     // The reports of the last messages may wait for one more poll.
-    while let Err(e) = client.poll() {
+    while let Err(e) = client.endpoint().poll() {
         errors.push(e);
     }
     errors
@@ -297,7 +297,7 @@ fn main() -> Res<()> {
         .build(client.endpoint())?;
     let ad = AtomicDomain::<u64>::new(
         client.endpoint(),
-        client.world_team(),
+        client.world(),
         OpSet::of(&[AtomicOp::Fadd, AtomicOp::Get]),
     )?;
     client.barrier()?;
@@ -327,21 +327,34 @@ fn client_cannot_name_reserved(client: &Client) -> Res<()> {
     };
     refused(
         "request_short",
-        client.request_short(peer, get, &[0; 5], Flags::empty()),
+        client
+            .endpoint()
+            .request_short(peer, get, &[0; 5], Flags::empty()),
     );
     refused(
         "request_medium",
-        client.request_medium(peer, get, &[0; 5], &[1, 2, 3], Flags::empty()),
+        client
+            .endpoint()
+            .request_medium(peer, get, &[0; 5], &[1, 2, 3], Flags::empty()),
     );
     refused(
         "request_long",
-        client.request_long(peer, get, &[0; 5], &[1, 2, 3], 0, Flags::empty()),
+        client
+            .endpoint()
+            .request_long(peer, get, &[0; 5], &[1, 2, 3], 0, Flags::empty()),
     );
-    let p = client.prepare_request_medium(peer, None, 8, 8, 5, Flags::empty())?;
+    let p = client
+        .endpoint()
+        .prepare_request_medium(peer, None, 8, 8, 5, Flags::empty())?;
     refused("a negotiated-payload commit", p.commit(get, &[0; 5], 8));
     // An index nobody registered below CLIENT_MIN is refused as reserved
     // too, not as unknown.
-    match client.request_short(peer, HandlerId::forge(CLIENT_MIN - 1), &[], Flags::empty()) {
+    match client.endpoint().request_short(
+        peer,
+        HandlerId::forge(CLIENT_MIN - 1),
+        &[],
+        Flags::empty(),
+    ) {
         Err(Error::ReservedHandler { index, .. }) if index == CLIENT_MIN - 1 => {}
         other => panic!("a send to index {}: {other:?}", CLIENT_MIN - 1),
     }
@@ -352,7 +365,9 @@ fn client_cannot_name_reserved(client: &Client) -> Res<()> {
         RESERVED_REPLIES_REFUSED.load(Ordering::Relaxed),
     );
     client.barrier()?;
-    client.request_short(peer, HandlerId::forge(ECHO), &[], Flags::empty())?;
+    client
+        .endpoint()
+        .request_short(peer, HandlerId::forge(ECHO), &[], Flags::empty())?;
     let errors = poll_until(client, "the echo", || {
         ECHOES.load(Ordering::Acquire) > echoes
     });
@@ -396,22 +411,30 @@ fn protocol_ids_stay_rgexs(client: &Client) -> Res<()> {
     };
     refused(
         "request_short",
-        client.request_short(peer, get, &[0; 5], Flags::empty()),
+        client
+            .endpoint()
+            .request_short(peer, get, &[0; 5], Flags::empty()),
     );
     refused(
         "request_medium (a copied id)",
-        client.request_medium(peer, copied, &[0; 5], &[1, 2, 3], Flags::empty()),
+        client
+            .endpoint()
+            .request_medium(peer, copied, &[0; 5], &[1, 2, 3], Flags::empty()),
     );
     refused(
         "request_long",
-        client.request_long(peer, get, &[0; 5], &[1, 2, 3], 0, Flags::empty()),
+        client
+            .endpoint()
+            .request_long(peer, get, &[0; 5], &[1, 2, 3], 0, Flags::empty()),
     );
-    let p = client.prepare_request_medium(peer, None, 8, 8, 5, Flags::empty())?;
+    let p = client
+        .endpoint()
+        .prepare_request_medium(peer, None, 8, 8, 5, Flags::empty())?;
     refused("a negotiated-payload commit", p.commit(get, &[0; 5], 8));
     // The endpoint's own table: sealed, at a free reserved index and at
     // one rgex uses.
     for index in [CLIENT_MIN - 1, rgex::reserved::RMA_GET_REPLY] {
-        match client.handlers().register_protocol(
+        match client.endpoint().handlers().register_protocol(
             index,
             "late",
             Accepts::reply(Category::Medium, 3),
@@ -422,7 +445,7 @@ fn protocol_ids_stay_rgexs(client: &Client) -> Res<()> {
             other => panic!("register_protocol({index}) on the endpoint's table: {other:?}"),
         }
     }
-    assert!(client.handlers().is_sealed());
+    assert!(client.endpoint().handlers().is_sealed());
 
     // The forgery: rank 0 gets 256 bytes from rank 1 by
     // reference, and asks rank 1's client handler to answer it with a
@@ -430,19 +453,19 @@ fn protocol_ids_stay_rgexs(client: &Client) -> Res<()> {
     // reply is refused at rank 1, and the get ends with the real bytes.
     let off = 8192u64;
     let real: Vec<u8> = (0..256u32).map(|i| (i * 5 + 1) as u8).collect();
-    client.segment().write(off, &real)?;
+    client.endpoint().segment().write(off, &real)?;
     let refused_before = SCRATCH_REPLIES_REFUSED.load(Ordering::Relaxed);
     client.barrier()?;
     let forgeries = 4u64;
     if me == 0 {
-        let ev = client.get_nb(
+        let ev = client.endpoint().get_nb(
             vec![0u8; 256],
             GlobalAddr::new(Rank(1), off),
             Flags::empty(),
         )?;
         let echoes = ECHOES.load(Ordering::Acquire);
         for slot in 0..forgeries as u32 {
-            client.request_short(
+            client.endpoint().request_short(
                 Rank(1),
                 HandlerId::forge(SCRATCH_REPLY),
                 &[slot, 0],
@@ -477,23 +500,35 @@ fn requests_without_arguments(client: &Client, next: Rank, prev: Rank) -> Res<()
     let protocol = [
         rgex::reserved::RMA_PUT,
         rgex::reserved::RMA_GET,
+        rgex::reserved::PUT_SIGNAL,
         rgex::atomics::reserved::AD_OP,
         rgex::vis::am::index::PUT,
         rgex::vis::am::index::GET,
     ];
-    let before = client.malformed_messages();
+    let before = client.endpoint().malformed_messages();
     let marked = next_mark(prev);
     client.barrier()?;
     for &index in &protocol {
-        client.forge_request(next, index, Category::Short, &[], &[], 0, Flags::empty())?;
+        client.endpoint().forge_request(
+            next,
+            index,
+            Category::Short,
+            &[],
+            &[],
+            0,
+            Flags::empty(),
+        )?;
     }
-    client.request_short(next, HandlerId::forge(MARK), &[], Flags::empty())?;
+    client
+        .endpoint()
+        .request_short(next, HandlerId::forge(MARK), &[], Flags::empty())?;
     let errors = poll_until(client, "the mark after the argument-less requests", || {
-        marks(prev) >= marked && client.malformed_messages() - before >= protocol.len() as u64
+        marks(prev) >= marked
+            && client.endpoint().malformed_messages() - before >= protocol.len() as u64
     });
     only_malformed(client, "argument-less requests", &errors, &[prev]);
     assert_eq!(
-        client.malformed_messages() - before,
+        client.endpoint().malformed_messages() - before,
         protocol.len() as u64,
         "each argument-less protocol request is one malformed message"
     );
@@ -511,21 +546,21 @@ fn forged_get_replies(client: &Client) -> Res<()> {
     let (me, n) = (client.rank().0, client.size());
     let off = 4096u64;
     let real: Vec<u8> = (0..256u32).map(|i| (i * 7 + 3) as u8).collect();
-    client.segment().write(off, &real)?;
-    let before = client.malformed_messages();
+    client.endpoint().segment().write(off, &real)?;
+    let before = client.endpoint().malformed_messages();
     client.barrier()?;
     let reply = u32::from(rgex::reserved::RMA_GET_REPLY);
     // Ids are (slot, generation) pairs; a fresh table hands out small ones.
     let ids: Vec<[u32; 2]> = (0..4).flat_map(|s| (0..4).map(move |g| [s, g])).collect();
     match me {
         0 => {
-            let ev = client.get_nb(
+            let ev = client.endpoint().get_nb(
                 vec![0u8; 256],
                 GlobalAddr::new(Rank(1), off),
                 Flags::empty(),
             )?;
             for id in &ids {
-                client.forge_request(
+                client.endpoint().forge_request(
                     Rank(0),
                     reply as u8,
                     Category::Medium,
@@ -537,7 +572,7 @@ fn forged_get_replies(client: &Client) -> Res<()> {
             }
             if n >= 3 {
                 for id in &ids {
-                    client.request_short(
+                    client.endpoint().request_short(
                         Rank(2),
                         HandlerId::forge(FORGE_REPLY),
                         &[1, reply, 1, 256, id[0], id[1], 0],
@@ -547,7 +582,12 @@ fn forged_get_replies(client: &Client) -> Res<()> {
             }
             let echoes = ECHOES.load(Ordering::Acquire);
             let wrong_peer = if n >= 3 { Rank(2) } else { Rank(0) };
-            client.request_short(wrong_peer, HandlerId::forge(ECHO), &[], Flags::empty())?;
+            client.endpoint().request_short(
+                wrong_peer,
+                HandlerId::forge(ECHO),
+                &[],
+                Flags::empty(),
+            )?;
             let mut errors = poll_until(client, "the echo after the forged get replies", || {
                 ECHOES.load(Ordering::Acquire) > echoes
             });
@@ -557,12 +597,17 @@ fn forged_get_replies(client: &Client) -> Res<()> {
             let forged = if n >= 3 { 2 * ids.len() } else { ids.len() };
             only_malformed(client, "forged get replies", &errors, &[Rank(0), Rank(2)]);
             assert_eq!(
-                (client.malformed_messages() - before) as usize,
+                (client.endpoint().malformed_messages() - before) as usize,
                 forged,
                 "each forged get reply is one malformed message"
             );
             for r in 1..n {
-                client.request_short(Rank(r), HandlerId::forge(MARK), &[], Flags::empty())?;
+                client.endpoint().request_short(
+                    Rank(r),
+                    HandlerId::forge(MARK),
+                    &[],
+                    Flags::empty(),
+                )?;
             }
         }
         _ => {
@@ -594,11 +639,11 @@ fn forged_refusals(client: &Client) -> Res<()> {
     let (me, n) = (client.rank().0, client.size());
     let (next, prev) = (Rank((me + 1) % n), Rank((me + n - 1) % n));
     let refused = u32::from(rgex::reserved::REFUSED);
-    let before = client.malformed_messages();
+    let before = client.endpoint().malformed_messages();
     let marked = next_mark(prev);
     client.barrier()?;
     // As a request, from this rank to the next.
-    client.forge_request(
+    client.endpoint().forge_request(
         next,
         refused as u8,
         Category::Short,
@@ -607,11 +652,13 @@ fn forged_refusals(client: &Client) -> Res<()> {
         0,
         Flags::empty(),
     )?;
-    client.request_short(next, HandlerId::forge(MARK), &[], Flags::empty())?;
+    client
+        .endpoint()
+        .request_short(next, HandlerId::forge(MARK), &[], Flags::empty())?;
     // As replies from the next rank: an unregistered index, then a
     // registered one with a category code that names none.
     for args in [[200, 0], [u32::from(MARK), 9]] {
-        client.request_short(
+        client.endpoint().request_short(
             next,
             HandlerId::forge(FORGE_REPLY),
             &[1, refused, 0, 0, args[0], args[1]],
@@ -619,13 +666,15 @@ fn forged_refusals(client: &Client) -> Res<()> {
         )?;
     }
     let echoes = ECHOES.load(Ordering::Acquire);
-    client.request_short(next, HandlerId::forge(ECHO), &[], Flags::empty())?;
+    client
+        .endpoint()
+        .request_short(next, HandlerId::forge(ECHO), &[], Flags::empty())?;
     let errors = poll_until(client, "the echo after the forged refusals", || {
         ECHOES.load(Ordering::Acquire) > echoes && marks(prev) >= marked
     });
     only_malformed(client, "forged refusals", &errors, &[next, prev]);
     assert_eq!(
-        client.malformed_messages() - before,
+        client.endpoint().malformed_messages() - before,
         3,
         "each forged refusal is one malformed message"
     );
@@ -641,16 +690,19 @@ fn forged_refusals(client: &Client) -> Res<()> {
 fn fuzz(client: &Client) -> Res<()> {
     let (me, n) = (client.rank().0, client.size());
     let (next, prev) = (Rank((me + 1) % n), Rank((me + n - 1) % n));
-    let seg_len = client.conduit().segment_len(next);
+    let seg_len = client.endpoint().conduit().segment_len(next);
     let mut rng = Rng::new(0xF022 + u64::from(me));
     let marked = next_mark(prev);
-    let before = (client.malformed_messages(), client.dropped_messages());
+    let before = (
+        client.endpoint().malformed_messages(),
+        client.endpoint().dropped_messages(),
+    );
     client.barrier()?;
     let mut errors = Vec::new();
     for i in 0..FUZZ / 2 {
-        let f = Forged::random(&mut rng, client.max_medium(next, 16), seg_len);
+        let f = Forged::random(&mut rng, client.endpoint().max_medium(next, 16), seg_len);
         let p = f.payload(&mut rng);
-        client.forge_request(
+        client.endpoint().forge_request(
             next,
             f.index,
             f.category,
@@ -659,16 +711,25 @@ fn fuzz(client: &Client) -> Res<()> {
             f.long_offset,
             Flags::empty(),
         )?;
-        client.request_short(next, HandlerId::forge(FORGE_REPLY), &[0, i], Flags::empty())?;
+        client.endpoint().request_short(
+            next,
+            HandlerId::forge(FORGE_REPLY),
+            &[0, i],
+            Flags::empty(),
+        )?;
         if i % 64 == 0 {
-            if let Err(e) = client.poll() {
+            if let Err(e) = client.endpoint().poll() {
                 errors.push(e);
             }
         }
     }
-    client.request_short(next, HandlerId::forge(MARK), &[], Flags::empty())?;
+    client
+        .endpoint()
+        .request_short(next, HandlerId::forge(MARK), &[], Flags::empty())?;
     let echoes = ECHOES.load(Ordering::Acquire);
-    client.request_short(next, HandlerId::forge(ECHO), &[], Flags::empty())?;
+    client
+        .endpoint()
+        .request_short(next, HandlerId::forge(ECHO), &[], Flags::empty())?;
     errors.extend(poll_until(client, "the fuzz's mark and echo", || {
         marks(prev) >= marked && ECHOES.load(Ordering::Acquire) > echoes
     }));
@@ -684,7 +745,7 @@ fn fuzz(client: &Client) -> Res<()> {
             other => panic!("{}: fuzz: unexpected error {other}", client.rank()),
         }
     }
-    let seen = client.malformed_messages() - before.0;
+    let seen = client.endpoint().malformed_messages() - before.0;
     assert!(
         seen > 0,
         "{FUZZ} random protocol messages and none was malformed"
@@ -692,7 +753,7 @@ fn fuzz(client: &Client) -> Res<()> {
     println!(
         "{}: fuzz: {seen} malformed messages ignored, {} dropped; polls reported {malformed} and {dropped}",
         client.rank(),
-        client.dropped_messages() - before.1
+        client.endpoint().dropped_messages() - before.1
     );
     ok(
         client,
@@ -708,15 +769,17 @@ fn still_works(client: &Client, vis: &Vis, ad: &AtomicDomain<u64>) -> Res<()> {
     let next = Rank((me + 1) % n);
     let (data_off, word_off) = (65536u64, 8192u64);
     let mine: Vec<u8> = (0..1000u32).map(|i| (i ^ (me * 31)) as u8).collect();
-    client.segment().write(data_off, &mine)?;
-    client.segment().write_u64(word_off, 0)?;
+    client.endpoint().segment().write(data_off, &mine)?;
+    client.endpoint().segment().write_u64(word_off, 0)?;
     client.barrier()?;
     let theirs: Vec<u8> = (0..1000u32).map(|i| (i ^ (next.0 * 31)) as u8).collect();
     // RMA by reference.
     let mut got = vec![0u8; 1000];
-    client.get(&mut got, GlobalAddr::new(next, data_off), Flags::empty())?;
+    client
+        .endpoint()
+        .get(&mut got, GlobalAddr::new(next, data_off), Flags::empty())?;
     assert_eq!(got, theirs, "reference get after the fuzz");
-    client.put(
+    client.endpoint().put(
         GlobalAddr::new(next, data_off + 2000),
         &mine,
         Flags::empty(),
@@ -747,7 +810,10 @@ fn still_works(client: &Client, vis: &Vis, ad: &AtomicDomain<u64>) -> Res<()> {
     client.barrier()?;
     let prev = (me + n - 1) % n;
     let mut back = vec![0u8; 1000];
-    client.segment().read(data_off + 2000, &mut back)?;
+    client
+        .endpoint()
+        .segment()
+        .read(data_off + 2000, &mut back)?;
     let put: Vec<u8> = (0..1000u32).map(|i| (i ^ (prev * 31)) as u8).collect();
     assert_eq!(back, put, "reference put after the fuzz");
     if me == 0 {
@@ -765,7 +831,7 @@ fn still_works(client: &Client, vis: &Vis, ad: &AtomicDomain<u64>) -> Res<()> {
         );
     }
     let sum = client
-        .world_team()
+        .world()
         .allreduce(&[u64::from(me)], rgex::ReduceOp::Sum)?;
     assert_eq!(sum, [u64::from(n) * u64::from(n - 1) / 2]);
     ok(

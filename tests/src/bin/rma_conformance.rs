@@ -20,7 +20,7 @@ use rgex_tests::{fill_pattern, ok, pattern_mismatch, skip, stalled, wait_until, 
 fn window(client: &Client) -> u64 {
     // The smallest segment of the job (ranks may have different sizes).
     let seg = (0..client.size())
-        .map(|r| client.conduit().segment_len(Rank(r)))
+        .map(|r| client.endpoint().conduit().segment_len(Rank(r)))
         .min()
         .unwrap_or(0);
     (seg / u64::from(client.size())) & !4095
@@ -42,8 +42,10 @@ fn main() -> rgex::Result<()> {
     rgex_tests::conduit_banner(&client);
     let (me, n) = (client.rank().0, client.size());
     let win = window(&client);
-    let path = client.rma_path(Rank((me + 1) % n));
-    let paths: Vec<RmaPath> = (0..n).map(|p| client.rma_path(Rank(p))).collect();
+    let path = client.endpoint().rma_path(Rank((me + 1) % n));
+    let paths: Vec<RmaPath> = (0..n)
+        .map(|p| client.endpoint().rma_path(Rank(p)))
+        .collect();
     ok(
         &client,
         &format!("RMA path to the next rank: {path:?} (by peer: {paths:?})"),
@@ -57,7 +59,7 @@ fn main() -> rgex::Result<()> {
     // Again with a thread polling, which helps with large mapped copies
     // (only those are shared: over another path this would repeat the
     // same transfers for nothing).
-    if (0..n).any(|r| client.rma_path(Rank(r)) == RmaPath::Mapped) {
+    if (0..n).any(|r| client.endpoint().rma_path(Rank(r)) == RmaPath::Mapped) {
         let ((), polls) = with_poller(&client, || every_form(&client, win))?;
         ok(
             &client,
@@ -98,20 +100,24 @@ fn every_form(client: &Client, win: u64) -> rgex::Result<()> {
             let mut src = vec![0u8; len];
             fill_pattern(&mut src, me, seq);
             match form {
-                0 => client.put(base, &src, f)?,
-                1 => client.put_nb(base, &src, f)?.wait()?,
+                0 => client.endpoint().put(base, &src, f)?,
+                1 => client.endpoint().put_nb(base, &src, f)?.wait()?,
                 2 => {
-                    let p = client.put_nb_defer(base, src.clone(), f)?;
+                    let p = client.endpoint().put_nb_defer(base, src.clone(), f)?;
                     drop(p.lc.wait()?);
                     p.rc.wait()?;
                 }
                 3 => {
-                    client.put_nbi(base, &src, f)?;
-                    client.nbi_wait(NbiCategory::Put)?;
+                    client.endpoint().put_nbi(base, &src, f)?;
+                    client.endpoint().nbi_wait(NbiCategory::Put)?;
                 }
                 _ => {
                     // SAFETY: `src` outlives the wait below.
-                    let ev = unsafe { client.put_nb_raw(base, src.as_ptr(), len, Lc::Defer, f)? };
+                    let ev = unsafe {
+                        client
+                            .endpoint()
+                            .put_nb_raw(base, src.as_ptr(), len, Lc::Defer, f)?
+                    };
                     ev.lc.wait()?;
                     ev.rc.wait()?;
                 }
@@ -119,21 +125,21 @@ fn every_form(client: &Client, win: u64) -> rgex::Result<()> {
             let back = match form {
                 0 | 3 => {
                     let mut b = vec![0u8; len];
-                    client.get(&mut b, base, f)?;
+                    client.endpoint().get(&mut b, base, f)?;
                     b
                 }
-                1 => client.get_nb(vec![0u8; len], base, f)?.wait()?,
+                1 => client.endpoint().get_nb(vec![0u8; len], base, f)?.wait()?,
                 2 => {
                     let mut b = vec![0u8; len];
                     // SAFETY: `b` is not touched until the NBI sync below.
-                    unsafe { client.get_nbi(b.as_mut_ptr(), len, base, f)? };
-                    client.nbi_wait(NbiCategory::Get)?;
+                    unsafe { client.endpoint().get_nbi(b.as_mut_ptr(), len, base, f)? };
+                    client.endpoint().nbi_wait(NbiCategory::Get)?;
                     b
                 }
                 _ => {
                     let mut b = vec![0u8; len];
                     // SAFETY: `b` is not touched until the event fires.
-                    let ev = unsafe { client.get_nb_raw(b.as_mut_ptr(), len, base, f)? };
+                    let ev = unsafe { client.endpoint().get_nb_raw(b.as_mut_ptr(), len, base, f)? };
                     ev.wait()?;
                     b
                 }
@@ -145,9 +151,13 @@ fn every_form(client: &Client, win: u64) -> rgex::Result<()> {
             );
         }
         let v = 0x0123_4567_89ab_cdef ^ u64::from(me);
-        client.put_val(GlobalAddr::new(peer, u64::from(me) * win + 8), v, f)?;
+        client
+            .endpoint()
+            .put_val(GlobalAddr::new(peer, u64::from(me) * win + 8), v, f)?;
         assert_eq!(
-            client.get_val(GlobalAddr::new(peer, u64::from(me) * win + 8), f)?,
+            client
+                .endpoint()
+                .get_val(GlobalAddr::new(peer, u64::from(me) * win + 8), f)?,
             v
         );
     }
@@ -199,30 +209,38 @@ fn at_the_target(client: &Client, win: u64) -> rgex::Result<()> {
                 let mut src = vec![0u8; len];
                 fill_pattern(&mut src, me, seed);
                 match form {
-                    0 => client.put(at, &src, f)?,
-                    1 => client.put_nb(at, &src, f)?.wait()?,
+                    0 => client.endpoint().put(at, &src, f)?,
+                    1 => client.endpoint().put_nb(at, &src, f)?.wait()?,
                     2 => {
-                        let p = client.put_nb_defer(at, src, f)?;
+                        let p = client.endpoint().put_nb_defer(at, src, f)?;
                         drop(p.lc.wait()?);
                         p.rc.wait()?;
                     }
-                    3 => client.put_nbi(at, &src, f)?,
+                    3 => client.endpoint().put_nbi(at, &src, f)?,
                     4 => {
                         // SAFETY: `src` outlives both waits.
-                        let ev = unsafe { client.put_nb_raw(at, src.as_ptr(), len, Lc::Defer, f)? };
+                        let ev = unsafe {
+                            client
+                                .endpoint()
+                                .put_nb_raw(at, src.as_ptr(), len, Lc::Defer, f)?
+                        };
                         ev.lc.wait()?;
                         ev.rc.wait()?;
                     }
                     _ => {
                         // SAFETY: `src` outlives the call (Now).
-                        let ev = unsafe { client.put_nb_raw(at, src.as_ptr(), len, Lc::Now, f)? };
+                        let ev = unsafe {
+                            client
+                                .endpoint()
+                                .put_nb_raw(at, src.as_ptr(), len, Lc::Now, f)?
+                        };
                         ev.rc.wait()?;
                     }
                 }
             }
         }
     }
-    client.nbi_wait(NbiCategory::Put)?;
+    client.endpoint().nbi_wait(NbiCategory::Put)?;
     // Every put is complete at its target before anyone reads.
     client.barrier()?;
     for from in 0..n {
@@ -231,6 +249,7 @@ fn at_the_target(client: &Client, win: u64) -> rgex::Result<()> {
                 let (off, seed) = at_target_slot(form, i, from, me);
                 let mut got = vec![0u8; len];
                 client
+                    .endpoint()
                     .segment()
                     .read(u64::from(from) * win + off, &mut got)?;
                 assert_eq!(
@@ -249,7 +268,10 @@ fn at_the_target(client: &Client, win: u64) -> rgex::Result<()> {
                 let (off, seed) = at_target_slot(form, i, from, me);
                 let mut data = vec![0u8; len];
                 fill_pattern(&mut data, me, seed);
-                client.segment().write(u64::from(from) * win + off, &data)?;
+                client
+                    .endpoint()
+                    .segment()
+                    .write(u64::from(from) * win + off, &data)?;
             }
         }
     }
@@ -262,16 +284,17 @@ fn at_the_target(client: &Client, win: u64) -> rgex::Result<()> {
                 let at = GlobalAddr::new(Rank(to), u64::from(me) * win + off);
                 let mut got = vec![0u8; len];
                 match form {
-                    0 => client.get(&mut got, at, f)?,
-                    1 => got = client.get_nb(got, at, f)?.wait()?,
+                    0 => client.endpoint().get(&mut got, at, f)?,
+                    1 => got = client.endpoint().get_nb(got, at, f)?.wait()?,
                     2 => {
                         // SAFETY: `got` is not touched until the sync below.
-                        unsafe { client.get_nbi(got.as_mut_ptr(), len, at, f)? };
-                        client.nbi_wait(NbiCategory::Get)?;
+                        unsafe { client.endpoint().get_nbi(got.as_mut_ptr(), len, at, f)? };
+                        client.endpoint().nbi_wait(NbiCategory::Get)?;
                     }
                     _ => {
                         // SAFETY: `got` is not touched until the event fires.
-                        let ev = unsafe { client.get_nb_raw(got.as_mut_ptr(), len, at, f)? };
+                        let ev =
+                            unsafe { client.endpoint().get_nb_raw(got.as_mut_ptr(), len, at, f)? };
                         ev.wait()?;
                     }
                 }
@@ -304,7 +327,7 @@ fn in_segment(client: &Client, win: u64) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
     let peer = Rank((me + 1) % n);
     let f = Flags::empty();
-    let seg = client.segment();
+    let seg = client.endpoint().segment();
     // The upper half of this rank's own window in its own segment: only
     // this rank writes there (peers write their own windows).
     let (src_off, len) = (
@@ -317,30 +340,37 @@ fn in_segment(client: &Client, win: u64) -> rgex::Result<()> {
     seg.write(src_off, &pattern)?;
     let check = |what: &str| -> rgex::Result<()> {
         let mut back = vec![0u8; len];
-        client.get(&mut back, dst, f)?;
+        client.endpoint().get(&mut back, dst, f)?;
         assert_eq!(back, pattern, "{what} from the segment");
-        client.put(dst, &vec![0u8; len], f)
+        client.endpoint().put(dst, &vec![0u8; len], f)
     };
     // SAFETY: the source lies in this rank's segment (`write` checked the
     // range) and nothing writes it until both events below have fired.
-    let ev =
-        unsafe { client.put_nb_raw(dst, seg.as_ptr().add(src_off as usize), len, Lc::Defer, f)? };
+    let ev = unsafe {
+        client
+            .endpoint()
+            .put_nb_raw(dst, seg.as_ptr().add(src_off as usize), len, Lc::Defer, f)?
+    };
     ev.lc.wait()?;
     ev.rc.wait()?;
     check("raw put")?;
     // SAFETY: as above; the slice is dropped before the segment is
     // written again.
     let slice = unsafe { std::slice::from_raw_parts(seg.as_ptr().add(src_off as usize), len) };
-    client.put_nbi(dst, slice, f)?;
-    client.nbi_wait(NbiCategory::Put)?;
+    client.endpoint().put_nbi(dst, slice, f)?;
+    client.endpoint().nbi_wait(NbiCategory::Put)?;
     check("NBI put")?;
     // A get into the segment: the pattern put back first, then fetched
     // over the zeroed source range.
-    client.put(dst, &pattern, f)?;
+    client.endpoint().put(dst, &pattern, f)?;
     seg.write(src_off, &vec![0u8; len])?;
     // SAFETY: the destination lies in this rank's segment and nothing
     // reads or writes it until the event fires.
-    let ev = unsafe { client.get_nb_raw(seg.as_ptr().add(src_off as usize), len, dst, f)? };
+    let ev = unsafe {
+        client
+            .endpoint()
+            .get_nb_raw(seg.as_ptr().add(src_off as usize), len, dst, f)?
+    };
     ev.wait()?;
     let mut back = vec![0u8; len];
     seg.read(src_off, &mut back)?;
@@ -366,13 +396,13 @@ fn overlapping_slices(client: &Client, win: u64) -> rgex::Result<()> {
     let mut src = vec![0u8; slice as usize];
     for round in 0..50u32 {
         fill_pattern(&mut src, me, 10_000 + round);
-        client.put(at(me), &src, Flags::empty())?;
+        client.endpoint().put(at(me), &src, Flags::empty())?;
     }
     client.barrier()?;
     if me == 0 {
         for r in 0..n {
             let mut b = vec![0u8; slice as usize];
-            client.segment().read(at(r).offset, &mut b)?;
+            client.endpoint().segment().read(at(r).offset, &mut b)?;
             assert_eq!(
                 pattern_mismatch(&b, r, 10_049),
                 None,
@@ -396,11 +426,12 @@ fn local_completion(client: &Client, win: u64) -> rgex::Result<()> {
     let dst = GlobalAddr::new(peer, u64::from(me) * win + 5);
     let mut src = vec![0u8; 1 << 20];
     fill_pattern(&mut src, me, 500);
-    let put = client.put_nb_defer(dst, src, Flags::empty())?;
+    let put = client.endpoint().put_nb_defer(dst, src, Flags::empty())?;
     let mut src = put.lc.wait()?;
     src.fill(0xEE);
     put.rc.wait()?;
     let back = client
+        .endpoint()
         .get_nb(vec![0u8; 1 << 20], dst, Flags::empty())?
         .wait()?;
     assert_eq!(
@@ -419,17 +450,22 @@ fn local_completion(client: &Client, win: u64) -> rgex::Result<()> {
             let seq = 600 + 2 * k as u32 + u32::from(nbi);
             fill_pattern(&mut src[..len], me, seq);
             let ev = if nbi {
-                client.put_nbi(dst, &src[..len], Flags::empty())?;
+                client
+                    .endpoint()
+                    .put_nbi(dst, &src[..len], Flags::empty())?;
                 None
             } else {
-                Some(client.put_nb(dst, &src[..len], Flags::empty())?)
+                Some(client.endpoint().put_nb(dst, &src[..len], Flags::empty())?)
             };
             src[..len].fill(0xEE);
             match ev {
                 Some(ev) => ev.wait()?,
-                None => client.nbi_wait(NbiCategory::Put)?,
+                None => client.endpoint().nbi_wait(NbiCategory::Put)?,
             }
-            let back = client.get_nb(vec![0u8; len], dst, Flags::empty())?.wait()?;
+            let back = client
+                .endpoint()
+                .get_nb(vec![0u8; len], dst, Flags::empty())?
+                .wait()?;
             assert_eq!(
                 pattern_mismatch(&back, me, seq),
                 None,
@@ -450,8 +486,9 @@ fn nbi_region(client: &Client, win: u64) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
     let peer = Rank((me + 1) % n);
     let base = u64::from(me) * win;
-    client.nbi_begin_region()?;
+    client.endpoint().nbi_begin_region()?;
     let e = client
+        .endpoint()
         .nbi_begin_region()
         .expect_err("a second region on one thread must be refused");
     assert!(
@@ -459,15 +496,17 @@ fn nbi_region(client: &Client, win: u64) -> rgex::Result<()> {
         "{e}"
     );
     for i in 0..10_000u64 {
-        client.put_nbi(
+        client.endpoint().put_nbi(
             GlobalAddr::new(peer, base + 8 * i),
             &(i ^ 0xABCD).to_ne_bytes(),
             Flags::empty(),
         )?;
     }
-    client.nbi_end_region()?.wait()?;
+    client.endpoint().nbi_end_region()?.wait()?;
     let mut back = vec![0u8; 80_000];
-    client.get(&mut back, GlobalAddr::new(peer, base), Flags::empty())?;
+    client
+        .endpoint()
+        .get(&mut back, GlobalAddr::new(peer, base), Flags::empty())?;
     for (i, c) in back.chunks_exact(8).enumerate() {
         assert_eq!(
             u64::from_ne_bytes(c.try_into().unwrap()),
@@ -476,6 +515,7 @@ fn nbi_region(client: &Client, win: u64) -> rgex::Result<()> {
         );
     }
     let e = client
+        .endpoint()
         .nbi_end_region()
         .expect_err("no region is open any more");
     assert!(e.to_string().contains("no open access region"), "{e}");
@@ -534,21 +574,23 @@ fn tests_do_not_poll(client: &Client, win: u64) -> rgex::Result<()> {
             client.barrier()?;
             if let Some(t) = target {
                 std::thread::sleep(Duration::from_millis(10));
-                client.request_short(t, knock, &[], Flags::empty())?;
+                client
+                    .endpoint()
+                    .request_short(t, knock, &[], Flags::empty())?;
             }
             let mut fair = true;
             if testing {
                 let mut got = vec![0u8; 64];
                 // SAFETY: `got` is not touched until the event is waited on.
                 let ev = unsafe {
-                    client.get_nb_raw(
+                    client.endpoint().get_nb_raw(
                         got.as_mut_ptr(),
                         got.len(),
                         GlobalAddr::new(peer, base),
                         Flags::empty(),
                     )?
                 };
-                client.put_nbi(
+                client.endpoint().put_nbi(
                     GlobalAddr::new(peer, base + 4096),
                     &[5u8; 64],
                     Flags::empty(),
@@ -565,8 +607,8 @@ fn tests_do_not_poll(client: &Client, win: u64) -> rgex::Result<()> {
                 std::thread::sleep(Duration::from_millis(60));
                 for _ in 0..1000 {
                     let _ = ev.test() | vput.rc.test();
-                    let _ = client.nbi_test(NbiCategory::Put);
-                    let _ = client.nbi_test(NbiCategory::Get);
+                    let _ = client.endpoint().nbi_test(NbiCategory::Put);
+                    let _ = client.endpoint().nbi_test(NbiCategory::Get);
                 }
                 assert_eq!(
                     knocks.load(Ordering::Relaxed),
@@ -587,11 +629,11 @@ fn tests_do_not_poll(client: &Client, win: u64) -> rgex::Result<()> {
                 }
                 ev.wait()?;
                 vput.rc.wait()?;
-                client.nbi_wait(NbiCategory::Put)?;
+                client.endpoint().nbi_wait(NbiCategory::Put)?;
             }
             // Whether every tester saw its knock arrive unpolled.
             let all_fair = client
-                .world_team()
+                .world()
                 .allreduce(&[u64::from(fair)], rgex::ReduceOp::Min)?;
             if all_fair == [1] {
                 break;
@@ -601,7 +643,7 @@ fn tests_do_not_poll(client: &Client, win: u64) -> rgex::Result<()> {
     // At least one turn somewhere must have tested with its knock in
     // flight, or this check proved nothing.
     let total = client
-        .world_team()
+        .world()
         .allreduce(&[u64::from(checked)], rgex::ReduceOp::Sum)?[0];
     assert!(
         total > 0,
@@ -622,7 +664,7 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     assert!(invalid.test() && invalid.is_invalid());
     let mut evs: Vec<Event> = (0..16u64)
         .map(|i| {
-            client.put_nb(
+            client.endpoint().put_nb(
                 GlobalAddr::new(peer, base + 4096 * i),
                 &[i as u8; 4096],
                 Flags::empty(),
@@ -644,7 +686,7 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     );
     let mut evs: Vec<Event> = (0..8u64)
         .map(|i| {
-            client.put_nb(
+            client.endpoint().put_nb(
                 GlobalAddr::new(peer, base + 4096 * i),
                 &[1; 4096],
                 Flags::empty(),
@@ -659,14 +701,14 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     let mut got = vec![0u8; 64];
     // SAFETY: `got` is not touched until the event below is waited on.
     let ev = unsafe {
-        client.get_nb_raw(
+        client.endpoint().get_nb_raw(
             got.as_mut_ptr(),
             got.len(),
             GlobalAddr::new(peer, base),
             Flags::empty(),
         )?
     };
-    let reference = client.rma_path(peer) == RmaPath::Reference;
+    let reference = client.endpoint().rma_path(peer) == RmaPath::Reference;
     let mut early = false;
     for _ in 0..200 {
         early |= ev.test();
@@ -684,14 +726,14 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     // category's sync waits for that category only (a sync of one with
     // nothing outstanding returns without polling, leaving the others).
     let mut got_nbi = vec![0u8; 64];
-    client.put_nbi(
+    client.endpoint().put_nbi(
         GlobalAddr::new(peer, base + 16 * 4096),
         &[7u8; 64],
         Flags::empty(),
     )?;
     // SAFETY: `got_nbi` is not touched until the get category's sync below.
     unsafe {
-        client.get_nbi(
+        client.endpoint().get_nbi(
             got_nbi.as_mut_ptr(),
             got_nbi.len(),
             GlobalAddr::new(peer, base),
@@ -700,28 +742,31 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     };
     let mut early = [false; 2];
     for _ in 0..200 {
-        early[0] |= client.nbi_test(NbiCategory::Put);
-        early[1] |= client.nbi_test(NbiCategory::Get);
+        early[0] |= client.endpoint().nbi_test(NbiCategory::Put);
+        early[1] |= client.endpoint().nbi_test(NbiCategory::Get);
         std::thread::sleep(std::time::Duration::from_micros(50));
     }
-    client.nbi_wait(NbiCategory::Rmw)?;
+    client.endpoint().nbi_wait(NbiCategory::Rmw)?;
     if reference {
         assert_eq!(
             early, [false; 2],
             "nbi_test completed an implicit put or get whose answer this rank never polled for"
         );
         assert!(
-            !client.nbi_test(NbiCategory::Get),
+            !client.endpoint().nbi_test(NbiCategory::Get),
             "the sync of the (idle) atomics category completed the gets"
         );
     }
-    client.nbi_wait(NbiCategory::Get)?;
+    client.endpoint().nbi_wait(NbiCategory::Get)?;
     assert_eq!(
         got_nbi, [1u8; 64],
         "the implicit get read what the puts wrote"
     );
-    client.nbi_wait(NbiCategory::Put)?;
-    assert!(client.nbi_test(NbiCategory::Put) && client.nbi_test(NbiCategory::Get));
+    client.endpoint().nbi_wait(NbiCategory::Put)?;
+    assert!(
+        client.endpoint().nbi_test(NbiCategory::Put)
+            && client.endpoint().nbi_test(NbiCategory::Get)
+    );
     // wait_all and wait_some over events of different kinds at once: puts,
     // gets and a VIS put.
     let vis = rgex::Vis::new(client.endpoint())?;
@@ -729,7 +774,11 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
     let mut evs: Vec<Event> = Vec::new();
     for i in 0..8u64 {
         let at = GlobalAddr::new(peer, base + 4096 * i);
-        evs.push(client.put_nb(at, &[2 + i as u8; 4096], Flags::empty())?);
+        evs.push(
+            client
+                .endpoint()
+                .put_nb(at, &[2 + i as u8; 4096], Flags::empty())?,
+        );
     }
     let strided = rgex::Strided {
         elem_size: 8,
@@ -749,7 +798,7 @@ fn events(client: &Client, win: u64) -> rgex::Result<()> {
         // SAFETY: each chunk is a distinct part of `back`, untouched until
         // the wait_all below.
         evs.push(unsafe {
-            client.get_nb_raw(
+            client.endpoint().get_nb_raw(
                 chunk.as_mut_ptr(),
                 chunk.len(),
                 GlobalAddr::new(peer, base + 4096 * i),
@@ -795,13 +844,13 @@ fn owned_buffers_of_every_kind(client: &Client, dst: GlobalAddr) -> rgex::Result
     fill_pattern(&mut pattern, me, 501);
     let boxed: Box<[u8]> = pattern.clone().into_boxed_slice();
     let at = boxed.as_ptr();
-    let put = client.put_nb_defer(dst, boxed, f)?;
+    let put = client.endpoint().put_nb_defer(dst, boxed, f)?;
     let boxed = put.lc.wait()?;
     assert_eq!(boxed.as_ptr(), at, "put_nb_defer hands back the same Box");
     put.rc.wait()?;
     let into: Box<[u8]> = vec![0u8; 4096].into_boxed_slice();
     let at = into.as_ptr();
-    let got = client.get_nb(into, dst, f)?.wait()?;
+    let got = client.endpoint().get_nb(into, dst, f)?.wait()?;
     assert_eq!(got.as_ptr(), at, "get_nb hands back the same Box");
     assert_eq!(
         pattern_mismatch(&got, me, 501),
@@ -812,7 +861,7 @@ fn owned_buffers_of_every_kind(client: &Client, dst: GlobalAddr) -> rgex::Result
     fill_pattern(&mut pattern, me, 502);
     let bytes = bytes::BytesMut::from(&pattern[..]);
     let at = bytes.as_ptr();
-    let put = client.put_nb_defer(dst, bytes, f)?;
+    let put = client.endpoint().put_nb_defer(dst, bytes, f)?;
     let bytes = put.lc.wait()?;
     assert_eq!(
         bytes.as_ptr(),
@@ -822,7 +871,7 @@ fn owned_buffers_of_every_kind(client: &Client, dst: GlobalAddr) -> rgex::Result
     put.rc.wait()?;
     let into = bytes::BytesMut::zeroed(4096);
     let at = into.as_ptr();
-    let got = client.get_nb(into, dst, f)?.wait()?;
+    let got = client.endpoint().get_nb(into, dst, f)?.wait()?;
     assert_eq!(got.as_ptr(), at, "get_nb hands back the same BytesMut");
     assert_eq!(
         pattern_mismatch(&got, me, 502),
@@ -831,7 +880,7 @@ fn owned_buffers_of_every_kind(client: &Client, dst: GlobalAddr) -> rgex::Result
     );
     let into = vec![0u8; 4096];
     let at = into.as_ptr();
-    let got = client.get_nb(into, dst, f)?.wait()?;
+    let got = client.endpoint().get_nb(into, dst, f)?.wait()?;
     assert_eq!(got.as_ptr(), at, "get_nb hands back the same Vec");
     assert_eq!(pattern_mismatch(&got, me, 502), None, "got into a Vec");
     Ok(())
@@ -850,31 +899,47 @@ fn owned_buffers_come_back_from_a_failed_start(client: &Client, peer: Rank, seg:
     };
     let v = vec![7u8; 16];
     let at = v.as_ptr();
-    let (e, v) = client.get_nb(v, past, f).unwrap_err().into_parts();
+    let (e, v) = client
+        .endpoint()
+        .get_nb(v, past, f)
+        .unwrap_err()
+        .into_parts();
     check(&e, "get_nb of a Vec");
     assert_eq!(
         (v.as_ptr(), v.as_slice()),
         (at, &[7u8; 16][..]),
         "get_nb's Vec came back"
     );
-    let (e, v) = client.put_nb_defer(past, v, f).unwrap_err().into_parts();
+    let (e, v) = client
+        .endpoint()
+        .put_nb_defer(past, v, f)
+        .unwrap_err()
+        .into_parts();
     check(&e, "put_nb_defer of a Vec");
     assert_eq!(v.as_ptr(), at, "put_nb_defer's Vec came back");
     let b: Box<[u8]> = vec![3u8; 16].into_boxed_slice();
     let at = b.as_ptr();
-    let (e, b) = client.put_nb_defer(past, b, f).unwrap_err().into_parts();
+    let (e, b) = client
+        .endpoint()
+        .put_nb_defer(past, b, f)
+        .unwrap_err()
+        .into_parts();
     check(&e, "put_nb_defer of a Box");
     assert_eq!(
         (b.as_ptr(), &b[..]),
         (at, &[3u8; 16][..]),
         "put_nb_defer's Box came back"
     );
-    let (e, b) = client.get_nb(b, past, f).unwrap_err().into_parts();
+    let (e, b) = client
+        .endpoint()
+        .get_nb(b, past, f)
+        .unwrap_err()
+        .into_parts();
     check(&e, "get_nb of a Box");
     assert_eq!(b.as_ptr(), at, "get_nb's Box came back");
     let m = bytes::BytesMut::zeroed(16);
     let at = m.as_ptr();
-    let err = client.get_nb(m, past, f).unwrap_err();
+    let err = client.endpoint().get_nb(m, past, f).unwrap_err();
     check(err.error(), "get_nb of a BytesMut");
     assert_eq!(
         err.into_buffer().as_ptr(),
@@ -888,20 +953,21 @@ fn bad_input(client: &Client) -> rgex::Result<()> {
     // Every rank's idea of every segment's length is that rank's own (the
     // job may give ranks different sizes: see tests/tests/rma.rs).
     let mut own = vec![0u64; n as usize];
-    own[me as usize] = client.segment().len() as u64;
-    let own = client.world_team().allreduce(&own, rgex::ReduceOp::Sum)?;
+    own[me as usize] = client.endpoint().segment().len() as u64;
+    let own = client.world().allreduce(&own, rgex::ReduceOp::Sum)?;
     for (r, &len) in own.iter().enumerate() {
         assert_eq!(
-            client.conduit().segment_len(Rank(r as u32)),
+            client.endpoint().conduit().segment_len(Rank(r as u32)),
             len,
             "{}'s length of rank {r}'s segment",
             client.rank()
         );
     }
     let peer = Rank((me + 1) % n);
-    let seg = client.conduit().segment_len(peer);
+    let seg = client.endpoint().conduit().segment_len(peer);
     let f = Flags::empty();
     let e = client
+        .endpoint()
         .put(GlobalAddr::new(peer, seg - 4), &[0; 8], f)
         .unwrap_err();
     let text = e.to_string();
@@ -913,6 +979,7 @@ fn bad_input(client: &Client) -> rgex::Result<()> {
         "{text}"
     );
     let e = client
+        .endpoint()
         .get(&mut [0; 8], GlobalAddr::new(peer, u64::MAX - 3), f)
         .unwrap_err();
     assert!(
@@ -920,6 +987,7 @@ fn bad_input(client: &Client) -> rgex::Result<()> {
         "overflowing offset: {e}"
     );
     let e = client
+        .endpoint()
         .put(GlobalAddr::new(Rank(n), 0), &[0; 8], f)
         .unwrap_err();
     assert!(
@@ -927,6 +995,7 @@ fn bad_input(client: &Client) -> rgex::Result<()> {
         "{e}"
     );
     let e = client
+        .endpoint()
         .get_nb(vec![0; 16], GlobalAddr::new(peer, seg), f)
         .unwrap_err();
     assert!(matches!(e.error, Error::OutOfSegment { .. }), "{e}");
@@ -949,10 +1018,10 @@ fn bad_input(client: &Client) -> rgex::Result<()> {
             );
         }
     }
-    client.nbi_wait(NbiCategory::Put)?;
-    client.nbi_wait(NbiCategory::Get)?;
+    client.endpoint().nbi_wait(NbiCategory::Put)?;
+    client.endpoint().nbi_wait(NbiCategory::Get)?;
     // Zero bytes at the very end is inside the segment.
-    client.put(GlobalAddr::new(peer, seg), &[], f)?;
+    client.endpoint().put(GlobalAddr::new(peer, seg), &[], f)?;
     client.barrier()?;
     ok(client, &format!("bad ranges: past the end and overflowing offsets refused by all {} forms of put and get, bad rank: errors name rank, offset and segment size (segment lengths by rank: {own:?}, each rank's own as every rank sees it)", forms.len()));
     Ok(())
@@ -974,23 +1043,29 @@ fn every_form_of_8_bytes(
     let sink = sink.as_mut_ptr() as usize;
     let src = [0u8; 8];
     vec![
-        ("put", Box::new(move |a| client.put(a, &src, f))),
-        ("put_val", Box::new(move |a| client.put_val(a, 7, f))),
+        ("put", Box::new(move |a| client.endpoint().put(a, &src, f))),
+        (
+            "put_val",
+            Box::new(move |a| client.endpoint().put_val(a, 7, f)),
+        ),
         (
             "put_nb",
-            Box::new(move |a| client.put_nb(a, &src, f).map(drop)),
+            Box::new(move |a| client.endpoint().put_nb(a, &src, f).map(drop)),
         ),
-        ("put_nbi", Box::new(move |a| client.put_nbi(a, &src, f))),
+        (
+            "put_nbi",
+            Box::new(move |a| client.endpoint().put_nbi(a, &src, f)),
+        ),
         (
             "put_nb_defer",
-            Box::new(move |a| Ok(client.put_nb_defer(a, vec![0; 8], f).map(drop)?)),
+            Box::new(move |a| Ok(client.endpoint().put_nb_defer(a, vec![0; 8], f).map(drop)?)),
         ),
         (
             "put_nb_raw (Now)",
             Box::new(move |a| {
                 // SAFETY: `src` (in the closure) outlives the call, which
                 // is all Now asks; a refused put reads nothing.
-                unsafe { client.put_nb_raw(a, src.as_ptr(), 8, Lc::Now, f) }.map(drop)
+                unsafe { client.endpoint().put_nb_raw(a, src.as_ptr(), 8, Lc::Now, f) }.map(drop)
             }),
         ),
         (
@@ -1000,24 +1075,38 @@ fn every_form_of_8_bytes(
                 // could read `src` (in the closure) after this returns, but
                 // the caller fails at once on an accepted form, and the
                 // closure lives until the check is over.
-                unsafe { client.put_nb_raw(a, src.as_ptr(), 8, Lc::Defer, f) }.map(drop)
+                unsafe {
+                    client
+                        .endpoint()
+                        .put_nb_raw(a, src.as_ptr(), 8, Lc::Defer, f)
+                }
+                .map(drop)
             }),
         ),
-        ("get", Box::new(move |a| client.get(&mut [0; 8], a, f))),
-        ("get_val", Box::new(move |a| client.get_val(a, f).map(drop))),
+        (
+            "get",
+            Box::new(move |a| client.endpoint().get(&mut [0; 8], a, f)),
+        ),
+        (
+            "get_val",
+            Box::new(move |a| client.endpoint().get_val(a, f).map(drop)),
+        ),
         (
             "get_nb",
-            Box::new(move |a| Ok(client.get_nb(vec![0; 8], a, f).map(drop)?)),
+            Box::new(move |a| Ok(client.endpoint().get_nb(vec![0; 8], a, f).map(drop)?)),
         ),
         (
             "get_nb_raw",
-            // SAFETY: the leaked sink lives for the program.
-            Box::new(move |a| unsafe { client.get_nb_raw(sink as *mut u8, 8, a, f) }.map(drop)),
+            Box::new(move |a| {
+                let ep = client.endpoint();
+                // SAFETY: the leaked sink lives for the program.
+                unsafe { ep.get_nb_raw(sink as *mut u8, 8, a, f) }.map(drop)
+            }),
         ),
         (
             "get_nbi",
             // SAFETY: as above.
-            Box::new(move |a| unsafe { client.get_nbi(sink as *mut u8, 8, a, f) }),
+            Box::new(move |a| unsafe { client.endpoint().get_nbi(sink as *mut u8, 8, a, f) }),
         ),
     ]
 }
@@ -1031,13 +1120,17 @@ fn every_form_of_8_bytes(
 fn immediate(client: &Client, win: u64) -> rgex::Result<()> {
     let me = client.rank().0;
     let dst = |i: u64| GlobalAddr::new(Rank(1), stalled::slot(i));
-    let path = client.rma_path(Rank(1));
+    let path = client.endpoint().rma_path(Rank(1));
     let Some(f) = stalled::flood(
         client,
         (win / 64).min(1 << 16),
         64,
         // Non-blocking: a blocking put would wait for rank 1's answer.
-        |i| client.put_nb(dst(i), &[stalled::PATTERN; 64], Flags::IMMEDIATE),
+        |i| {
+            client
+                .endpoint()
+                .put_nb(dst(i), &[stalled::PATTERN; 64], Flags::IMMEDIATE)
+        },
         // Where nothing needs rank 1, a thousand make the point.
         |i| path != RmaPath::Reference && i == 1000,
     )?
@@ -1062,16 +1155,22 @@ fn immediate(client: &Client, win: u64) -> rgex::Result<()> {
     client.barrier()?; // rank 1 has looked before rank 0 retries
     if let (0, Some(i)) = (me, f.refused_at) {
         client
+            .endpoint()
             .put(dst(i), &[stalled::PATTERN; 64], Flags::IMMEDIATE)
             .or_else(|e| {
                 assert!(e.is_would_block());
-                client.put(dst(i), &[stalled::PATTERN; 64], Flags::empty())
+                client
+                    .endpoint()
+                    .put(dst(i), &[stalled::PATTERN; 64], Flags::empty())
             })?;
     }
     client.barrier()?;
     if let (1, Some(i)) = (me, f.refused_at) {
         let mut got = [0u8; 64];
-        client.segment().read(stalled::slot(i), &mut got)?;
+        client
+            .endpoint()
+            .segment()
+            .read(stalled::slot(i), &mut got)?;
         assert!(
             got.iter().all(|&b| b == stalled::PATTERN),
             "{}: the retry of refused IMMEDIATE put {i} did not arrive",
@@ -1105,14 +1204,16 @@ fn unwatched_puts(client: &Client, win: u64) -> rgex::Result<()> {
     client.barrier()?;
     if me < 2 && n >= 2 {
         let peer = Rank(1 - me);
-        let seg = client.segment();
+        let seg = client.endpoint().segment();
         // A rank's puts land in its own window of the peer's segment
         // (the round mod 251 in 56 bytes, then the round as a tag).
         let (mine, theirs) = (u64::from(me) * win, u64::from(peer.0) * win);
         let put = |round: u64| {
             let mut buf = [(round % 251) as u8; 64];
             buf[56..].copy_from_slice(&round.to_le_bytes());
-            client.put_nbi(GlobalAddr::new(peer, mine), &buf, Flags::empty())
+            client
+                .endpoint()
+                .put_nbi(GlobalAddr::new(peer, mine), &buf, Flags::empty())
         };
         let arrived = |round: u64| -> rgex::Result<()> {
             let start = Instant::now();
@@ -1125,7 +1226,7 @@ fn unwatched_puts(client: &Client, win: u64) -> rgex::Result<()> {
                 if tag == round {
                     return Ok(());
                 }
-                client.poll()?;
+                client.endpoint().poll()?;
                 assert!(
                     start.elapsed() < patience,
                     "{}: round {round}'s NBI put from {peer} did not arrive in {patience:?} (the word holds {tag})",
@@ -1147,7 +1248,7 @@ fn unwatched_puts(client: &Client, win: u64) -> rgex::Result<()> {
         let counter = client.endpoint().nbi_counter(NbiCategory::Put);
         let start = Instant::now();
         while !counter.peek_done() {
-            client.poll()?;
+            client.endpoint().poll()?;
             assert!(
                 start.elapsed() < patience,
                 "{}: NBI puts to {peer} that nobody tested did not complete in {patience:?} while this rank polled ({} outstanding)",
@@ -1155,14 +1256,17 @@ fn unwatched_puts(client: &Client, win: u64) -> rgex::Result<()> {
                 counter.outstanding()
             );
         }
-        client.nbi_wait(NbiCategory::Put)?;
+        client.endpoint().nbi_wait(NbiCategory::Put)?;
     }
     client.barrier()?;
     if me < 2 && n >= 2 {
         // Every put has completed (both waited, then the barrier): the
         // last round is whole.
         let mut got = [0u8; 64];
-        client.segment().read(u64::from(1 - me) * win, &mut got)?;
+        client
+            .endpoint()
+            .segment()
+            .read(u64::from(1 - me) * win, &mut got)?;
         let mut want = [(ROUNDS % 251) as u8; 64];
         want[56..].copy_from_slice(&ROUNDS.to_le_bytes());
         assert_eq!(

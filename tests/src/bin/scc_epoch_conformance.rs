@@ -58,6 +58,7 @@ fn main() -> rgex::Result<()> {
     client.barrier()?;
     rgex_tests::conduit_banner(&client);
     let scc = client
+        .endpoint()
         .conduit()
         .as_any()
         .and_then(|a| a.downcast_ref::<SccConduit>())
@@ -68,7 +69,7 @@ fn main() -> rgex::Result<()> {
         return stale_on_purpose(&client, scc);
     }
     let mut poll = || {
-        let _ = client.poll();
+        let _ = client.endpoint().poll();
     };
     for e in 1..=epochs {
         let origins: Vec<Rank> = (0..n).filter(|&o| accesses(e, o, me)).map(Rank).collect();
@@ -77,7 +78,9 @@ fn main() -> rgex::Result<()> {
         // Target side: exposed data for this epoch, then post.
         skew(e, me, 1);
         let mine = pattern(e, me, 999, EXPOSED_LEN);
-        client.put(GlobalAddr::new(Rank(me), EXPOSED), &mine, Flags::empty())?;
+        client
+            .endpoint()
+            .put(GlobalAddr::new(Rank(me), EXPOSED), &mine, Flags::empty())?;
         scc.post(&origins)?;
 
         // Origin side.
@@ -85,9 +88,13 @@ fn main() -> rgex::Result<()> {
         scc.start(&targets)?;
         for &t in &targets {
             let data = pattern(e, me, t.0, put_len(e, me, t.0));
-            client.put(GlobalAddr::new(t, me as u64 * SLOT), &data, Flags::empty())?;
+            client
+                .endpoint()
+                .put(GlobalAddr::new(t, me as u64 * SLOT), &data, Flags::empty())?;
             let mut got = vec![0u8; EXPOSED_LEN];
-            client.get(&mut got, GlobalAddr::new(t, EXPOSED), Flags::empty())?;
+            client
+                .endpoint()
+                .get(&mut got, GlobalAddr::new(t, EXPOSED), Flags::empty())?;
             assert_eq!(
                 got,
                 pattern(e, t.0, 999, EXPOSED_LEN),
@@ -101,7 +108,7 @@ fn main() -> rgex::Result<()> {
         for &o in &origins {
             let len = put_len(e, o.0, me);
             let mut got = vec![0u8; len];
-            client.get(
+            client.endpoint().get(
                 &mut got,
                 GlobalAddr::new(Rank(me), o.0 as u64 * SLOT),
                 Flags::empty(),
@@ -113,7 +120,10 @@ fn main() -> rgex::Result<()> {
             );
             // Memory itself holds it (puts are drained at completion).
             let mut raw = vec![0u8; len];
-            client.segment().read(o.0 as u64 * SLOT, &mut raw)?;
+            client
+                .endpoint()
+                .segment()
+                .read(o.0 as u64 * SLOT, &mut raw)?;
             assert_eq!(
                 raw, got,
                 "epoch {e}: rank {me}: memory lacks the put from {o}"
@@ -173,7 +183,9 @@ fn stale_on_purpose(client: &Client, scc: &SccConduit) -> rgex::Result<()> {
         println!("rank 1 read {v:#x}");
     } else if me == 0 {
         spin(cached)?;
-        client.put_val(GlobalAddr::new(Rank(1), 0), 0xfeed, Flags::empty())?;
+        client
+            .endpoint()
+            .put_val(GlobalAddr::new(Rank(1), 0), 0xfeed, Flags::empty())?;
         scc.with_core(|c| c.write_u32_release(go, 1))?;
     }
     client.barrier()?;

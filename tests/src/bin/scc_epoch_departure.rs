@@ -40,6 +40,7 @@ fn main() -> rgex::Result<()> {
     assert_eq!(client.size(), 2, "scc_epoch_departure runs on two ranks");
     conduit_banner(&client);
     let scc = client
+        .endpoint()
         .conduit()
         .as_any()
         .and_then(|a| a.downcast_ref::<SccConduit>())
@@ -50,12 +51,14 @@ fn main() -> rgex::Result<()> {
     }
     let gone = Rank(1);
     let mut poll = || {
-        let _ = client.poll();
+        let _ = client.endpoint().poll();
     };
     let result = match what.as_str() {
-        "access" => scc
-            .start(&[gone])
-            .and_then(|()| client.put(GlobalAddr::new(gone, 0), &[5u8; 64], Flags::empty())),
+        "access" => scc.start(&[gone]).and_then(|()| {
+            client
+                .endpoint()
+                .put(GlobalAddr::new(gone, 0), &[5u8; 64], Flags::empty())
+        }),
         "complete" => scc
             .start(&[gone])
             .and_then(|()| scc.complete_with(&mut poll)),

@@ -40,7 +40,7 @@ fn main() -> rgex::Result<()> {
     const SLOT: u64 = 64 << 10;
     let slot = |r: u32, t: u32| (u64::from(r) * u64::from(threads) + u64::from(t)) * SLOT;
     assert!(
-        slot(n, 0) <= client.segment().len() as u64,
+        slot(n, 0) <= client.endpoint().segment().len() as u64,
         "segment too small for {n} ranks x {threads} threads"
     );
 
@@ -60,12 +60,15 @@ fn main() -> rgex::Result<()> {
                     fill_pattern(&mut buf[..len], id, round);
                     let at = GlobalAddr::new(peer, slot(me, t));
                     if round % 2 == 0 {
-                        client.put(at, &buf[..len], Flags::empty())?;
+                        client.endpoint().put(at, &buf[..len], Flags::empty())?;
                     } else {
-                        client.put_nbi(at, &buf[..len], Flags::empty())?;
-                        client.nbi_wait(NbiCategory::Put)?;
+                        client.endpoint().put_nbi(at, &buf[..len], Flags::empty())?;
+                        client.endpoint().nbi_wait(NbiCategory::Put)?;
                     }
-                    let back = client.get_nb(vec![0u8; len], at, Flags::empty())?.wait()?;
+                    let back = client
+                        .endpoint()
+                        .get_nb(vec![0u8; len], at, Flags::empty())?
+                        .wait()?;
                     assert_eq!(
                         pattern_mismatch(&back, id, round),
                         None,
@@ -73,10 +76,16 @@ fn main() -> rgex::Result<()> {
                     );
                     // Up to 2000 bytes, within the conduit's Medium limit
                     // (1 KiB on scc).
-                    let cap = client.max_medium(peer, 2).min(2000);
+                    let cap = client.endpoint().max_medium(peer, 2).min(2000);
                     let m = (len % cap) + 1;
                     fill_pattern(&mut buf[..m], id, round);
-                    client.request_medium(peer, echo, &[t, round], &buf[..m], Flags::empty())?;
+                    client.endpoint().request_medium(
+                        peer,
+                        echo,
+                        &[t, round],
+                        &buf[..m],
+                        Flags::empty(),
+                    )?;
                     let want = u64::from(round) + 1;
                     wait_until(&client, "an echo", || {
                         replies[t as usize].load(Ordering::Acquire) >= want

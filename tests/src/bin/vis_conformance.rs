@@ -44,7 +44,7 @@ impl Rng {
 
 /// Each rank's window in every segment.
 fn window(client: &Client) -> u64 {
-    ((client.segment().len() as u64) / u64::from(client.size())) & !4095
+    ((client.endpoint().segment().len() as u64) / u64::from(client.size())) & !4095
 }
 
 /// A random sub-section of a dense array on one side: base and strides of
@@ -121,12 +121,12 @@ fn pattern(len: usize, seed: u32) -> Vec<u8> {
 
 /// Set `len` bytes of the peer's window to `bytes` (a plain put).
 fn set_remote(client: &Client, at: GlobalAddr, bytes: &[u8]) -> rgex::Result<()> {
-    client.put(at, bytes, Flags::empty())
+    client.endpoint().put(at, bytes, Flags::empty())
 }
 
 fn get_remote(client: &Client, at: GlobalAddr, len: usize) -> rgex::Result<Vec<u8>> {
     let mut b = vec![0u8; len];
-    client.get(&mut b, at, Flags::empty())?;
+    client.endpoint().get(&mut b, at, Flags::empty())?;
     Ok(b)
 }
 
@@ -242,7 +242,7 @@ fn transfer(
         }
         (true, _) => {
             vis.put_nbi(peer, meta, local, f)?;
-            client.nbi_wait(NbiCategory::Put)?;
+            client.endpoint().nbi_wait(NbiCategory::Put)?;
             Ok(())
         }
         (false, 0) => vis.get(peer, meta, local, f),
@@ -254,7 +254,7 @@ fn transfer(
         (false, _) => {
             // SAFETY: `local` is not touched until the NBI sync below.
             unsafe { vis.get_nbi(peer, meta, local.as_mut_ptr(), local.len(), f)? };
-            client.nbi_wait(NbiCategory::Get)?;
+            client.endpoint().nbi_wait(NbiCategory::Get)?;
             Ok(())
         }
     }
@@ -605,7 +605,7 @@ fn metadata_consumed(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         drop((c, ps, ls));
         match pending {
             Some(p) => p.rc.wait()?,
-            None => client.nbi_wait(NbiCategory::Put)?,
+            None => client.endpoint().nbi_wait(NbiCategory::Put)?,
         }
         assert_eq!(
             read_back()?,
@@ -630,7 +630,7 @@ fn metadata_consumed(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         drop((peer_frags, local_frags));
         match pending {
             Some(p) => p.rc.wait()?,
-            None => client.nbi_wait(NbiCategory::Put)?,
+            None => client.endpoint().nbi_wait(NbiCategory::Put)?,
         }
         assert_eq!(
             read_back()?,
@@ -649,7 +649,7 @@ fn metadata_consumed(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
             // SAFETY: `back` is not touched until the NBI sync below.
             unsafe { vis.get_nbi(peer, s, back.as_mut_ptr(), back.len(), f)? };
             spoil(&mut c, &mut ps, &mut ls);
-            client.nbi_wait(NbiCategory::Get)?;
+            client.endpoint().nbi_wait(NbiCategory::Get)?;
             back
         };
         drop((c, ps, ls));
@@ -671,7 +671,7 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     let (me, n) = (client.rank().0, client.size());
     let peer = Rank((me + 1) % n);
     let at = u64::from(me) * win;
-    let seg = client.conduit().segment_len(peer);
+    let seg = client.endpoint().conduit().segment_len(peer);
     let before = pattern(4096, 99);
     set_remote(client, GlobalAddr::new(peer, at), &before)?;
     // The cases past the segment's end have their valid elements in its
@@ -833,9 +833,9 @@ fn bad_input(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
         expect_err(what, unsafe {
             vis.get_nbi(peer, meta, dst.as_mut_ptr(), dst.len(), f)
         });
-        client.nbi_wait(NbiCategory::Get)?;
+        client.endpoint().nbi_wait(NbiCategory::Get)?;
     }
-    client.nbi_wait(NbiCategory::Put)?;
+    client.endpoint().nbi_wait(NbiCategory::Put)?;
     assert!(
         dst.iter().all(|&b| b == 5),
         "a refused get wrote the local buffer"
@@ -1042,7 +1042,7 @@ fn immediate_stalled(vis: &Vis, client: &Client, win: u64) -> rgex::Result<()> {
     let must_block = match mechanism {
         VisMechanism::Am => Some(true),
         VisMechanism::Direct => Some(false),
-        _ => match client.rma_path(peer) {
+        _ => match client.endpoint().rma_path(peer) {
             RmaPath::Reference => Some(true),
             RmaPath::Mapped => Some(false),
             // RDMA may go through without the target.

@@ -275,9 +275,9 @@ const PARKED_NAP: std::time::Duration = std::time::Duration::from_micros(200);
 /// `poll` (yields when idle on an oversubscribed node); while parked,
 /// sleeps [`PARKED_NAP`] between polls.
 pub fn serve(client: &Client, state: &State) -> rgex::Result<()> {
-    let polite = client.polite();
+    let polite = client.endpoint().polite();
     while !state.stop.load(Ordering::Acquire) {
-        let n = client.poll()?;
+        let n = client.endpoint().poll()?;
         if state.parked.load(Ordering::Relaxed) {
             std::thread::sleep(PARKED_NAP);
         } else if n == 0 && polite {
@@ -290,7 +290,9 @@ pub fn serve(client: &Client, state: &State) -> rgex::Result<()> {
 /// Rank 0: tell every other rank to stop serving.
 pub fn stop_others(client: &Client, ids: &Ids) -> rgex::Result<()> {
     for r in 1..client.size() {
-        client.request_short(Rank(r), ids.stop, &[], Flags::empty())?;
+        client
+            .endpoint()
+            .request_short(Rank(r), ids.stop, &[], Flags::empty())?;
     }
     Ok(())
 }

@@ -173,10 +173,10 @@ fn run() -> Result<(), Box<dyn Error>> {
         }
         let job = Job {
             bench: "testam".into(),
-            conduit: client.conduit().name().to_owned(),
+            conduit: client.endpoint().conduit().name().to_owned(),
             provider: rgex_benches::label::provider(),
             ranks: client.size(),
-            oversubscribed: client.polite() || client.size() as usize > online_cpus(),
+            oversubscribed: client.endpoint().polite() || client.size() as usize > online_cpus(),
         };
         let run = output::Run {
             job,

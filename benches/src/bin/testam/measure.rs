@@ -90,7 +90,7 @@ impl<'a> Bench<'a> {
     fn wait_pongs(&self, n: u64) -> rgex::Result<()> {
         // Acquire: pairs with the handlers' Release increment.
         while self.state.pongs.load(Ordering::Acquire) < n {
-            self.client.poll()?;
+            self.client.endpoint().poll()?;
         }
         Ok(())
     }
@@ -127,6 +127,7 @@ impl<'a> Bench<'a> {
         let start = Instant::now();
         for i in 1..=n {
             self.client
+                .endpoint()
                 .request_short(self.peer, self.ids.ping, &[], Flags::empty())?;
             self.wait_pongs(base + i)?;
         }
@@ -139,8 +140,12 @@ impl<'a> Bench<'a> {
         let args = [u32::try_from(n)?];
         let start = Instant::now();
         for _ in 0..n {
-            self.client
-                .request_short(self.peer, self.ids.flood, &args, Flags::empty())?;
+            self.client.endpoint().request_short(
+                self.peer,
+                self.ids.flood,
+                &args,
+                Flags::empty(),
+            )?;
         }
         self.wait_pongs(base + 1)?;
         Ok(start.elapsed())
@@ -156,7 +161,7 @@ impl<'a> Bench<'a> {
         for i in 1..=n {
             self.seed = self.seed.wrapping_add(1);
             request_medium(
-                self.client,
+                self.client.endpoint(),
                 self.peer,
                 self.ids.med_ping,
                 v,
@@ -184,6 +189,7 @@ impl<'a> Bench<'a> {
     pub fn park_peer(&mut self) -> Res<()> {
         let base = self.state.pongs.load(Ordering::Acquire);
         self.client
+            .endpoint()
             .request_short(self.peer, self.ids.park, &[], Flags::empty())?;
         self.wait_pongs(base + 1)?;
         self.check()
@@ -192,6 +198,7 @@ impl<'a> Bench<'a> {
     /// Let the parked peer spin on its polls again.
     pub fn unpark_peer(&mut self) -> Res<()> {
         self.client
+            .endpoint()
             .request_short(self.peer, self.ids.unpark, &[], Flags::empty())?;
         Ok(())
     }
@@ -219,6 +226,7 @@ impl<'a> Bench<'a> {
         let flood = self.point(u32::MAX as u64, Self::flood_run)?;
         let max_medium = self
             .client
+            .endpoint()
             .max_medium(self.peer, crate::handlers::MEDIUM_NARGS);
         let mut medium = Vec::new();
         for size in Self::medium_sizes(max_medium) {

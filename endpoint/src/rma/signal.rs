@@ -1,0 +1,420 @@
+//! Put-with-signal (OpenSHMEM 1.5's `shmem_put_signal`): put the data,
+//! then update a 64-bit signal word in the target's segment by set or add
+//! ([`Signal`]), the signal never visible before the data. A target waits
+//! for the word with [`Endpoint::wait_until`].
+//!
+//! Three paths, chosen per peer ([`SignalPath`], decided once when the
+//! endpoint is made, as RMA's routes are):
+//!
+//! - **mapped** (a node-local peer, its segment mapped here): the copy,
+//!   then the signal's Release read-modify-write on the word through the
+//!   mapping, then [`Conduit::wake_peer`](rgex_core::Conduit::wake_peer)
+//!   so that a peer asleep in a wait wakes at once;
+//! - **native**: the conduit's own
+//!   ([`Conduit::try_put_signal`](rgex_core::Conduit::try_put_signal),
+//!   where [`put_signal_native`](rgex_core::Conduit::put_signal_native)
+//!   holds);
+//! - **reference**: one request carries the data and the signal, a
+//!   Medium when the data fits one (the handler copies it into the
+//!   segment: one message, where a network's Long is a write and then a
+//!   header), else a Long (the data lands before the handler runs); the
+//!   target's handler then updates the word with Release, wakes this
+//!   rank's sleeping waits and replies (remote completion). Every network
+//!   conduit of rgex takes it for now.
+//!
+//! The data range and the signal word (8 bytes, 8-byte aligned) are both
+//! checked against the target's segment before anything moves; the error
+//! names the rank, the offset and the segment's length (or the alignment).
+
+use super::{fresh, nbi, NbiCategory};
+use crate::{reserved, Accepts, Endpoint, HandlerTable, InFlight, ProtocolId};
+use rgex_core::{
+    atomic::AtomicType, Category, Conduit, Error, Event, Flags, GlobalAddr, OpCounter, Rank,
+    Result, Signal, SignalOp,
+};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How a put-with-signal to a peer is carried out
+/// ([`Endpoint::put_signal_path`]).
+///
+/// ```no_run
+/// # fn demo(ep: &rgex_endpoint::Endpoint) {
+/// use rgex_endpoint::rma::SignalPath;
+/// for p in 0..ep.size() {
+///     let path: SignalPath = ep.put_signal_path(rgex_core::Rank(p));
+///     println!("rank {p}: {path:?}");
+/// }
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignalPath {
+    /// A copy and a release update through the peer's mapped segment.
+    Mapped,
+    /// The conduit's own ([`Conduit::try_put_signal`](rgex_core::Conduit::try_put_signal)).
+    Native,
+    /// One active message carrying both (the reference implementation).
+    Reference,
+}
+
+/// Arguments of the reference's request: the operation's id (2), the
+/// word's offset (2), the value (2), the op, the data's offset (2).
+const ARGS: usize = 9;
+
+/// Status argument of the reference's acknowledgement.
+const SIGNAL_OK: u32 = 0;
+/// The target refused the signal word (outside its segment, misaligned,
+/// or an op it does not know): the ranks disagree on the segment.
+const SIGNAL_REFUSED: u32 = 1;
+
+/// The reference protocol's handler ids, its operations in flight, and
+/// which peers the conduit carries natively.
+pub(crate) struct SignalProtocol {
+    ops: Arc<InFlight<()>>,
+    put: ProtocolId,
+    native: Box<[bool]>,
+}
+
+impl SignalProtocol {
+    /// Register the request and acknowledgement handlers, and ask the
+    /// conduit once per peer whether it carries put-with-signal itself.
+    pub(crate) fn install(table: &HandlerTable, conduit: &dyn Conduit) -> Result<Arc<Self>> {
+        let ops: Arc<InFlight<()>> = Arc::default();
+        let s = ops.clone();
+        let ack = table.register_protocol(
+            reserved::PUT_SIGNAL_ACK,
+            "rgex.rma.put_signal.ack",
+            Accepts::reply(Category::Short, 3),
+            move |tok, msg| {
+                let Some((done, ())) = s.answer(tok, msg) else {
+                    return;
+                };
+                match msg.arg(2) {
+                    SIGNAL_OK => done.done(),
+                    status => done.fail(format!(
+                        "put-with-signal from {} to {}: the target refused the signal word \
+                         (status {status}: outside its segment or misaligned there, though \
+                         checked here first, so the two ranks disagree on its segment)",
+                        tok.endpoint().rank(),
+                        tok.src()
+                    )),
+                }
+            },
+        )?;
+        let put = table.register_protocol(
+            reserved::PUT_SIGNAL,
+            "rgex.rma.put_signal",
+            Accepts::request(Category::Long, ARGS as u8).or(Category::Medium),
+            move |tok, msg| {
+                let a = msg.args();
+                let offset = u64::from(a[2]) | u64::from(a[3]) << 32;
+                let value = u64::from(a[4]) | u64::from(a[5]) << 32;
+                let data_at = u64::from(a[7]) | u64::from(a[8]) << 32;
+                let ep = tok.endpoint();
+                let word = ep
+                    .segment()
+                    .ptr_at(offset, 8)
+                    .ok()
+                    .filter(|_| offset.is_multiple_of(8));
+                // A Medium's data is copied here, after the checks (a
+                // Long's has landed already: no address to copy to).
+                let data = match msg.category() {
+                    Category::Medium => ep
+                        .segment()
+                        .ptr_at(data_at, msg.payload().len())
+                        .ok()
+                        .map(Some),
+                    _ => Some(None),
+                };
+                let status = match (SignalOp::from_code(a[6]), word, data) {
+                    (Some(op), Some(p), Some(to)) => {
+                        if let Some(to) = to {
+                            let bytes = msg.payload();
+                            // SAFETY: `to..to+len` is inside this rank's
+                            // segment (checked); the message buffer is
+                            // rgex's own, distinct from it.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(bytes.as_ptr(), to, bytes.len())
+                            };
+                        }
+                        // SAFETY: 8 bytes inside this rank's segment
+                        // (checked), 8-aligned (the segment is page
+                        // aligned, the offset checked), live while the
+                        // endpoint is; every writer of a signal word
+                        // updates it atomically.
+                        let w = unsafe { AtomicU64::from_ptr(p.cast::<u64>()) };
+                        // The data is in place (copied just above by this
+                        // thread, or a Long's, landed before its handler
+                        // ran, as this thread saw): the Release update
+                        // orders it before the signal for a waiter's
+                        // Acquire load.
+                        Signal { offset, op, value }.apply_to(w);
+                        ep.memory_changed();
+                        SIGNAL_OK
+                    }
+                    (op, _, data) => {
+                        tok.malformed(&format!(
+                            "a put-with-signal naming op {}, the word at {offset:#x} and {} \
+                             bytes of data at {data_at:#x} of a segment of {:#x} bytes{}{}",
+                            a[6],
+                            msg.payload().len(),
+                            ep.segment().len(),
+                            if op.is_none() { " (no such op)" } else { "" },
+                            if data.is_none() {
+                                " (the data does not fit)"
+                            } else {
+                                ""
+                            }
+                        ));
+                        SIGNAL_REFUSED
+                    }
+                };
+                if let Err(e) = tok.reply_short(ack, &[a[0], a[1], status], Flags::empty()) {
+                    tracing::error!(
+                        rank = ep.rank().0,
+                        peer = tok.src().0,
+                        "put-with-signal from {} could not be acknowledged: {e}",
+                        tok.src()
+                    );
+                }
+            },
+        )?;
+        let native = (0..conduit.size())
+            .map(|p| conduit.put_signal_native(Rank(p)))
+            .collect();
+        Ok(Arc::new(SignalProtocol { ops, put, native }))
+    }
+
+    /// The operations in flight (for [`Endpoint::watch_in_flight`]).
+    pub(crate) fn ops(&self) -> &Arc<InFlight<()>> {
+        &self.ops
+    }
+}
+
+/// The signal word's check: 8 bytes inside `rank`'s segment (`check`,
+/// the route's range check) and 8-byte aligned.
+fn check_word(rank: Rank, offset: u64, check: impl FnOnce() -> Result<()>) -> Result<()> {
+    check()?;
+    if !offset.is_multiple_of(8) {
+        return Err(Error::Misaligned {
+            ty: AtomicType::U64,
+            rank,
+            offset,
+            align: 8,
+        });
+    }
+    Ok(())
+}
+
+impl Endpoint {
+    /// How a put-with-signal to `peer` is carried out (see
+    /// [`put_signal`](Self::put_signal)); a rank out of range has no path
+    /// but the reference's, which refuses it.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_endpoint::Endpoint) {
+    /// use rgex_endpoint::rma::SignalPath;
+    /// if ep.put_signal_path(rgex_core::Rank(1)) == SignalPath::Mapped {
+    ///     println!("rank 1 is node-local: a copy and a release store");
+    /// }
+    /// # }
+    /// ```
+    pub fn put_signal_path(&self, peer: Rank) -> SignalPath {
+        match self.routes().of(peer) {
+            Ok(r) if r.mapped_at(0).is_some() => SignalPath::Mapped,
+            Ok(_) if self.signal_protocol().native[peer.index()] => SignalPath::Native,
+            _ => SignalPath::Reference,
+        }
+    }
+
+    /// Put `src` at `dst`, then update the signal word `signal.offset` of
+    /// `dst.rank`'s segment as `signal` says (set or add); returns once
+    /// both are there (remote completion). The word is never visible at
+    /// the target before the data: a target whose
+    /// [`wait_until`](Self::wait_until) (an Acquire load) sees the update
+    /// sees the data. The data range and the word (8 bytes, a multiple of
+    /// 8) are checked against the target's segment first; an error names
+    /// the rank, the offset and the limit, and nothing moves.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_endpoint::Endpoint) -> rgex_core::Result<()> {
+    /// use rgex_core::{Flags, GlobalAddr, Rank, Signal};
+    /// use rgex_endpoint::Cmp;
+    /// // Rank 0 sends 64 bytes to rank 1 and adds 1 to rank 1's word at 0...
+    /// if ep.rank() == Rank(0) {
+    ///     ep.put_signal(GlobalAddr::new(Rank(1), 4096), &[7u8; 64], Signal::add(0, 1), Flags::empty())?;
+    /// } else {
+    ///     // ...which waits for the word, then reads the data.
+    ///     ep.wait_until::<u64>(0, Cmp::Ge, 1)?;
+    ///     assert_eq!(ep.segment().read_u64(4096)?, u64::from_ne_bytes([7; 8]));
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn put_signal(
+        &self,
+        dst: GlobalAddr,
+        src: &[u8],
+        signal: Signal,
+        flags: Flags,
+    ) -> Result<()> {
+        // SAFETY: `src` is borrowed for the call; LC is reached before return.
+        let done =
+            unsafe { self.start_put_signal(dst, src.as_ptr(), src.len(), signal, fresh, flags)? };
+        self.event(done).wait()
+    }
+
+    /// Non-blocking put-with-signal: `src` may be reused on return; the
+    /// event (a `Future` too) fires once the data and the signal are at
+    /// the target. As [`put_signal`](Self::put_signal) for the order and
+    /// the checks.
+    ///
+    /// ```no_run
+    /// # async fn demo(ep: &rgex_endpoint::Endpoint) -> rgex_core::Result<()> {
+    /// use rgex_core::{Flags, GlobalAddr, Rank, Signal};
+    /// let ev = ep.put_signal_nb(GlobalAddr::new(Rank(1), 64), b"ping", Signal::set(0, 1), Flags::empty())?;
+    /// ev.await?; // or ev.wait()?
+    /// # Ok(()) }
+    /// ```
+    pub fn put_signal_nb(
+        &self,
+        dst: GlobalAddr,
+        src: &[u8],
+        signal: Signal,
+        flags: Flags,
+    ) -> Result<Event> {
+        // SAFETY: as in `put_signal`.
+        let done =
+            unsafe { self.start_put_signal(dst, src.as_ptr(), src.len(), signal, fresh, flags)? };
+        Ok(self.event(done))
+    }
+
+    /// Implicit-handle put-with-signal: `src` may be reused on return;
+    /// remote completion joins this thread's put category (or its open
+    /// access region), synced by [`nbi_wait`](Self::nbi_wait). As
+    /// [`put_signal`](Self::put_signal) for the order and the checks.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_endpoint::Endpoint) -> rgex_core::Result<()> {
+    /// use rgex_core::{Flags, GlobalAddr, Rank, Signal};
+    /// use rgex_endpoint::rma::NbiCategory;
+    /// for i in 0..4u64 {
+    ///     ep.put_signal_nbi(GlobalAddr::new(Rank(1), 64 + 8 * i), &i.to_ne_bytes(), Signal::add(0, 1), Flags::empty())?;
+    /// }
+    /// ep.nbi_wait(NbiCategory::Put)?; // all four data and signals are there
+    /// # Ok(()) }
+    /// ```
+    pub fn put_signal_nbi(
+        &self,
+        dst: GlobalAddr,
+        src: &[u8],
+        signal: Signal,
+        flags: Flags,
+    ) -> Result<()> {
+        // SAFETY: as in `put_signal`.
+        unsafe {
+            self.start_put_signal(
+                dst,
+                src.as_ptr(),
+                src.len(),
+                signal,
+                || nbi::counter(self.index(), NbiCategory::Put),
+                flags,
+            )
+        }
+        .map(drop)
+    }
+
+    /// Start a put-with-signal; the counter `counter()` gives counts it
+    /// where it cannot finish during injection (returned), none on the
+    /// mapped path. Local completion is reached before return on every
+    /// path.
+    ///
+    /// # Safety
+    /// `src..src+len` readable for the call.
+    unsafe fn start_put_signal(
+        &self,
+        dst: GlobalAddr,
+        src: *const u8,
+        len: usize,
+        signal: Signal,
+        counter: impl FnOnce() -> Arc<OpCounter>,
+        flags: Flags,
+    ) -> Result<Option<Arc<OpCounter>>> {
+        let route = self.route(dst.rank, "a put-with-signal")?;
+        route.check(dst.rank, dst.offset, len)?;
+        check_word(dst.rank, signal.offset, || {
+            route.check(dst.rank, signal.offset, 8)
+        })?;
+        if let (Some(to), Some(word)) =
+            (route.mapped_at(dst.offset), route.mapped_at(signal.offset))
+        {
+            // Ordering: as the blocking put's (what this thread wrote
+            // before is visible to a peer that acquires the data itself).
+            fence(Ordering::Release);
+            if len > 0 {
+                // SAFETY: inside the peer's mapped segment (checked), the
+                // caller guarantees the source. A large copy is shared with
+                // the threads waiting here, and returns once every block is
+                // done and seen done (Acquire), so its stores happen before
+                // the release update below as this thread's own do.
+                unsafe { self.mapped_copy(src, to, len) };
+            }
+            // SAFETY: 8 bytes inside the peer's mapped segment (checked),
+            // 8-aligned (the offset checked, the mapping page aligned), and
+            // every writer of a signal word updates it atomically.
+            let w = unsafe { AtomicU64::from_ptr(word.cast::<u64>()) };
+            // Release (in `apply_to`): the copy's stores are sequenced
+            // before it, so a peer whose Acquire load reads this update,
+            // or a later one of the word (all read-modify-writes: one
+            // release sequence), sees the data.
+            signal.apply_to(w);
+            if dst.rank == self.rank() {
+                self.memory_changed();
+            } else {
+                self.conduit().wake_peer(dst.rank);
+            }
+            return Ok(None);
+        }
+        if self.signal_protocol().native[dst.rank.index()] {
+            let rc = counter();
+            let lc = fresh();
+            self.inject_or_wait(flags, || {
+                // SAFETY: forwarded caller contract; LC is waited for below.
+                unsafe {
+                    self.conduit()
+                        .try_put_signal(dst.rank, dst.offset, src, len, &signal, &lc, &rc)
+                }
+            })?;
+            self.event(Some(lc)).wait()?;
+            return Ok(Some(rc));
+        }
+        // SAFETY: the caller guarantees the source for the call; the
+        // request copies it before returning.
+        let bytes = unsafe { std::slice::from_raw_parts(src, len) };
+        let p = self.signal_protocol();
+        let done = counter();
+        let id = p.ops.start(dst.rank, &done, ());
+        let (s, v, d) = (signal.offset, signal.value, dst.offset);
+        let args: [u32; ARGS] = [
+            id[0],
+            id[1],
+            s as u32,
+            (s >> 32) as u32,
+            v as u32,
+            (v >> 32) as u32,
+            signal.op.code(),
+            d as u32,
+            (d >> 32) as u32,
+        ];
+        let sent = if len <= self.max_medium(dst.rank, ARGS) {
+            self.request_medium(dst.rank, p.put, &args, bytes, flags)
+        } else {
+            self.request_long(dst.rank, p.put, &args, bytes, dst.offset, flags)
+        };
+        if let Err(e) = sent {
+            p.ops.abandon(&id);
+            return Err(e);
+        }
+        Ok(Some(done))
+    }
+}
