@@ -80,6 +80,36 @@ impl OpCounter {
         })
     }
 
+    /// Make `this` as it was made, with nothing outstanding, if no one else
+    /// holds it (no conduit still has a clone): true if it was, false if
+    /// it is shared (then it is left as it is). Lets a caller that waits
+    /// for each of its operations in turn keep one counter instead of
+    /// allocating one per operation.
+    ///
+    /// ```
+    /// use rgex_core::event::OpCounter;
+    /// let mut c = OpCounter::new(1);
+    /// c.fail("refused".into());
+    /// assert!(OpCounter::renew(&mut c));
+    /// assert!(c.peek_done() && c.failure().is_none());
+    /// let held = c.clone();
+    /// assert!(!OpCounter::renew(&mut c)); // a clone is still out
+    /// # drop(held);
+    /// ```
+    pub fn renew(this: &mut Arc<Self>) -> bool {
+        // `Arc::get_mut` sees every other holder's drop (it synchronises
+        // with their decrements), so nothing written through a clone
+        // that was dropped can race with the writes below.
+        let Some(c) = Arc::get_mut(this) else {
+            return false;
+        };
+        *c.outstanding.get_mut() = 0;
+        *c.wanted.get_mut() = false;
+        c.failure = OnceLock::new();
+        c.waker = AtomicWaker::new();
+        true
+    }
+
     /// A counter for many operations whose completion is asked for
     /// together (an implicit-handle category, an access region):
     /// conduits may prove its operations landed a batch at a time, when

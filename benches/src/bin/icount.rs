@@ -10,7 +10,11 @@
 //! payload not read, the reply from a static buffer: the peers' mode),
 //! `medium8np` (the same round trip with negotiated-payload Mediums: each
 //! side prepares, writes its 8 bytes in rgex's buffer and commits),
-//! `poll` (a poll that finds nothing: what a waiting rank spins on).
+//! `poll` (a poll that finds nothing: what a waiting rank spins on),
+//! `nbi8` (8-byte NBI puts from rank 0 to rank 1, an `nbi_wait` every
+//! 256, the other ranks waiting in a barrier: run it with two ranks on a
+//! network conduit, rank 0 under callgrind, to count a network put),
+//! `nbi8ep` (the same on an endpoint of its own, as rma_mt's threads).
 //!
 //! `valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/icount short 1000`
 //! then `... short 11000`: (Ir difference) / 10,000 per round trip.
@@ -97,11 +101,28 @@ fn main() -> rgex::Result<()> {
                 client.endpoint().poll()?;
             }
         }
+        "nbi8" | "nbi8ep" => {
+            let ep = match op.as_str() {
+                "nbi8ep" => client.create_endpoint()?,
+                _ => ep.clone(),
+            };
+            if me.0 == 0 && client.size() > 1 {
+                let dst = GlobalAddr::new(Rank(1), 64);
+                for i in 0..n {
+                    ep.put_nbi(std::hint::black_box(dst), &SRC8, Flags::empty())?;
+                    if i % 256 == 255 {
+                        ep.nbi_wait(rgex::NbiCategory::Put)?;
+                    }
+                }
+                ep.nbi_wait(rgex::NbiCategory::Put)?;
+            }
+            client.barrier()?;
+        }
         "short" => round_trip(short, Send::Short)?,
         "medium8" => round_trip(medium, Send::Medium)?,
         "medium8np" => round_trip(np, Send::Negotiated)?,
         _ => {
-            eprintln!("usage: icount put8|get8|poll|short|medium8|medium8np COUNT");
+            eprintln!("usage: icount put8|get8|poll|short|medium8|medium8np|nbi8|nbi8ep COUNT");
             std::process::exit(2);
         }
     }

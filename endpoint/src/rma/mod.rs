@@ -48,6 +48,34 @@ fn fresh() -> Arc<OpCounter> {
     OpCounter::new(0)
 }
 
+thread_local! {
+    /// The counter of this thread's last put that waited for its local
+    /// completion before returning (`LcCount::Now`), kept for the next.
+    static LC_NOW: std::cell::Cell<Option<Arc<OpCounter>>> = const { std::cell::Cell::new(None) };
+}
+
+/// A counter for a local completion this thread waits for before it
+/// returns: this thread's kept one when no conduit still holds it, else a
+/// fresh one (an allocation and a free less per NBI put on a network).
+fn lc_now() -> Arc<OpCounter> {
+    match LC_NOW.with(std::cell::Cell::take) {
+        Some(mut c) => {
+            if OpCounter::renew(&mut c) {
+                c
+            } else {
+                fresh()
+            }
+        }
+        None => fresh(),
+    }
+}
+
+/// Keep `c`, a counter from [`lc_now`] whose wait has ended, for the
+/// thread's next one.
+fn keep_lc_now(c: Arc<OpCounter>) {
+    LC_NOW.with(|k| k.set(Some(c)));
+}
+
 /// How RMA to a peer is carried out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RmaPath {
@@ -225,7 +253,8 @@ impl Endpoint {
                 let rc = counter();
                 let lcc = match lc {
                     LcCount::Group => nbi::counter(self.index(), NbiCategory::Put),
-                    LcCount::Now | LcCount::Fresh => fresh(),
+                    LcCount::Now => lc_now(),
+                    LcCount::Fresh => fresh(),
                     LcCount::On(c) => c.clone(),
                 };
                 let post = || {
@@ -244,7 +273,8 @@ impl Endpoint {
                 })?;
                 let lc = match lc {
                     LcCount::Now => {
-                        self.event(Some(lcc)).wait()?;
+                        self.event(Some(lcc.clone())).wait()?;
+                        keep_lc_now(lcc);
                         None
                     }
                     LcCount::Fresh => Some(lcc),
