@@ -20,7 +20,11 @@ pub const STATUS: i32 = 1;
 pub fn fatal(pe: Option<u32>, what: &str, why: impl Display) -> ! {
     match pe {
         Some(pe) => eprintln!("rgex-shmem: PE {pe}: {what}: {why}"),
-        None => eprintln!("rgex-shmem: {what}: {why}"),
+        // Before init, the launcher's word for this process's rank.
+        None => match rgex::launcher_rank() {
+            Ok(pe) => eprintln!("rgex-shmem: PE {pe}: {what}: {why}"),
+            Err(_) => eprintln!("rgex-shmem: {what}: {why}"),
+        },
     }
     std::process::exit(STATUS)
 }

@@ -56,8 +56,8 @@ pub fn get(what: &str) -> &'static Shmem {
         (FINALIZED, Some(s)) => fatal(
             Some(s.me),
             what,
-            "called after shmem_finalize (no OpenSHMEM call but the shmem_info_* and \
-             shmem_query_thread ones may follow it)",
+            "called after shmem_finalize (only shmem_info_get_version and \
+             shmem_info_get_name may follow it)",
         ),
         _ => fatal(
             None,
