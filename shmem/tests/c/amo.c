@@ -174,7 +174,9 @@ static void generic(void) {
     CHECK(shmem_atomic_fetch(u, 0) == (1u << npes) - 1, "generic fetch_or");
     CHECK(shmem_atomic_fetch(d, 0) == 2.5, "generic set/fetch of a double");
     shmem_barrier_all();
-    CHECK(shmem_atomic_compare_swap(l, 3L * npes, 0L, 0) == 3 * npes || me != 0, "generic cswap");
+    if (me == 0) CHECK(shmem_atomic_compare_swap(l, 3L * npes, 0L, 0) == 3 * npes, "generic cswap");
+    shmem_barrier_all();
+    CHECK(shmem_atomic_fetch(l, 0) == 0, "generic cswap stored");
     shmem_barrier_all();
     shmem_free(d);
     shmem_free(u);
