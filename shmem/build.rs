@@ -419,7 +419,7 @@ fn sync(out: &mut String, n: &str) {
                 let (ic, ir, iv) = if mode == "some" {
                     ("size_t *indices, ", "indices: *mut usize, ", "indices")
                 } else {
-                    ("", "", "std::ptr::null_mut()")
+                    ("", "", "indices: std::ptr::null_mut()")
                 };
                 let conv = match ret_r {
                     "" => ";",
@@ -433,7 +433,7 @@ fn sync(out: &mut String, n: &str) {
                     &format!("ivars: *mut {t}, nelems: usize, {ir}status: *const std::ffi::c_int, cmp: std::ffi::c_int, {vr}"),
                     ret_r,
                     &format!(
-                        "crate::wait::{call}(\"{f}\", crate::wait::Words {{ ivars, n: nelems, status, indices: {iv}, cmp, values: {vv} }}, crate::wait::Mode::{m}){conv}"
+                        "crate::wait::{call}(\"{f}\", crate::wait::Words {{ ivars, n: nelems, status, {iv}, cmp, values: {vv} }}, crate::wait::Mode::{m}){conv}"
                     ),
                 );
             }

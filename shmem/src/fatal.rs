@@ -18,14 +18,15 @@ pub const STATUS: i32 = 1;
 /// rgex_shmem::fatal::fatal(Some(0), "shmem_int_put", "PE 7 is out of range (0..2)");
 /// ```
 pub fn fatal(pe: Option<u32>, what: &str, why: impl Display) -> ! {
-    match pe {
-        Some(pe) => eprintln!("rgex-shmem: PE {pe}: {what}: {why}"),
-        // Before init, the launcher's word for this process's rank.
-        None => match rgex::launcher_rank() {
-            Ok(pe) => eprintln!("rgex-shmem: PE {pe}: {what}: {why}"),
-            Err(_) => eprintln!("rgex-shmem: {what}: {why}"),
-        },
-    }
+    use std::io::Write;
+    // Before init, the launcher's word for this process's rank.
+    let line = match pe.or_else(|| rgex::launcher_rank().ok()) {
+        Some(pe) => format!("rgex-shmem: PE {pe}: {what}: {why}\n"),
+        None => format!("rgex-shmem: {what}: {why}\n"),
+    };
+    // One write: the launcher may end this process as soon as another
+    // PE fails, and a line written in pieces would be cut.
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
     std::process::exit(STATUS)
 }
 

@@ -114,6 +114,7 @@ fn strided(
 ///
 /// # Safety
 /// `source`'s elements are readable.
+#[allow(clippy::too_many_arguments)] // the C routine's, plus the call's name and the size
 pub unsafe fn iput(
     what: &str,
     dest: *mut u8,
@@ -140,6 +141,7 @@ pub unsafe fn iput(
 ///
 /// # Safety
 /// `dest`'s elements are writable.
+#[allow(clippy::too_many_arguments)] // as iput
 pub unsafe fn iget(
     what: &str,
     dest: *mut u8,

@@ -65,7 +65,7 @@ pub extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
     let what = "shmem_signal_fetch";
     let s = state::get(what);
     let off = s.offset(what, "sig_addr", sig_addr.cast(), 8);
-    if off % 8 != 0 {
+    if !off.is_multiple_of(8) {
         fatal(
             Some(s.me),
             what,
