@@ -94,7 +94,10 @@ pub fn install(s: Shmem) -> &'static Shmem {
     }
     // Release: a thread that sees RUNNING sees the state (see `get`).
     PHASE.store(RUNNING, Ordering::Release);
-    STATE.get().expect("just set")
+    match STATE.get() {
+        Some(s) => s,
+        None => fatal(Some(me), "shmem_init", "the state was not kept"),
+    }
 }
 
 /// Mark the state finalized (by `shmem_finalize`).

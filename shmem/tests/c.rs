@@ -237,6 +237,13 @@ fn amo_reference_two_pes() {
     run_ok(2, "amo", &[], &[("RGEX_ATOMICS", "reference")], AMO);
 }
 
+/// With a progress thread on every PE (what answers AMOs over the
+/// network while a PE computes).
+#[test]
+fn amo_progress_thread_two_pes() {
+    run_ok(2, "amo", &[], &[("RGEX_PROGRESS_THREAD", "1")], AMO);
+}
+
 /// wait.c: 14 types, a late writer, the generic ones.
 const WAIT: (usize, usize) = (16, 0);
 

@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
         ok("shmem_ptr reaches node-local peers' heaps: stores through it land");
     else if (count == 0)
         skip("shmem_ptr reaches node-local peers' heaps",
-             "no peer's heap is mapped here (a network conduit without the shared-memory bypass)");
+             "no peer's heap is mapped in this process (scc, or a network conduit without the shared-memory bypass)");
     else
         FAIL("shmem_ptr reached %d of %d peers", count, n);
     shmem_free(flags);
