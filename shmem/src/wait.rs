@@ -173,9 +173,10 @@ fn check<T>(s: &Shmem, what: &str, w: &Words<T>, mode: Mode) -> Cmp {
     cmp_of(s, what, w.cmp)
 }
 
-/// Wait until the words of `w` hold as `mode` says; the answer (see
-/// [`answer`]); with every word excluded: `_all` 1... returns at once
-/// (`_any` `SIZE_MAX`, `_some` 0).
+/// Wait until the words of `w` hold as `mode` says: `_all` returns 1,
+/// `_any` the index of one that holds, `_some` how many hold (their
+/// indices written). With every word excluded it returns at once
+/// (`_all` 1, `_any` `SIZE_MAX`, `_some` 0).
 ///
 /// # Safety
 /// `ivars` has `nelems` words; `status` is NULL or has `nelems`
