@@ -1,5 +1,5 @@
 //! rgex-shmem's C tests: the programs of `tests/c/` (one per section:
-//! setup, heap, RMA, AMOs, waits, signals, and bad input), built with
+//! setup, heap, RMA, AMOs, waits, signals, threads, and bad input), built with
 //! `bin/oshcc` and run under `bin/oshrun`, with exactly the checks each
 //! must report (as the Rust suite's conformance programs: `ok: ` and
 //! `skip: ` lines, counted by `rgex_tests::Checks`), on the conduit
@@ -13,7 +13,9 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 /// The C programs, each with its own section.
-const PROGRAMS: &[&str] = &["setup", "heap", "rma", "amo", "wait", "signal", "errors"];
+const PROGRAMS: &[&str] = &[
+    "setup", "heap", "rma", "amo", "wait", "signal", "threads", "errors",
+];
 
 /// Where the library, rgex-run and the built C programs are.
 struct Built {
@@ -60,7 +62,7 @@ fn built() -> &'static Built {
         for p in PROGRAMS {
             let src = shmem_dir().join("tests/c").join(format!("{p}.c"));
             let out = oshcc(&profile)
-                .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
+                .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-pthread"])
                 .arg(&src)
                 .arg("-o")
                 .arg(programs.join(p))
@@ -284,6 +286,24 @@ fn signal_three_pes() {
 #[test]
 fn signal_reference_two_pes() {
     run_ok(2, "signal", &[], &[("RGEX_RMA", "reference")], SIGNAL);
+}
+
+/// threads.c: four threads per PE under SHMEM_THREAD_MULTIPLE.
+const THREADS: (usize, usize) = (3, 0);
+
+#[test]
+fn threads_one_pe() {
+    run_ok(1, "threads", &[], &[], THREADS);
+}
+
+#[test]
+fn threads_two_pes() {
+    run_ok(2, "threads", &[], &[], THREADS);
+}
+
+#[test]
+fn threads_three_pes() {
+    run_ok(3, "threads", &[], &[], THREADS);
 }
 
 /// Bad input ends the job non-zero, with a message naming the PE, the
