@@ -1,0 +1,90 @@
+//! Signalling (OpenSHMEM 1.5 section 9.9): `put_signal`,
+//! `put_signal_nbi`, `signal_fetch`, `signal_wait_until`, on rgex's
+//! put-with-signal: the data, then the 64-bit signal word set or added
+//! to, never visible at the target before the data.
+//!
+//! Both forms return at local completion (rgex's implicit-handle
+//! put-with-signal; delivery is complete at the next `shmem_quiet`), as
+//! the specification allows of the blocking one.
+
+use crate::fatal::{fatal, OrDie};
+use crate::state;
+use rgex::{Flags, Signal};
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `SHMEM_SIGNAL_SET`.
+pub const SIGNAL_SET: c_int = 0;
+/// `SHMEM_SIGNAL_ADD`.
+pub const SIGNAL_ADD: c_int = 1;
+
+/// Put `bytes` from `source` to the symmetric `dest` of `pe`, then
+/// update its `sig_addr` with `signal` as `sig_op` says.
+///
+/// # Safety
+/// `source` is readable for `bytes` bytes.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn put_signal(
+    what: &str,
+    dest: *mut u8,
+    source: *const u8,
+    bytes: usize,
+    sig_addr: *mut u64,
+    signal: u64,
+    sig_op: c_int,
+    pe: c_int,
+) {
+    let s = state::get(what);
+    let at = s.remote(what, "dest", dest, bytes, pe);
+    let word = s.offset(what, "sig_addr", sig_addr.cast(), 8);
+    let sig = match sig_op {
+        SIGNAL_SET => Signal::set(word, signal),
+        SIGNAL_ADD => Signal::add(word, signal),
+        _ => fatal(
+            Some(s.me),
+            what,
+            format_args!(
+                "sig_op = {sig_op} is neither SHMEM_SIGNAL_SET ({SIGNAL_SET}) nor \
+                 SHMEM_SIGNAL_ADD ({SIGNAL_ADD})"
+            ),
+        ),
+    };
+    let src: &[u8] = if bytes == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(source, bytes) }
+    };
+    s.ep.put_signal_nbi(at, src, sig, Flags::empty())
+        .or_die(s.me, what);
+}
+
+/// `uint64_t shmem_signal_fetch(const uint64_t *sig_addr)`.
+#[no_mangle]
+pub extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
+    let what = "shmem_signal_fetch";
+    let s = state::get(what);
+    let off = s.offset(what, "sig_addr", sig_addr.cast(), 8);
+    if !off.is_multiple_of(8) {
+        fatal(
+            Some(s.me),
+            what,
+            format_args!("sig_addr = {sig_addr:p} is not 8-byte aligned"),
+        );
+    }
+    // SAFETY: an aligned word of this PE's heap (checked above), updated
+    // by peers atomically. Acquire: pairs with the signal's Release update,
+    // so the data put before it is seen.
+    unsafe { (*sig_addr.cast::<AtomicU64>()).load(Ordering::Acquire) }
+}
+
+/// `uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp,
+/// uint64_t cmp_value)`: the word's value once it compares so.
+#[no_mangle]
+pub extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, cmp_value: u64) -> u64 {
+    let what = "shmem_signal_wait_until";
+    let s = state::get(what);
+    let off = s.offset(what, "sig_addr", sig_addr.cast(), 8);
+    let c = crate::wait::cmp_of(s, what, cmp);
+    s.ep.wait_until::<u64>(off, c, cmp_value).or_die(s.me, what)
+}

@@ -1,0 +1,539 @@
+//! rgex-shmem's C tests: the programs of `tests/c/` (one per section:
+//! setup, heap, RMA, AMOs, waits, signals, threads, and bad input), built with
+//! `bin/oshcc` and run under `bin/oshrun`, with exactly the checks each
+//! must report (as the Rust suite's conformance programs: `ok: ` and
+//! `skip: ` lines, counted by `rgex_tests::Checks`), on the conduit
+//! `RGEX_CONDUIT` names (smp by default; the conduit matrix runs the
+//! same tests on each). And the library's exports: `nm -D` lists every
+//! function of shmem.h and shmemx.h, and a program taking the address of
+//! each one links and runs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The C programs, each with its own section.
+const PROGRAMS: &[&str] = &[
+    "setup", "heap", "rma", "amo", "wait", "signal", "threads", "errors",
+];
+
+/// Where the library, rgex-run and the built C programs are.
+struct Built {
+    /// The cargo profile directory (librgex_shmem.so, rgex-run).
+    profile: PathBuf,
+    /// The C programs.
+    programs: PathBuf,
+}
+
+fn shmem_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Build the library and rgex-run (cargo, in this test's target
+/// directory and profile), then every C program with oshcc; once.
+fn built() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test knows its path");
+        // target/<profile>/deps/c-<hash>
+        let profile = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test runs from target/<profile>/deps")
+            .to_path_buf();
+        let target = profile.parent().expect("a target directory").to_path_buf();
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo.args(["build", "-p", "rgex-shmem", "-p", "rgex", "--target-dir"]);
+        cargo.arg(&target);
+        match profile.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                cargo.arg("--release");
+            }
+            Some(other) => {
+                cargo.args(["--profile", other]);
+            }
+            None => panic!("no profile directory in {}", profile.display()),
+        }
+        let st = cargo.status().expect("cargo runs");
+        assert!(st.success(), "building librgex_shmem and rgex-run: {st}");
+        let programs = profile.join("shmem-c-tests");
+        std::fs::create_dir_all(&programs).expect("the target directory is writable");
+        for p in PROGRAMS {
+            let src = shmem_dir().join("tests/c").join(format!("{p}.c"));
+            let out = oshcc(&profile)
+                .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-pthread"])
+                .arg(&src)
+                .arg("-o")
+                .arg(programs.join(p))
+                .output()
+                .expect("oshcc runs");
+            assert!(
+                out.status.success(),
+                "oshcc {}: {}",
+                src.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Built { profile, programs }
+    })
+}
+
+/// `bin/oshcc`, told where this profile's library is.
+fn oshcc(profile: &Path) -> Command {
+    let mut c = Command::new(shmem_dir().join("bin/oshcc"));
+    c.env("RGEX_SHMEM_LIBDIR", profile);
+    c
+}
+
+/// The conduit under test (`RGEX_CONDUIT`, smp when unset).
+fn conduit() -> String {
+    std::env::var("RGEX_CONDUIT")
+        .ok()
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| "smp".into())
+}
+
+/// True if node-local peers' heaps are mapped here (smp, or ofi and ibv
+/// with the shared-memory bypass on).
+fn shares_memory() -> bool {
+    match conduit().as_str() {
+        "smp" => true,
+        "ofi" | "ibv" => std::env::var("RGEX_SHM_BYPASS").as_deref() != Ok("0"),
+        _ => false,
+    }
+}
+
+/// Run `program` (one of [`PROGRAMS`]) on `n` PEs under `bin/oshrun
+/// -np n`, with `env` added; print what it said (shown when a test fails).
+fn oshrun(n: u32, program: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let b = built();
+    let mut c = Command::new(shmem_dir().join("bin/oshrun"));
+    c.env("RGEX_RUN", b.profile.join("rgex-run"))
+        .args(["-np", &n.to_string(), "--timeout", "240"])
+        .arg(b.programs.join(program))
+        .args(args)
+        .envs(env.iter().copied());
+    let out = c.output().expect("oshrun runs");
+    println!(
+        "{program} on {n} PEs: {}\n--- stdout\n{}--- stderr\n{}---",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Run `program` and require success with exactly `oks` passed and
+/// `skips` skipped checks, its final count saying the same, on the
+/// conduit asked for.
+fn run_ok(
+    n: u32,
+    program: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    (oks, skips): (usize, usize),
+) {
+    let out = oshrun(n, program, args, env);
+    assert!(out.status.success(), "{program} failed: {}", out.status);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let checks = rgex_tests::Checks::parse(&stdout);
+    assert_eq!(
+        checks.conduits,
+        [conduit()],
+        "the job names the conduit it ran on"
+    );
+    for s in &checks.skips {
+        rgex_tests::report_skip_line(&format!(
+            "skip on RGEX_CONDUIT={}: c::{program} on {n} PEs: {s}",
+            conduit()
+        ));
+    }
+    assert_eq!(
+        (checks.oks.len(), checks.skips.len()),
+        (oks, skips),
+        "expected {oks} passed and {skips} skipped checks; passed: {:#?}, skipped: {:#?}",
+        checks.oks,
+        checks.skips
+    );
+    let total = format!("checks: {oks} passed, {skips} skipped");
+    assert!(
+        stdout.contains(&total),
+        "the program's own count is not {total:?}"
+    );
+}
+
+/// setup.c: 7 checks; the one through shmem_ptr to a peer needs its
+/// heap mapped here.
+fn setup(n: u32) -> (usize, usize) {
+    if n == 1 || shares_memory() {
+        (7, 0)
+    } else {
+        (6, 1)
+    }
+}
+
+#[test]
+fn setup_one_pe() {
+    run_ok(1, "setup", &["1"], &[], setup(1));
+}
+
+#[test]
+fn setup_two_pes() {
+    run_ok(2, "setup", &["2"], &[], setup(2));
+}
+
+#[test]
+fn setup_three_pes() {
+    run_ok(3, "setup", &["3"], &[], setup(3));
+}
+
+/// heap.c runs on an 8 MiB heap (it fills most of it).
+const HEAP_ENV: &[(&str, &str)] = &[("SHMEM_SYMMETRIC_SIZE", "8M")];
+
+#[test]
+fn heap_two_pes() {
+    run_ok(2, "heap", &[], HEAP_ENV, (7, 0));
+}
+
+#[test]
+fn heap_three_pes() {
+    run_ok(3, "heap", &[], HEAP_ENV, (7, 0));
+}
+
+/// rma.c: 24 types, 5 sized forms, mem, the generic ones, 1 MiB.
+const RMA: (usize, usize) = (32, 0);
+
+#[test]
+fn rma_one_pe() {
+    run_ok(1, "rma", &[], &[], RMA);
+}
+
+#[test]
+fn rma_two_pes() {
+    run_ok(2, "rma", &[], &[], RMA);
+}
+
+#[test]
+fn rma_three_pes() {
+    run_ok(3, "rma", &[], &[], RMA);
+}
+
+/// amo.c: 14 extended, 12 standard and 7 bitwise types, one shared
+/// word, the generic ones.
+const AMO: (usize, usize) = (35, 0);
+
+#[test]
+fn amo_two_pes() {
+    run_ok(2, "amo", &[], &[], AMO);
+}
+
+#[test]
+fn amo_three_pes() {
+    run_ok(3, "amo", &[], &[], AMO);
+}
+
+/// The AMOs through rgex's active-message reference (every conduit has it).
+#[test]
+fn amo_reference_two_pes() {
+    run_ok(2, "amo", &[], &[("RGEX_ATOMICS", "reference")], AMO);
+}
+
+/// With a progress thread on every PE (what answers AMOs over the
+/// network while a PE computes).
+#[test]
+fn amo_progress_thread_two_pes() {
+    run_ok(2, "amo", &[], &[("RGEX_PROGRESS_THREAD", "1")], AMO);
+}
+
+/// wait.c: 14 types, a late writer, the generic ones.
+const WAIT: (usize, usize) = (16, 0);
+
+#[test]
+fn wait_one_pe() {
+    run_ok(1, "wait", &[], &[], WAIT);
+}
+
+#[test]
+fn wait_two_pes() {
+    run_ok(2, "wait", &[], &[], WAIT);
+}
+
+#[test]
+fn wait_three_pes() {
+    run_ok(3, "wait", &[], &[], WAIT);
+}
+
+/// signal.c: set, an add flood, every typed, sized and mem form.
+const SIGNAL: (usize, usize) = (5, 0);
+
+#[test]
+fn signal_one_pe() {
+    run_ok(1, "signal", &[], &[], SIGNAL);
+}
+
+#[test]
+fn signal_two_pes() {
+    run_ok(2, "signal", &[], &[], SIGNAL);
+}
+
+#[test]
+fn signal_three_pes() {
+    run_ok(3, "signal", &[], &[], SIGNAL);
+}
+
+/// Every put-with-signal through rgex's active-message reference.
+#[test]
+fn signal_reference_two_pes() {
+    run_ok(2, "signal", &[], &[("RGEX_RMA", "reference")], SIGNAL);
+}
+
+/// threads.c: four threads per PE under SHMEM_THREAD_MULTIPLE.
+const THREADS: (usize, usize) = (3, 0);
+
+#[test]
+fn threads_one_pe() {
+    run_ok(1, "threads", &[], &[], THREADS);
+}
+
+#[test]
+fn threads_two_pes() {
+    run_ok(2, "threads", &[], &[], THREADS);
+}
+
+#[test]
+fn threads_three_pes() {
+    run_ok(3, "threads", &[], &[], THREADS);
+}
+
+/// Bad input ends the job non-zero, with a message naming the PE, the
+/// call, the argument and the limit.
+fn fails(case: &str, says: &[&str]) {
+    let out = oshrun(2, "errors", &[case], HEAP_ENV);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!out.status.success(), "{case}: the job succeeded");
+    assert!(
+        !stdout.contains("ended without an error"),
+        "{case}: a PE went on"
+    );
+    for s in says {
+        assert!(stderr.contains(s), "{case}: stderr does not say {s:?}");
+    }
+}
+
+#[test]
+fn a_call_before_init() {
+    // Both PEs fail: either may be the first, and the one the launcher ends.
+    fails(
+        "before_init",
+        &[
+            "rgex-shmem: PE ",
+            ": shmem_n_pes: called before shmem_init (call shmem_init",
+        ],
+    );
+}
+
+#[test]
+fn a_call_after_finalize() {
+    fails(
+        "after_finalize",
+        &["shmem_barrier_all: called after shmem_finalize"],
+    );
+}
+
+#[test]
+fn a_non_symmetric_address() {
+    fails(
+        "not_symmetric",
+        &[
+            "rgex-shmem: PE 0: shmem_long_put: dest = 0x",
+            "(64 bytes) is not symmetric: the symmetric heap is 0x",
+            "(8388608 bytes;",
+        ],
+    );
+}
+
+#[test]
+fn an_access_past_the_heap() {
+    fails(
+        "past_the_heap",
+        &[
+            "rgex-shmem: PE 0: shmem_getmem: source = 0x",
+            "(64 bytes) is not symmetric",
+        ],
+    );
+}
+
+#[test]
+fn a_pe_out_of_range() {
+    fails(
+        "pe_out_of_range",
+        &["rgex-shmem: PE 0: shmem_long_p: PE 2 is out of range: the job has PEs 0..=1"],
+    );
+}
+
+#[test]
+fn out_of_heap() {
+    fails(
+        "out_of_heap",
+        &[
+            "shmem_malloc: out of symmetric heap: 1099511627776 bytes asked for, the largest \
+           free block is 8388544 bytes of a 8388608-byte heap (SHMEM_SYMMETRIC_SIZE sets it)",
+        ],
+    );
+}
+
+#[test]
+fn mismatched_malloc_sizes() {
+    fails(
+        "mismatch",
+        &[
+            "shmem_malloc: a collective with mismatched arguments: this PE's size is ",
+            ", but the PEs' range from 64 to 128 (every PE must make the same call)",
+        ],
+    );
+}
+
+#[test]
+fn a_free_of_no_block() {
+    fails(
+        "bad_free",
+        &["shmem_free: ptr = 0x", "is not a block shmem_malloc"],
+    );
+}
+
+#[test]
+fn a_bad_comparison() {
+    fails(
+        "bad_cmp",
+        &["PE 0: shmem_long_wait_until: cmp = 42 is not a SHMEM_CMP_* value"],
+    );
+}
+
+#[test]
+fn a_bad_signal_op() {
+    fails(
+        "bad_sig_op",
+        &["PE 0: shmem_putmem_signal: sig_op = 9 is neither SHMEM_SIGNAL_SET (0) nor SHMEM_SIGNAL_ADD (1)"],
+    );
+}
+
+/// The functions shmem.h and shmemx.h declare (preprocessed as C11),
+/// less those they define inline.
+fn declared() -> Vec<String> {
+    let out = Command::new("cc")
+        .args(["-E", "-P", "-std=c11", "-I"])
+        .arg(shmem_dir().join("include"))
+        .arg(shmem_dir().join("include/shmemx.h"))
+        .output()
+        .expect("cc runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut names = Vec::new();
+    let mut inline = Vec::new();
+    // Each declaration ends with ';' (an inline definition's body holds
+    // calls, named by the declarations anyway).
+    for part in text.split([';', '{', '}']) {
+        let flat = part.split_whitespace().collect::<Vec<_>>().join(" ");
+        let Some(open) = flat.find('(') else { continue };
+        let head = &flat[..open];
+        let Some(name) = head.split([' ', '*']).next_back() else {
+            continue;
+        };
+        if !name.starts_with("shmem") {
+            continue;
+        }
+        if head.starts_with("static inline") {
+            inline.push(name.to_string());
+        } else if !head.starts_with("return") && head.contains(' ') {
+            names.push(name.to_string());
+        }
+    }
+    names.retain(|n| !inline.contains(n));
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn nm_lists_every_function_of_the_headers() {
+    let b = built();
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(b.profile.join("librgex_shmem.so"))
+        .output()
+        .expect("nm runs");
+    assert!(out.status.success());
+    let nm = String::from_utf8_lossy(&out.stdout);
+    let exported: Vec<&str> = nm
+        .lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [_, "T", name] => Some(name),
+            _ => None,
+        })
+        .filter(|n| n.starts_with("shmem"))
+        .collect();
+    let declared = declared();
+    assert!(
+        declared.len() > 700,
+        "only {} functions declared",
+        declared.len()
+    );
+    let missing: Vec<_> = declared
+        .iter()
+        .filter(|d| !exported.contains(&d.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "declared but not exported: {missing:?}");
+    let undeclared: Vec<_> = exported
+        .iter()
+        .filter(|e| !declared.iter().any(|d| d == *e))
+        .collect();
+    assert!(
+        undeclared.is_empty(),
+        "exported but not declared: {undeclared:?}"
+    );
+}
+
+/// A program taking the address of every declared function links
+/// against the library and runs.
+#[test]
+fn a_program_naming_every_function_links() {
+    let b = built();
+    let names = declared();
+    let mut src = String::from("#include <shmem.h>\n#include <shmemx.h>\n#include <stdio.h>\n");
+    src.push_str("typedef void (*fn)(void);\nstatic fn all[] = {\n");
+    for n in &names {
+        src.push_str(&format!("    (fn){n},\n"));
+    }
+    src.push_str("};\nint main(void) {\n    size_t k = 0;\n");
+    src.push_str("    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) k += all[i] != 0;\n");
+    src.push_str("    printf(\"%zu functions\\n\", k);\n    return 0;\n}\n");
+    let c = b.programs.join("every_function.c");
+    std::fs::write(&c, src).expect("writable");
+    let exe = b.programs.join("every_function");
+    let out = oshcc(&b.profile)
+        .args(["-std=c11", "-Wall", "-Werror"])
+        .arg(&c)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("oshcc runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ran = Command::new(&exe).output().expect("it runs");
+    assert!(ran.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stdout),
+        format!("{} functions\n", names.len())
+    );
+}
