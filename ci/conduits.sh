@@ -3,7 +3,7 @@
 # IMMEDIATE, NBI, teams, collectives, atomics, VIS, jobs started by mpirun
 # through PMIx, jobs spanning two emulated nodes, the examples, faults) on
 # every conduit
-# and provider (rgex-pgas's jobs too) this machine can run: ofi on loopback only, ibv on the
+# and provider (rgex-pgas's jobs and rgex-shmem's C tests too) this machine can run: ofi on loopback only, ibv on the
 # software verbs device (RGEX_IBV_DEVICE=soft: an HCA emulated over shared
 # memory), and scc on its emulated non-coherent memory with the stale-read
 # checker on. Called by ci/test.sh;
@@ -55,6 +55,8 @@ want=("$@")
 failed=()
 cargo build -p rgex-tests -p rgex-examples --bins --tests >/dev/null
 cargo build -p rgex-pgas --examples --tests >/dev/null
+# rgex-shmem's C tests build the library (cdylib) and rgex-run themselves.
+cargo build -p rgex-shmem -p rgex --lib --bins --tests >/dev/null
 for row in "${rows[@]}"; do
     name=${row%%|*}
     scope=${row##*|}
@@ -75,6 +77,7 @@ for row in "${rows[@]}"; do
             env $envs cargo test --no-fail-fast -p rgex-tests "${suites[@]}" 2>&1 &&
                 env $envs cargo test -p rgex-examples --test run 2>&1 &&
                 env $envs cargo test -p rgex-pgas --test run 2>&1 &&
+                env $envs cargo test -p rgex-shmem --test c 2>&1 &&
                 env $envs cargo test -p rgex-tests --test faults --test departure --test lifecycle --test stopped_peer 2>&1
         }
     else
