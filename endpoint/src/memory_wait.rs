@@ -418,7 +418,13 @@ impl Endpoint {
                 return Err(e);
             }
             self.check_open(what)?;
-            if self.progress(PollSet::All) != 0 {
+            // A put-with-signal's reference handler run by this poll
+            // defers its acknowledgement (see `crate::rma::signal`).
+            let polled = {
+                let _scope = crate::rma::MemoryWaitScope::enter();
+                self.progress(PollSet::All)
+            };
+            if polled != 0 {
                 backoff.reset();
                 quiet_since = None;
                 sleep = SLEEP_MIN;
