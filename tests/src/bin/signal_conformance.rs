@@ -487,7 +487,9 @@ fn acknowledgements(client: &Client) -> Res {
         ep.wait_until::<u64>(ACK_SIG, Cmp::Ge, i + 1).map_err(e2s)?;
         let got = ep.segment().read_u64(ACK_DATA).map_err(e2s)?;
         if got != i {
-            return Err(format!("acknowledgements: {me} got {got} in round trip {i}"));
+            return Err(format!(
+                "acknowledgements: {me} got {got} in round trip {i}"
+            ));
         }
         if me == Rank(1) {
             events.push(
@@ -502,7 +504,9 @@ fn acknowledgements(client: &Client) -> Res {
     if me == Rank(1) {
         ep.put_signal(to, &[9], Signal::set(ACK_SIG, 0), f)
             .map_err(e2s)?;
-        return ep.put_val(GlobalAddr::new(peer, ACK_DONE), 1, f).map_err(e2s);
+        return ep
+            .put_val(GlobalAddr::new(peer, ACK_DONE), 1, f)
+            .map_err(e2s);
     }
     ep.wait_until::<u64>(ACK_SIG, Cmp::Eq, 0).map_err(e2s)?;
     let start = std::time::Instant::now();
