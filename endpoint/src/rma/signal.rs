@@ -36,7 +36,9 @@
 //! acknowledgements were half the messages. What it costs: a target that
 //! stops polling right after its wait returns (and sends nothing to the
 //! requester) delays the requester's completion until it polls again,
-//! as any AM-based operation needs an attentive target. The signal
+//! as any AM-based operation needs an attentive target (a progress
+//! thread polls for it, but one already asleep when the wait returned
+//! sends it only when it wakes: at most its sleep bound). The signal
 //! itself is applied before the wait returns, whatever happens to the
 //! acknowledgement.
 //!
