@@ -429,7 +429,14 @@ impl Endpoint {
     /// collectives), so `poll()` alone drives them.
     #[inline]
     pub(crate) fn progress(&self, set: PollSet) -> usize {
-        let mut n = self.conduit.poll(set, &mut |d| self.dispatch(d));
+        let mut n = 0;
+        // Put-with-signal acknowledgements a wait on memory deferred (one
+        // load when there are none): they leave at the start of the next
+        // full poll, if no put-with-signal to their peer took them first.
+        if self.signal.owes_acks() && set == PollSet::All && !in_handler() {
+            n += self.signal.flush_acks(self);
+        }
+        n += self.conduit.poll(set, &mut |d| self.dispatch(d));
         n += self.note_poll(n, set);
         // A thread polling or waiting helps with shared work (a handler
         // does not: it would delay the messages behind it).

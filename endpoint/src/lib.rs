@@ -88,4 +88,8 @@ pub mod reserved {
     pub const PUT_SIGNAL: u8 = 32;
     /// Put-with-signal's reference: its acknowledgement (Short reply).
     pub const PUT_SIGNAL_ACK: u8 = 33;
+    /// Put-with-signal's reference: acknowledgements deferred by a
+    /// target that was waiting on memory (Short request, 3 arguments per
+    /// acknowledgement, up to 5).
+    pub const PUT_SIGNAL_ACKS: u8 = 34;
 }

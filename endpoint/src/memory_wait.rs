@@ -384,10 +384,12 @@ impl Endpoint {
     }
 
     /// Whether a sleeping progress thread may stay asleep as far as waits
-    /// on memory go: no registered future's condition holds.
+    /// on memory go: no registered future's condition holds, and no
+    /// put-with-signal acknowledgement a blocking wait deferred is owed
+    /// (the next poll sends it; see `crate::rma::signal`).
     pub(crate) fn memory_waits_idle(&self) -> bool {
         let w = self.memory_waits();
-        !w.has_futures() || w.none_ready()
+        (!w.has_futures() || w.none_ready()) && !self.signal_protocol().owes_acks()
     }
 
     /// Run progress until `ready()` holds (see the [module docs](self)
@@ -418,7 +420,13 @@ impl Endpoint {
                 return Err(e);
             }
             self.check_open(what)?;
-            if self.progress(PollSet::All) != 0 {
+            // A put-with-signal's reference handler run by this poll
+            // defers its acknowledgement (see `crate::rma::signal`).
+            let polled = {
+                let _scope = crate::rma::MemoryWaitScope::enter();
+                self.progress(PollSet::All)
+            };
+            if polled != 0 {
                 backoff.reset();
                 quiet_since = None;
                 sleep = SLEEP_MIN;

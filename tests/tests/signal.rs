@@ -11,8 +11,8 @@ use common::{conduit, job, report_skip, run_ok, shares_memory};
 const SIGNAL: &str = env!("CARGO_BIN_EXE_signal_conformance");
 
 /// The `main` scenario's checks: flood, three late writers, two array
-/// checks, errors, futures.
-const MAIN: (usize, usize) = (8, 0);
+/// checks, errors, acknowledgements, futures.
+const MAIN: (usize, usize) = (9, 0);
 
 #[test]
 fn two_ranks() {

@@ -39,7 +39,7 @@ use rgex_core::{Error, Event, Flags, GlobalAddr, OpCounter, Rank, Result};
 use route::Route;
 pub(crate) use route::Routes;
 pub use signal::SignalPath;
-pub(crate) use signal::SignalProtocol;
+pub(crate) use signal::{MemoryWaitScope, SignalProtocol};
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 

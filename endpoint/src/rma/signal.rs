@@ -19,8 +19,28 @@
 //!   segment: one message, where a network's Long is a write and then a
 //!   header), else a Long (the data lands before the handler runs); the
 //!   target's handler then updates the word with Release, wakes this
-//!   rank's sleeping waits and replies (remote completion). Every network
-//!   conduit of rgex takes it for now.
+//!   rank's sleeping waits and acknowledges (remote completion). Every
+//!   network conduit of rgex takes it for now.
+//!
+//! **The reference's acknowledgement.** A handler that runs outside a
+//! blocking wait on memory replies at once (a Short reply). One that runs
+//! inside a blocking [`wait_until`](Endpoint::wait_until) of this rank
+//! (the target is waiting for a signal, likely this one, and is about to
+//! answer it) defers it: the acknowledgement rides on this rank's next
+//! put-with-signal to the requester (three more arguments of its
+//! request), or, if none goes first, leaves in a Short request
+//! (`reserved::PUT_SIGNAL_ACKS`, up to [`ACKS_PER_REQUEST`] of them) at
+//! the start of this rank's next full poll (any thread's). A signal
+//! ping-pong then sends one message each way instead of two: on a
+//! network every message costs its system calls at both ends, and the
+//! acknowledgements were half the messages. What it costs: a target that
+//! stops polling right after its wait returns (and sends nothing to the
+//! requester) delays the requester's completion until it polls again,
+//! as any AM-based operation needs an attentive target (a progress
+//! thread polls for it, but one already asleep when the wait returned
+//! sends it only when it wakes: at most its sleep bound). The signal
+//! itself is applied before the wait returns, whatever happens to the
+//! acknowledgement.
 //!
 //! The data range and the signal word (8 bytes, 8-byte aligned) are both
 //! checked against the target's segment before anything moves; the error
@@ -28,11 +48,13 @@
 
 use super::{fresh, nbi, NbiCategory};
 use crate::{reserved, Accepts, Endpoint, HandlerTable, InFlight, ProtocolId};
+use parking_lot::Mutex;
 use rgex_core::{
     atomic::AtomicType, Category, Conduit, Error, Event, Flags, GlobalAddr, OpCounter, Rank,
     Result, Signal, SignalOp,
 };
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// How a put-with-signal to a peer is carried out
@@ -58,8 +80,18 @@ pub enum SignalPath {
 }
 
 /// Arguments of the reference's request: the operation's id (2), the
-/// word's offset (2), the value (2), the op, the data's offset (2).
-const ARGS: usize = 9;
+/// word's offset (2), the value (2), the op, the data's offset (2), and
+/// a piggybacked acknowledgement of the receiver's own put-with-signal
+/// (its id (2) and status, [`NO_ACK`] for none).
+const ARGS: usize = 12;
+
+/// The piggybacked acknowledgement's status when the request carries
+/// none.
+const NO_ACK: u32 = u32::MAX;
+
+/// Most deferred acknowledgements in one `PUT_SIGNAL_ACKS` request
+/// (three arguments each: id and status).
+pub const ACKS_PER_REQUEST: usize = 5;
 
 /// Status argument of the reference's acknowledgement.
 const SIGNAL_OK: u32 = 0;
@@ -67,11 +99,136 @@ const SIGNAL_OK: u32 = 0;
 /// or an op it does not know): the ranks disagree on the segment.
 const SIGNAL_REFUSED: u32 = 1;
 
-/// The reference protocol's handler ids, its operations in flight, and
-/// which peers the conduit carries natively.
+thread_local! {
+    /// True while this thread polls inside a blocking wait on memory
+    /// (`Endpoint::wait_memory`): a reference handler run then defers
+    /// its acknowledgement.
+    static IN_MEMORY_WAIT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread as polling inside a blocking wait on memory until
+/// dropped (see the module docs: acknowledgements deferred).
+pub(crate) struct MemoryWaitScope(bool);
+
+impl MemoryWaitScope {
+    #[inline]
+    pub(crate) fn enter() -> Self {
+        MemoryWaitScope(IN_MEMORY_WAIT.with(|w| w.replace(true)))
+    }
+}
+
+impl Drop for MemoryWaitScope {
+    #[inline]
+    fn drop(&mut self) {
+        IN_MEMORY_WAIT.with(|w| w.set(self.0));
+    }
+}
+
+/// Acknowledgements this rank owes (see the module docs): the
+/// requester, and the id and status to send it.
+#[derive(Default)]
+struct Owed {
+    acks: Mutex<Vec<(Rank, [u32; 3])>>,
+    /// How many `acks` holds: a hint read without the lock by every
+    /// full poll (one load when none are owed).
+    count: AtomicUsize,
+}
+
+impl Owed {
+    fn push(&self, peer: Rank, ack: [u32; 3]) {
+        let mut a = self.acks.lock();
+        a.push((peer, ack));
+        // Relaxed: a hint; the entries are read under the lock. A stale
+        // zero delays the flush to a later poll (a poll follows a wait
+        // that is not over, and a put-with-signal to the peer looks
+        // under the lock whenever the hint is not zero).
+        self.count.store(a.len(), Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn any(&self) -> bool {
+        // Relaxed: as in `push`.
+        self.count.load(Ordering::Relaxed) != 0
+    }
+
+    /// The oldest acknowledgement owed to `peer`, removed.
+    fn take_for(&self, peer: Rank) -> Option<[u32; 3]> {
+        if !self.any() {
+            return None;
+        }
+        let mut a = self.acks.lock();
+        let i = a.iter().position(|(p, _)| *p == peer)?;
+        let (_, ack) = a.remove(i);
+        // Relaxed: as in `push`.
+        self.count.store(a.len(), Ordering::Relaxed);
+        Some(ack)
+    }
+
+    /// Every acknowledgement owed, removed.
+    fn take_all(&self) -> Vec<(Rank, [u32; 3])> {
+        let mut a = self.acks.lock();
+        // Relaxed: as in `push`.
+        self.count.store(0, Ordering::Relaxed);
+        std::mem::take(&mut *a)
+    }
+}
+
+/// The put-with-signal operations in flight as the stalled-wait sweep
+/// sees them: their acknowledgements may come as requests (deferred), so
+/// a replies-only poll does not drain them.
+pub(crate) struct SignalOps(Arc<InFlight<()>>);
+
+impl crate::Abandon for SignalOps {
+    fn peers(&self, out: &mut Vec<Rank>) {
+        crate::Abandon::peers(&*self.0, out)
+    }
+
+    fn fail_peer(&self, peer: Rank, why: &str) -> usize {
+        crate::Abandon::fail_peer(&*self.0, peer, why)
+    }
+
+    fn answered_by_replies(&self) -> bool {
+        false
+    }
+
+    fn in_flight(&self) -> usize {
+        crate::Abandon::in_flight(&*self.0)
+    }
+}
+
+/// Finish the put-with-signal `id` that `tok`'s sender acknowledged with
+/// `status` (a reply, a piggybacked or a deferred acknowledgement).
+fn acknowledged(ops: &InFlight<()>, tok: &crate::Token<'_>, id: [u32; 2], status: u32) {
+    let Some((done, ())) = ops.finish(&id, tok.src()) else {
+        tok.malformed(&format!(
+            "its acknowledgement {:#x}:{:#x} names no put-with-signal in flight to {}",
+            id[0],
+            id[1],
+            tok.src()
+        ));
+        return;
+    };
+    match status {
+        SIGNAL_OK => done.done(),
+        status => done.fail(format!(
+            "put-with-signal from {} to {}: the target refused the signal word \
+             (status {status}: outside its segment or misaligned there, though \
+             checked here first, so the two ranks disagree on its segment)",
+            tok.endpoint().rank(),
+            tok.src()
+        )),
+    }
+}
+
+/// The reference protocol's handler ids, its operations in flight, the
+/// acknowledgements this rank owes, and which peers the conduit carries
+/// natively.
 pub(crate) struct SignalProtocol {
     ops: Arc<InFlight<()>>,
+    watch: Arc<SignalOps>,
     put: ProtocolId,
+    acks: ProtocolId,
+    owed: Arc<Owed>,
     native: Box<[bool]>,
 }
 
@@ -80,33 +237,46 @@ impl SignalProtocol {
     /// conduit once per peer whether it carries put-with-signal itself.
     pub(crate) fn install(table: &HandlerTable, conduit: &dyn Conduit) -> Result<Arc<Self>> {
         let ops: Arc<InFlight<()>> = Arc::default();
+        let owed: Arc<Owed> = Arc::default();
         let s = ops.clone();
         let ack = table.register_protocol(
             reserved::PUT_SIGNAL_ACK,
             "rgex.rma.put_signal.ack",
             Accepts::reply(Category::Short, 3),
+            move |tok, msg| acknowledged(&s, tok, [msg.arg(0), msg.arg(1)], msg.arg(2)),
+        )?;
+        let s = ops.clone();
+        let acks = table.register_protocol(
+            reserved::PUT_SIGNAL_ACKS,
+            "rgex.rma.put_signal.acks",
+            Accepts::request(Category::Short, 3).args(3, 3 * ACKS_PER_REQUEST as u8),
             move |tok, msg| {
-                let Some((done, ())) = s.answer(tok, msg) else {
+                let a = msg.args();
+                if a.len() % 3 != 0 {
+                    tok.malformed(&format!(
+                        "{} arguments, not a multiple of 3 (id and status per \
+                         acknowledgement)",
+                        a.len()
+                    ));
                     return;
-                };
-                match msg.arg(2) {
-                    SIGNAL_OK => done.done(),
-                    status => done.fail(format!(
-                        "put-with-signal from {} to {}: the target refused the signal word \
-                         (status {status}: outside its segment or misaligned there, though \
-                         checked here first, so the two ranks disagree on its segment)",
-                        tok.endpoint().rank(),
-                        tok.src()
-                    )),
+                }
+                for x in a.chunks_exact(3) {
+                    acknowledged(&s, tok, [x[0], x[1]], x[2]);
                 }
             },
         )?;
+        let (s, o) = (ops.clone(), owed.clone());
         let put = table.register_protocol(
             reserved::PUT_SIGNAL,
             "rgex.rma.put_signal",
             Accepts::request(Category::Long, ARGS as u8).or(Category::Medium),
             move |tok, msg| {
                 let a = msg.args();
+                // First the acknowledgement of this rank's own
+                // put-with-signal to the sender that rides on it.
+                if a[11] != NO_ACK {
+                    acknowledged(&s, tok, [a[9], a[10]], a[11]);
+                }
                 let offset = u64::from(a[2]) | u64::from(a[3]) << 32;
                 let value = u64::from(a[4]) | u64::from(a[5]) << 32;
                 let data_at = u64::from(a[7]) | u64::from(a[8]) << 32;
@@ -169,7 +339,12 @@ impl SignalProtocol {
                         SIGNAL_REFUSED
                     }
                 };
-                if let Err(e) = tok.reply_short(ack, &[a[0], a[1], status], Flags::empty()) {
+                if IN_MEMORY_WAIT.with(Cell::get) {
+                    // This rank waits on memory (for this signal, likely)
+                    // and may answer: the acknowledgement can ride on
+                    // that (see the module docs).
+                    o.push(tok.src(), [a[0], a[1], status]);
+                } else if let Err(e) = tok.reply_short(ack, &[a[0], a[1], status], Flags::empty()) {
                     tracing::error!(
                         rank = ep.rank().0,
                         peer = tok.src().0,
@@ -182,12 +357,67 @@ impl SignalProtocol {
         let native = (0..conduit.size())
             .map(|p| conduit.put_signal_native(Rank(p)))
             .collect();
-        Ok(Arc::new(SignalProtocol { ops, put, native }))
+        let watch = Arc::new(SignalOps(ops.clone()));
+        Ok(Arc::new(SignalProtocol {
+            ops,
+            watch,
+            put,
+            acks,
+            owed,
+            native,
+        }))
     }
 
     /// The operations in flight (for [`Endpoint::watch_in_flight`]).
-    pub(crate) fn ops(&self) -> &Arc<InFlight<()>> {
-        &self.ops
+    pub(crate) fn ops(&self) -> &Arc<SignalOps> {
+        &self.watch
+    }
+
+    /// True if this rank owes deferred acknowledgements (one load).
+    #[inline(always)]
+    pub(crate) fn owes_acks(&self) -> bool {
+        self.owed.any()
+    }
+
+    /// Send the deferred acknowledgements (a full poll's first step, not
+    /// in a handler): Short requests of up to [`ACKS_PER_REQUEST`] each,
+    /// never waiting; those that find no credit stay owed for the next
+    /// poll. How many requests went.
+    #[cold]
+    pub(crate) fn flush_acks(&self, ep: &Endpoint) -> usize {
+        let mut all = self.owed.take_all();
+        if all.is_empty() {
+            return 0;
+        }
+        // Stable: one peer's acknowledgements keep their order.
+        all.sort_by_key(|(p, _)| p.0);
+        let mut sent = 0;
+        let mut rest = &all[..];
+        while let Some(&(peer, _)) = rest.first() {
+            let n = rest
+                .iter()
+                .take(ACKS_PER_REQUEST)
+                .take_while(|(p, _)| *p == peer)
+                .count();
+            let args: Vec<u32> = rest[..n].iter().flat_map(|(_, a)| *a).collect();
+            match ep.request_short(peer, self.acks, &args, Flags::IMMEDIATE) {
+                Ok(()) => sent += 1,
+                Err(e) if e.is_would_block() => {
+                    // No credit now: these and the rest wait for a later poll.
+                    for &(p, a) in rest {
+                        self.owed.push(p, a);
+                    }
+                    return sent;
+                }
+                Err(e) => tracing::error!(
+                    rank = ep.rank().0,
+                    peer = peer.0,
+                    "{n} put-with-signal acknowledgements to {peer} could not be sent: {e}"
+                ),
+            }
+            rest = &rest[n..];
+        }
+        sent
     }
 }
 
@@ -395,6 +625,9 @@ impl Endpoint {
         let done = counter();
         let id = p.ops.start(dst.rank, &done, ());
         let (s, v, d) = (signal.offset, signal.value, dst.offset);
+        // An acknowledgement this rank owes the target rides along.
+        let owed = p.owed.take_for(dst.rank);
+        let ack = owed.unwrap_or([0, 0, NO_ACK]);
         let args: [u32; ARGS] = [
             id[0],
             id[1],
@@ -405,6 +638,9 @@ impl Endpoint {
             signal.op.code(),
             d as u32,
             (d >> 32) as u32,
+            ack[0],
+            ack[1],
+            ack[2],
         ];
         let sent = if len <= self.max_medium(dst.rank, ARGS) {
             self.request_medium(dst.rank, p.put, &args, bytes, flags)
@@ -413,6 +649,9 @@ impl Endpoint {
         };
         if let Err(e) = sent {
             p.ops.abandon(&id);
+            if let Some(ack) = owed {
+                p.owed.push(dst.rank, ack);
+            }
             return Err(e);
         }
         Ok(Some(done))

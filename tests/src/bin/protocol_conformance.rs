@@ -501,6 +501,7 @@ fn requests_without_arguments(client: &Client, next: Rank, prev: Rank) -> Res<()
         rgex::reserved::RMA_PUT,
         rgex::reserved::RMA_GET,
         rgex::reserved::PUT_SIGNAL,
+        rgex::reserved::PUT_SIGNAL_ACKS,
         rgex::atomics::reserved::AD_OP,
         rgex::vis::am::index::PUT,
         rgex::vis::am::index::GET,

@@ -19,6 +19,12 @@
 //!   - **errors**: out-of-segment and misaligned words and data, and a
 //!     mask of the wrong length, each refused naming the rank, the offset
 //!     and the limit;
+//!   - **acknowledgements**: ranks 0 and 1 ping-pong put-with-signals,
+//!     each waiting for the other's signal before it answers (on the
+//!     reference path the acknowledgement rides on the answer), every
+//!     event completing; then rank 1 waits for the event of one
+//!     put-with-signal while rank 0, having seen its signal, only polls
+//!     (the deferred acknowledgement must leave from that poll);
 //!   - **futures**: `wait_until_async` on a word a put-with-signal sets
 //!     and on one a plain put sets, on an executor that polls a task only
 //!     when woken, with a progress thread driving progress: a lost wake
@@ -49,6 +55,16 @@ const ALL: [u64; 3] = [1088, 1096, 1104];
 const SOME: [u64; 4] = [1152, 1160, 1168, 1176];
 const FUT_SIG: u64 = 1280;
 const FUT_PLAIN: u64 = 1288;
+/// The acknowledgement check's signal word (at ranks 0 and 1), the word
+/// that tells rank 0 to stop polling, and the data.
+const ACK_SIG: u64 = 1344;
+const ACK_DONE: u64 = 1352;
+const ACK_DATA: u64 = 1408;
+/// Round trips of the acknowledgement check's ping-pong.
+const ACK_ROUNDS: u64 = 200;
+/// How long rank 0 polls for rank 1's word before it gives up (a hang
+/// guard, far beyond any acknowledgement's latency).
+const ACK_GIVE_UP: Duration = Duration::from_secs(120);
 /// The slots of the flood: `SLOTS` per sender, `SLOT` bytes each.
 const RING: u64 = 64 << 10;
 const SLOTS: u64 = 4;
@@ -117,6 +133,8 @@ fn main_checks(client: &Client) -> Res {
     arrays(client)?;
     client.barrier().map_err(e2s)?;
     errors(client)?;
+    client.barrier().map_err(e2s)?;
+    acknowledgements(client)?;
     client.barrier().map_err(e2s)?;
     futures(client)?;
     client.barrier().map_err(e2s)?;
@@ -444,6 +462,70 @@ fn errors(client: &Client) -> Res {
     ok(
         client,
         "out-of-segment and misaligned words and data refused, naming the rank, offset and limit",
+    );
+    Ok(())
+}
+
+fn acknowledgements(client: &Client) -> Res {
+    let ep = client.endpoint();
+    let f = Flags::empty();
+    let me = client.rank();
+    if me.0 > 1 {
+        // Only ranks 0 and 1 take part; the barrier is everyone's.
+        return client.barrier().map_err(e2s);
+    }
+    let peer = Rank(1 - me.0);
+    let to = GlobalAddr::new(peer, ACK_DATA);
+    let mut events = Vec::new();
+    for i in 0..ACK_ROUNDS {
+        if me == Rank(0) {
+            events.push(
+                ep.put_signal_nb(to, &i.to_ne_bytes(), Signal::add(ACK_SIG, 1), f)
+                    .map_err(e2s)?,
+            );
+        }
+        ep.wait_until::<u64>(ACK_SIG, Cmp::Ge, i + 1).map_err(e2s)?;
+        let got = ep.segment().read_u64(ACK_DATA).map_err(e2s)?;
+        if got != i {
+            return Err(format!(
+                "acknowledgements: {me} got {got} in round trip {i}"
+            ));
+        }
+        if me == Rank(1) {
+            events.push(
+                ep.put_signal_nb(to, &i.to_ne_bytes(), Signal::add(ACK_SIG, 1), f)
+                    .map_err(e2s)?,
+            );
+        }
+    }
+    rgex::Event::wait_all(&mut events).map_err(e2s)?;
+    client.barrier().map_err(e2s)?;
+    // Rank 1 waits for its event while rank 0, its signal seen, polls.
+    if me == Rank(1) {
+        ep.put_signal(to, &[9], Signal::set(ACK_SIG, 0), f)
+            .map_err(e2s)?;
+        return ep
+            .put_val(GlobalAddr::new(peer, ACK_DONE), 1, f)
+            .map_err(e2s);
+    }
+    ep.wait_until::<u64>(ACK_SIG, Cmp::Eq, 0).map_err(e2s)?;
+    let start = std::time::Instant::now();
+    while !ep.test::<u64>(ACK_DONE, Cmp::Eq, 1).map_err(e2s)? {
+        if start.elapsed() > ACK_GIVE_UP {
+            return Err(format!(
+                "acknowledgements: rank 1's put-with-signal never completed while rank 0 \
+                 polled for {ACK_GIVE_UP:?} (path {:?})",
+                ep.put_signal_path(peer)
+            ));
+        }
+    }
+    ok(
+        client,
+        &format!(
+            "put-with-signal acknowledgements ({:?} path): a ping-pong of {ACK_ROUNDS} round \
+             trips, every event complete; one completed while its target only polled",
+            ep.put_signal_path(peer)
+        ),
     );
     Ok(())
 }
