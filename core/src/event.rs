@@ -103,8 +103,10 @@ impl OpCounter {
         let Some(c) = Arc::get_mut(this) else {
             return false;
         };
-        *c.outstanding.get_mut() = 0;
-        *c.wanted.get_mut() = false;
+        // Relaxed: `c` is this thread's alone (above); plain stores
+        // (loom's atomics have no `get_mut`).
+        c.outstanding.store(0, Ordering::Relaxed);
+        c.wanted.store(false, Ordering::Relaxed);
         c.failure = OnceLock::new();
         c.waker = AtomicWaker::new();
         true
