@@ -212,7 +212,7 @@ fn signal_two_nodes() {
     if skip_unless(mixes(), WHY) {
         return;
     }
-    let out = run_ok(&two_nodes(SIGNAL, &[]), (8, 0));
+    let out = run_ok(&two_nodes(SIGNAL, &[]), counts::SIGNAL);
     assert!(
         out.contains("paths from rank 0: [Mapped, Mapped, Reference, Reference]"),
         "{out}"

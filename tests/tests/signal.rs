@@ -6,13 +6,12 @@
 //! ends with an error when its peer leaves.
 
 mod common;
-use common::{conduit, job, report_skip, run_ok, shares_memory};
+use common::{conduit, counts, job, report_skip, run_ok, shares_memory};
 
 const SIGNAL: &str = env!("CARGO_BIN_EXE_signal_conformance");
 
-/// The `main` scenario's checks: flood, three late writers, two array
-/// checks, errors, acknowledgements, futures.
-const MAIN: (usize, usize) = (9, 0);
+/// The `main` scenario's checks (shared with the two-node test).
+const MAIN: (usize, usize) = counts::SIGNAL;
 
 #[test]
 fn two_ranks() {

@@ -71,3 +71,8 @@ pub fn endpoints() -> (usize, usize) {
         _ => (3, 0),
     }
 }
+
+/// signal_conformance's main scenario: the flood, three late writers,
+/// two array checks, the errors, the deferred acknowledgements, the
+/// futures (the same on every conduit, one node or two).
+pub const SIGNAL: (usize, usize) = (9, 0);
