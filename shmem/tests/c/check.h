@@ -45,6 +45,14 @@ static inline void banner(void) {
     if (shmem_my_pe() == 0) printf("conduit: %s\n", shmemx_conduit_name());
 }
 
+/* This PE, the job's size and the PEs on either side in the ring. */
+static inline void neighbours(int *me, int *npes, int *right, int *left) {
+    *me = shmem_my_pe();
+    *npes = shmem_n_pes();
+    *right = (*me + 1) % *npes;
+    *left = (*me + *npes - 1) % *npes;
+}
+
 static inline void done(void) {
     if (shmem_my_pe() == 0)
         printf("checks: %d passed, %d skipped\n", checks_passed, checks_skipped);

@@ -211,10 +211,7 @@ static void test_large(void) {
 int main(void) {
     shmem_init();
     banner();
-    me = shmem_my_pe();
-    npes = shmem_n_pes();
-    right = (me + 1) % npes;
-    left = (me + npes - 1) % npes;
+    neighbours(&me, &npes, &right, &left);
     test_float(); test_double(); test_longdouble(); test_char(); test_schar();
     test_short(); test_int(); test_long(); test_longlong(); test_uchar();
     test_ushort(); test_uint(); test_ulong(); test_ulonglong(); test_int8();

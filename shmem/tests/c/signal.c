@@ -116,10 +116,7 @@ static void typed(void) {
 int main(void) {
     shmem_init();
     banner();
-    me = shmem_my_pe();
-    npes = shmem_n_pes();
-    right = (me + 1) % npes;
-    left = (me + npes - 1) % npes;
+    neighbours(&me, &npes, &right, &left);
     set_signal();
     add_flood();
     typed();

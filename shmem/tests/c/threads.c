@@ -39,10 +39,7 @@ int main(void) {
     shmem_init_thread(SHMEM_THREAD_MULTIPLE, &provided);
     banner();
     CHECK(provided == SHMEM_THREAD_MULTIPLE, "provided %d", provided);
-    me = shmem_my_pe();
-    npes = shmem_n_pes();
-    right = (me + 1) % npes;
-    left = (me + npes - 1) % npes;
+    neighbours(&me, &npes, &right, &left);
     data = shmem_calloc(THREADS * SLICE, sizeof(long));
     counter = shmem_calloc(1, sizeof(long));
     signals = shmem_calloc(THREADS, sizeof(uint64_t));

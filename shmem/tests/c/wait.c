@@ -105,10 +105,7 @@ static void generic(void) {
 int main(void) {
     shmem_init();
     banner();
-    me = shmem_my_pe();
-    npes = shmem_n_pes();
-    right = (me + 1) % npes;
-    left = (me + npes - 1) % npes;
+    neighbours(&me, &npes, &right, &left);
 #define RUN(T, N) sync_##N();
     SYNC_TYPES(RUN)
     late_writer();
