@@ -680,7 +680,9 @@ impl<T: super::Element, F: Combine<T>> Part for Reduce<T, F> {
                             let Some(b) = ctx.take(c, tag, child)? else {
                                 return Ok(false);
                             };
-                            let Some(theirs) = self.elements(&b, child, "a contribution") else {
+                            let theirs = self.elements(&b, child, "a contribution");
+                            c.pool().give(b);
+                            let Some(theirs) = theirs else {
                                 return Ok(false);
                             };
                             self.op.combine(&mut self.acc, &theirs)?;
@@ -689,7 +691,9 @@ impl<T: super::Element, F: Combine<T>> Part for Reduce<T, F> {
                     }
                     if me != 0 {
                         let tag = TAG_REDUCE + sp.trailing_zeros();
-                        ctx.send(c, me - sp as u32, tag, &encode(&self.acc))?;
+                        let msg = c.pool().encode(&self.acc);
+                        ctx.send(c, me - sp as u32, tag, &msg)?;
+                        c.pool().give(msg);
                     }
                     self.phase = match self.dest {
                         Dest::Root(0) => {
@@ -700,7 +704,9 @@ impl<T: super::Element, F: Combine<T>> Part for Reduce<T, F> {
                         }
                         Dest::Root(r) => {
                             if me == 0 {
-                                ctx.send(c, r, TAG_TO_ROOT, &encode(&self.acc))?;
+                                let msg = c.pool().encode(&self.acc);
+                                ctx.send(c, r, TAG_TO_ROOT, &msg)?;
+                                c.pool().give(msg);
                             }
                             if me == r {
                                 RPhase::ToRoot
@@ -718,7 +724,9 @@ impl<T: super::Element, F: Combine<T>> Part for Reduce<T, F> {
                     let Some(b) = ctx.take(c, TAG_TO_ROOT, 0)? else {
                         return Ok(false);
                     };
-                    let Some(v) = self.elements(&b, 0, "the result") else {
+                    let v = self.elements(&b, 0, "the result");
+                    c.pool().give(b);
+                    let Some(v) = v else {
                         return Ok(false);
                     };
                     self.result = Some(v);
@@ -729,7 +737,9 @@ impl<T: super::Element, F: Combine<T>> Part for Reduce<T, F> {
                         return Ok(false);
                     }
                     let data = b.data.take().unwrap_or_default();
-                    let Some(v) = self.elements(&data, 0, "the result") else {
+                    let v = self.elements(&data, 0, "the result");
+                    c.pool().give(data);
+                    let Some(v) = v else {
                         return Ok(false);
                     };
                     self.result = Some(v);

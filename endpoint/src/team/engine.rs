@@ -17,6 +17,7 @@
 
 use super::key_hash::KeyMap;
 use super::mailbox::Mailbox;
+use super::pool::Pool;
 use super::registry::{Registry, Verdict};
 use super::wire::{self, Fragment, Key, NARGS};
 use crate::context::in_handler;
@@ -96,6 +97,8 @@ pub(crate) struct Engine {
     /// lock.
     departed: Mutex<Vec<(Rank, String)>>,
     any_departed: AtomicBool,
+    /// The buffers of large messages (the mailbox's own pool).
+    pool: Arc<Pool>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -143,6 +146,7 @@ impl Engine {
             index,
             count: AtomicU64::new(0),
         });
+        let pool = state.lock().mailbox.pool().clone();
         let (st, bad) = (state.clone(), malformed.clone());
         // The handler's own checks cover what `Accepts` does (they are
         // unit-tested alone); both say the same.
@@ -172,6 +176,7 @@ impl Engine {
             in_flight: Arc::new(AtomicUsize::new(0)),
             departed: Mutex::new(Vec::new()),
             any_departed: AtomicBool::new(false),
+            pool,
         });
         // A collective that waits on a member that has gone fails (the
         // endpoint's stall check asks the conduit, see `Abandon`).
@@ -277,6 +282,12 @@ impl Engine {
                 return Ok(());
             }
         }
+    }
+
+    /// The buffers of large messages: take one to encode a message into,
+    /// give back a received one once its bytes are used.
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
     }
 
     /// The message for `key` from `from`, if it has arrived whole.

@@ -8,7 +8,7 @@
 //! be associative); then every owner sends its reduced chunk to every
 //! rank.
 
-use super::algo::{decode, encode, Broken, Ctx};
+use super::algo::{decode, Broken, Ctx};
 use super::engine::Engine;
 use super::ops::Combine;
 use super::wire::{TAG_ALLGATHER_CHUNK, TAG_REDUCE_CHUNK};
@@ -86,6 +86,7 @@ impl<T: Element> Halves<T> {
                 return Ok(false);
             }
             self.parts[from as usize] = Some(decode(&b));
+            c.pool().give(b);
             self.missing -= 1;
         }
         Ok(self.missing == 0)
@@ -112,8 +113,9 @@ impl<T: Element> Halves<T> {
                     if !self.sent {
                         for k in 1..n {
                             let to = (me + k) % n;
-                            let part = encode(&data[chunk(to, count, n)]);
+                            let part = c.pool().encode(&data[chunk(to, count, n)]);
                             ctx.send(c, to as u32, TAG_REDUCE_CHUNK, &part)?;
+                            c.pool().give(part);
                         }
                         self.parts[me] = Some(data[chunk(me, count, n)].to_vec());
                         self.missing -= 1;
@@ -128,10 +130,11 @@ impl<T: Element> Halves<T> {
                     for p in parts {
                         op.combine(&mut acc, &p)?;
                     }
-                    let msg = encode(&acc);
+                    let msg = c.pool().encode(&acc);
                     for k in 1..n {
                         ctx.send(c, ((me + k) % n) as u32, TAG_ALLGATHER_CHUNK, &msg)?;
                     }
+                    c.pool().give(msg);
                     self.parts = vec![None; n];
                     self.parts[me] = Some(acc);
                     self.missing = n - 1;

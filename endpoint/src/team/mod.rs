@@ -82,6 +82,7 @@ mod handle;
 mod key_hash;
 mod mailbox;
 mod ops;
+mod pool;
 mod prefix;
 mod registry;
 mod scan;
