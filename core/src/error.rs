@@ -294,6 +294,12 @@ pub enum Error {
     /// member gets this error for that collective, naming the same two
     /// members (team rank `first`, the lowest, and `second`, the lowest
     /// whose arguments differ from `first`'s), and the team stays usable.
+    /// An eager broadcast (rgex-endpoint's `Team::broadcast`) runs no
+    /// agreement: a member that sees the disagreement fails it at once,
+    /// naming itself and the member whose message showed it; then the
+    /// team's next collective that runs an agreement fails on every
+    /// member with this error for the broadcast (`seq` is the
+    /// broadcast's), naming the lowest two.
     #[error("{collective} on {rank} (collective #{seq} of team {team:#x}): the members disagree on the {field}: team rank {first} passed {first_value}, team rank {second} passed {second_value}; every member must call a team's collectives in the same order with matching arguments")]
     CollectiveMismatch {
         /// The call on this rank ("allreduce", "broadcast", ...).

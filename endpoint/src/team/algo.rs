@@ -11,8 +11,10 @@
 use super::engine::{Engine, Step};
 use super::halves::Halves;
 use super::ops::Combine;
-use super::signature::{Summary, SUMMARY_LEN};
-use super::wire::{Key, TAG_BCAST, TAG_DISSEM, TAG_REDUCE, TAG_TO_ROOT};
+use super::signature::{self, Sig, Summary, Window, SIG_LEN, SUMMARY_LEN};
+use super::wire::{
+    Key, TAG_BCAST, TAG_DISSEM, TAG_EAGER_BCAST, TAG_RECOVER, TAG_REDUCE, TAG_TO_ROOT,
+};
 use rgex_core::{Error, Membership, Rank, Result};
 
 /// What every collective knows about its instance.
@@ -43,7 +45,7 @@ impl Ctx {
     }
     /// Message `tag` from team rank `from`, if it has arrived whole.
     pub(crate) fn take(&self, c: &Engine, tag: u32, from: u32) -> Result<Option<Vec<u8>>> {
-        Ok(c.take(self.key(tag), self.job_rank(from)?))
+        Ok(c.take(self.key(tag), self.job_rank(from)?, self.me()))
     }
 }
 
@@ -69,6 +71,11 @@ pub(crate) trait Part {
     /// this part. Called once, before the step's `advance`.
     fn agreed(&mut self, _agree: &mut Dissem, _ctx: &Ctx) -> Result<()> {
         Ok(())
+    }
+    /// The disagreement this part found itself (an eager part, which
+    /// sees a member's arguments in its messages), if it failed so.
+    fn disagreement(&self) -> Option<Summary> {
+        None
     }
 }
 
@@ -101,6 +108,20 @@ pub(crate) struct Coll<P> {
     /// members are known to agree, every one fails with its own copy of
     /// this error.
     refused: Option<Error>,
+    /// Run without an agreement (see `registry::eager_at`): the part
+    /// alone, which checks what its messages say of the sender's
+    /// arguments; the next agreement compares the rest.
+    eager: bool,
+    /// Signed with the registry (on the first step).
+    signed: bool,
+    /// This member's window (see [`Window`]), kept in case the members'
+    /// differ.
+    window: Vec<signature::Entry>,
+    /// The second dissemination, which gathers the members' windows
+    /// when they differ.
+    recover: Option<Dissem>,
+    /// The members' disagreement that failed this collective here.
+    failed_with: Option<Summary>,
 }
 
 impl<P: Part> Coll<P> {
@@ -113,7 +134,75 @@ impl<P: Part> Coll<P> {
             handed: false,
             part_done: false,
             refused: None,
+            eager: false,
+            signed: false,
+            window: Vec::new(),
+            recover: None,
+            failed_with: None,
         }
+    }
+
+    /// A collective run without an agreement: `part` alone, with this
+    /// member's `summary` for the registry (and a member that waits on
+    /// this one).
+    pub(crate) fn eager(ctx: Ctx, summary: Summary, part: P) -> Self {
+        Coll {
+            eager: true,
+            ..Coll::new(ctx, Dissem::new(summary), part)
+        }
+    }
+
+    /// The disagreement that failed this collective here, if that was
+    /// why.
+    pub(crate) fn disagreement(&self) -> Option<Summary> {
+        self.failed_with.or_else(|| self.part.disagreement())
+    }
+
+    /// Once the agreement has found the members' windows different: the
+    /// error of the first eager collective they disagreed on, after a
+    /// second dissemination of the windows themselves; `Ok(None)` while
+    /// it runs.
+    fn recovered(&mut self, c: &Engine) -> Result<Option<Error>> {
+        let ctx = &self.ctx;
+        let recover = self.recover.get_or_insert_with(|| {
+            let mut list = Vec::new();
+            signature::encode_entries(&self.window, &mut list);
+            Dissem::recovering(Summary::of(ctx.me(), self.agree.summary.first_sig()), list)
+        });
+        if !recover.advance(c, ctx)? {
+            return Ok(None);
+        }
+        if let Some(b) = recover.broken.take() {
+            return Ok(Some(self.malformed(c, &b)));
+        }
+        let blocks = recover.blocks(ctx.me());
+        let mut lists = Vec::with_capacity(ctx.n() as usize);
+        for (from, block) in blocks.into_iter().enumerate() {
+            match signature::decode_entries(&block) {
+                Some(l) => lists.push(l),
+                None => {
+                    let b = Broken {
+                        from: from as u32,
+                        why: format!("a window of {} bytes that holds no entries", block.len()),
+                    };
+                    return Ok(Some(self.malformed(c, &b)));
+                }
+            }
+        }
+        let Some((seq, summary)) = signature::first_mismatch(&lists) else {
+            // The windows' digests differ, the windows do not: only a
+            // member that broke the protocol gets here.
+            return Ok(Some(Error::Failed(format!(
+                "{} on {} (collective #{} of team {:#x}): the members' windows of eager \
+                 collectives differ, yet no collective in them does",
+                ctx.what,
+                c.rank(),
+                ctx.seq,
+                ctx.id
+            ))));
+        };
+        let what = summary.first_sig().kind().name();
+        Ok(summary.mismatch(what, c.rank(), ctx.id, seq))
     }
 
     /// A collective that runs only its agreement, then fails with `e`
@@ -149,6 +238,19 @@ impl<P: Part> Coll<P> {
 
 impl<P: Part> Step for Coll<P> {
     fn step(&mut self, c: &Engine) -> Result<bool> {
+        if !self.signed {
+            self.signed = true;
+            let sig = self.agree.summary.first_sig();
+            if let Some(list) = c.sign(self.ctx.id, self.ctx.seq, sig, self.eager) {
+                let summary = self.agree.summary.with_window(Window::of(&list));
+                self.agree.summary = summary;
+                self.window = list;
+            }
+            if self.eager {
+                self.agreed = true;
+                self.handed = true;
+            }
+        }
         if !self.agreed {
             self.agreed = self.agree.advance(c, &self.ctx)?;
         }
@@ -159,10 +261,19 @@ impl<P: Part> Step for Coll<P> {
                 .summary
                 .mismatch(ctx.what, c.rank(), ctx.id, ctx.seq)
             {
+                self.failed_with = Some(self.agree.summary);
                 return Err(e);
             }
             if let Some(b) = self.agree.broken() {
                 return Err(self.malformed(c, b));
+            }
+            if self.agree.summary.window().differs() {
+                // Every member found the same: each fails this collective
+                // with the first eager one they disagreed on.
+                return match self.recovered(c)? {
+                    None => Ok(false),
+                    Some(e) => Err(e),
+                };
             }
             if let Some(e) = self.refused.take() {
                 return Err(e);
@@ -185,6 +296,14 @@ impl<P: Part> Step for Coll<P> {
 
     fn id(&self) -> (u64, u64) {
         (self.ctx.id, self.ctx.seq)
+    }
+
+    fn what(&self) -> &'static str {
+        self.ctx.what
+    }
+
+    fn disagreement(&self) -> Option<Summary> {
+        Coll::disagreement(self)
     }
 }
 
@@ -247,6 +366,8 @@ enum Cargo {
 pub(crate) struct Dissem {
     pub(crate) summary: Summary,
     cargo: Cargo,
+    /// Round `k`'s tag: `base + k`.
+    base: u32,
     round: u32,
     sent: bool,
     broken: Option<Broken>,
@@ -258,9 +379,19 @@ impl Dissem {
         Dissem {
             summary,
             cargo: Cargo::Nothing,
+            base: TAG_DISSEM,
             round: 0,
             sent: false,
             broken: None,
+        }
+    }
+
+    /// The second dissemination of an agreement whose members' windows
+    /// differ: it gathers them (`mine`, encoded).
+    fn recovering(summary: Summary, mine: Vec<u8>) -> Self {
+        Dissem {
+            base: TAG_RECOVER,
+            ..Dissem::gathering_any(summary, mine)
         }
     }
 
@@ -401,7 +532,7 @@ impl Part for Dissem {
         let (n, me) = (u64::from(ctx.n()), u64::from(ctx.me()));
         while (1u64 << self.round) < n {
             let dist = 1u64 << self.round;
-            let tag = TAG_DISSEM + self.round;
+            let tag = self.base + self.round;
             // Blocks held before this round: min(dist, n).
             let cnt = dist.min(n - dist) as usize;
             if !self.sent {
@@ -459,6 +590,12 @@ pub(crate) struct Bcast {
     /// The payload came with the agreement (or, at the root, went with
     /// it): nothing travels down the tree.
     carried: bool,
+    /// Eager (see [`Bcast::eager`]): this member's arguments, which every
+    /// message down the tree carries, the root's first.
+    eager: Option<Sig>,
+    /// The parent's arguments differ from this member's.
+    disagreement: Option<Summary>,
+    broken: Option<Broken>,
 }
 
 impl Bcast {
@@ -469,7 +606,50 @@ impl Bcast {
             data,
             sent: false,
             carried: false,
+            eager: None,
+            disagreement: None,
+            broken: None,
         }
+    }
+
+    /// A broadcast without an agreement (see [`Coll::eager`]): the root
+    /// sends and is done, every other member is done once it has its
+    /// parent's message and has passed it on. Each message carries the
+    /// root's signature `sig` (which every member that passes it on
+    /// shares): a member whose own differs fails at once, naming both.
+    pub(crate) fn eager(root: u32, data: Option<Vec<u8>>, sig: Sig) -> Self {
+        Bcast {
+            eager: Some(sig),
+            ..Bcast::new(root, data)
+        }
+    }
+
+    /// The eager form's step, once this member has its payload.
+    fn take_eager(&mut self, c: &Engine, ctx: &Ctx, parent: u32, mine: Sig) -> Result<bool> {
+        let Some(mut msg) = ctx.take(c, TAG_EAGER_BCAST, parent)? else {
+            return Ok(false);
+        };
+        let Some(theirs) = msg.get(..SIG_LEN).and_then(Sig::decode) else {
+            self.broken = Some(Broken {
+                from: parent,
+                why: format!(
+                    "an eager broadcast's message of {} bytes without a signature",
+                    msg.len()
+                ),
+            });
+            return Ok(false);
+        };
+        if theirs != mine {
+            let mut s = Summary::of(ctx.me(), mine);
+            s.merge(&Summary::of(parent, theirs));
+            self.disagreement = Some(s);
+            return Err(s
+                .mismatch(ctx.what, c.rank(), ctx.id, ctx.seq)
+                .unwrap_or_else(|| Error::Failed("a mismatch that is none".into())));
+        }
+        msg.drain(..SIG_LEN);
+        self.data = Some(msg);
+        Ok(true)
     }
 
     /// A broadcast whose root chooses how its payload travels (in the
@@ -505,26 +685,50 @@ impl Part for Bcast {
         if self.carried {
             return Ok(self.data.is_some());
         }
+        if self.broken.is_some() {
+            return Ok(false);
+        }
         let n = ctx.n();
         let vr = (ctx.me() + n - self.root) % n;
         if self.data.is_none() {
             let parent =
                 ((u64::from(vr) - span(vr, n) + u64::from(self.root)) % u64::from(n)) as u32;
-            match ctx.take(c, TAG_BCAST, parent)? {
-                Some(d) => self.data = Some(d),
-                None => return Ok(false),
+            if let Some(mine) = self.eager {
+                if !self.take_eager(c, ctx, parent, mine)? {
+                    return Ok(false);
+                }
+            } else {
+                match ctx.take(c, TAG_BCAST, parent)? {
+                    Some(d) => self.data = Some(d),
+                    None => return Ok(false),
+                }
             }
         }
         if !self.sent {
             let data = self.data.as_deref().unwrap_or_default();
+            // Eager: the root's signature first (this member's: they are
+            // the same), in a pooled buffer.
+            let (tag, msg) = match self.eager {
+                Some(sig) => {
+                    let mut m = c.pool().take(SIG_LEN + data.len());
+                    sig.encode(&mut m);
+                    m.extend_from_slice(data);
+                    (TAG_EAGER_BCAST, Some(m))
+                }
+                None => (TAG_BCAST, None),
+            };
+            let bytes = msg.as_deref().unwrap_or(data);
             // Largest subtree first: it has the longest way to go.
             let mut m = span(vr, n) >> 1;
             while m > 0 {
                 if u64::from(vr) + m < u64::from(n) {
                     let child = ((u64::from(vr) + m + u64::from(self.root)) % u64::from(n)) as u32;
-                    ctx.send(c, child, TAG_BCAST, data)?;
+                    ctx.send(c, child, tag, bytes)?;
                 }
                 m >>= 1;
+            }
+            if let Some(m) = msg {
+                c.pool().give(m);
             }
             self.sent = true;
         }
@@ -532,7 +736,11 @@ impl Part for Bcast {
     }
 
     fn broken(&self) -> Option<&Broken> {
-        None
+        self.broken.as_ref()
+    }
+
+    fn disagreement(&self) -> Option<Summary> {
+        self.disagreement
     }
 }
 

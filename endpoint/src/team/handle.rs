@@ -91,6 +91,20 @@ impl<P: Part, T, F: FnOnce(&mut Coll<P>) -> T> Step for Yield<P, F, T> {
     fn id(&self) -> (u64, u64) {
         self.coll.id()
     }
+
+    fn what(&self) -> &'static str {
+        self.coll.what()
+    }
+
+    fn disagreement(&self) -> Option<super::signature::Summary> {
+        self.coll.disagreement()
+    }
+
+    fn fail(&mut self, e: Error) -> Error {
+        let text = e.to_string();
+        *self.out.lock() = Some(Err(e));
+        Error::Failed(text)
+    }
 }
 
 /// A non-blocking collective in flight; it resolves to the collective's

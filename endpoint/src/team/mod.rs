@@ -108,6 +108,21 @@ use std::sync::Arc;
 /// The colour that puts a rank in no new team in [`Team::split`].
 pub const NO_COLOUR: u32 = u32::MAX;
 
+/// A team's collectives run an agreement on their arguments (every
+/// member learns whether they match before any returns), but for
+/// broadcasts, which run eagerly: the root sends and returns. Every
+/// collective whose sequence number on the team is one less than a
+/// multiple of `EAGER_RUN` (the sequence number of a
+/// [`CollectiveMismatch`](rgex_core::Error::CollectiveMismatch)) runs
+/// one whatever it is, so a root runs at most this many broadcasts
+/// ahead of its team, and a mismatch in a broadcast is reported within
+/// this many collectives.
+///
+/// ```
+/// assert_eq!(rgex_endpoint::team::EAGER_RUN, 64);
+/// ```
+pub const EAGER_RUN: u64 = registry::EAGER_RUN;
+
 /// A team with collectives. Cheap to clone (clones share the sequence
 /// numbers, so they are the same team, not a copy of it).
 ///
@@ -370,6 +385,15 @@ impl Team {
     /// returned); elsewhere it is ignored and the root's bytes are
     /// returned. Any length.
     ///
+    /// Eager (see [`EAGER_RUN`]): the root returns once it has sent, the
+    /// others once they have the root's bytes, which carry its arguments.
+    /// Where the members' arguments (root, element type, collective)
+    /// differ, a member that sees it fails at once; one waiting on a
+    /// member that will not send, for long, asks it and fails on its
+    /// answer; and the team's next collective other than a broadcast
+    /// fails on every member with the broadcast's
+    /// [`CollectiveMismatch`](rgex_core::Error::CollectiveMismatch).
+    ///
     /// ```no_run
     /// # fn demo(client: &rgex_endpoint::Client) -> rgex_core::Result<()> {
     /// let team = client.world();
@@ -468,9 +492,16 @@ impl Team {
         elem: ElemId,
     ) -> Result<Job<Bcast, Finish<Bcast, Vec<u8>>>> {
         let mine = (self.my_rank() == root).then(|| data.to_vec());
-        let summary = Summary::of(self.my_rank(), Sig::broadcast(root, elem));
-        let (part, agree) = Bcast::choosing(root, mine, summary);
-        let mut coll = Coll::new(self.ctx(what)?, agree, part);
+        let sig = Sig::broadcast(root, elem);
+        let summary = Summary::of(self.my_rank(), sig);
+        let ctx = self.ctx(what)?;
+        // Eager but at every EAGER_RUN-th collective (see `eager_at`).
+        let mut coll = if registry::eager_at(ctx.seq) {
+            Coll::eager(ctx, summary, Bcast::eager(root, mine, sig))
+        } else {
+            let (part, agree) = Bcast::choosing(root, mine, summary);
+            Coll::new(ctx, agree, part)
+        };
         if let Err(e) = self.check_root(root) {
             coll = coll.refuse(e);
         }

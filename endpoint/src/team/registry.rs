@@ -4,28 +4,80 @@
 //! finished here and not too far ahead).
 //!
 //! The window: a member has at most [`MAX_IN_FLIGHT`] collectives of one
-//! team started and not finished, and finishing one takes every member's
-//! part in it (every collective runs an agreement over all members). So a
-//! peer sending for collective `p` has finished at least `p + 1 -
-//! MAX_IN_FLIGHT` collectives, which this rank has all started: `p` is
-//! below this rank's next sequence number plus `MAX_IN_FLIGHT`.
+//! team started and not finished, and finishing an agreement takes every
+//! member's part in it. Between two agreements a member runs at most
+//! [`EAGER_RUN`] eager collectives (a broadcast without agreement,
+//! see [`eager_at`]), which it can finish alone. So a peer sending for
+//! collective `p` has finished at least `p + 1 - MAX_IN_FLIGHT -
+//! EAGER_RUN` collectives, which this rank has all started: `p` is below
+//! this rank's next sequence number plus `MAX_IN_FLIGHT + EAGER_RUN`.
+//!
+//! It also keeps, per team, what each recent collective's arguments were
+//! here and how it ended (to answer a member that waits on this rank, see
+//! `Engine::answer`), and the eager collectives since the last agreement
+//! (whose signatures that agreement compares, see
+//! [`Window`](super::signature::Window)).
 
+use super::signature::{Entry as WindowEntry, Sig, Summary};
 use rgex_core::{Error, Rank, Result};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 /// Collectives of one team that one rank may have in flight (started, not
 /// finished) at once.
 pub(crate) const MAX_IN_FLIGHT: u64 = 1 << 16;
 
+/// Eager collectives run back to back at most: every collective whose
+/// sequence number is one less than a multiple of this runs an
+/// agreement, whatever it is ([`eager_at`]). It bounds how far an eager
+/// root runs ahead of its team, and how late a mismatch among eager
+/// collectives is reported (at the next agreement).
+pub(crate) const EAGER_RUN: u64 = 64;
+
+/// Whether a collective that may run eagerly (a broadcast) does so at
+/// sequence number `seq`: a function of `seq` alone, so every member that
+/// calls it there decides alike.
+pub(crate) fn eager_at(seq: u64) -> bool {
+    seq % EAGER_RUN != EAGER_RUN - 1
+}
+
+/// Collectives whose arguments and outcome stay known per team: enough
+/// for any member waiting on this rank (it is at most `EAGER_RUN + 1`
+/// collectives behind, or this rank would be waiting on it) and for
+/// non-blocking collectives finishing out of order.
+const HISTORY: usize = 4 * EAGER_RUN as usize;
+
+/// How a collective ended here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    InFlight,
+    Done,
+    /// With the members' disagreement, when that was why.
+    Failed(Option<Summary>),
+}
+
+/// One collective as this rank ran it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Record {
+    pub(crate) seq: u64,
+    pub(crate) sig: Sig,
+    pub(crate) eager: bool,
+    pub(crate) outcome: Outcome,
+}
 struct Entry {
     /// The members' job ranks, sorted (for the membership test).
     members: Vec<Rank>,
+    /// The same in team-rank order.
+    order: Vec<Rank>,
     /// The next collective's sequence number.
     next: u64,
     /// Every collective below this one has finished.
     done_below: u64,
     /// Collectives at or above `done_below` that have finished.
     done_above: BTreeSet<u64>,
+    /// The last [`HISTORY`] collectives signed here, oldest first.
+    history: VecDeque<Record>,
+    /// The latest agreement signed here and the eager collectives since.
+    window: Vec<WindowEntry>,
 }
 
 impl Entry {
@@ -65,15 +117,21 @@ impl Registry {
         let mut sorted = members.to_vec();
         sorted.sort_unstable();
         match self.teams.get_mut(&id) {
-            Some(e) => e.members = sorted,
+            Some(e) => {
+                e.members = sorted;
+                e.order = members.to_vec();
+            }
             None => {
                 self.teams.insert(
                     id,
                     Entry {
                         members: sorted,
+                        order: members.to_vec(),
                         next: 0,
                         done_below: 0,
                         done_above: BTreeSet::new(),
+                        history: VecDeque::new(),
+                        window: Vec::new(),
                     },
                 );
             }
@@ -111,6 +169,56 @@ impl Registry {
         Ok(seq)
     }
 
+    /// Collective `seq` of team `id` runs here with arguments `sig`,
+    /// eagerly or with an agreement. For an agreement: the window it
+    /// compares (the previous agreement and the eager collectives since,
+    /// see [`Window`](super::signature::Window)), after which the window starts again from this one.
+    pub(crate) fn sign(
+        &mut self,
+        id: u64,
+        seq: u64,
+        sig: Sig,
+        eager: bool,
+    ) -> Option<Vec<WindowEntry>> {
+        let e = self.teams.get_mut(&id)?;
+        if e.history.len() == HISTORY {
+            e.history.pop_front();
+        }
+        e.history.push_back(Record {
+            seq,
+            sig,
+            eager,
+            outcome: Outcome::InFlight,
+        });
+        if eager {
+            e.window.push((seq, sig, false));
+            return None;
+        }
+        Some(std::mem::replace(&mut e.window, vec![(seq, sig, true)]))
+    }
+
+    /// What this rank knows of collective `seq` of team `id`.
+    pub(crate) fn record(&self, id: u64, seq: u64) -> Option<Record> {
+        let e = self.teams.get(&id)?;
+        e.history.iter().rev().find(|r| r.seq == seq).copied()
+    }
+
+    /// The number of members of team `id`.
+    pub(crate) fn size(&self, id: u64) -> Option<u32> {
+        self.teams.get(&id).map(|e| e.order.len() as u32)
+    }
+
+    /// The team rank of job rank `r` in team `id`.
+    pub(crate) fn team_rank(&self, id: u64, r: Rank) -> Option<u32> {
+        let e = self.teams.get(&id)?;
+        e.order.iter().position(|&m| m == r).map(|i| i as u32)
+    }
+
+    /// This rank's next sequence number on team `id`.
+    pub(crate) fn next(&self, id: u64) -> Option<u64> {
+        self.teams.get(&id).map(|e| e.next)
+    }
+
     /// Add the members of every team with a collective in flight here to
     /// `out` (the peers a stalled collective may be waiting on).
     pub(crate) fn busy_members(&self, out: &mut Vec<Rank>) {
@@ -119,15 +227,18 @@ impl Registry {
         }
     }
 
-    /// Collective `seq` of team `id` finished here (`failed`: with an
-    /// error, so peers may still send for it).
-    pub(crate) fn finish(&mut self, id: u64, seq: u64, failed: bool) {
-        if failed {
+    /// Collective `seq` of team `id` finished here (with `Failed`: peers
+    /// may still send for it).
+    pub(crate) fn finish(&mut self, id: u64, seq: u64, outcome: Outcome) {
+        if matches!(outcome, Outcome::Failed(_)) {
             self.aborted.insert((id, seq));
         }
         let Some(e) = self.teams.get_mut(&id) else {
             return;
         };
+        if let Some(r) = e.history.iter_mut().rev().find(|r| r.seq == seq) {
+            r.outcome = outcome;
+        }
         if seq == e.done_below {
             e.done_below += 1;
             while e.done_above.remove(&e.done_below) {
@@ -151,15 +262,41 @@ impl Registry {
             return Verdict::Malformed(format!("team {id:#x} is not known here"));
         };
         if e.finished(seq) {
+            // An eager collective finishes here without hearing from
+            // every member: what others send for it (a member that
+            // disagreed sends along another tree) is for the next
+            // agreement to report, not malformed.
+            if e.history.iter().any(|r| r.seq == seq && r.eager) {
+                return Verdict::Straggler;
+            }
             return Verdict::Malformed(format!(
                 "collective #{seq} of team {id:#x} has already finished here"
             ));
         }
-        if seq >= e.next.saturating_add(MAX_IN_FLIGHT) {
+        self.ahead(e, id, seq)
+    }
+
+    /// Check a control message (a member waiting on this rank, or the
+    /// answer to this rank's wait) from `from` for collective `seq` of
+    /// team `id`: any collective in the window, finished or not.
+    pub(crate) fn check_control(&self, from: Rank, id: u64, seq: u64) -> Verdict {
+        let Some(e) = self.teams.get(&id) else {
+            return Verdict::Malformed(format!("team {id:#x} is not known here"));
+        };
+        if e.members.binary_search(&from).is_err() {
+            return Verdict::Malformed(format!("{from} is not a member of team {id:#x}"));
+        }
+        self.ahead(e, id, seq)
+    }
+
+    /// Accept unless `seq` is further ahead than a member can be.
+    fn ahead(&self, e: &Entry, id: u64, seq: u64) -> Verdict {
+        if seq >= e.next.saturating_add(MAX_IN_FLIGHT + EAGER_RUN) {
             return Verdict::Malformed(format!(
                 "collective #{seq} of team {id:#x} is too far ahead: this rank is at #{} \
-                 and a member runs at most {MAX_IN_FLIGHT} at once",
-                e.next
+                 and a member runs at most {} ahead",
+                e.next,
+                MAX_IN_FLIGHT + EAGER_RUN
             ));
         }
         Verdict::Accept
@@ -185,24 +322,25 @@ mod tests {
         assert_eq!(r.check(Rank(1), 5, 0), Verdict::Accept);
         malformed(r.check(Rank(1), 6, 0), "not known");
         malformed(r.check(Rank(2), 5, 0), "not a member");
-        assert_eq!(r.check(Rank(1), 5, MAX_IN_FLIGHT - 1), Verdict::Accept);
-        malformed(r.check(Rank(1), 5, MAX_IN_FLIGHT), "too far ahead");
+        let far = MAX_IN_FLIGHT + EAGER_RUN;
+        assert_eq!(r.check(Rank(1), 5, far - 1), Verdict::Accept);
+        malformed(r.check(Rank(1), 5, far), "too far ahead");
         malformed(r.check(Rank(1), 5, u64::MAX), "too far ahead");
         assert_eq!(r.start(5, "barrier").unwrap(), 0);
         assert_eq!(r.start(5, "barrier").unwrap(), 1);
         assert_eq!(r.start(5, "barrier").unwrap(), 2);
         // Out of order; a failed one leaves stragglers.
-        r.finish(5, 1, false);
+        r.finish(5, 1, Outcome::Done);
         malformed(r.check(Rank(1), 5, 1), "already finished");
         assert_eq!(r.check(Rank(1), 5, 0), Verdict::Accept);
-        r.finish(5, 0, true);
+        r.finish(5, 0, Outcome::Failed(None));
         assert_eq!(r.check(Rank(1), 5, 0), Verdict::Straggler);
         malformed(r.check(Rank(2), 5, 0), "not a member");
         assert_eq!(r.check(Rank(1), 5, 2), Verdict::Accept);
-        r.finish(5, 2, false);
+        r.finish(5, 2, Outcome::Done);
         malformed(r.check(Rank(1), 5, 2), "already finished");
         assert_eq!(r.check(Rank(1), 5, 3), Verdict::Accept);
-        assert_eq!(r.check(Rank(1), 5, 2 + MAX_IN_FLIGHT), Verdict::Accept);
+        assert_eq!(r.check(Rank(1), 5, 2 + far), Verdict::Accept);
         // New members, same sequence.
         r.register(5, &[Rank(2)]);
         malformed(r.check(Rank(1), 5, 3), "not a member");
@@ -224,7 +362,7 @@ mod tests {
         }
         let e = r.start(0, "barrier_nb").unwrap_err().to_string();
         assert!(e.contains("already in flight"), "{e}");
-        r.finish(0, 7, false);
+        r.finish(0, 7, Outcome::Done);
         assert_eq!(r.start(0, "barrier_nb").unwrap(), MAX_IN_FLIGHT);
     }
 }

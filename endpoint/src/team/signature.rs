@@ -59,7 +59,7 @@ impl Kind {
         KINDS.get(usize::from(v).checked_sub(1)?).copied()
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Barrier => "barrier",
             Kind::Broadcast => "broadcast",
@@ -203,9 +203,9 @@ pub(crate) struct Sig {
 }
 
 /// Encoded size of a [`Sig`].
-const SIG_LEN: usize = 24;
+pub(crate) const SIG_LEN: usize = 24;
 /// Encoded size of a [`Summary`].
-pub(crate) const SUMMARY_LEN: usize = 2 * (4 + SIG_LEN);
+pub(crate) const SUMMARY_LEN: usize = 2 * (4 + SIG_LEN) + 9;
 /// "No rank" in an encoded summary.
 const NO_RANK: u32 = u32::MAX;
 
@@ -266,7 +266,12 @@ impl Sig {
         }
     }
 
-    fn encode(&self, out: &mut Vec<u8>) {
+    /// Which collective.
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.push(self.kind as u8);
         out.push(self.op.code());
         out.extend_from_slice(&[0, 0]);
@@ -276,7 +281,10 @@ impl Sig {
         out.extend_from_slice(&self.count.to_le_bytes());
     }
 
-    fn decode(b: &[u8]) -> Option<Sig> {
+    pub(crate) fn decode(b: &[u8]) -> Option<Sig> {
+        if b.len() != SIG_LEN {
+            return None;
+        }
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
         Some(Sig {
             kind: Kind::from_u8(b[0])?,
@@ -314,6 +322,109 @@ impl Sig {
     }
 }
 
+/// One collective of a window: its sequence number, its signature, and
+/// whether it is the agreement the window starts from (see [`Window`]).
+pub(crate) type Entry = (u64, Sig, bool);
+
+/// What an agreement says of the collectives each member ran since its
+/// previous agreement: a digest of them, the lowest member's, and whether
+/// any member's digest differs from it. Merged like the signatures, so
+/// every member that has merged all of them holds the same verdict.
+///
+/// A window holds the previous agreement (only its sequence number counts
+/// in the digest: that agreement compared its own arguments) and the
+/// eager collectives since. Members that called the same collectives in
+/// the same order hold the same windows; where they did not, the windows
+/// differ at the lowest sequence number where their calls did (see
+/// [`first_mismatch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    digest: u64,
+    differs: bool,
+}
+
+impl Window {
+    /// The window of these entries.
+    pub(crate) fn of(entries: &[Entry]) -> Window {
+        // FNV-1a, 64 bits: stable across processes; a difference it
+        // misses takes a collision.
+        let mut enc = Vec::with_capacity(entries.len() * ENTRY_LEN);
+        for &(seq, sig, start) in entries {
+            enc.extend_from_slice(&seq.to_le_bytes());
+            enc.push(u8::from(start));
+            if !start {
+                sig.encode(&mut enc);
+            }
+        }
+        let digest = enc.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        Window {
+            digest,
+            differs: false,
+        }
+    }
+
+    /// Whether the members' windows differ (once all are merged).
+    pub(crate) fn differs(&self) -> bool {
+        self.differs
+    }
+}
+
+/// Encoded size of a window entry.
+const ENTRY_LEN: usize = 8 + 1 + SIG_LEN;
+
+/// Append the encodings of `entries`.
+pub(crate) fn encode_entries(entries: &[Entry], out: &mut Vec<u8>) {
+    for &(seq, sig, start) in entries {
+        out.extend_from_slice(&seq.to_le_bytes());
+        out.push(u8::from(start));
+        sig.encode(out);
+    }
+}
+
+/// Entries encoded by [`encode_entries`]; `None` if `b` holds none.
+pub(crate) fn decode_entries(b: &[u8]) -> Option<Vec<Entry>> {
+    if !b.len().is_multiple_of(ENTRY_LEN) {
+        return None;
+    }
+    b.chunks(ENTRY_LEN)
+        .map(|e| {
+            let seq = u64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
+            let start = match e[8] {
+                0 => false,
+                1 => true,
+                _ => return None,
+            };
+            Some((seq, Sig::decode(&e[9..])?, start))
+        })
+        .collect()
+}
+
+/// The lowest sequence number at which the members' windows (`lists`,
+/// by team rank) disagree, with the summary of the signatures there of
+/// the members that ran it. A collective that is every such member's
+/// starting agreement is skipped: that agreement compared it already.
+pub(crate) fn first_mismatch(lists: &[Vec<Entry>]) -> Option<(u64, Summary)> {
+    let mut by_seq: std::collections::BTreeMap<u64, (Summary, bool)> = Default::default();
+    for (member, list) in lists.iter().enumerate() {
+        for &(seq, sig, start) in list {
+            let one = Summary::of(member as u32, sig);
+            by_seq
+                .entry(seq)
+                .and_modify(|(s, all_start)| {
+                    s.merge(&one);
+                    *all_start &= start;
+                })
+                .or_insert((one, start));
+        }
+    }
+    by_seq
+        .into_iter()
+        .find(|(_, (s, all_start))| !all_start && s.other.is_some())
+        .map(|(seq, (s, _))| (seq, s))
+}
+
 /// The signatures of a set of team members, as far as a disagreement
 /// goes: see the module documentation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -322,6 +433,8 @@ pub(crate) struct Summary {
     first: (u32, Sig),
     /// The lowest member whose signature differs from `first`'s.
     other: Option<(u32, Sig)>,
+    /// Their eager collectives since their previous agreement.
+    window: Window,
 }
 
 impl Summary {
@@ -330,7 +443,34 @@ impl Summary {
         Summary {
             first: (rank, sig),
             other: None,
+            window: Window::of(&[]),
         }
+    }
+
+    /// The same, with this member's `window`.
+    pub(crate) fn with_window(mut self, window: Window) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// The set's windows.
+    pub(crate) fn window(&self) -> Window {
+        self.window
+    }
+
+    /// The lowest member's signature.
+    pub(crate) fn first_sig(&self) -> Sig {
+        self.first.1
+    }
+
+    /// The lowest member's team rank.
+    pub(crate) fn first_rank(&self) -> u32 {
+        self.first.0
+    }
+
+    /// Whether the set's signatures disagree.
+    pub(crate) fn disagrees(&self) -> bool {
+        self.other.is_some()
     }
 
     /// Make `self` the summary of the union of both sets.
@@ -352,9 +492,14 @@ impl Summary {
             (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
             (a, b) => a.or(b),
         };
+        let window = Window {
+            digest: lo.window.digest,
+            differs: lo.window.differs || hi.window.differs || lo.window.digest != hi.window.digest,
+        };
         *self = Summary {
             first: lo.first,
             other,
+            window,
         };
     }
 
@@ -372,6 +517,8 @@ impl Summary {
                 Sig::barrier().encode(out);
             }
         }
+        out.extend_from_slice(&self.window.digest.to_le_bytes());
+        out.push(u8::from(self.window.differs));
     }
 
     /// Decode a summary sent by a member of a team of `n`; `None` if it is
@@ -385,10 +532,23 @@ impl Summary {
         let o = 4 + SIG_LEN;
         let other = match rank(o) {
             NO_RANK => None,
-            r => Some((r, Sig::decode(&b[o + 4..])?)),
+            r => Some((r, Sig::decode(&b[o + 4..o + 4 + SIG_LEN])?)),
+        };
+        let w = 2 * o;
+        let window = Window {
+            digest: u64::from_le_bytes(b[w..w + 8].try_into().expect("8 bytes")),
+            differs: match b[w + 8] {
+                0 => false,
+                1 => true,
+                _ => return None,
+            },
         };
         let sane = first.0 < n && other.is_none_or(|(r, s)| r < n && r > first.0 && s != first.1);
-        sane.then_some(Summary { first, other })
+        sane.then_some(Summary {
+            first,
+            other,
+            window,
+        })
     }
 
     /// The disagreement, if any, as the error every member reports.
@@ -502,6 +662,49 @@ mod tests {
         assert!(Summary::of(0, all[3])
             .mismatch("reduce", Rank(0), 0, 0)
             .is_none());
+    }
+
+    /// Windows: equal lists agree whatever the starting agreement's
+    /// arguments; a list that differs anywhere is found, at the lowest
+    /// sequence number where it does, unless every member there started
+    /// from it (that agreement compared it).
+    #[test]
+    fn windows_and_their_first_difference() {
+        let all = sigs();
+        let (b0, b3) = (all[5], Sig::broadcast(0, ElemId::of::<u8>()));
+        let a = vec![(4, all[0], true), (5, b3, false), (6, b3, false)];
+        // Another start signature (the same agreement, failed there).
+        let a2 = vec![(4, all[1], true), (5, b3, false), (6, b3, false)];
+        assert_eq!(Window::of(&a), Window::of(&a2));
+        assert_eq!(first_mismatch(&[a.clone(), a2.clone()]), None);
+        // One member's broadcast at 6 believes in another root.
+        let b = vec![(4, all[0], true), (5, b3, false), (6, b0, false)];
+        assert_ne!(Window::of(&a), Window::of(&b));
+        let (seq, s) = first_mismatch(&[a.clone(), b]).expect("a difference");
+        assert_eq!((seq, s.first_rank()), (6, 0));
+        assert!(s.disagrees());
+        // One member ran an agreement (a barrier) at 5 where the other
+        // broadcast eagerly: its window starts there.
+        let c = vec![(5, all[4], true), (6, b3, false)];
+        assert_ne!(Window::of(&a), Window::of(&c));
+        let (seq, s) = first_mismatch(&[a.clone(), c.clone()]).expect("a difference");
+        assert_eq!(seq, 5);
+        let e = s.mismatch("barrier", Rank(0), 0, seq).unwrap().to_string();
+        assert!(e.contains("broadcast") && e.contains("barrier"), "{e}");
+        // Merged digests: any member's difference shows.
+        let mut m = Summary::of(0, all[4]).with_window(Window::of(&a));
+        m.merge(&Summary::of(1, all[4]).with_window(Window::of(&a)));
+        assert!(!m.window().differs());
+        m.merge(&Summary::of(2, all[4]).with_window(Window::of(&c)));
+        assert!(m.window().differs());
+        let mut enc = Vec::new();
+        m.encode(&mut enc);
+        assert_eq!(Summary::decode(&enc, 3), Some(m));
+        // Entries round-trip; garbage is none.
+        let mut enc = Vec::new();
+        encode_entries(&a, &mut enc);
+        assert_eq!(decode_entries(&enc), Some(a));
+        assert_eq!(decode_entries(&enc[1..]), None);
     }
 
     #[test]

@@ -31,6 +31,18 @@ pub(crate) const TAG_SCAN: u32 = 0x700;
 pub(crate) const TAG_REDUCE_CHUNK: u32 = 0x800;
 /// An allreduce's reduced chunk, from its owner to everyone.
 pub(crate) const TAG_ALLGATHER_CHUNK: u32 = 0x900;
+/// An eager broadcast's payload down its tree, after the root's
+/// signature (see `EagerBcast`).
+pub(crate) const TAG_EAGER_BCAST: u32 = 0xa00;
+/// "I have waited long on you for this collective", with the waiter's
+/// summary: the member waited on answers if their arguments differ (see
+/// `Engine::answer`).
+pub(crate) const TAG_WAITING: u32 = 0xb00;
+/// The answer to [`TAG_WAITING`]: the summary of a disagreement.
+pub(crate) const TAG_VERDICT: u32 = 0xc00;
+/// The rounds of an agreement's second dissemination, which gathers the
+/// members' windows when they differ: `+ round`.
+pub(crate) const TAG_RECOVER: u32 = 0xd00;
 /// Rounds of a dissemination or a binomial tree: at most log2(2^32).
 const MAX_ROUNDS: u32 = 33;
 
@@ -59,6 +71,7 @@ fn known_tag(tag: u32) -> bool {
     let round = |base: u32| (base..base + MAX_ROUNDS).contains(&tag);
     round(TAG_DISSEM)
         || round(TAG_REDUCE)
+        || round(TAG_RECOVER)
         || [
             TAG_BCAST,
             TAG_TO_ROOT,
@@ -68,6 +81,9 @@ fn known_tag(tag: u32) -> bool {
             TAG_SCAN,
             TAG_REDUCE_CHUNK,
             TAG_ALLGATHER_CHUNK,
+            TAG_EAGER_BCAST,
+            TAG_WAITING,
+            TAG_VERDICT,
         ]
         .contains(&tag)
 }

@@ -12,7 +12,7 @@
 //! it again on the split teams, interleaved, with non-blocking barriers on
 //! several teams in flight at once.
 
-use rgex::team::{Element, Numeric, ReduceOp, Team, NO_COLOUR};
+use rgex::team::{Element, Numeric, ReduceOp, Team, EAGER_RUN, NO_COLOUR};
 use rgex::{Client, Error, Flags, HandlerId, Rank, CLIENT_MIN};
 use rgex_tests::{fill_pattern, mix, ok, pattern_mismatch, wait_until};
 use std::fmt::Debug;
@@ -767,6 +767,107 @@ fn expect_mismatch<T: Debug>(
     }
 }
 
+/// Whether `got` failed of a mismatch in a collective that ran eagerly
+/// (one at a sequence number where every collective runs an agreement
+/// fails on every member at once: see `rgex::team::EAGER_RUN`). A
+/// success says the collective ran eagerly (an agreement would have
+/// failed it).
+fn ran_eagerly<T>(got: &rgex::Result<T>) -> bool {
+    match got {
+        Err(Error::CollectiveMismatch { seq, .. }) => seq % EAGER_RUN != EAGER_RUN - 1,
+        _ => true,
+    }
+}
+
+/// What every member must get from an eager broadcast whose members
+/// passed arguments that do not match, where it ran eagerly: at once,
+/// success, or the mismatch naming `call` and two team ranks whose
+/// arguments really differ (`value_of`: a team rank's value of the
+/// field); then the team's next collective with an agreement (a barrier
+/// here) fails on every member, as `expect_mismatch` says, naming
+/// `deferred_call` (the lowest member's collective). Where it ran an
+/// agreement itself, it fails at once as `expect_mismatch` says and the
+/// barrier passes.
+#[allow(clippy::too_many_arguments)]
+fn expect_eager_mismatch<T: Debug>(
+    t: &Team,
+    got: rgex::Result<T>,
+    call: &str,
+    want_field: &str,
+    value_of: &dyn Fn(u32) -> String,
+    deferred_call: &str,
+    want_second: u32,
+    want_first_value: &str,
+    want_second_value: &str,
+) {
+    let me = t.my_rank();
+    if !ran_eagerly(&got) {
+        expect_mismatch(
+            t,
+            got,
+            call,
+            want_field,
+            want_second,
+            want_first_value,
+            want_second_value,
+        );
+        t.barrier()
+            .expect("a barrier after an agreed broadcast's mismatch");
+        return;
+    }
+    match &got {
+        Ok(_) => {}
+        Err(
+            e @ Error::CollectiveMismatch {
+                collective,
+                field,
+                first,
+                first_value,
+                second,
+                second_value,
+                ..
+            },
+        ) => {
+            assert_eq!(*collective, call, "rank {me}: {e}");
+            assert_eq!(*field, want_field, "rank {me}: {e}");
+            assert!(first < second, "rank {me}: {e}");
+            assert_eq!(*first_value, value_of(*first), "rank {me}: {e}");
+            assert_eq!(*second_value, value_of(*second), "rank {me}: {e}");
+        }
+        other => panic!("rank {me}: eager {call} with mismatched {want_field}: got {other:?}"),
+    }
+    expect_deferred(
+        t,
+        deferred_call,
+        want_field,
+        want_second,
+        want_first_value,
+        want_second_value,
+    );
+}
+
+/// The team's next collective with an agreement (a barrier) fails on
+/// every member with an earlier eager collective's mismatch.
+fn expect_deferred(
+    t: &Team,
+    call: &str,
+    want_field: &str,
+    want_second: u32,
+    want_first_value: &str,
+    want_second_value: &str,
+) {
+    let got = t.barrier();
+    expect_mismatch(
+        t,
+        got,
+        call,
+        want_field,
+        want_second,
+        want_first_value,
+        want_second_value,
+    );
+}
+
 /// After a failed collective the team still works: a barrier, then an
 /// allreduce with a value every member can check.
 fn still_usable(t: &Team, round: u64) -> rgex::Result<()> {
@@ -818,15 +919,78 @@ fn mismatches(client: &Client) -> rgex::Result<()> {
     // Roots: the upper half broadcasts from the last rank, the lower half
     // from rank 0 (each root sends its own bytes).
     let half = n / 2;
-    let root = if me < half { 0 } else { n - 1 };
+    let root_of = |r: u32| if r < half { 0 } else { n - 1 };
+    let root = root_of(me);
+    let value_of = |r: u32| root_of(r).to_string();
     let got = t.broadcast(root, b"from the root I believe in");
     let (r0, r1) = (0.to_string(), (n - 1).to_string());
-    expect_mismatch(t, got, "broadcast", "root", half, &r0, &r1);
+    expect_eager_mismatch(
+        t,
+        got,
+        "broadcast",
+        "root",
+        &value_of,
+        "broadcast",
+        half,
+        &r0,
+        &r1,
+    );
     still_usable(t, 5)?;
     let got = t.broadcast_elems(root, &[1u32, 2, 3]);
-    expect_mismatch(t, got, "broadcast", "root", half, &r0, &r1);
+    expect_eager_mismatch(
+        t,
+        got,
+        "broadcast",
+        "root",
+        &value_of,
+        "broadcast",
+        half,
+        &r0,
+        &r1,
+    );
     still_usable(t, 6)?;
-    ok(client, "mismatch: broadcast roots");
+    // No member believes it is the root: each waits on another, which
+    // answers that it believes otherwise.
+    let got = t.broadcast((me + 1) % n, b"not me");
+    let value_of = |r: u32| ((r + 1) % n).to_string();
+    let (v0, v1) = (1.to_string(), (2 % n).to_string());
+    expect_eager_mismatch(
+        t,
+        got,
+        "broadcast",
+        "root",
+        &value_of,
+        "broadcast",
+        1,
+        &v0,
+        &v1,
+    );
+    still_usable(t, 27)?;
+    // Element types: the last rank broadcasts u64s where the others take
+    // u32s (each member that gets the root's message sees its type).
+    let odd = n - 1;
+    let got = if me == odd {
+        t.broadcast_elems(0, &[7u64]).map(|_| ())
+    } else {
+        t.broadcast_elems(0, &[7u32]).map(|_| ())
+    };
+    let type_of = |r: u32| if r == odd { "u64" } else { "u32" }.to_string();
+    expect_eager_mismatch(
+        t,
+        got,
+        "broadcast",
+        "element type",
+        &type_of,
+        "broadcast",
+        odd,
+        "u32",
+        "u64",
+    );
+    still_usable(t, 28)?;
+    ok(
+        client,
+        "mismatch: broadcast roots (two roots, and none) and element types",
+    );
 
     // A reduce where only the last rank names itself the root.
     let root = if me == n - 1 { n - 1 } else { 0 };
@@ -886,10 +1050,16 @@ fn mismatches(client: &Client) -> rgex::Result<()> {
     let call = if me == n - 1 { "barrier" } else { "allreduce" };
     expect_mismatch(t, got, call, "collective", n - 1, "allreduce", "barrier");
     still_usable(t, 12)?;
-    if me == 0 {
+    // The broadcast runs eagerly (but at EAGER_RUN's sequence numbers):
+    // rank 0 waits on rank 1's agreement message, which never comes, asks
+    // it and fails on its answer, naming both; the others succeed; the
+    // next barrier fails on all.
+    let eagerly = if me == 0 {
         // The failure comes with the event (or at once, should the
         // agreement finish in the call).
-        let why = match t.barrier_nb().and_then(|ev| ev.wait()) {
+        let got = t.barrier_nb().and_then(|ev| ev.wait());
+        let eagerly = ran_eagerly(&got);
+        let why = match got {
             Err(Error::Failed(why)) => why,
             Err(e @ Error::CollectiveMismatch { .. }) => e.to_string(),
             other => panic!("rank 0: barrier_nb against a broadcast: got {other:?}"),
@@ -902,9 +1072,19 @@ fn mismatches(client: &Client) -> rgex::Result<()> {
         ] {
             assert!(why.contains(part), "rank 0: {why:?} lacks {part:?}");
         }
+        eagerly
     } else {
         let got = t.broadcast(1, b"x");
-        expect_mismatch(t, got, "broadcast", "collective", 1, "barrier", "broadcast");
+        let eagerly = ran_eagerly(&got);
+        if eagerly {
+            assert!(got.is_ok(), "rank {me}: eager broadcast from 1: {got:?}");
+        } else {
+            expect_mismatch(t, got, "broadcast", "collective", 1, "barrier", "broadcast");
+        }
+        eagerly
+    };
+    if eagerly {
+        expect_deferred(t, "barrier", "collective", 1, "barrier", "broadcast");
     }
     still_usable(t, 13)?;
     ok(
