@@ -77,6 +77,19 @@ pub(crate) trait Part {
     fn disagreement(&self) -> Option<Summary> {
         None
     }
+    /// Carry the agreement in this part's own messages, from this
+    /// member's `summary`: true if it does (each member's messages reach
+    /// every other, as an alltoall's do), and then no dissemination runs.
+    /// Such a part runs to its end whatever it receives, recording what
+    /// it cannot use (see [`Part::broken`]).
+    fn carry_agreement(&mut self, _summary: Summary) -> bool {
+        false
+    }
+    /// Every member's summaries merged, once a part that carries the
+    /// agreement has finished.
+    fn agreement(&self) -> Option<Summary> {
+        None
+    }
 }
 
 /// No part beyond the agreement (a barrier, a split).
@@ -122,6 +135,8 @@ pub(crate) struct Coll<P> {
     recover: Option<Dissem>,
     /// The members' disagreement that failed this collective here.
     failed_with: Option<Summary>,
+    /// The part carries the agreement (see [`Part::carry_agreement`]).
+    in_part: bool,
 }
 
 impl<P: Part> Coll<P> {
@@ -139,6 +154,7 @@ impl<P: Part> Coll<P> {
             window: Vec::new(),
             recover: None,
             failed_with: None,
+            in_part: false,
         }
     }
 
@@ -249,6 +265,25 @@ impl<P: Part> Step for Coll<P> {
             if self.eager {
                 self.agreed = true;
                 self.handed = true;
+            } else if self.part.carry_agreement(self.agree.summary) {
+                // Run even if refused here: the others need its messages.
+                self.in_part = true;
+                self.part_done = false;
+            }
+        }
+        if self.in_part {
+            if !self.part_done {
+                self.part_done = self.part.advance(c, &self.ctx)?;
+            }
+            if !self.part_done {
+                return Ok(false);
+            }
+            if !self.agreed {
+                self.agreed = true;
+                self.handed = true;
+                if let Some(s) = self.part.agreement() {
+                    self.agree.summary = s;
+                }
             }
         }
         if !self.agreed {
