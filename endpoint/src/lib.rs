@@ -53,7 +53,7 @@ pub use handler::{
     Accepts, Entry, HandlerFn, HandlerId, HandlerTable, ProtocolId, Target, CLIENT_MIN,
 };
 pub use in_flight::InFlight;
-pub use memory_wait::{Cmp, WaitUntil, WaitWord};
+pub use memory_wait::{Cmp, WaitMemory, WaitUntil, WaitWord};
 pub use message::Message;
 pub use outcome::HandlerOutcome;
 pub use prepared::{Prepared, COMMIT_FLAGS};

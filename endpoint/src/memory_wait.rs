@@ -730,22 +730,111 @@ impl Endpoint {
         cmp: Cmp,
         value: T,
     ) -> Result<WaitUntil<T>> {
-        let word = self.word::<T>(offset)?;
-        Ok(WaitUntil {
+        let w = self.word::<T>(offset)?;
+        Ok(self.memory_future("wait_until_async", move || {
+            let v = w.load();
+            cmp.holds(v, value).then_some(v)
+        }))
+    }
+
+    /// [`wait_until_all`](Self::wait_until_all) as a `Future` (see
+    /// [`wait_until_async`](Self::wait_until_async)).
+    ///
+    /// ```no_run
+    /// # async fn demo(ep: &rgex_endpoint::Endpoint) -> rgex_core::Result<()> {
+    /// use rgex_endpoint::Cmp;
+    /// ep.wait_until_all_async::<u64>(&[0, 8, 16], None, Cmp::Eq, 1)?.await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn wait_until_all_async<T: WaitWord>(
+        &self,
+        offsets: &[u64],
+        ignore: Option<&[bool]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<WaitMemory<()>> {
+        let words = masked::<T>(self, offsets, ignore)?;
+        Ok(self.memory_future("wait_until_all_async", move || {
+            words
+                .iter()
+                .all(|(_, w)| cmp.holds(w.load(), value))
+                .then_some(())
+        }))
+    }
+
+    /// [`wait_until_any`](Self::wait_until_any) as a `Future` (see
+    /// [`wait_until_async`](Self::wait_until_async)): the index of one
+    /// word that compares with `value`, `None` at once when every word is
+    /// ignored or there are none.
+    ///
+    /// ```no_run
+    /// # async fn demo(ep: &rgex_endpoint::Endpoint) -> rgex_core::Result<()> {
+    /// use rgex_endpoint::Cmp;
+    /// let first = ep.wait_until_any_async::<u64>(&[0, 8], None, Cmp::Ne, 0)?.await?;
+    /// # let _ = first; Ok(()) }
+    /// ```
+    pub fn wait_until_any_async<T: WaitWord>(
+        &self,
+        offsets: &[u64],
+        ignore: Option<&[bool]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<WaitMemory<Option<usize>>> {
+        let words = masked::<T>(self, offsets, ignore)?;
+        Ok(self.memory_future("wait_until_any_async", move || {
+            if words.is_empty() {
+                return Some(None);
+            }
+            satisfied(&words, cmp, value).first().map(|&i| Some(i))
+        }))
+    }
+
+    /// [`wait_until_some`](Self::wait_until_some) as a `Future` (see
+    /// [`wait_until_async`](Self::wait_until_async)): the indices of every
+    /// word that compares with `value` once one does, empty at once when
+    /// every word is ignored or there are none.
+    ///
+    /// ```no_run
+    /// # async fn demo(ep: &rgex_endpoint::Endpoint) -> rgex_core::Result<()> {
+    /// use rgex_endpoint::Cmp;
+    /// let ready = ep.wait_until_some_async::<u32>(&[0, 4, 8], None, Cmp::Gt, 0)?.await?;
+    /// # let _ = ready; Ok(()) }
+    /// ```
+    pub fn wait_until_some_async<T: WaitWord>(
+        &self,
+        offsets: &[u64],
+        ignore: Option<&[bool]>,
+        cmp: Cmp,
+        value: T,
+    ) -> Result<WaitMemory<Vec<usize>>> {
+        let words = masked::<T>(self, offsets, ignore)?;
+        Ok(self.memory_future("wait_until_some_async", move || {
+            let hits = satisfied(&words, cmp, value);
+            (words.is_empty() || !hits.is_empty()).then_some(hits)
+        }))
+    }
+
+    /// A future that resolves to what `ready` returns once it returns
+    /// something (see [`WaitMemory`]).
+    fn memory_future<O>(
+        &self,
+        what: &'static str,
+        ready: impl Fn() -> Option<O> + Send + Sync + 'static,
+    ) -> WaitMemory<O> {
+        WaitMemory {
             ep: self
                 .me
                 .upgrade()
                 .expect("an endpoint is used through its Arc"),
-            word,
-            cmp,
-            value,
+            what,
+            ready: Arc::new(ready),
             waiter: None,
-        })
+        }
     }
 }
 
 /// The future of [`Endpoint::wait_until_async`]: the word once it
-/// compares with the value. Dropping it unregisters it.
+/// compares with the value.
 ///
 /// ```no_run
 /// # async fn demo(ep: &rgex_endpoint::Endpoint) -> rgex_core::Result<()> {
@@ -755,63 +844,73 @@ impl Endpoint {
 /// assert_eq!(flag.await?, 1);
 /// # Ok(()) }
 /// ```
+pub type WaitUntil<T> = WaitMemory<T>;
+
+/// The future of a wait on memory ([`Endpoint::wait_until_async`] and
+/// its `_all`, `_any` and `_some` forms): what its condition gives once
+/// it holds, re-checked by this rank's progress. Dropping it unregisters
+/// it.
+///
+/// ```no_run
+/// # async fn demo(ep: &rgex_endpoint::Endpoint) -> rgex_core::Result<()> {
+/// use rgex_endpoint::{Cmp, WaitMemory};
+/// let _progress = ep.start_progress_thread()?;
+/// let set: WaitMemory<Vec<usize>> = ep.wait_until_some_async::<u64>(&[0, 8], None, Cmp::Eq, 1)?;
+/// assert!(!set.await?.is_empty());
+/// # Ok(()) }
+/// ```
 #[must_use = "a future does nothing unless awaited"]
-pub struct WaitUntil<T: WaitWord> {
+pub struct WaitMemory<O> {
     ep: Arc<Endpoint>,
-    word: Word<T>,
-    cmp: Cmp,
-    value: T,
+    /// The call, for errors.
+    what: &'static str,
+    /// The result, once the condition holds.
+    ready: Arc<dyn Fn() -> Option<O> + Send + Sync>,
     waiter: Option<Arc<Waiter>>,
 }
 
-impl<T: WaitWord> std::fmt::Debug for WaitUntil<T> {
+impl<O> std::fmt::Debug for WaitMemory<O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WaitUntil")
+        f.debug_struct("WaitMemory")
             .field("rank", &self.ep.rank())
-            .field("cmp", &self.cmp)
-            .field("value", &self.value)
+            .field("what", &self.what)
             .finish_non_exhaustive()
     }
 }
 
-impl<T: WaitWord> WaitUntil<T> {
-    fn finish(&mut self, r: Result<T>) -> Poll<Result<T>> {
+impl<O: 'static> WaitMemory<O> {
+    fn finish(&mut self, r: Result<O>) -> Poll<Result<O>> {
         if let Some(w) = self.waiter.take() {
             self.ep.memory_waits().unregister(&w);
         }
         Poll::Ready(r)
     }
-
-    fn ready(&self) -> Option<T> {
-        let v = self.word.load();
-        self.cmp.holds(v, self.value).then_some(v)
-    }
 }
 
-impl<T: WaitWord> Unpin for WaitUntil<T> {}
+impl<O> Unpin for WaitMemory<O> {}
 
-impl<T: WaitWord> Future for WaitUntil<T> {
-    type Output = Result<T>;
+impl<O: 'static> Future for WaitMemory<O> {
+    type Output = Result<O>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<O>> {
         let this = self.get_mut();
         if let Some(e) = this.waiter.as_ref().and_then(|w| w.failure()) {
             return this.finish(Err(e));
         }
-        if let Some(v) = this.ready() {
+        if let Some(v) = (this.ready)() {
             return this.finish(Ok(v));
         }
-        if let Err(e) = this.ep.check_open("wait_until_async") {
+        if let Err(e) = this.ep.check_open(this.what) {
             return this.finish(Err(e));
         }
         let waiter = match &this.waiter {
             Some(w) => w.clone(),
             None => {
-                let (word, cmp, value) = (this.word, this.cmp, this.value);
+                let ready = this.ready.clone();
                 let w = this
                     .ep
                     .memory_waits()
-                    .register(Some(Box::new(move || cmp.holds(word.load(), value))));
+                    .register(Some(Box::new(move || ready().is_some())));
                 this.waiter = Some(w.clone());
                 w
             }
@@ -821,7 +920,7 @@ impl<T: WaitWord> Future for WaitUntil<T> {
         // a writer's update before its look at the registered futures
         // (`memory_changed`): one of the two sees the other.
         fence(Ordering::SeqCst);
-        if let Some(v) = this.ready() {
+        if let Some(v) = (this.ready)() {
             return this.finish(Ok(v));
         }
         if let Some(what) = rgex_core::nbi::suspend_hazard() {
@@ -831,7 +930,7 @@ impl<T: WaitWord> Future for WaitUntil<T> {
     }
 }
 
-impl<T: WaitWord> Drop for WaitUntil<T> {
+impl<O> Drop for WaitMemory<O> {
     fn drop(&mut self) {
         if let Some(w) = self.waiter.take() {
             self.ep.memory_waits().unregister(&w);

@@ -55,11 +55,9 @@ impl Wake for Unpark {
     }
 }
 
-#[test]
-fn a_future_is_woken_by_another_threads_progress() {
-    let c = client(false);
-    let ep = c.endpoint().clone();
-    let mut fut = ep.wait_until_async::<u64>(128, Cmp::Eq, 9).unwrap();
+/// Poll `fut` on this thread until it resolves, coming back only when
+/// woken (bounded: a lost wake fails), while another thread polls `ep`.
+fn drive<F: Future + Unpin>(ep: &Arc<rgex_endpoint::Endpoint>, mut fut: F) -> F::Output {
     let stop = Arc::new(AtomicBool::new(false));
     let (ep2, stop2) = (ep.clone(), stop.clone());
     let poller = std::thread::spawn(move || {
@@ -68,7 +66,6 @@ fn a_future_is_woken_by_another_threads_progress() {
             std::thread::sleep(Duration::from_micros(100));
         }
     });
-    let t = store_later(&c, 128, 9);
     let unpark = Arc::new(Unpark(std::thread::current(), AtomicBool::new(false)));
     let waker = Waker::from(unpark.clone());
     let mut cx = Context::from_waker(&waker);
@@ -80,7 +77,7 @@ fn a_future_is_woken_by_another_threads_progress() {
             "the future was polled 1000 times (woken for nothing?)"
         );
         if let Poll::Ready(v) = std::pin::Pin::new(&mut fut).poll(&mut cx) {
-            break v.unwrap();
+            break v;
         }
         // Only a wake may bring us back (bounded: a lost wake fails).
         let mut waited = 0;
@@ -90,10 +87,68 @@ fn a_future_is_woken_by_another_threads_progress() {
             assert!(waited < 100, "no wake within 10 s");
         }
     };
-    assert_eq!(got, 9);
     stop.store(true, Ordering::Relaxed);
     poller.join().unwrap();
+    got
+}
+
+#[test]
+fn a_future_is_woken_by_another_threads_progress() {
+    let c = client(false);
+    let ep = c.endpoint().clone();
+    let fut = ep.wait_until_async::<u64>(128, Cmp::Eq, 9).unwrap();
+    let t = store_later(&c, 128, 9);
+    assert_eq!(drive(&ep, fut).unwrap(), 9);
     t.join().unwrap();
+    assert!(ep.operations_in_flight().is_empty(), "unregistered");
+}
+
+/// The array forms: each resolves once its condition holds over the words
+/// (not before: the first store leaves `all` pending), with what the
+/// blocking form returns.
+#[test]
+fn array_futures_resolve_as_their_blocking_forms() {
+    let c = client(false);
+    let ep = c.endpoint().clone();
+    let offsets = [256, 264, 272];
+    // Already ignored or empty: at once.
+    let none = ep
+        .wait_until_any_async::<u64>(&offsets, Some(&[true; 3]), Cmp::Eq, 1)
+        .unwrap();
+    assert_eq!(drive(&ep, none).unwrap(), None);
+    let empty = ep
+        .wait_until_some_async::<u64>(&[], None, Cmp::Eq, 1)
+        .unwrap();
+    assert!(drive(&ep, empty).unwrap().is_empty());
+    // One word set late: any and some see it, all still waits.
+    let mut all = ep
+        .wait_until_all_async::<u64>(&offsets, None, Cmp::Eq, 1)
+        .unwrap();
+    let any = ep
+        .wait_until_any_async::<u64>(&offsets, None, Cmp::Eq, 1)
+        .unwrap();
+    let t = store_later(&c, 264, 1);
+    assert_eq!(drive(&ep, any).unwrap(), Some(1));
+    t.join().unwrap();
+    let some = ep
+        .wait_until_some_async::<u64>(&offsets, None, Cmp::Eq, 1)
+        .unwrap();
+    assert_eq!(drive(&ep, some).unwrap(), [1]);
+    let waker = Waker::from(Arc::new(Unpark(
+        std::thread::current(),
+        AtomicBool::new(false),
+    )));
+    let pending = std::pin::Pin::new(&mut all).poll(&mut Context::from_waker(&waker));
+    assert!(pending.is_pending(), "all of three words with one set");
+    // The others set: all resolves; a mask leaves out a word never set.
+    let (t1, t2) = (store_later(&c, 256, 1), store_later(&c, 272, 1));
+    drive(&ep, all).unwrap();
+    t1.join().unwrap();
+    t2.join().unwrap();
+    let masked = ep
+        .wait_until_all_async::<u64>(&[256, 280], Some(&[false, true]), Cmp::Eq, 1)
+        .unwrap();
+    drive(&ep, masked).unwrap();
     assert!(ep.operations_in_flight().is_empty(), "unregistered");
 }
 

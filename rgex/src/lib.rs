@@ -61,7 +61,7 @@ pub use rgex_endpoint::{
     client_segment, context, memory_wait, outcome, progress_task, progress_thread, reserved,
     Accepts, AmConfig, Client, ClientPath, ClientSegment, Cmp, Endpoint, HandlerId, HandlerOutcome,
     HandlerTable, Message, Prepared, ProgressStop, ProgressTask, ProgressThread, ProtocolId,
-    Target, Token, WaitUntil, WaitWord, CLIENT_MIN, CLIENT_SEGMENT_STRIDE, CMA_MIN,
+    Target, Token, WaitMemory, WaitUntil, WaitWord, CLIENT_MIN, CLIENT_SEGMENT_STRIDE, CMA_MIN,
     MALFORMED_PRINTED,
 };
 pub use rgex_ibv::{IbvConduit, IbvConfig, SoftIbvConduit};
