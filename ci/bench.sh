@@ -11,7 +11,11 @@
 # if this build has no ofi
 # conduit; testam, testsmall and testfaddperf over the ibv conduit on the
 # software verbs device (the emulation's figures, labelled so); last the
-# scc epochs in modelled cycles. Arguments go to every
+# scc epochs in modelled cycles; at the end one HTML page of it all,
+# bench-results/index.html (bench-page: every JSON file's tables, rgex
+# beside its floors and peers, every SVG plot inlined, the machine as
+# described before the benches ran, testam's round table; self-contained,
+# to open in a browser). Arguments go to every
 # bench: --quick (a smoke run, < 20 s each), --reps N, --json PATH
 # (testam's records; the other benches write <bench>.json in the same
 # directory).
@@ -86,6 +90,9 @@ case "$base" in
 esac
 mkdir -p "$dir"
 log="$dir/testam.log"
+
+section "machine (for the report page)"
+target/release/bench-page --machine "$dir/machine.json" --note "ci/bench.sh${*:+ $*}"
 
 section "testam: 2 ranks, bound to CPUs"
 target/release/rgex-run -n 2 --bind --timeout 900 target/release/testam "$@" 2>&1 | tee "$log"
@@ -220,3 +227,9 @@ done
 if [ -n "$ofi_skipped" ]; then
     echo "ofi: skipped (not in this build)"
 fi
+
+# One page of every JSON file and plot under $dir (files an earlier run
+# left there too: each section says when its file was written). A file
+# it cannot read fails the script, as a broken bench would.
+section "report page"
+target/release/bench-page "$dir"

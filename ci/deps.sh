@@ -10,6 +10,9 @@
 #   openmpi-bin                   mpirun, a PMIx launcher for the bootstrap's tests
 #   libibverbs1, ibverbs-providers  the ibv conduit's real backend, loaded at run time
 #                                 (no -dev package: nothing is linked; its tests load it)
+#   chromium                      best-effort: the report page's browser test
+#                                 (benches/tests/report_page) renders bench-page's page
+#                                 headless; without it that test says it is skipped
 # Sourced by ci/test.sh and ci/bench.sh; idempotent and quiet when all is there.
 set -euo pipefail
 
@@ -36,4 +39,19 @@ if [ ${#need[@]} -gt 0 ]; then
     fi
 else
     echo "system packages present (libfabric $(pkg-config --modversion libfabric 2>/dev/null || echo '?'), PMIx $(pkg-config --modversion pmix 2>/dev/null || echo '?'))"
+fi
+
+# Debian's chromium, best-effort (large, and only one test needs it).
+if ! command -v chromium >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        export DEBIAN_FRONTEND=noninteractive
+        if apt-get install -y chromium >/dev/null 2>&1 ||
+            { apt-get update >/dev/null 2>&1 && apt-get install -y chromium >/dev/null 2>&1; }; then
+            echo "installed chromium (the report page's browser test)"
+        else
+            echo "could not install chromium: the report page's browser test will say it is skipped"
+        fi
+    else
+        echo "chromium is not installed (apt-get install chromium, as root): the report page's browser test will say it is skipped"
+    fi
 fi

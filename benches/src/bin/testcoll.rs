@@ -30,6 +30,7 @@
 use rgex::{Client, ReduceOp};
 use rgex_benches::affinity::online_cpus;
 use rgex_benches::proc::{child_setup, find_exe, last_line, Running};
+use rgex_benches::report::{write_json, CollRecord};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -314,19 +315,11 @@ fn main() {
                 f(r),
                 f(m)
             );
-            let j = |x: Option<f64>| x.map_or("null".to_owned(), |x| format!("{x:.1}"));
-            json.push(format!(
-                "{{\"ranks\":{n},\"oversubscribed\":{},\"test\":\"{test}\",\"size\":{size},\
-                 \"rgex_ns\":{},\"mpi_ns\":{}}}",
-                n as usize > cpus,
-                j(r),
-                j(m)
-            ));
+            json.push(CollRecord::new(n, n as usize > cpus, test, size, r, m));
         }
     }
     if let Some(p) = &o.json {
-        let text = format!("[\n{}\n]\n", json.join(",\n"));
-        if let Err(e) = std::fs::write(p, text) {
+        if let Err(e) = write_json(p, &json) {
             eprintln!("testcoll: write {}: {e}", p.display());
             std::process::exit(1);
         }

@@ -1,12 +1,26 @@
 //! JSON records: one per data point, the schema every bench shares.
 
 use crate::stats::Stats;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use std::io;
 use std::path::Path;
 
 /// One data point.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+///
+/// Read back as written (the report page reads every bench's records);
+/// a figure that was not finite was written as `null` and reads back as
+/// NaN.
+///
+/// ```
+/// use rgex_benches::report::Record;
+/// let text = r#"[{"bench":"b","variant":"v","size":8,"conduit":"smp","provider":null,
+///   "ranks":2,"median":1.5,"min":1.0,"max":null,"unit":"ns","repetitions":5,
+///   "iterations":100,"oversubscribed":false}]"#;
+/// let r: Vec<Record> = serde_json::from_str(text).unwrap();
+/// assert_eq!((r[0].size, r[0].median, r[0].floor), (Some(8), 1.5, None));
+/// assert!(r[0].max.is_nan());
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// The bench (`testam`, ...).
     pub bench: String,
@@ -21,10 +35,13 @@ pub struct Record {
     /// Ranks in the job.
     pub ranks: u32,
     /// Median over the repetitions.
+    #[serde(deserialize_with = "figure")]
     pub median: f64,
     /// Smallest repetition.
+    #[serde(deserialize_with = "figure")]
     pub min: f64,
     /// Largest repetition.
+    #[serde(deserialize_with = "figure")]
     pub max: f64,
     /// Unit of median, min and max (`ns`, `GB/s`, ...).
     pub unit: String,
@@ -124,9 +141,16 @@ impl Job {
     }
 }
 
-/// Write `records` to `path` as a pretty-printed JSON array, creating its
-/// directory if needed.
-pub fn write_json(path: &Path, records: &[Record]) -> io::Result<()> {
+/// A figure as written: a number, or `null` for one that was not finite
+/// (serde_json writes NaN and infinities so).
+fn figure<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// Write `records` (a bench's [`Record`]s, or another schema's rows such
+/// as testcoll's [`CollRecord`](crate::report::CollRecord)s) to `path` as
+/// a pretty-printed JSON array, creating its directory if needed.
+pub fn write_json<T: Serialize>(path: &Path, records: &[T]) -> io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }

@@ -3,15 +3,35 @@
 //! - [`Table`]: aligned columns on stdout;
 //! - [`Record`] and [`write_json`]: one record per data point, in the
 //!   schema every bench shares (`BENCHMARKS.md`);
-//! - [`Plot`]: a hand-written SVG line plot (no plotting crate).
+//! - [`Plot`]: a hand-written SVG line plot (no plotting crate);
+//! - [`CollRecord`]: testcoll's rows (rgex beside Open MPI);
+//! - [`Machine`]: the machine a run ran on;
+//! - [`page`]: one HTML page of a run's records and plots.
 
+mod coll;
 mod json;
+mod machine;
+pub mod page;
 mod svg;
 mod table;
 
+pub use coll::CollRecord;
 pub use json::{write_json, Job, Record};
+pub use machine::{cpuinfo_field, mem_total, utc, Machine};
 pub use svg::{Plot, Series};
 pub use table::Table;
+
+/// Escape text for HTML and SVG (element text and quoted attributes).
+///
+/// ```
+/// assert_eq!(rgex_benches::report::escape(r#"a<b & "c""#), "a&lt;b &amp; &quot;c&quot;");
+/// ```
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
 
 /// Format a figure with a sensible number of digits for a table.
 ///

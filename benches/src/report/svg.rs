@@ -2,6 +2,7 @@
 //! message sizes, equally spaced), logarithmic y axis, one line per
 //! series with min..max whiskers, optional horizontal reference lines.
 
+use super::escape as esc;
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
@@ -53,14 +54,6 @@ const DASHES: [&str; 4] = ["6 4", "2 3", "10 3 2 3", "1 6"];
 const COLORS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
 ];
-
-/// Escape text for SVG.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// Tick label for a y value on a log axis.
 fn y_tick_label(v: f64) -> String {
