@@ -41,11 +41,11 @@ fn frames(err: &str, rank: u32) -> Vec<&str> {
         .collect()
 }
 
-/// A segfaulting rank under `RGEX_BACKTRACE=1` (with `extra` settings):
-/// its backtrace names the faulting function, and it still dies by
-/// SIGSEGV (status 139). Returns its lines.
-fn segv_backtrace(extra: &[(&str, &str)]) -> String {
-    let mut j = job(2, DIAG, &["segv"]).env("RGEX_BACKTRACE", "1");
+/// A rank that segfaults in job_diagnosis mode `mode`, under
+/// `RGEX_BACKTRACE=1` and `extra` settings: it still dies by SIGSEGV
+/// (status 139), saying so. Returns the job's stderr.
+fn segv_job(mode: &str, extra: &[(&str, &str)]) -> String {
+    let mut j = job(2, DIAG, &[mode]).env("RGEX_BACKTRACE", "1");
     for (k, v) in extra {
         j = j.env(k, v);
     }
@@ -62,15 +62,75 @@ fn segv_backtrace(extra: &[(&str, &str)]) -> String {
             .any(|l| l.starts_with("caught SIGSEGV at address 0x")),
         "{err}"
     );
-    let f = frames(&err, 1);
-    assert!(
-        f.iter().any(|l| l.contains("rgex_diag_segfaults_here")),
-        "no frame names the faulting function: {err}"
-    );
     assert!(mine.contains(&"dying by SIGSEGV"), "{err}");
     // Rank 0 printed no backtrace: it did not crash.
     assert!(frames(&err, 0).is_empty(), "{err}");
     err
+}
+
+/// [`segv_job`], whose backtrace must name the faulting function.
+fn segv_backtrace(extra: &[(&str, &str)]) -> String {
+    let err = segv_job("segv", extra);
+    assert!(
+        frames(&err, 1)
+            .iter()
+            .any(|l| l.contains("rgex_diag_segfaults_here")),
+        "no frame names the faulting function: {err}"
+    );
+    err
+}
+
+#[test]
+fn a_helper_threads_segfault_shows_every_thread_by_gdb() {
+    if !have_gdb() {
+        report_skip("the whole test: no gdb on PATH (every thread's backtrace is gdb's)");
+        return;
+    }
+    let err = segv_job("thread-segv", &[]);
+    let mine = rank_lines(&err, 1);
+    assert!(
+        mine.iter()
+            .any(|l| l.starts_with("caught SIGSEGV") && l.contains(" in thread rgex-diag-helpe")),
+        "{err}"
+    );
+    // Both threads, the faulting helper with its faulting function, the
+    // main thread waiting to join it.
+    let threads: Vec<&&str> = mine.iter().filter(|l| l.starts_with("Thread ")).collect();
+    assert!(threads.len() >= 2, "{threads:?}: {err}");
+    assert!(
+        threads.iter().any(|l| l.contains("rgex-diag-helpe")),
+        "{threads:?}"
+    );
+    let f = frames(&err, 1);
+    assert!(
+        f.iter().any(|l| l.contains("rgex_diag_segfaults_here")),
+        "{err}"
+    );
+    assert!(f.iter().any(|l| l.contains("job_diagnosis::main")), "{err}");
+}
+
+#[test]
+fn without_gdb_a_small_signal_stack_is_not_unwound_on() {
+    // A Rust thread's alternate signal stack is a few KiB: the in-process
+    // unwinding declines it and says why (or, should a Rust give its
+    // threads a larger one, unwinds the helper), and the rank still dies
+    // by SIGSEGV.
+    let err = segv_job("thread-segv", &[("RGEX_GDB", "0")]);
+    let mine = rank_lines(&err, 1);
+    let declined = mine.iter().any(|l| {
+        l.starts_with("this thread's signal stack holds ") && l.contains("too few to unwind on")
+    });
+    if !declined {
+        report_skip(
+            "the small-stack refusal: this Rust's thread signal stacks are large (unwound instead)",
+        );
+        assert!(
+            frames(&err, 1)
+                .iter()
+                .any(|l| l.contains("rgex_diag_segfaults_here")),
+            "neither declined nor unwound: {err}"
+        );
+    }
 }
 
 #[test]

@@ -10,8 +10,9 @@
 //!   handler on an alternate signal stack ([`fatal`]); a panic runs a
 //!   hook after the usual message ([`panic`]).
 //! - The backtrace ([`threads`]) is gdb's (`gdb -batch -p PID -ex "thread
-//!   apply all bt"`, every thread, symbolized from the binary's debug
-//!   information), its output forwarded line by line with the prefix.
+//!   apply all bt 256"`, every thread, its innermost 256 frames,
+//!   symbolized from the binary's debug information), its output
+//!   forwarded line by line with the prefix.
 //!   Without gdb (`RGEX_GDB=0`, or none found in `PATH`) the failing
 //!   thread alone is unwound in the process and symbolized in a child
 //!   process; the other threads cannot be reached soundly from a signal

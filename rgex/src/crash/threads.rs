@@ -98,8 +98,9 @@ impl Gdb {
             "set auto-load python-scripts off",
             "-ex",
             "set print frame-arguments scalars",
+            // Bounded: a thread that recursed without end has millions.
             "-ex",
-            "thread apply all bt",
+            "thread apply all bt 256",
             "-p",
         ]
         .iter()

@@ -5,6 +5,9 @@
 //!
 //! - `segv`: after init, the last rank writes to a page it may not write
 //!   (in [`rgex_diag_segfaults_here`]) while the others wait in a barrier;
+//! - `thread-segv`: the same, but in a helper thread named
+//!   `rgex-diag-helper` while the last rank's main thread waits for it
+//!   (Rust gave the helper its own small alternate signal stack);
 //! - `panic`: after init, the last rank panics (in
 //!   [`rgex_diag_panics_here`]) while the others wait in a barrier;
 //! - `abort`: after init, the last rank aborts (in
@@ -60,8 +63,9 @@ fn rgex_diag_aborts_here() -> ! {
 
 fn main() -> rgex::Result<()> {
     let what = std::env::args().nth(1).unwrap_or_default();
-    if !["segv", "panic", "abort", "error", "stuck"].contains(&what.as_str()) {
-        eprintln!("usage: job_diagnosis segv|panic|abort|error|stuck (got {what:?})");
+    const MODES: [&str; 6] = ["segv", "thread-segv", "panic", "abort", "error", "stuck"];
+    if !MODES.contains(&what.as_str()) {
+        eprintln!("usage: job_diagnosis {} (got {what:?})", MODES.join("|"));
         std::process::exit(2);
     }
     let go = Arc::new(AtomicBool::new(false));
@@ -78,6 +82,15 @@ fn main() -> rgex::Result<()> {
         "segv" if last => {
             println!("rank {me}: writing to a page without access");
             rgex_diag_segfaults_here();
+        }
+        "thread-segv" if last => {
+            println!("rank {me}: a helper thread writes to a page without access");
+            let helper = std::thread::Builder::new()
+                .name("rgex-diag-helper".into())
+                .spawn(|| rgex_diag_segfaults_here())
+                .expect("a helper thread starts");
+            let _ = helper.join();
+            unreachable!("the helper thread's fault ended the process");
         }
         "panic" if last => rgex_diag_panics_here(me),
         "abort" if last => {
