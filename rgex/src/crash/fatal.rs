@@ -7,6 +7,7 @@ use crate::launch::signal_name;
 use crate::rank_line;
 use rgex_core::Result;
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::Ordering;
 
 /// The signals handled.
 const FATAL: [c_int; 5] = [
@@ -103,7 +104,13 @@ extern "C" fn on_fatal(sig: c_int, info: *mut libc::siginfo_t, _ctx: *mut c_void
                     .num(super::tid() as u64)
                     .put(b")");
                 line.end();
-                if armed.cfg.backtrace {
+                if armed.cfg.backtrace
+                    && sig == libc::SIGABRT
+                    && super::PANIC_PRINTED.load(Ordering::Relaxed)
+                {
+                    line.put(b"(after a panic: its backtrace is above)");
+                    line.end();
+                } else if armed.cfg.backtrace {
                     // SAFETY: this thread holds the turn.
                     unsafe { threads::print(armed, &mut line) };
                 }

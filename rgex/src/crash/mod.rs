@@ -49,7 +49,9 @@
 //! Rust's own "has overflowed its stack" message is replaced by the
 //! backtrace. A library loaded later that installs its own handlers
 //! (libfabric's PSM providers; rgex-run sets `IPATH_NO_BACKTRACE`)
-//! replaces these. Any panic prints its backtrace, a caught one too.
+//! replaces these, and so does a panic hook the application sets after
+//! init. Any panic prints its backtrace, a caught one too; an abort after
+//! a panic's backtrace (`panic = "abort"`) does not print another.
 //!
 //! ```no_run
 //! // A program that builds its Client by hand installs it itself:
@@ -89,6 +91,10 @@ static ARMED: OnceLock<Armed> = OnceLock::new();
 
 /// Freeze at rgex's error diagnostics (`RGEX_FREEZE_ON_ERROR`).
 static FREEZE_ON_ERROR: AtomicBool = AtomicBool::new(false);
+
+/// A panic's backtrace was printed: an abort that follows it (`panic =
+/// "abort"`, a panic while panicking) does not print another.
+static PANIC_PRINTED: AtomicBool = AtomicBool::new(false);
 
 /// The thread id of the thread handling a crash or panic now, 0 if none:
 /// one at a time, so their lines do not mix and the buffers and the child

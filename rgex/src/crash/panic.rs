@@ -40,6 +40,9 @@ fn on_panic(info: &std::panic::PanicHookInfo<'_>) {
     if armed.cfg.backtrace {
         // SAFETY: this thread holds the turn.
         unsafe { threads::print(armed, &mut line) };
+        // Relaxed: read by a later crash handler, after it takes the turn
+        // (whose Acquire orders this store before it).
+        super::PANIC_PRINTED.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     if armed.cfg.freeze {
         super::freeze::freeze(armed.cfg.freeze_for, b"a panic");
