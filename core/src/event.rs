@@ -1,5 +1,6 @@
 //! Events: the handles of non-blocking operations.
 
+use crate::blocked::Waiting;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use crate::waker::AtomicWaker;
 use crate::Backoff;
@@ -377,11 +378,34 @@ impl Event {
     /// assert!(e.wait().unwrap_err().to_string().contains("rank 1"));
     /// assert!(Event::done().wait().is_ok());
     /// ```
+    ///
+    /// While it blocks, the thread's record of what it waits for (see
+    /// [`blocked`](crate::blocked)) names the caller's line;
+    /// [`wait_on`](Self::wait_on) says more.
+    #[track_caller]
+    #[inline]
     pub fn wait(self) -> crate::Result<()> {
+        if self.pending.is_none() {
+            return Ok(());
+        }
+        self.wait_on(Waiting::new("an operation's completion"))
+    }
+
+    /// [`wait`](Self::wait), recording `waiting` as what this thread is
+    /// blocked on should it block (an operation that knows its peer says
+    /// so).
+    ///
+    /// ```
+    /// use rgex_core::blocked::Waiting;
+    /// use rgex_core::{Event, Rank};
+    /// Event::done().wait_on(Waiting::new("a blocking get").peer(Rank(1)))?;
+    /// # Ok::<(), rgex_core::Error>(())
+    /// ```
+    pub fn wait_on(self, waiting: Waiting) -> crate::Result<()> {
         match &self.pending {
             None => Ok(()),
             Some((c, p)) => {
-                spin_until_done(c, &**p);
+                spin_until_done(c, &**p, waiting);
                 c.check()
             }
         }
@@ -390,9 +414,10 @@ impl Event {
     /// Poll until the operation completes, not asking whether it failed:
     /// for a caller that learns of a failure another way (a drop that
     /// must only wait until the transport is done with a buffer).
+    #[track_caller]
     pub fn wait_unchecked(self) {
         if let Some((c, p)) = &self.pending {
-            spin_until_done(c, &**p);
+            spin_until_done(c, &**p, Waiting::new("an operation's completion"));
         }
     }
 
@@ -455,7 +480,11 @@ impl Event {
         let progress = events
             .iter()
             .find_map(|e| e.pending.as_ref().map(|(_, p)| p.clone()));
-        let mut backoff = Backoff::new(progress.as_ref().is_some_and(|p| p.polite()));
+        let mut backoff = Backoff::waiting(
+            progress.as_ref().is_some_and(|p| p.polite()),
+            Waiting::new("the first of several operations (Event::wait_some)")
+                .value("events", events.len() as u64),
+        );
         loop {
             let mut done = Vec::new();
             let mut live = 0;
@@ -574,10 +603,13 @@ impl std::task::Wake for Keeper {
 }
 
 /// Poll `p` until `c` has nothing outstanding (backing off while nothing
-/// happens).
+/// happens; recording `waiting` once it yields).
 #[inline]
-fn spin_until_done(c: &OpCounter, p: &dyn Progress) {
-    let mut backoff = Backoff::new(p.polite());
+fn spin_until_done(c: &OpCounter, p: &dyn Progress, waiting: Waiting) {
+    if c.is_done() {
+        return;
+    }
+    let mut backoff = Backoff::waiting(p.polite(), waiting);
     while !c.is_done() {
         if p.progress() == 0 {
             backoff.snooze();

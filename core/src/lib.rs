@@ -12,6 +12,7 @@
 pub mod addr;
 pub mod atomic;
 pub mod backoff;
+pub mod blocked;
 pub mod bootstrap;
 pub mod cell;
 pub mod cma;
@@ -27,6 +28,7 @@ pub mod liveness;
 pub mod locality;
 pub mod nbi;
 pub mod rank;
+pub mod raw_line;
 pub mod segment;
 #[doc(hidden)]
 pub mod shared_work;

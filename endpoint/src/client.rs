@@ -2,6 +2,7 @@
 
 use crate::context::in_handler;
 use crate::{reserved, AmConfig, Endpoint};
+use rgex_core::blocked::{self, Waiting};
 use rgex_core::{Conduit, Error, Membership, Rank, Result};
 use std::sync::Arc;
 
@@ -287,7 +288,11 @@ impl Client {
         if in_handler() {
             return Err(Error::InHandler { what: "barrier" });
         }
-        self.world.barrier()
+        // Named for the record of the wait inside, should it block (one
+        // thread-local store and its restore: nothing beside a barrier).
+        let waiting = Waiting::new("Client::barrier: the world team's barrier")
+            .value("members", u64::from(self.size()));
+        blocked::within(&waiting, || self.world.barrier())
     }
 }
 

@@ -6,6 +6,7 @@
 use crate::context::in_handler;
 use crate::handler::Target;
 use crate::{Endpoint, CLIENT_MIN};
+use rgex_core::blocked::Waiting;
 use rgex_core::segment::check_range;
 use rgex_core::{
     Backoff, Category, Claim, Direction, Error, Flags, PollSet, Prepare, Result, MAX_ARGS,
@@ -131,7 +132,7 @@ impl Endpoint {
             return Err(e);
         }
         let set = self.claim_poll_set(spec);
-        self.retry_while_blocked(set, || {
+        self.retry_while_blocked(set, &e, || {
             let mut refused = None;
             c.try_prepare(spec, &mut refused)
                 .ok_or_else(|| Claim::refusal(refused, c.name()))
@@ -174,21 +175,29 @@ impl Endpoint {
                 } else {
                     PollSet::All
                 };
-                self.retry_while_blocked(set, attempt)
+                self.retry_while_blocked(set, &e, attempt)
             }
             other => other,
         }
     }
 
     /// Poll `set` (backing off when nothing arrives) and retry `attempt`
-    /// until it stops saying would-block.
+    /// until it stops saying would-block (as `first` did; a record of
+    /// the wait names its peer and resource).
     #[cold]
     fn retry_while_blocked<T>(
         &self,
         set: PollSet,
+        first: &Error,
         mut attempt: impl FnMut() -> Result<T>,
     ) -> Result<T> {
-        let mut backoff = Backoff::new(self.polite());
+        let waiting = match first {
+            Error::WouldBlock { peer, resource } => Waiting::new("a send waiting for")
+                .detail(resource)
+                .peer(*peer),
+            _ => Waiting::new("a send waiting for its resources"),
+        };
+        let mut backoff = Backoff::waiting(self.polite(), waiting);
         loop {
             if self.progress(set) == 0 {
                 backoff.snooze();
@@ -247,7 +256,7 @@ impl Endpoint {
         match c.try_send(spec, handler, args, payload) {
             Err(e) if e.is_would_block() && !flags.contains(Flags::IMMEDIATE) => {
                 let set = self.claim_poll_set(spec);
-                self.retry_while_blocked(set, || c.try_send(spec, handler, args, payload))
+                self.retry_while_blocked(set, &e, || c.try_send(spec, handler, args, payload))
             }
             other => other,
         }

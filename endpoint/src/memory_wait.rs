@@ -52,9 +52,11 @@ use crate::context::in_handler;
 use crate::Endpoint;
 use parking_lot::Mutex;
 use rgex_core::atomic::AtomicType;
+use rgex_core::blocked::Waiting;
 use rgex_core::waker::AtomicWaker;
 use rgex_core::{Error, PollSet, Rank, Result};
 use std::future::Future;
+use std::panic::Location;
 use std::pin::Pin;
 use std::sync::atomic::{fence, AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -394,7 +396,15 @@ impl Endpoint {
 
     /// Run progress until `ready()` holds (see the [module docs](self)
     /// for the sleep and what ends the wait).
-    fn wait_memory(&self, what: &'static str, ready: impl Fn() -> bool) -> Result<()> {
+    ///
+    /// `waiting` is what the thread's record says while it blocks (see
+    /// `rgex_core::blocked`).
+    fn wait_memory(
+        &self,
+        what: &'static str,
+        waiting: impl FnOnce() -> Waiting,
+        ready: impl Fn() -> bool,
+    ) -> Result<()> {
         if ready() {
             return Ok(());
         }
@@ -407,7 +417,7 @@ impl Endpoint {
             waits,
             waiter: waits.register(None),
         };
-        let mut backoff = rgex_core::Backoff::new(self.polite());
+        let mut backoff = rgex_core::Backoff::waiting(self.polite(), waiting());
         let mut quiet_since: Option<Instant> = None;
         let mut last_sweep = Instant::now();
         let mut sleep = SLEEP_MIN;
@@ -451,6 +461,8 @@ impl Endpoint {
                 self.abandon_gone_peers(PollSet::All);
                 continue;
             }
+            // About to sleep: blocked, whether or not the backoff yielded.
+            backoff.blocked();
             // Registered as a sleeper before arming (SeqCst: see
             // `memory_changed`); `still_idle` re-reads the words after a
             // SeqCst fence (see `Conduit::wake_peer`).
@@ -466,6 +478,22 @@ impl Endpoint {
             }
             sleep = (sleep * 2).min(SLEEP_MAX);
         }
+    }
+}
+
+/// The record of `what`, a wait on the words at `offsets` of this rank's
+/// segment (the first, and how many), at the caller's line: made only
+/// once it blocks.
+#[track_caller]
+fn array_waiting(what: &'static str, offsets: &[u64]) -> impl FnOnce() -> Waiting {
+    let at = Location::caller();
+    let (first, n) = (offsets.first().copied().unwrap_or(0), offsets.len() as u64);
+    move || {
+        Waiting::new(what)
+            .detail("on words of this rank's segment")
+            .at(at)
+            .value("the first at offset", first)
+            .value("words", n)
     }
 }
 
@@ -521,9 +549,17 @@ impl Endpoint {
     /// assert!(seen >= 3);
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn wait_until<T: WaitWord>(&self, offset: u64, cmp: Cmp, value: T) -> Result<T> {
+        let at = Location::caller();
+        let waiting = move || {
+            Waiting::new("wait_until")
+                .detail("on a word of this rank's segment")
+                .at(at)
+                .value("segment offset", offset)
+        };
         let w = self.word::<T>(offset)?;
-        self.wait_memory("wait_until", || cmp.holds(w.load(), value))?;
+        self.wait_memory("wait_until", waiting, || cmp.holds(w.load(), value))?;
         Ok(w.load())
     }
 
@@ -540,6 +576,7 @@ impl Endpoint {
     /// ep.wait_until_all::<u64>(&[0, 8, 16], None, Cmp::Eq, 1)?;
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn wait_until_all<T: WaitWord>(
         &self,
         offsets: &[u64],
@@ -547,8 +584,9 @@ impl Endpoint {
         cmp: Cmp,
         value: T,
     ) -> Result<()> {
+        let waiting = array_waiting("wait_until_all", offsets);
         let words = masked::<T>(self, offsets, ignore)?;
-        self.wait_memory("wait_until_all", || {
+        self.wait_memory("wait_until_all", waiting, || {
             words.iter().all(|(_, w)| cmp.holds(w.load(), value))
         })
     }
@@ -569,6 +607,7 @@ impl Endpoint {
     /// }
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn wait_until_any<T: WaitWord>(
         &self,
         offsets: &[u64],
@@ -586,7 +625,8 @@ impl Endpoint {
                 .find(|(_, w)| cmp.holds(w.load(), value))
                 .map(|(i, _)| *i)
         };
-        self.wait_memory("wait_until_any", || hit(&words).is_some())?;
+        let waiting = array_waiting("wait_until_any", offsets);
+        self.wait_memory("wait_until_any", waiting, || hit(&words).is_some())?;
         Ok(hit(&words))
     }
 
@@ -602,6 +642,7 @@ impl Endpoint {
     /// assert!(!ready.is_empty());
     /// # Ok(()) }
     /// ```
+    #[track_caller]
     pub fn wait_until_some<T: WaitWord>(
         &self,
         offsets: &[u64],
@@ -613,7 +654,8 @@ impl Endpoint {
         if words.is_empty() {
             return Ok(Vec::new());
         }
-        self.wait_memory("wait_until_some", || {
+        let waiting = array_waiting("wait_until_some", offsets);
+        self.wait_memory("wait_until_some", waiting, || {
             words.iter().any(|(_, w)| cmp.holds(w.load(), value))
         })?;
         Ok(satisfied(&words, cmp, value))

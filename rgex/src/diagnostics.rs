@@ -27,6 +27,9 @@
 //! it is [`DEFAULT`], `rgex=warn`: rgex's errors and warnings, nothing
 //! else.
 //!
+//! With `RGEX_FREEZE_ON_ERROR=1` the thread that reports an `error`
+//! stops after printing it, for a debugger (see [`crash`](crate::crash)).
+//!
 //! A program that builds its [`Client`](crate::Client) itself, not
 //! through `init`, calls [`install`] first to get the same.
 //!
@@ -137,6 +140,10 @@ impl Subscriber for Stderr {
         );
         // One write, so that lines of several threads do not interleave.
         let _ = std::io::stderr().write_all(text.as_bytes());
+        if *meta.level() == tracing::Level::ERROR && meta.target().starts_with("rgex") {
+            // RGEX_FREEZE_ON_ERROR: stop here for a debugger (else nothing).
+            crate::crash::freeze_on_error();
+        }
     }
 
     fn enter(&self, _: &span::Id) {}

@@ -38,9 +38,12 @@
 //! `tracing` events; `init` prints them on stderr unless the application
 //! has its own subscriber (`RGEX_LOG` filters them; see [`diagnostics`]).
 
+pub mod blocked_report;
+pub mod crash;
 pub mod diagnostics;
 pub mod info;
 pub mod launch;
+mod rank_line;
 
 /// Remote atomic domains (see [`rgex_atomics`]); their errors are
 /// variants of the one [`Error`] (`rgex::atomics::Error` is the same type).
@@ -49,8 +52,8 @@ pub use rgex_atomics::{
     AtomicsConfig, Implementation as AtomicImplementation, OpSet,
 };
 pub use rgex_core::{
-    bootstrap, config, event, segment, Backoff, Category, Conduit, Error, Event, Flags, GlobalAddr,
-    Membership, OpCounter, Progress, Rank, Result, Segment, Signal, SignalOp, MAX_ARGS,
+    blocked, bootstrap, config, event, segment, Backoff, Category, Conduit, Error, Event, Flags,
+    GlobalAddr, Membership, OpCounter, Progress, Rank, Result, Segment, Signal, SignalOp, MAX_ARGS,
 };
 pub use rgex_endpoint::rma::{
     self, BufError, GetPending, Lc, LocalCompletion, NbiCategory, PutDeferred, PutEvents, RmaPath,
@@ -248,6 +251,11 @@ fn init_once<H>(
 ) -> Result<(Client, H)> {
     // First, so that whatever setup reports is printed.
     diagnostics::install()?;
+    // Then what a rank does when it crashes or is asked what it waits
+    // for, before anything can hang or crash (the bootstrap's waits).
+    let rank = launcher_rank().unwrap_or(0);
+    blocked_report::install(rank)?;
+    crash::install(&crash::CrashConfig::read(settings)?, rank)?;
     let (env, boot) = job_bootstrap()?;
     if env.rank == 0 {
         warn_unknown(settings);

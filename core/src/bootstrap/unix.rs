@@ -73,6 +73,10 @@ impl Bootstrap for UnixBootstrap {
             op: format!("rank {rank}: send to the bootstrap server"),
             source,
         })?;
+        // Blocked until every rank has contributed: say so for a report.
+        let _blocked = crate::blocked::publish(crate::blocked::Waiting::new(
+            "the bootstrap's allgather through rgex-run's socket (every rank's contribution)",
+        ));
         let answer = read_frame(&mut *s)
             .map_err(|source| Error::Os {
                 op: format!("rank {rank}: read from the bootstrap server"),

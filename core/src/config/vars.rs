@@ -60,6 +60,17 @@ registry! {
         "bytes at the start of every segment kept out of the shared heap for raw rgex RMA through pg.client() (Pgas::raw_range), a size such as 300K; 0 for none";
     PGAS_WINDOW: "RGEX_PGAS_WINDOW", Value("256"), "rgex-pgas",
         "calls a rank may have waiting unserved at each target (rpc, rpc_ff, rput_then's call, dist_object fetches), 1 to 2^32-1";
+    // When a rank dies or hangs.
+    BACKTRACE: "RGEX_BACKTRACE", Value("0"), "rgex",
+        "1: a rank killed by SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT, or panicking, prints a backtrace of every thread (by gdb; without it, of the failing thread, unwound in the process), each line prefixed [rank R], then dies as it would have (rgex-run reports 128+N)";
+    GDB: "RGEX_GDB", Value("gdb"), "rgex",
+        "the debugger RGEX_BACKTRACE runs as gdb -batch -p PID, a path or a name looked up in PATH; 0: none, unwind in the process instead";
+    FREEZE: "RGEX_FREEZE", Value("0"), "rgex",
+        "1: a rank that crashes (RGEX_BACKTRACE's signals, or a panic) stops before it dies and prints [rank R] frozen: gdb -p PID, then waits RGEX_FREEZE_SECS";
+    FREEZE_ON_ERROR: "RGEX_FREEZE_ON_ERROR", Value("0"), "rgex",
+        "1: as RGEX_FREEZE, and also where rgex reports an error no caller is told of (an ERROR line of its diagnostics): the thread that reports it stops there, then goes on";
+    FREEZE_SECS: "RGEX_FREEZE_SECS", Value("300"), "rgex",
+        "seconds a frozen rank waits for a debugger before it goes on, 1 to 86400 (in gdb, set {int}&rgex_thaw = 1 ends the wait at once)";
     // smp.
     SMP_QUEUE_DEPTH: "RGEX_SMP_QUEUE_DEPTH", Value("64"), "smp",
         "AM queue cells per receiver, a power of two from 2 to 1048576";

@@ -34,6 +34,7 @@ pub use rgex_core::{Signal, SignalOp};
 
 use crate::client_segment::Local;
 use crate::Endpoint;
+use rgex_core::blocked::Waiting;
 use rgex_core::shared_work::SHARE_MIN;
 use rgex_core::{Error, Event, Flags, GlobalAddr, OpCounter, Rank, Result};
 use route::Route;
@@ -449,7 +450,11 @@ impl Endpoint {
     /// inline).
     #[inline(never)]
     fn put_unmapped(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
-        self.put_nb(dst, src, flags)?.wait()
+        self.put_nb(dst, src, flags)?.wait_on(
+            Waiting::new("a blocking put")
+                .peer(dst.rank)
+                .value("bytes", src.len() as u64),
+        )
     }
 
     /// Blocking get: returns when `dst` holds the bytes at `src`.
@@ -485,7 +490,11 @@ impl Endpoint {
         // SAFETY: `dst` is borrowed for this whole call, which waits for
         // completion before returning.
         let done = unsafe { self.start_get(dst.as_mut_ptr(), dst.len(), src, fresh, flags)? };
-        self.event(done).wait()
+        self.event(done).wait_on(
+            Waiting::new("a blocking get")
+                .peer(src.rank)
+                .value("bytes", dst.len() as u64),
+        )
     }
 
     /// The mapped path's copy: a plain `memmove` below

@@ -33,11 +33,16 @@ options:
   -n N, -nN, --np N   number of ranks (at least 1)
   --conduit C         the ranks' conduit: smp, ofi, ibv or scc (sets RGEX_CONDUIT)
   --bind              pin rank i to the (i mod count)-th CPU the launcher may use
-  --timeout SECS      kill the job if it runs longer than SECS seconds (status 124)
+  --timeout SECS      kill the job if it runs longer than SECS seconds (status 124),
+                      after each rank still running has said what it waits on
   -h, --help          print this help
 
 Everything after PROGRAM is passed to it untouched (use -- before a
 PROGRAM whose name starts with '-').
+
+Settings that help when a job is stuck or a rank dies (rgex-info lists them):
+RGEX_BACKTRACE=1 (a backtrace of every thread at a crash), RGEX_FREEZE=1 and
+RGEX_FREEZE_ON_ERROR=1 (stop for gdb -p PID first), RGEX_FREEZE_SECS.
 
 Exit status: 0 if every rank exited 0; otherwise the first failing rank's
 status (128+N if it was killed by signal N), 124 on timeout, 128+N if the

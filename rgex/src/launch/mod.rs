@@ -35,7 +35,7 @@ mod supervise;
 pub use server::BootstrapServer;
 pub use signals::{catch_termination_signals, signal_name};
 
-use output::{note, Forwarders, Sink};
+use output::{note, Forwarders, ReportEnds, Sink};
 use rgex_core::{Error, Result};
 use spawn::RankTemplate;
 use std::ffi::OsString;
@@ -164,7 +164,11 @@ impl Job {
     }
 
     /// Kill the whole job if it runs longer than this; the job then fails
-    /// with status 124, naming the ranks still running.
+    /// with status 124, naming the ranks still running. Before the kill,
+    /// each rank still running that has reached `rgex::init` is asked
+    /// (by SIGUSR1) what its threads are blocked on, and prints it (see
+    /// [`rgex_core::blocked`]); the launcher waits a few seconds at most
+    /// for those lines.
     ///
     /// ```no_run
     /// use std::time::Duration;
@@ -252,15 +256,17 @@ impl Job {
         };
         let mut procs = Vec::with_capacity(self.size as usize);
         let mut forwarders = Forwarders::new();
+        let ends = ReportEnds::new(self.size);
         let mut start_error = None;
         for rank in 0..self.size {
             match template.spawn(rank) {
                 Ok(mut child) => {
                     if let Some(pipe) = child.stdout.take() {
-                        forwarders.forward(rank, "stdout", pipe, out, err);
+                        forwarders.forward(rank, "stdout", pipe, out, err, None);
                     }
                     if let Some(pipe) = child.stderr.take() {
-                        forwarders.forward(rank, "stderr", pipe, err, err);
+                        let ends = Some(ends.clone());
+                        forwarders.forward(rank, "stderr", pipe, err, err, ends);
                     }
                     procs.push(RankProc::new(rank, child));
                 }
@@ -275,7 +281,13 @@ impl Job {
                 supervise::kill_and_reap(&mut procs);
                 Err(e)
             }
-            None => Ok(supervise::supervise(&mut procs, &server, self.timeout, err)),
+            None => Ok(supervise::supervise(
+                &mut procs,
+                &server,
+                self.timeout,
+                err,
+                &ends,
+            )),
         };
         server.close();
         forwarders.finish(OUTPUT_GRACE);

@@ -2,7 +2,7 @@
 //! non-zero exit, a signal, the timeout, a signal to the launcher) kill
 //! the others and report it.
 
-use super::output::{note, Sink};
+use super::output::{note, ReportEnds, Sink};
 use super::server::BootstrapServer;
 use super::signals::{received, signal_name};
 use super::JobOutcome;
@@ -20,6 +20,10 @@ const POLL: Duration = Duration::from_millis(5);
 /// exit hooks in that time, which took over 2 s on a loaded machine
 /// (the faults test's blame of a panicking rank failed once at 2 s).
 const BLAME_GRACE: Duration = Duration::from_secs(6);
+
+/// How long the timeout waits for the ranks it asked to report what they
+/// wait on (each that does ends it sooner).
+const REPORT_WAIT: Duration = Duration::from_secs(3);
 
 /// Status when the job outlived its timeout (as `timeout(1)` reports).
 pub(crate) const TIMEOUT_STATUS: i32 = 124;
@@ -98,6 +102,62 @@ fn describe(rank: u32, pid: u32, status: ExitStatus) -> Option<(i32, String)> {
     ))
 }
 
+/// Whether process `pid` catches signal `sig` (its `SigCgt` mask in
+/// /proc): one that does not would be killed by it.
+fn catches(pid: u32, sig: libc::c_int) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| sig >= 1 && mask & (1 << (sig - 1)) != 0)
+}
+
+/// Ask every rank still running what it waits on (SIGUSR1, to those that
+/// catch it: the ranks past `rgex::init`), and wait up to [`REPORT_WAIT`]
+/// for each to finish its report on stderr; say which did not.
+fn ask_what_they_wait_on(procs: &[RankProc], ends: &ReportEnds, notes: &Sink) {
+    let mut asked = Vec::new();
+    for p in procs.iter().filter(|p| p.running) {
+        let pid = p.child.id();
+        if !catches(pid, crate::blocked_report::SIGNAL) {
+            note(
+                notes,
+                &format!(
+                    "rank {} (pid {pid}) does not answer SIGUSR1 (it has not reached rgex::init, \
+                     or is not an rgex program): it cannot say what it waits on",
+                    p.rank
+                ),
+            );
+            continue;
+        }
+        let before = ends.count(p.rank);
+        let Ok(pid_t) = libc::pid_t::try_from(pid) else {
+            continue;
+        };
+        // SAFETY: kill(2) has no memory-safety preconditions; the rank is
+        // not reaped, so its pid is still its.
+        if unsafe { libc::kill(pid_t, crate::blocked_report::SIGNAL) } == 0 {
+            asked.push((p.rank, before));
+        }
+    }
+    let until = Instant::now() + REPORT_WAIT;
+    while Instant::now() < until && asked.iter().any(|&(r, b)| ends.count(r) <= b) {
+        std::thread::sleep(POLL);
+    }
+    for (rank, _) in asked.iter().filter(|&&(r, b)| ends.count(r) <= b) {
+        note(
+            notes,
+            &format!(
+                "rank {rank} did not finish its report of what it waits on in {} s",
+                REPORT_WAIT.as_secs()
+            ),
+        );
+    }
+}
+
 fn rank_list(ranks: &[u32]) -> String {
     ranks
         .iter()
@@ -114,6 +174,7 @@ pub(crate) fn supervise(
     server: &BootstrapServer,
     timeout: Option<Duration>,
     notes: &Sink,
+    ends: &ReportEnds,
 ) -> JobOutcome {
     let deadline = timeout.map(|t| (t, Instant::now() + t));
     let mut outcome: Option<JobOutcome> = None;
@@ -218,11 +279,12 @@ pub(crate) fn supervise(
                     if still.len() == 1 { "" } else { "s" },
                     rank_list(&still)
                 );
-                Some((
-                    TIMEOUT_STATUS,
-                    what.clone(),
-                    format!("{what}; ending the job"),
-                ))
+                note(
+                    notes,
+                    &format!("{what}; asking them what they wait on (SIGUSR1)"),
+                );
+                ask_what_they_wait_on(procs, ends, notes);
+                Some((TIMEOUT_STATUS, what, "ending the job".to_string()))
             } else {
                 None
             };
