@@ -10,6 +10,8 @@
 #   openmpi-bin                   mpirun, a PMIx launcher for the bootstrap's tests
 #   libibverbs1, ibverbs-providers  the ibv conduit's real backend, loaded at run time
 #                                 (no -dev package: nothing is linked; its tests load it)
+#   gdb                           RGEX_BACKTRACE's backtrace of every thread (the diagnosis
+#                                 tests check it; without gdb they check the in-process one)
 #   chromium                      best-effort: the report page's browser test
 #                                 (benches/tests/report_page) renders bench-page's page
 #                                 headless; without it that test says it is skipped
@@ -26,6 +28,7 @@ dpkg -s libpmix-dev >/dev/null 2>&1 || need+=(libpmix-dev)
 command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 dpkg -s libibverbs1 >/dev/null 2>&1 || need+=(libibverbs1)
 dpkg -s ibverbs-providers >/dev/null 2>&1 || need+=(ibverbs-providers)
+command -v gdb >/dev/null 2>&1 || need+=(gdb)
 
 if [ ${#need[@]} -gt 0 ]; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

@@ -644,7 +644,13 @@ impl Engine {
     /// Run `op` to completion, polling (and advancing the other collectives
     /// in flight) while it waits.
     pub(crate) fn run(&self, op: &mut dyn Step) -> Result<()> {
-        let mut backoff = Backoff::new(self.ep.polite());
+        // What a blocked-wait report names (see rgex_core::blocked).
+        let (team, seq) = op.id();
+        let waiting = rgex_core::blocked::Waiting::new(op.what())
+            .detail(" (a collective)")
+            .value("sequence number", seq)
+            .value("team", team);
+        let mut backoff = Backoff::waiting(self.ep.polite(), waiting);
         let outcome = loop {
             match self.step_or_gone(op) {
                 Ok(false) => {}
