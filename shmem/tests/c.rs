@@ -9,8 +9,9 @@
 //! each one links and runs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// The C programs, each with its own section.
 const PROGRAMS: &[&str] = &[
@@ -536,4 +537,92 @@ fn a_program_naming_every_function_links() {
         String::from_utf8_lossy(&ran.stdout),
         format!("{} functions\n", names.len())
     );
+}
+
+/// Run `c` to its end and return what it said, killing it if it is still
+/// running after 1200 polls 100 ms apart: a wrapper that runs itself
+/// never ends on its own. (A watchdog for a hang, not a timing check.)
+fn finished(mut c: Command, what: &str) -> Output {
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("it starts");
+    for _ in 0..1200 {
+        if child.try_wait().expect("its status").is_some() {
+            return child.wait_with_output().expect("its output");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // It may have ended since the last poll; either way it is reaped.
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("its output");
+    panic!(
+        "{what} still ran after 1200 polls 100 ms apart (killed: {}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `./configure CC=oshcc` exports CC=oshcc to every probe, and `make
+/// CC=oshcc` to its recipes: oshcc must not take its compiler from $CC,
+/// or it runs itself, its command line growing each time (configure
+/// took hours). It compiles and links with the compiler it should.
+#[test]
+fn oshcc_under_cc_naming_itself_links() {
+    let b = built();
+    let exe = b.programs.join("setup_cc_is_oshcc");
+    let _ = std::fs::remove_file(&exe);
+    let mut c = oshcc(&b.profile);
+    c.env("CC", shmem_dir().join("bin/oshcc"))
+        .env_remove("OSHCC_CC")
+        .args(["-std=c11", "-pthread"])
+        .arg(shmem_dir().join("tests/c/setup.c"))
+        .arg("-o")
+        .arg(&exe);
+    let out = finished(c, "oshcc with CC=oshcc");
+    assert!(
+        out.status.success(),
+        "oshcc with CC=oshcc: {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        exe.is_file(),
+        "no {} after oshcc said it succeeded",
+        exe.display()
+    );
+}
+
+/// OSHCC_CC naming oshcc itself (by its path or a link to it) is refused
+/// at once, saying so, instead of oshcc running itself.
+#[test]
+fn oshcc_refuses_itself_as_its_compiler() {
+    let b = built();
+    let me = shmem_dir().join("bin/oshcc");
+    let link = b.programs.join("oshcc-link");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&me, &link).expect("a symlink in the target directory");
+    for named in [&me, &link] {
+        let mut c = oshcc(&b.profile);
+        c.env("OSHCC_CC", named)
+            .arg("-c")
+            .arg(shmem_dir().join("tests/c/setup.c"))
+            .arg("-o")
+            .arg(b.programs.join("refused.o"));
+        let out = finished(c, "oshcc with OSHCC_CC=oshcc");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "OSHCC_CC={}: {err}",
+            named.display()
+        );
+        assert!(
+            err.contains(&format!("OSHCC_CC={} is oshcc itself", named.display())),
+            "OSHCC_CC={}: {err}",
+            named.display()
+        );
+    }
 }
