@@ -152,4 +152,10 @@ registry! {
         "benchmarks: the MPI peer program to compare with";
     MPI_COLL: "RGEX_MPI_COLL", Behaviour("mpi_coll next to testcoll"), "rgex-benches",
         "benchmarks: the MPI collectives program testcoll compares with";
+    SHMEM_LIBDIR: "RGEX_SHMEM_LIBDIR", Behaviour("the workspace's target/<profile>"), "oshcc",
+        "rgex-shmem: where oshcc finds librgex_shmem and its headers' build";
+    SHMEM_PROFILE: "RGEX_SHMEM_PROFILE", Behaviour("whichever of debug and release was built last"),
+        "oshcc, oshrun", "rgex-shmem: the cargo profile oshcc and oshrun take the library and rgex-run from";
+    RUN: "RGEX_RUN", Behaviour("rgex-run beside oshrun, else in the profile's target dir, else on PATH"),
+        "oshrun", "rgex-shmem: the rgex-run that oshrun starts the job with";
 }
