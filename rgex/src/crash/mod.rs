@@ -7,9 +7,9 @@
 //! off.
 //!
 //! - A rank killed by SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT runs a
-//!   handler on an alternate signal stack ([`fatal`]); a panic runs a
-//!   hook after the usual message ([`panic`]).
-//! - The backtrace ([`threads`]) is gdb's (`gdb -batch -p PID -ex "thread
+//!   handler on an alternate signal stack (`fatal`); a panic runs a
+//!   hook after the usual message (`panic`).
+//! - The backtrace (`threads`) is gdb's (`gdb -batch -p PID -ex "thread
 //!   apply all bt 256"`, every thread, its innermost 256 frames,
 //!   symbolized from the binary's debug information), its output
 //!   forwarded line by line with the prefix.
@@ -18,7 +18,7 @@
 //!   process; the other threads cannot be reached soundly from a signal
 //!   handler (it would have to stop each, run code on it and unwind it),
 //!   and the output says which was used.
-//! - A freeze ([`freeze`]) prints `[rank R] frozen: gdb -p PID` and waits
+//! - A freeze (`freeze`) prints `[rank R] frozen: gdb -p PID` and waits
 //!   `RGEX_FREEZE_SECS` (or until gdb sets `rgex_thaw`), then goes on.
 //! - Then the rank dies by the same signal: the handler restores the
 //!   default disposition and raises it again, so a launcher reports
