@@ -76,7 +76,20 @@ if rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 ||
     rustup toolchain install nightly --profile minimal --component miri --component rust-src >/dev/null 2>&1; then
     export MIRIFLAGS="-Zmiri-disable-isolation"
     cargo +nightly miri setup >/dev/null 2>&1 || true
-    cargo +nightly miri test -p rgex-core
+    # core's config module (the variable registry, environment parsing,
+    # the closest name to a typo) holds no unsafe code and calls none, so
+    # Miri has nothing to check there, and its tests were 7 of Miri's 9
+    # minutes (an edit distance between every pair of variable names).
+    # They run natively in `cargo test --workspace`; under Miri every
+    # other unit test and doc test of core runs. Each skip matches by
+    # name: `config::` its unit tests (and most of its doc tests),
+    # `core/src/config/` all of its doc tests (rustdoc names each by
+    # file). Should config gain unsafe code, the skip must go: stop here.
+    if grep -rqw unsafe core/src/config; then
+        echo "core/src/config has unsafe code now: remove its skip under Miri (ci/test.sh)"
+        exit 1
+    fi
+    cargo +nightly miri test -p rgex-core -- --skip config:: --skip core/src/config/
     cargo +nightly miri test -p rgex-smp --lib -- ring::
     # The CPU atomics' RELEASE/ACQUIRE fences: Miri reports a race on the
     # data they publish if either is missing.
