@@ -273,12 +273,14 @@ fn at_the_timeout_each_rank_says_what_it_waits_on() {
             .contains(": the go AM from rank 1, peer rank 1 at tests/src/bin/job_diagnosis.rs:")),
         "{err}"
     );
-    // Rank 1: the barrier, and the collective engine's wait inside it.
+    // Rank 1: the barrier, and the collective engine's wait inside it,
+    // named by the collective.
     let w1 = waits(1);
     assert!(
         w1.iter().any(
             |l| l.contains(": Client::barrier: the world team's barrier, members 3 at ")
-                && l.contains(" > a wait at endpoint/src/team/engine.rs:")
+                && l.contains(" > barrier (a collective), sequence number ")
+                && l.contains(", team 0 at endpoint/src/team/engine.rs:")
         ),
         "{err}"
     );

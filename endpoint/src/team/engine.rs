@@ -647,7 +647,7 @@ impl Engine {
         // What a blocked-wait report names (see rgex_core::blocked).
         let (team, seq) = op.id();
         let waiting = rgex_core::blocked::Waiting::new(op.what())
-            .detail(" (a collective)")
+            .detail("(a collective)")
             .value("sequence number", seq)
             .value("team", team);
         let mut backoff = Backoff::waiting(self.ep.polite(), waiting);
