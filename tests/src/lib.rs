@@ -225,3 +225,27 @@ pub fn shm_leftovers(job: &str) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// Write to a page mapped without any access: the kernel kills the rank
+/// with SIGSEGV at the write (a genuine fault, as a wild pointer makes).
+#[inline(never)]
+pub fn segfault() -> ! {
+    // SAFETY: an anonymous private mapping of one page with no access
+    // rights has no preconditions; failure is checked below.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(page, libc::MAP_FAILED, "mmap of a PROT_NONE page");
+    // SAFETY: `page` is a live mapping this function owns and nothing
+    // else refers to; the volatile write faults (PROT_NONE) before any
+    // memory changes, and the kernel's SIGSEGV ends the process there.
+    unsafe { std::ptr::write_volatile(page.cast::<u8>(), 1) };
+    unreachable!("writing a PROT_NONE page must fault");
+}

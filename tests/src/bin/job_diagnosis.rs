@@ -29,26 +29,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Write to a page mapped without any access: a genuine SIGSEGV.
+/// A genuine SIGSEGV ([`rgex_tests::segfault`]), in a function whose
+/// name the backtrace must show.
 #[inline(never)]
 fn rgex_diag_segfaults_here() -> ! {
-    // SAFETY: an anonymous private mapping of one page with no access
-    // rights has no preconditions; failure is checked below.
-    let page = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            4096,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(page, libc::MAP_FAILED, "mmap of a PROT_NONE page");
-    // SAFETY: `page` is a live mapping this function owns; the volatile
-    // write faults (PROT_NONE) before any memory changes.
-    unsafe { std::ptr::write_volatile(page.cast::<u8>(), 1) };
-    unreachable!("writing a PROT_NONE page must fault");
+    rgex_tests::segfault()
 }
 
 #[inline(never)]

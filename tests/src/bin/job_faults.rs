@@ -71,29 +71,6 @@ fn last_rank_from_env() -> bool {
     matches!((var("RGEX_RANK"), var("RGEX_SIZE")), (Some(r), Some(n)) if r + 1 == n)
 }
 
-/// Write to a page mapped without any access: the kernel kills the rank
-/// with SIGSEGV at the write (a genuine fault, as a wild pointer makes).
-fn segfault() -> ! {
-    // SAFETY: an anonymous private mapping of one page with no access
-    // rights has no preconditions; failure is checked below.
-    let page = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            4096,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(page, libc::MAP_FAILED, "mmap of a PROT_NONE page");
-    // SAFETY: `page` is a live mapping this function owns and nothing
-    // else refers to; the volatile write faults (PROT_NONE) before any
-    // memory changes, and the kernel's SIGSEGV ends the process there.
-    unsafe { std::ptr::write_volatile(page.cast::<u8>(), 1) };
-    unreachable!("writing a PROT_NONE page must fault");
-}
-
 /// Send AM requests to rank 1 until one fails (it has gone), then exit
 /// with status 9, as a survivor that finds its peer gone does.
 fn flood(client: &rgex::Client, sink: rgex::HandlerId) -> ! {
@@ -177,7 +154,7 @@ fn main() -> rgex::Result<()> {
         }
         Fault::Segv if last => {
             println!("rank {me}: writing to a page without access");
-            segfault();
+            rgex_tests::segfault();
         }
         Fault::ThreadAbort if last => {
             println!("rank {me}: a helper thread aborts");
