@@ -37,9 +37,6 @@ pub struct Client {
     config: AmConfig,
     ep: Arc<Endpoint>,
     world: crate::team::Team,
-    /// The endpoints [`create_endpoint`](Client::create_endpoint) made, at
-    /// index `i + 1`; `None` once destroyed.
-    more: parking_lot::Mutex<Vec<Option<Arc<Endpoint>>>>,
     /// Held while an endpoint is made or destroyed (collective: one at a
     /// time on a rank).
     making: parking_lot::Mutex<()>,
@@ -93,7 +90,6 @@ impl Client {
             config,
             ep,
             world,
-            more: Default::default(),
             making: Default::default(),
             setup: None,
         })
@@ -162,7 +158,9 @@ impl Client {
     /// own handler table (register its handlers, then [`barrier`](Self::barrier),
     /// before sending to them), its own progress and its own RMA, atomics
     /// and VIS completion; it shares the segment. An AM from it reaches the
-    /// endpoint of the same [`index`](Endpoint::index) on its destination.
+    /// endpoint of the same [`index`](Endpoint::index) on its destination;
+    /// [`Endpoint::request_short_at`] and its kin reach any other (see
+    /// [`crossing`](crate::crossing)).
     /// Threads that each inject on their own endpoint share no lock there.
     ///
     /// ```no_run
@@ -182,9 +180,10 @@ impl Client {
             });
         }
         let _one = self.making.lock();
-        let index = self.more.lock().len() as u32 + 1;
+        let siblings = self.ep.siblings();
+        let index = siblings.count();
         let conduit = self.ep.conduit_handle().open_endpoint(index)?;
-        let ep = Endpoint::at_index(conduit, &self.config, index)?;
+        let ep = Endpoint::at_index(conduit, &self.config, index, siblings.clone())?;
         if let Some(setup) = &self.setup {
             setup(&ep)?;
         }
@@ -192,7 +191,7 @@ impl Client {
         // Every rank's endpoint exists, with rgex's protocols, before any
         // rank can send to it.
         self.world.barrier()?;
-        self.more.lock().push(Some(ep.clone()));
+        siblings.push(ep.clone());
         Ok(ep)
     }
 
@@ -210,26 +209,13 @@ impl Client {
         if index == 0 {
             return Ok(self.ep.clone());
         }
-        let more = self.more.lock();
-        match more.get(index as usize - 1) {
-            Some(Some(ep)) => Ok(ep.clone()),
-            Some(None) => Err(Error::EndpointDestroyed {
-                what: "endpoint_at",
-                rank: self.rank(),
-                index,
-            }),
-            None => Err(Error::EndpointOutOfRange {
-                rank: self.rank(),
-                index,
-                count: more.len() as u32 + 1,
-            }),
-        }
+        self.ep.siblings().get(self.rank(), index, "endpoint_at")
     }
 
     /// How many endpoints this rank has opened, the primordial one
     /// included (destroyed ones keep their index, so they count).
     pub fn endpoint_count(&self) -> u32 {
-        self.more.lock().len() as u32 + 1
+        self.ep.siblings().count()
     }
 
     /// Destroy the endpoint at `index`, collectively: every rank calls it
@@ -249,7 +235,7 @@ impl Client {
         let ep = self.endpoint_at(index)?;
         self.world.barrier()?;
         ep.mark_destroyed();
-        self.more.lock()[index as usize - 1] = None;
+        self.ep.siblings().destroy(index);
         Ok(())
     }
 
@@ -350,7 +336,9 @@ impl Client {
     fn leave(&self) {
         rgex_core::bootstrap::announce_leaving();
         self.ep.mark_finalized();
-        for ep in self.more.lock().iter().flatten() {
+        // Forgotten by the table too: each endpoint goes with the last
+        // clone its users hold (see `Siblings`).
+        for ep in self.ep.siblings().take_all() {
             ep.mark_finalized();
         }
     }

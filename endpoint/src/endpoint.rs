@@ -2,13 +2,15 @@
 
 use crate::abandon::Watched;
 use crate::context::{in_handler, HandlerScope};
+use crate::crossing::Crossing;
 use crate::extension::Extensions;
 use crate::handler::Target;
 use crate::memory_wait::MemoryWaits;
 use crate::refusal::{self, Refusals};
 use crate::rma::reference::Reference;
 use crate::rma::{Routes, SignalProtocol};
-use crate::{AmConfig, HandlerTable, Message, Prepared, ProtocolId, Token};
+use crate::siblings::Siblings;
+use crate::{AmConfig, EndpointAddr, HandlerTable, Message, Prepared, ProtocolId, Token};
 use rgex_core::doorbell::MappedQueue;
 use rgex_core::shared_work::Board;
 use rgex_core::{
@@ -98,6 +100,10 @@ pub struct Endpoint {
     index: u32,
     /// Refused because the endpoint was destroyed, not finalized.
     destroyed: AtomicBool,
+    /// This rank's endpoints by index (for AMs to another index).
+    siblings: Arc<Siblings>,
+    /// The protocols of AMs to and from another index.
+    crossing: Crossing,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -137,7 +143,10 @@ impl Endpoint {
     /// messages even where the peer's segment is mapped (to test the
     /// reference path).
     pub fn new(conduit: Arc<dyn Conduit>, cfg: &AmConfig) -> Result<Arc<Self>> {
-        Self::at_index(conduit, cfg, 0)
+        let siblings = Arc::new(Siblings::default());
+        let ep = Self::at_index(conduit, cfg, 0, siblings.clone())?;
+        siblings.set_primordial(Arc::downgrade(&ep));
+        Ok(ep)
     }
 
     /// An endpoint at index `index` of its rank over `conduit` (endpoint
@@ -146,8 +155,10 @@ impl Endpoint {
         conduit: Arc<dyn Conduit>,
         cfg: &AmConfig,
         index: u32,
+        siblings: Arc<Siblings>,
     ) -> Result<Arc<Self>> {
         let handlers = HandlerTable::new();
+        let crossing = Crossing::install(&handlers)?;
         let rma_reference = Reference::install(&handlers)?;
         let signal = SignalProtocol::install(&handlers, &*conduit)?;
         let memory_waits = MemoryWaits::new(conduit.rank(), conduit.size());
@@ -186,11 +197,21 @@ impl Endpoint {
             finalized: AtomicBool::new(false),
             index,
             destroyed: AtomicBool::new(false),
+            siblings,
+            crossing,
         });
         ep.watch_in_flight("reference RMA", ep.rma_reference.ops());
         ep.watch_in_flight("put-with-signal", ep.signal.ops());
         ep.watch_in_flight("wait on memory", &ep.memory_waits);
         Ok(ep)
+    }
+
+    pub(crate) fn siblings(&self) -> &Arc<Siblings> {
+        &self.siblings
+    }
+
+    pub(crate) fn crossing(&self) -> &Crossing {
+        &self.crossing
     }
 
     pub(crate) fn watched(&self) -> &Watched {
@@ -532,7 +553,7 @@ impl Endpoint {
     #[inline]
     pub(crate) fn dispatch(&self, d: &Delivery<'_>) {
         let Some(entry) = self.handlers.get(d.handler) else {
-            return self.drop_unhandled(d);
+            return self.drop_unhandled(d, None);
         };
         let token = Token::new(self, d.src, d.handler, d.dir);
         let _scope = HandlerScope::enter();
@@ -542,24 +563,41 @@ impl Endpoint {
     /// Count and report a message for an unregistered handler, to the
     /// rank that waits for it: the sender of a request (a refusal reply,
     /// which its next poll returns as an error), this rank for a reply.
+    /// `from`: the sender's endpoint, for an AM from another index (see
+    /// [`crossing`](crate::crossing)); the refusal goes back to it.
     #[cold]
     #[inline(never)]
-    fn drop_unhandled(&self, d: &Delivery<'_>) {
+    pub(crate) fn drop_unhandled(&self, d: &Delivery<'_>, from: Option<u32>) {
         let n = self.dropped.fetch_add(1, Ordering::Relaxed);
         let e = refusal::dropped(Some(d.category), d.dir, d.src, self.rank(), d.handler);
         self.print_report(n, &e, "dropped messages", "dropped_messages");
         match d.dir {
             Direction::Request => {
-                let token = Token::new(self, d.src, d.handler, d.dir);
                 let _scope = HandlerScope::enter();
                 let args = [u32::from(d.handler), refusal::category_code(d.category)];
                 // rgex's own answer, for a client index that names no
                 // handler: sent past the token's check that only a
                 // protocol's request may answer with a protocol message.
-                let refuse = |ep: &Endpoint, spec| {
-                    ep.send_fixed(spec, self.refused, &args, &[], Flags::empty())
+                let sent = match from {
+                    None => Token::new(self, d.src, d.handler, d.dir).reply_with(
+                        Category::Short,
+                        0,
+                        |ep: &Endpoint, spec| {
+                            ep.send_fixed(spec, self.refused, &args, &[], Flags::empty())
+                        },
+                    ),
+                    Some(from) => self.send_crossing(
+                        EndpointAddr::new(d.src, from),
+                        Direction::Reply,
+                        Category::Short,
+                        crate::reserved::REFUSED,
+                        &args,
+                        &[],
+                        0,
+                        Flags::empty(),
+                    ),
                 };
-                if let Err(why) = token.reply_with(Category::Short, 0, refuse) {
+                if let Err(why) = sent {
                     tracing::warn!(
                         rank = self.rank().0,
                         peer = d.src.0,

@@ -22,6 +22,7 @@ mod client;
 pub mod client_segment;
 mod config;
 pub mod context;
+pub mod crossing;
 mod endpoint;
 mod extension;
 #[cfg(feature = "fault-injection")]
@@ -38,6 +39,7 @@ pub mod progress_task;
 pub mod progress_thread;
 mod refusal;
 pub mod rma;
+mod siblings;
 pub mod team;
 mod token;
 
@@ -45,6 +47,7 @@ pub use abandon::Abandon;
 pub use client::Client;
 pub use client_segment::{ClientPath, ClientSegment, CLIENT_SEGMENT_STRIDE, CMA_MIN, CMA_MIN_WHY};
 pub use config::AmConfig;
+pub use crossing::{EndpointAddr, MAX_CROSSING_ARGS};
 pub use endpoint::Endpoint;
 pub use endpoint::MALFORMED_PRINTED;
 #[cfg(feature = "fault-injection")]
@@ -92,4 +95,10 @@ pub mod reserved {
     /// target that was waiting on memory (Short request, 3 arguments per
     /// acknowledgement, up to 5).
     pub const PUT_SIGNAL_ACKS: u8 = 34;
+    /// An AM between endpoints of different indices: the request (any
+    /// category; the first argument names the sender's endpoint and the
+    /// client handler), see [`crossing`](crate::crossing).
+    pub const CROSSING_REQUEST: u8 = 42;
+    /// An AM between endpoints of different indices: the reply.
+    pub const CROSSING_REPLY: u8 = 43;
 }

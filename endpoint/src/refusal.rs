@@ -131,7 +131,7 @@ pub(crate) fn category_code(c: Category) -> u32 {
     }
 }
 
-fn category_of(code: u32) -> Option<Category> {
+pub(crate) fn category_of(code: u32) -> Option<Category> {
     match code {
         0 => Some(Category::Short),
         1 => Some(Category::Medium),

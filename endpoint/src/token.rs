@@ -36,6 +36,9 @@ pub struct Token<'a> {
     handler: u8,
     dir: Direction,
     state: Cell<ReplyState>,
+    /// The sender's endpoint index, for an AM from another index than
+    /// this endpoint's (see [`crossing`](crate::crossing)).
+    crossing: Option<u32>,
 }
 
 impl<'a> Token<'a> {
@@ -46,7 +49,39 @@ impl<'a> Token<'a> {
             handler,
             dir,
             state: Cell::new(ReplyState::None),
+            crossing: None,
         }
+    }
+
+    /// The token of an AM from endpoint `from` of `src`, another index
+    /// than `ep`'s: its replies go back there.
+    pub(crate) fn crossing(
+        ep: &'a Endpoint,
+        src: Rank,
+        handler: u8,
+        dir: Direction,
+        from: u32,
+    ) -> Self {
+        Token {
+            crossing: Some(from),
+            ..Token::new(ep, src, handler, dir)
+        }
+    }
+
+    /// The index of the sender's endpoint on its rank: this endpoint's own
+    /// but for an AM from another index
+    /// ([`Endpoint::request_short_at`] and the others), whose reply goes
+    /// back to that endpoint.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_endpoint::Endpoint) -> rgex_core::Result<()> {
+    /// ep.handlers().register("who", |tok, _msg| {
+    ///     println!("from endpoint {} of {}", tok.src_endpoint(), tok.src());
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn src_endpoint(&self) -> u32 {
+        self.crossing.unwrap_or_else(|| self.ep.index())
     }
 
     /// The rank that sent the message.
@@ -148,9 +183,35 @@ impl<'a> Token<'a> {
         if H::PROTOCOL {
             self.may_answer_protocol(h.raw())?;
         }
+        if let Some(from) = self.crossing {
+            return self.reply_crossing(from, category, h.raw(), args, payload, off, flags);
+        }
         self.reply_with(category, off, |ep, spec| {
             ep.send_fixed(spec, h, args, payload, flags)
         })
+    }
+
+    /// Reply to an AM from endpoint `from` (another index than this
+    /// endpoint's), keeping the one-reply rule.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn reply_crossing(
+        &self,
+        from: u32,
+        category: Category,
+        h: u8,
+        args: &[u32],
+        payload: &[u8],
+        off: u64,
+        flags: Flags,
+    ) -> Result<()> {
+        self.may_reply()?;
+        let to = crate::EndpointAddr::new(self.src, from);
+        self.ep
+            .send_crossing(to, Direction::Reply, category, h, args, payload, off, flags)?;
+        self.state.set(ReplyState::Done);
+        Ok(())
     }
 
     /// Reply with what `send` sends for the reply's `spec`, keeping the
@@ -297,6 +358,9 @@ impl<'a> Token<'a> {
         flags: Flags,
     ) -> Result<Prepared<'t>> {
         self.may_reply()?;
+        if let Some(from) = self.crossing {
+            return Err(crate::crossing::no_prepared_reply(self.ep, self.src, from));
+        }
         Prepared::new(self.ep, spec, client_buf, flags, Some(self))
     }
 }

@@ -62,10 +62,10 @@ pub use rgex_endpoint::rma::{
 pub use rgex_endpoint::team::{self, CollEvent, Element, Numeric, ReduceOp, Team, NO_COLOUR};
 pub use rgex_endpoint::{
     client_segment, context, memory_wait, outcome, progress_task, progress_thread, reserved,
-    Accepts, AmConfig, Client, ClientPath, ClientSegment, Cmp, Endpoint, HandlerId, HandlerOutcome,
-    HandlerTable, Message, Prepared, ProgressStop, ProgressTask, ProgressThread, ProtocolId,
-    Target, Token, WaitMemory, WaitUntil, WaitWord, CLIENT_MIN, CLIENT_SEGMENT_STRIDE, CMA_MIN,
-    MALFORMED_PRINTED,
+    Accepts, AmConfig, Client, ClientPath, ClientSegment, Cmp, Endpoint, EndpointAddr, HandlerId,
+    HandlerOutcome, HandlerTable, Message, Prepared, ProgressStop, ProgressTask, ProgressThread,
+    ProtocolId, Target, Token, WaitMemory, WaitUntil, WaitWord, CLIENT_MIN, CLIENT_SEGMENT_STRIDE,
+    CMA_MIN, MALFORMED_PRINTED, MAX_CROSSING_ARGS,
 };
 pub use rgex_ibv::{IbvConduit, IbvConfig, SoftIbvConduit};
 pub use rgex_ofi::{OfiConduit, OfiConfig};

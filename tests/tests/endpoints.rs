@@ -1,6 +1,7 @@
 //! Several endpoints per process (see `tests/src/bin/endpoint_conformance.rs`):
 //! each with its own resources, driven by its own thread, AMs reaching the
-//! same endpoint of the peer, RMA and atomics completing on it; an index
+//! same endpoint of the peer, RMA and atomics completing on it; AMs between
+//! endpoints of different indices; an index
 //! out of range and a destroyed endpoint refused naming rank and index.
 
 mod common;

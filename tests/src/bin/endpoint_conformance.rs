@@ -2,13 +2,15 @@
 //! endpoints beside the primordial one, each driven by its own thread at
 //! once: AMs (each endpoint's own handler table, reaching the same
 //! endpoint of the peer), puts and gets with checksums, and atomics, each
-//! completing on the endpoint that issued it; then an index out of range
-//! and an endpoint used after it was destroyed, each refused naming the
-//! rank and the index.
+//! completing on the endpoint that issued it; AMs between endpoints of
+//! different indices (every pair, Medium and Long, each answered back to
+//! the endpoint that asked); then an index out of range and an endpoint
+//! used after it was destroyed, each refused naming the rank and the
+//! index.
 
 use rgex::{
-    AtomicDomain, AtomicFlags, AtomicOp, Client, Endpoint, Error, Flags, GlobalAddr, HandlerId,
-    OpSet, Rank,
+    AtomicDomain, AtomicFlags, AtomicOp, Client, Endpoint, EndpointAddr, Error, Flags, GlobalAddr,
+    HandlerId, OpSet, Rank,
 };
 use rgex_tests::{conduit_banner, ok, skip};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -87,6 +89,11 @@ fn main() -> rgex::Result<()> {
                 &client,
                 "endpoints driven by threads at once",
                 &format!("the conduit refuses more endpoints: {text}"),
+            );
+            skip(
+                &client,
+                "AMs between endpoints of different indices",
+                "one endpoint",
             );
             skip(&client, "endpoint errors", "no endpoint to destroy");
             return client.finalize();
@@ -245,8 +252,169 @@ fn main() -> rgex::Result<()> {
     }
     ok(&client, &format!("{ENDPOINTS} endpoints driven by one thread each at once: {AMS} Medium AMs per peer each delivered to the same endpoint of the peer with checksums, puts and gets with checksums, fetch-adds with exact sums"));
 
+    crossing(&client, &eps)?;
     errors(&client, &second, ids[2].0)?;
     client.finalize()
+}
+
+/// What one endpoint saw of AMs between different indices.
+#[derive(Default)]
+struct Crossed {
+    /// Requests run here, and their payload checksums.
+    asked: AtomicU64,
+    asked_sum: AtomicU64,
+    /// Answers run here, and their payload checksums.
+    answered: AtomicU64,
+    answered_sum: AtomicU64,
+    /// Messages whose token or arguments named the wrong endpoint, and
+    /// negotiated-payload replies that were not refused.
+    wrong: AtomicU64,
+}
+
+/// Payload of the AM from endpoint `j` of `from` to endpoint `k`.
+fn crossing_payload(from: u32, j: u32, k: u32, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (from * 11 + j * 5 + k * 3 + i as u32) as u8)
+        .collect()
+}
+
+/// AMs between endpoints of different indices: from every endpoint `j`
+/// to endpoint `k != j` of every rank, a Medium request and a Long one;
+/// each runs in endpoint `k`'s table with a token naming endpoint `j`,
+/// and its reply (the payload echoed) runs in endpoint `j`'s table.
+fn crossing(client: &Client, eps: &[Arc<Endpoint>]) -> rgex::Result<()> {
+    let (me, n) = (client.rank().0, client.size());
+    let seen: Vec<Arc<Crossed>> = eps.iter().map(|_| Arc::default()).collect();
+    let mut asks = Vec::new();
+    let mut answers = Vec::new();
+    for (ep, s) in eps.iter().zip(&seen) {
+        let k = ep.index();
+        let (s1, s2) = (s.clone(), s.clone());
+        // Registered in the same order on every table: the same index on
+        // each, so a request names its answer by its own index.
+        let answer = ep.handlers().register("cross.answer", move |tok, msg| {
+            if tok.endpoint().index() != k || tok.src_endpoint() != msg.arg(1) || msg.arg(0) != k {
+                s1.wrong.fetch_add(1, Ordering::Relaxed);
+            }
+            s1.answered_sum
+                .fetch_add(checksum(msg.payload()), Ordering::Relaxed);
+            s1.answered.fetch_add(1, Ordering::Release);
+        })?;
+        let ask = ep.handlers().register("cross.ask", move |tok, msg| {
+            let (j, to) = (msg.arg(0), msg.arg(1));
+            if tok.endpoint().index() != k || to != k || tok.src_endpoint() != j || j == k {
+                s2.wrong.fetch_add(1, Ordering::Relaxed);
+            }
+            if tok
+                .prepare_reply_medium(None, 0, 8, 2, Flags::empty())
+                .is_ok()
+            {
+                s2.wrong.fetch_add(1, Ordering::Relaxed);
+            }
+            s2.asked_sum
+                .fetch_add(checksum(msg.payload()), Ordering::Relaxed);
+            s2.asked.fetch_add(1, Ordering::Release);
+            tok.reply_medium(answer, &[j, k], msg.payload(), Flags::empty())
+                .expect("a reply to another endpoint");
+        })?;
+        asks.push(ask);
+        answers.push(answer);
+    }
+    assert!(
+        asks.windows(2).all(|w| w[0] == w[1]),
+        "the same handler index on every table"
+    );
+    client.barrier()?;
+    let count = eps.len() as u32;
+    let seg = client.endpoint().segment().len() as u64;
+    // Long payloads land in slice (j, k) of the destination's last 64 KiB.
+    let long_at = |from: u32, j: u32, k: u32| seg - 65536 + u64::from((from * 9 + j * 3 + k) * 256);
+    for (ep, j) in eps.iter().zip(0u32..) {
+        for p in 0..n {
+            for k in (0..count).filter(|&k| k != j) {
+                let to = EndpointAddr::new(Rank(p), k);
+                let ask = asks[k as usize];
+                ep.request_medium_at(
+                    to,
+                    ask,
+                    &[j, k],
+                    &crossing_payload(me, j, k, 100),
+                    Flags::empty(),
+                )?;
+                let long = crossing_payload(me, j, k, 256);
+                ep.request_long_at(to, ask, &[j, k], &long, long_at(me, j, k), Flags::empty())?;
+            }
+        }
+    }
+    // Every rank sends 2 AMs to each other index of every rank: each
+    // endpoint runs 2 * n * (count - 1) requests and as many answers.
+    let expected = u64::from(2 * n * (count - 1));
+    let mut settled = false;
+    for _ in 0..20_000_000u64 {
+        settled = seen.iter().all(|s| {
+            s.asked.load(Ordering::Acquire) == expected
+                && s.answered.load(Ordering::Acquire) == expected
+        });
+        if settled {
+            break;
+        }
+        for ep in eps {
+            ep.poll()?;
+        }
+    }
+    assert!(
+        settled,
+        "rank {me}: AMs between endpoints never all arrived"
+    );
+    client.barrier()?;
+    for (s, k) in seen.iter().zip(0u32..) {
+        let want_asked: u64 = (0..n)
+            .flat_map(|from| (0..count).filter(move |&j| j != k).map(move |j| (from, j)))
+            .map(|(from, j)| {
+                checksum(&crossing_payload(from, j, k, 100))
+                    .wrapping_add(checksum(&crossing_payload(from, j, k, 256)))
+            })
+            .fold(0, u64::wrapping_add);
+        let j = k;
+        let want_answered: u64 = (0..n)
+            .flat_map(|_| (0..count).filter(move |&k| k != j))
+            .map(|k| {
+                checksum(&crossing_payload(me, j, k, 100))
+                    .wrapping_add(checksum(&crossing_payload(me, j, k, 256)))
+            })
+            .fold(0, u64::wrapping_add);
+        assert_eq!(
+            s.asked_sum.load(Ordering::Relaxed),
+            want_asked,
+            "rank {me} endpoint {k}: requests' checksums"
+        );
+        assert_eq!(
+            s.answered_sum.load(Ordering::Relaxed),
+            want_answered,
+            "rank {me} endpoint {k}: answers' checksums"
+        );
+        assert_eq!(s.wrong.load(Ordering::Relaxed), 0, "rank {me} endpoint {k}: AMs naming the wrong endpoint, or a negotiated reply not refused");
+    }
+    let e = eps[0]
+        .request_short_at(
+            EndpointAddr::new(Rank(0), 1),
+            asks[1],
+            &[0; rgex::MAX_CROSSING_ARGS + 1],
+            Flags::empty(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::TooManyArgs {
+                max: rgex::MAX_CROSSING_ARGS,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    ok(client, &format!("AMs between endpoints of different indices: Medium and Long requests from each of {count} endpoints to every other index of every rank, run in the target endpoint's table with the sender's endpoint named, answered back to it, with checksums; a negotiated reply to one refused; too many arguments refused"));
+    Ok(())
 }
 
 /// Implicit operations are tracked per endpoint: a region open on one is
@@ -319,6 +487,23 @@ fn errors(client: &Client, second: &Arc<Endpoint>, id: HandlerId) -> rgex::Resul
         client.endpoint_at(2),
         Err(Error::EndpointDestroyed { index: 2, .. })
     ));
+    let to = |index| EndpointAddr::new(me, index);
+    let e = client
+        .endpoint()
+        .request_short_at(to(2), id, &[2], Flags::empty())
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::EndpointDestroyed { index: 2, rank, .. } if rank == me),
+        "{e}"
+    );
+    let e = client
+        .endpoint()
+        .request_short_at(to(ENDPOINTS), id, &[2], Flags::empty())
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::EndpointOutOfRange { index: ENDPOINTS, rank, .. } if rank == me),
+        "{e}"
+    );
     client.barrier()?;
     ok(client, "an endpoint index out of range, and an endpoint used after it was destroyed (through a clone), are errors naming the rank and the index");
     Ok(())

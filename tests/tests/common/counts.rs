@@ -67,8 +67,8 @@ fn split(total: usize, skipped: usize) -> (usize, usize) {
 /// endpoint per process (scc), two skips.
 pub fn endpoints() -> (usize, usize) {
     match std::env::var("RGEX_CONDUIT").as_deref() {
-        Ok("scc") => (0, 2),
-        _ => (3, 0),
+        Ok("scc") => (0, 3),
+        _ => (4, 0),
     }
 }
 
