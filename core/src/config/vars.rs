@@ -146,6 +146,8 @@ registry! {
     // Testing and benchmarks.
     FAULT_SWEEP_PAUSE_MS: "RGEX_FAULT_SWEEP_PAUSE_MS", Behaviour("no pause"), "rgex-endpoint",
         "testing (fault-injection builds): milliseconds between a fault sweep's sends";
+    FAULT_CMA_REFUSED: "RGEX_FAULT_CMA_REFUSED", Behaviour("the kernel decides"), "rgex-endpoint",
+        "testing (fault-injection builds): 1 makes this process find cross-memory attach refused, as Yama's ptrace_scope 2 would, so node-local peers' client segments take active messages";
     SKIP_LOG: "RGEX_SKIP_LOG", Behaviour("skips go to stderr only"), "rgex-tests",
         "testing: the file the conduit matrix collects skipped tests in";
     MPI_PEER: "RGEX_MPI_PEER", Behaviour("mpi_peer next to the benchmark"), "rgex-benches",

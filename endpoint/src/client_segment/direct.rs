@@ -96,7 +96,16 @@ pub(super) fn net_card(c: &[u8]) -> Option<Vec<u8>> {
 /// once, before its first registration's exchange.
 fn allowed() -> &'static std::result::Result<(), String> {
     static ALLOWED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-    ALLOWED.get_or_init(cma::allow_peers)
+    ALLOWED.get_or_init(|| {
+        #[cfg(feature = "fault-injection")]
+        if std::env::var(rgex_core::config::vars::FAULT_CMA_REFUSED.name).as_deref() == Ok("1") {
+            return Err(format!(
+                "refused by {}=1 (a test's fault)",
+                rgex_core::config::vars::FAULT_CMA_REFUSED.name
+            ));
+        }
+        cma::allow_peers()
+    })
 }
 
 /// Make this process attachable (where Yama needs it) before the
