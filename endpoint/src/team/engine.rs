@@ -496,7 +496,14 @@ impl Engine {
                 }
                 continue;
             };
-            if rec.sig != r.theirs.first_sig() {
+            // Where both run an agreement at this number, its
+            // dissemination gives every member the whole disagreement,
+            // and each fails of the same (canonical) pair: this rank only
+            // passes on what it failed of, as where they agree. Else (an
+            // eager broadcast on either side, which sends no summary) the
+            // two signatures are the verdict.
+            let both_agree = !rec.eager && !r.theirs.first_runs_eagerly(r.seq);
+            if rec.sig != r.theirs.first_sig() && !both_agree {
                 let mut v = Summary::of(mine, rec.sig);
                 v.merge(&r.theirs);
                 send.push((r.from, (r.team, r.seq), v));

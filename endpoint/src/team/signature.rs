@@ -463,6 +463,12 @@ impl Summary {
         self.first.1
     }
 
+    /// Whether the first member's collective, at sequence number `seq`,
+    /// runs without an agreement (see `registry::eager_at`).
+    pub(crate) fn first_runs_eagerly(&self, seq: u64) -> bool {
+        self.first.1.kind == Kind::Broadcast && super::registry::eager_at(seq)
+    }
+
     /// The lowest member's team rank.
     pub(crate) fn first_rank(&self) -> u32 {
         self.first.0
