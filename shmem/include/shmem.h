@@ -52,6 +52,56 @@ extern "C" {
 #define SHMEM_MALLOC_ATOMICS_REMOTE 1L
 #define SHMEM_MALLOC_SIGNAL_REMOTE 2L
 
+/* The deprecated active-set routines' pSync sizes (longs) and value. */
+#define SHMEM_SYNC_VALUE 0L
+#define SHMEM_BARRIER_SYNC_SIZE 4
+#define SHMEM_BCAST_SYNC_SIZE 4
+#define SHMEM_REDUCE_SYNC_SIZE 4
+#define SHMEM_COLLECT_SYNC_SIZE 4
+#define SHMEM_ALLTOALL_SYNC_SIZE 4
+#define SHMEM_ALLTOALLS_SYNC_SIZE 4
+#define SHMEM_SYNC_SIZE 4
+#define SHMEM_REDUCE_MIN_WRKDATA_SIZE 1
+#define _SHMEM_SYNC_VALUE SHMEM_SYNC_VALUE
+#define _SHMEM_BARRIER_SYNC_SIZE SHMEM_BARRIER_SYNC_SIZE
+#define _SHMEM_BCAST_SYNC_SIZE SHMEM_BCAST_SYNC_SIZE
+#define _SHMEM_REDUCE_SYNC_SIZE SHMEM_REDUCE_SYNC_SIZE
+#define _SHMEM_COLLECT_SYNC_SIZE SHMEM_COLLECT_SYNC_SIZE
+#define _SHMEM_ALLTOALL_SYNC_SIZE SHMEM_ALLTOALL_SYNC_SIZE
+#define _SHMEM_ALLTOALLS_SYNC_SIZE SHMEM_ALLTOALLS_SYNC_SIZE
+#define _SHMEM_SYNC_SIZE SHMEM_SYNC_SIZE
+#define _SHMEM_REDUCE_MIN_WRKDATA_SIZE SHMEM_REDUCE_MIN_WRKDATA_SIZE
+
+/* ---- Teams (section 9.4) ---------------------------------------------- */
+
+typedef struct rgex_shmem_team *shmem_team_t;
+typedef struct {
+    int num_contexts;
+} shmem_team_config_t;
+extern const struct rgex_shmem_team rgex_shmem_team_world;
+extern const struct rgex_shmem_team rgex_shmem_team_shared;
+#define SHMEM_TEAM_WORLD ((shmem_team_t)&rgex_shmem_team_world)
+#define SHMEM_TEAM_SHARED ((shmem_team_t)&rgex_shmem_team_shared)
+#define SHMEM_TEAM_INVALID ((shmem_team_t)0)
+#define SHMEM_TEAM_NUM_CONTEXTS 1L
+
+int shmem_team_my_pe(shmem_team_t team);
+int shmem_team_n_pes(shmem_team_t team);
+int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
+                            shmem_team_t dest_team);
+int shmem_team_get_config(shmem_team_t team, long config_mask,
+                          shmem_team_config_t *config);
+int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride,
+                             int size, const shmem_team_config_t *config,
+                             long config_mask, shmem_team_t *new_team);
+int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
+                        const shmem_team_config_t *xaxis_config,
+                        long xaxis_mask, shmem_team_t *xaxis_team,
+                        const shmem_team_config_t *yaxis_config,
+                        long yaxis_mask, shmem_team_t *yaxis_team);
+void shmem_team_destroy(shmem_team_t team);
+void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
+
 /* ---- Setup, exit and query (section 9.1) ---------------------------- */
 
 void shmem_init(void);
@@ -286,6 +336,161 @@ RGEX_SHMEM_AMO_BIT_TYPES(RGEX_SHMEM_DECLARE_AMO_BIT)
                                         int cmp, T *cmp_values);
 RGEX_SHMEM_SYNC_TYPES(RGEX_SHMEM_DECLARE_SYNC)
 
+/* ---- Collectives (section 9.9) --------------------------------------- */
+
+int shmem_team_sync(shmem_team_t team);
+void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
+void shmem_sync(int PE_start, int logPE_stride, int PE_size, long *pSync);
+
+#define RGEX_SHMEM_DECLARE_COLL(T, N)                                       \
+    int shmem_##N##_broadcast(shmem_team_t team, T *dest, const T *source,  \
+                              size_t nelems, int PE_root);                  \
+    int shmem_##N##_collect(shmem_team_t team, T *dest, const T *source,    \
+                            size_t nelems);                                 \
+    int shmem_##N##_fcollect(shmem_team_t team, T *dest, const T *source,   \
+                             size_t nelems);                                \
+    int shmem_##N##_alltoall(shmem_team_t team, T *dest, const T *source,   \
+                             size_t nelems);                                \
+    int shmem_##N##_alltoalls(shmem_team_t team, T *dest, const T *source,  \
+                              ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+RGEX_SHMEM_RMA_TYPES(RGEX_SHMEM_DECLARE_COLL)
+int shmem_broadcastmem(shmem_team_t team, void *dest, const void *source,
+                       size_t nelems, int PE_root);
+int shmem_collectmem(shmem_team_t team, void *dest, const void *source,
+                     size_t nelems);
+int shmem_fcollectmem(shmem_team_t team, void *dest, const void *source,
+                      size_t nelems);
+int shmem_alltoallmem(shmem_team_t team, void *dest, const void *source,
+                      size_t nelems);
+int shmem_alltoallsmem(shmem_team_t team, void *dest, const void *source,
+                       ptrdiff_t dst, ptrdiff_t sst, size_t nelems);
+
+/* Table 12: the reduction types, by operator group. */
+#define RGEX_SHMEM_REDUCE_BIT_TYPES(X)                                      \
+    X(unsigned char, uchar) X(unsigned short, ushort)                      \
+    X(unsigned int, uint) X(unsigned long, ulong)                          \
+    X(unsigned long long, ulonglong) X(int8_t, int8) X(int16_t, int16)     \
+    X(int32_t, int32) X(int64_t, int64) X(uint8_t, uint8)                  \
+    X(uint16_t, uint16) X(uint32_t, uint32) X(uint64_t, uint64)            \
+    X(size_t, size)
+#define RGEX_SHMEM_REDUCE_ORDER_TYPES(X)                                    \
+    X(char, char) X(signed char, schar) X(short, short) X(int, int)        \
+    X(long, long) X(long long, longlong) X(ptrdiff_t, ptrdiff)             \
+    RGEX_SHMEM_REDUCE_BIT_TYPES(X) X(float, float) X(double, double)
+#define RGEX_SHMEM_REDUCE_ARITH_TYPES(X)                                    \
+    RGEX_SHMEM_REDUCE_ORDER_TYPES(X) X(float _Complex, complexf)           \
+    X(double _Complex, complexd)
+
+#define RGEX_SHMEM_DECLARE_REDUCE_ONE(T, N, OP)                             \
+    int shmem_##N##_##OP##_reduce(shmem_team_t team, T *dest,              \
+                                  const T *source, size_t nreduce);
+#define RGEX_SHMEM_DECLARE_BIT(T, N)                                        \
+    RGEX_SHMEM_DECLARE_REDUCE_ONE(T, N, and)                               \
+    RGEX_SHMEM_DECLARE_REDUCE_ONE(T, N, or)                                \
+    RGEX_SHMEM_DECLARE_REDUCE_ONE(T, N, xor)
+#define RGEX_SHMEM_DECLARE_ORDER(T, N)                                      \
+    RGEX_SHMEM_DECLARE_REDUCE_ONE(T, N, max)                               \
+    RGEX_SHMEM_DECLARE_REDUCE_ONE(T, N, min)
+#define RGEX_SHMEM_DECLARE_ARITH(T, N)                                      \
+    RGEX_SHMEM_DECLARE_REDUCE_ONE(T, N, sum)                               \
+    RGEX_SHMEM_DECLARE_REDUCE_ONE(T, N, prod)
+RGEX_SHMEM_REDUCE_BIT_TYPES(RGEX_SHMEM_DECLARE_BIT)
+RGEX_SHMEM_REDUCE_ORDER_TYPES(RGEX_SHMEM_DECLARE_ORDER)
+RGEX_SHMEM_REDUCE_ARITH_TYPES(RGEX_SHMEM_DECLARE_ARITH)
+
+/* The deprecated active-set forms. */
+#define RGEX_SHMEM_DECLARE_ACTIVE_SET(S)                                    \
+    void shmem_broadcast##S(void *dest, const void *source, size_t nelems,  \
+                            int PE_root, int PE_start, int logPE_stride,    \
+                            int PE_size, long *pSync);                      \
+    void shmem_collect##S(void *dest, const void *source, size_t nelems,    \
+                          int PE_start, int logPE_stride, int PE_size,      \
+                          long *pSync);                                     \
+    void shmem_fcollect##S(void *dest, const void *source, size_t nelems,   \
+                           int PE_start, int logPE_stride, int PE_size,     \
+                           long *pSync);                                    \
+    void shmem_alltoall##S(void *dest, const void *source, size_t nelems,   \
+                           int PE_start, int logPE_stride, int PE_size,     \
+                           long *pSync);                                    \
+    void shmem_alltoalls##S(void *dest, const void *source, ptrdiff_t dst,  \
+                            ptrdiff_t sst, size_t nelems, int PE_start,     \
+                            int logPE_stride, int PE_size, long *pSync);
+RGEX_SHMEM_DECLARE_ACTIVE_SET(32)
+RGEX_SHMEM_DECLARE_ACTIVE_SET(64)
+
+#define RGEX_SHMEM_DECLARE_TO_ALL_ONE(T, N, OP)                             \
+    void shmem_##N##_##OP##_to_all(T *dest, const T *source, int nreduce,   \
+                                   int PE_start, int logPE_stride,          \
+                                   int PE_size, T *pWrk, long *pSync);
+#define RGEX_SHMEM_TO_ALL_BIT(X)                                            \
+    X(short, short) X(int, int) X(long, long) X(long long, longlong)
+#define RGEX_SHMEM_TO_ALL_ORDER(X)                                          \
+    RGEX_SHMEM_TO_ALL_BIT(X) X(float, float) X(double, double)
+#define RGEX_SHMEM_TO_ALL_ARITH(X)                                          \
+    RGEX_SHMEM_TO_ALL_ORDER(X) X(float _Complex, complexf)                 \
+    X(double _Complex, complexd)
+#define RGEX_SHMEM_DECLARE_TO_ALL_BIT(T, N)                                 \
+    RGEX_SHMEM_DECLARE_TO_ALL_ONE(T, N, and)                               \
+    RGEX_SHMEM_DECLARE_TO_ALL_ONE(T, N, or)                                \
+    RGEX_SHMEM_DECLARE_TO_ALL_ONE(T, N, xor)
+#define RGEX_SHMEM_DECLARE_TO_ALL_ORDER(T, N)                               \
+    RGEX_SHMEM_DECLARE_TO_ALL_ONE(T, N, max)                               \
+    RGEX_SHMEM_DECLARE_TO_ALL_ONE(T, N, min)
+#define RGEX_SHMEM_DECLARE_TO_ALL_ARITH(T, N)                               \
+    RGEX_SHMEM_DECLARE_TO_ALL_ONE(T, N, sum)                               \
+    RGEX_SHMEM_DECLARE_TO_ALL_ONE(T, N, prod)
+RGEX_SHMEM_TO_ALL_BIT(RGEX_SHMEM_DECLARE_TO_ALL_BIT)
+RGEX_SHMEM_TO_ALL_ORDER(RGEX_SHMEM_DECLARE_TO_ALL_ORDER)
+RGEX_SHMEM_TO_ALL_ARITH(RGEX_SHMEM_DECLARE_TO_ALL_ARITH)
+
+/* long double reductions are combined here, in C (Rust has no long
+ * double), through these two entry points of librgex_shmem. */
+typedef void (*rgex_shmem_combine_t)(void *acc, const void *x, size_t n);
+int rgex_shmem_reduce_with(shmem_team_t team, void *dest, const void *source,
+                           size_t nreduce, size_t size,
+                           rgex_shmem_combine_t combine);
+void rgex_shmem_to_all_with(void *dest, const void *source, size_t nreduce,
+                            size_t size, int PE_start, int logPE_stride,
+                            int PE_size, long *pSync,
+                            rgex_shmem_combine_t combine);
+#define RGEX_SHMEM_LD(OP, EXPR)                                             \
+    static inline void rgex_shmem_ld_##OP(void *acc, const void *x,        \
+                                          size_t n) {                       \
+        long double *a = (long double *)acc;                                \
+        const long double *b = (const long double *)x;                      \
+        for (size_t i = 0; i < n; i++) {                                    \
+            long double p = a[i], q = b[i];                                 \
+            a[i] = (EXPR);                                                  \
+        }                                                                   \
+    }                                                                       \
+    static inline int shmem_longdouble_##OP##_reduce(                       \
+        shmem_team_t team, long double *dest, const long double *source,    \
+        size_t nreduce) {                                                   \
+        return rgex_shmem_reduce_with(team, dest, source, nreduce,          \
+                                      sizeof(long double),                  \
+                                      rgex_shmem_ld_##OP);                  \
+    }                                                                       \
+    static inline void shmem_longdouble_##OP##_to_all(                      \
+        long double *dest, const long double *source, int nreduce,          \
+        int PE_start, int logPE_stride, int PE_size, long double *pWrk,     \
+        long *pSync) {                                                      \
+        (void)pWrk;                                                         \
+        rgex_shmem_to_all_with(dest, source,                                \
+                               nreduce < 0 ? (size_t)-1 : (size_t)nreduce,  \
+                               sizeof(long double), PE_start, logPE_stride, \
+                               PE_size, pSync, rgex_shmem_ld_##OP);         \
+    }
+RGEX_SHMEM_LD(max, p > q ? p : q)
+RGEX_SHMEM_LD(min, p < q ? p : q)
+RGEX_SHMEM_LD(sum, p + q)
+RGEX_SHMEM_LD(prod, p * q)
+
+/* ---- Distributed locks (section 9.12) -------------------------------- */
+
+void shmem_set_lock(long *lock);
+void shmem_clear_lock(long *lock);
+int shmem_test_lock(long *lock);
+
 /* ---- Ordering and barriers (sections 9.8, 9.11) ---------------------- */
 
 void shmem_fence(void);
@@ -296,6 +501,13 @@ void shmem_sync_all(void);
 #ifdef __cplusplus
 }
 #endif
+
+/* shmem_sync(team) (1.5) and shmem_sync(PE_start, logPE_stride, PE_size,
+ * pSync) (deprecated) share a name: the count of arguments picks. */
+#define RGEX_SHMEM_PICK4(_1, _2, _3, _4, NAME, ...) NAME
+#define shmem_sync(...)                                                     \
+    RGEX_SHMEM_PICK4(__VA_ARGS__, shmem_sync, rgex_shmem_bad_sync,          \
+                     rgex_shmem_bad_sync, shmem_team_sync)(__VA_ARGS__)
 
 /* ---- C11 generic interfaces ------------------------------------------ */
 
@@ -432,6 +644,68 @@ void shmem_sync_all(void);
 #define shmem_test(ivar, ...)                                               \
     _Generic((ivar), RGEX_SHMEM_G_SYNC(RGEX_SHMEM_G_TEST) default          \
              : shmem_int_test)(ivar, __VA_ARGS__)
+
+/* Collectives and reductions, chosen by dest's type. */
+#define RGEX_SHMEM_G_BCAST(T, N) T * : shmem_##N##_broadcast,
+#define RGEX_SHMEM_G_COLLECT(T, N) T * : shmem_##N##_collect,
+#define RGEX_SHMEM_G_FCOLLECT(T, N) T * : shmem_##N##_fcollect,
+#define RGEX_SHMEM_G_ALLTOALL(T, N) T * : shmem_##N##_alltoall,
+#define RGEX_SHMEM_G_ALLTOALLS(T, N) T * : shmem_##N##_alltoalls,
+#define shmem_broadcast(team, dest, ...)                                    \
+    _Generic((dest), RGEX_SHMEM_G_TYPES(RGEX_SHMEM_G_BCAST) default        \
+             : shmem_broadcastmem)(team, dest, __VA_ARGS__)
+#define shmem_collect(team, dest, ...)                                      \
+    _Generic((dest), RGEX_SHMEM_G_TYPES(RGEX_SHMEM_G_COLLECT) default      \
+             : shmem_collectmem)(team, dest, __VA_ARGS__)
+#define shmem_fcollect(team, dest, ...)                                     \
+    _Generic((dest), RGEX_SHMEM_G_TYPES(RGEX_SHMEM_G_FCOLLECT) default     \
+             : shmem_fcollectmem)(team, dest, __VA_ARGS__)
+#define shmem_alltoall(team, dest, ...)                                     \
+    _Generic((dest), RGEX_SHMEM_G_TYPES(RGEX_SHMEM_G_ALLTOALL) default     \
+             : shmem_alltoallmem)(team, dest, __VA_ARGS__)
+#define shmem_alltoalls(team, dest, ...)                                    \
+    _Generic((dest), RGEX_SHMEM_G_TYPES(RGEX_SHMEM_G_ALLTOALLS) default    \
+             : shmem_alltoallsmem)(team, dest, __VA_ARGS__)
+
+#define RGEX_SHMEM_G_RED_BIT(X)                                             \
+    X(unsigned char, uchar) X(unsigned short, ushort)                      \
+    X(unsigned int, uint) X(unsigned long, ulong)                          \
+    X(unsigned long long, ulonglong)
+#define RGEX_SHMEM_G_RED_ORDER(X)                                           \
+    X(char, char) X(signed char, schar) X(short, short) X(int, int)        \
+    X(long, long) X(long long, longlong) RGEX_SHMEM_G_RED_BIT(X)           \
+    X(float, float) X(double, double) X(long double, longdouble)
+#define RGEX_SHMEM_G_RED_ARITH(X)                                           \
+    RGEX_SHMEM_G_RED_ORDER(X) X(float _Complex, complexf)                  \
+    X(double _Complex, complexd)
+#define RGEX_SHMEM_G_RAND(T, N) T * : shmem_##N##_and_reduce,
+#define RGEX_SHMEM_G_ROR(T, N) T * : shmem_##N##_or_reduce,
+#define RGEX_SHMEM_G_RXOR(T, N) T * : shmem_##N##_xor_reduce,
+#define RGEX_SHMEM_G_RMAX(T, N) T * : shmem_##N##_max_reduce,
+#define RGEX_SHMEM_G_RMIN(T, N) T * : shmem_##N##_min_reduce,
+#define RGEX_SHMEM_G_RSUM(T, N) T * : shmem_##N##_sum_reduce,
+#define RGEX_SHMEM_G_RPROD(T, N) T * : shmem_##N##_prod_reduce,
+#define shmem_and_reduce(team, dest, ...)                                   \
+    _Generic((dest), RGEX_SHMEM_G_RED_BIT(RGEX_SHMEM_G_RAND) default        \
+             : shmem_uint_and_reduce)(team, dest, __VA_ARGS__)
+#define shmem_or_reduce(team, dest, ...)                                    \
+    _Generic((dest), RGEX_SHMEM_G_RED_BIT(RGEX_SHMEM_G_ROR) default         \
+             : shmem_uint_or_reduce)(team, dest, __VA_ARGS__)
+#define shmem_xor_reduce(team, dest, ...)                                   \
+    _Generic((dest), RGEX_SHMEM_G_RED_BIT(RGEX_SHMEM_G_RXOR) default        \
+             : shmem_uint_xor_reduce)(team, dest, __VA_ARGS__)
+#define shmem_max_reduce(team, dest, ...)                                   \
+    _Generic((dest), RGEX_SHMEM_G_RED_ORDER(RGEX_SHMEM_G_RMAX) default      \
+             : shmem_int_max_reduce)(team, dest, __VA_ARGS__)
+#define shmem_min_reduce(team, dest, ...)                                   \
+    _Generic((dest), RGEX_SHMEM_G_RED_ORDER(RGEX_SHMEM_G_RMIN) default      \
+             : shmem_int_min_reduce)(team, dest, __VA_ARGS__)
+#define shmem_sum_reduce(team, dest, ...)                                   \
+    _Generic((dest), RGEX_SHMEM_G_RED_ARITH(RGEX_SHMEM_G_RSUM) default      \
+             : shmem_int_sum_reduce)(team, dest, __VA_ARGS__)
+#define shmem_prod_reduce(team, dest, ...)                                  \
+    _Generic((dest), RGEX_SHMEM_G_RED_ARITH(RGEX_SHMEM_G_RPROD) default     \
+             : shmem_int_prod_reduce)(team, dest, __VA_ARGS__)
 
 #endif /* C11 */
 
