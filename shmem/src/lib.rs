@@ -39,6 +39,7 @@ pub mod rma;
 pub mod setup;
 pub mod signal;
 pub mod state;
+pub mod statics;
 pub mod symmetric;
 pub mod team;
 pub mod wait;

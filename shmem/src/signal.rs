@@ -86,5 +86,11 @@ pub extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, cmp_va
     let s = state::get(what);
     let off = s.offset(what, "sig_addr", sig_addr.cast(), 8);
     let c = crate::wait::cmp_of(s, what, cmp);
+    if s.is_static(off) {
+        // rgex waits on its primordial segment's words; static data polls.
+        // SAFETY: one word, checked symmetric.
+        unsafe { crate::wait::wait_until(what, sig_addr.cast_const(), cmp, cmp_value) };
+        return shmem_signal_fetch(sig_addr);
+    }
     s.ep.wait_until::<u64>(off, c, cmp_value).or_die(s.me, what)
 }

@@ -232,7 +232,13 @@ pub unsafe fn wait_until<T: SyncWord>(what: &str, ivar: *const T, cmp: c_int, va
     let s = state::get(what);
     let off = s.offset(what, "ivar", ivar.cast(), size_of::<T>());
     let c = cmp_of(s, what, cmp);
-    match T::rgex_wait(s, off, c, value) {
+    // rgex waits on its primordial segment's words; static data polls.
+    let rgex = if s.is_static(off) {
+        None
+    } else {
+        T::rgex_wait(s, off, c, value)
+    };
+    match rgex {
         Some(r) => r.or_die(s.me, what),
         None => {
             let w = Words {

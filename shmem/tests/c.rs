@@ -352,7 +352,7 @@ fn a_non_symmetric_address() {
         &[
             "rgex-shmem: PE 0: shmem_long_put: dest = 0x",
             "(64 bytes) is not symmetric: the symmetric heap is 0x",
-            "(8388608 bytes;",
+            "(8388608 bytes) and the static data 0x",
         ],
     );
 }
