@@ -98,7 +98,7 @@ fn emit(out: &mut String, c: &str, name: &str, params: &str, ret: &str, body: &s
     } else {
         format!(" -> {ret}")
     };
-    if body.starts_with("crate::amo::op(") {
+    if body.starts_with("crate::amo::op(") || body.contains("|pe| crate::amo::op(") {
         // Every pointer is checked symmetric and only rgex touches it.
         writeln!(
             out,
@@ -117,6 +117,31 @@ fn emit(out: &mut String, c: &str, name: &str, params: &str, ret: &str, body: &s
     .unwrap();
 }
 
+/// [`emit`] the routine and its `shmem_ctx_` form (a context first; `pe`
+/// is a PE of the context's team).
+fn emit_both(out: &mut String, c: &str, name: &str, params: &str, ret: &str, body: &str) {
+    emit(out, c, name, params, ret, body);
+    let ctx_name = name.replacen("shmem_", "shmem_ctx_", 1);
+    let ctx_c = c
+        .replacen(name, &ctx_name, 1)
+        .replacen('(', "(shmem_ctx_t ctx, ", 1);
+    let quoted = format!("\"{name}\"");
+    let ctx_quoted = format!("\"{ctx_name}\"");
+    let inner = body.replace(&quoted, &ctx_quoted);
+    let (inner, semi) = match inner.strip_suffix(';') {
+        Some(i) => (i, ";"),
+        None => (inner.as_str(), ""),
+    };
+    emit(
+        out,
+        &ctx_c,
+        &ctx_name,
+        &format!("ctx: *const crate::ctx::CtxObj, {params}"),
+        ret,
+        &format!("crate::ctx::with({ctx_quoted}, ctx, pe, |pe| {inner}){semi}"),
+    );
+}
+
 fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
     let ctype = if typed { n } else { "void" };
     let (put, get) = if typed {
@@ -126,7 +151,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
     };
     let bytes = |f: &str| format!("crate::rma::bytes(\"{f}\", nelems, {elem})");
     for (f, op, d) in [(&put, "put", "*mut"), (&get, "get", "*mut")] {
-        emit(
+        emit_both(
             out,
             &format!("void {f}({ctype} *dest, const {ctype} *source, size_t nelems, int pe)"),
             f,
@@ -138,7 +163,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
             ),
         );
         let nbi = format!("{f}_nbi");
-        emit(
+        emit_both(
             out,
             &format!("void {nbi}({ctype} *dest, const {ctype} *source, size_t nelems, int pe)"),
             &nbi,
@@ -157,7 +182,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
             (format!("shmem_iput{n}"), format!("shmem_iget{n}"))
         };
         for (f, op) in [(&iput, "iput"), (&iget, "iget")] {
-            emit(
+            emit_both(
                 out,
                 &format!(
                     "void {f}({ctype} *dest, const {ctype} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)"
@@ -177,7 +202,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
         format!("shmem_put{n}_signal")
     };
     for f in [sig.clone(), format!("{sig}_nbi")] {
-        emit(
+        emit_both(
             out,
             &format!(
                 "void {f}({ctype} *dest, const {ctype} *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)"
@@ -195,7 +220,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
     }
     if typed && n != "longdouble" {
         let p = format!("shmem_{n}_p");
-        emit(
+        emit_both(
             out,
             &format!("void {p}({n} *dest, {n} value, int pe)"),
             &p,
@@ -204,7 +229,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
             &format!("crate::rma::p(\"{p}\", dest, value, pe)"),
         );
         let g = format!("shmem_{n}_g");
-        emit(
+        emit_both(
             out,
             &format!("{n} {g}(const {n} *source, int pe)"),
             &g,
@@ -335,7 +360,7 @@ fn amo(out: &mut String, n: &str) {
         let call = format!("crate::amo::op(\"{f}\", {target}, rgex::AtomicOp::{op}, {a}, {b}, pe)");
         let cargs_t = cargs.replace("TYPE", n);
         if fetches {
-            emit(
+            emit_both(
                 out,
                 &format!("{n} {f}({cargs_t}, int pe)"),
                 &f,
@@ -345,7 +370,7 @@ fn amo(out: &mut String, n: &str) {
             );
             let nbi = format!("{f}_nbi");
             let call = call.replace(&format!("\"{f}\""), &format!("\"{nbi}\""));
-            emit(
+            emit_both(
                 out,
                 &format!("void {nbi}({n} *fetch, {cargs_t}, int pe)"),
                 &nbi,
@@ -354,7 +379,7 @@ fn amo(out: &mut String, n: &str) {
                 &format!("crate::amo::store(\"{nbi}\", fetch, {call})"),
             );
         } else {
-            emit(
+            emit_both(
                 out,
                 &format!("void {f}({cargs_t}, int pe)"),
                 &f,

@@ -30,6 +30,7 @@ pub mod activeset;
 pub mod alloc;
 pub mod amo;
 pub mod coll;
+pub mod ctx;
 pub mod fatal;
 pub mod heap;
 pub mod lock;
