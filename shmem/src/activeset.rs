@@ -11,11 +11,11 @@
 //! call), so the routine runs over RMA and AMOs on the caller's symmetric
 //! `pSync`, as the specification intends:
 //! - the barrier: each member adds 1 to `pSync[0]` of the set's first PE,
-//!   which waits for `PE_size - 1`, resets it, then sets `pSync[1]` of
-//!   every other member, which each waits for and resets (so `pSync`
-//!   is back to `SHMEM_SYNC_VALUE` on return, and the next call may
-//!   reuse it at once: the first PE resets its counter before releasing
-//!   anyone);
+//!   which waits for `PE_size - 1`, takes them back, then adds 1 to
+//!   `pSync[1]` of every other member, which each waits for and takes
+//!   back (so `pSync` is back to `SHMEM_SYNC_VALUE` on return, and the
+//!   next call may reuse it at once: every access is a fetching AMO, and
+//!   counts are added and subtracted, never overwritten);
 //! - the data moves by puts into the members' symmetric `dest` (a
 //!   reduction gets every member's `source`), then a quiet and that
 //!   barrier; collect passes the running offset member to member in
@@ -119,17 +119,21 @@ fn barrier(s: &Shmem, what: &str, set: Set, psync: *mut c_long) {
     let count = psync.cast::<i64>();
     let release = psync.cast::<i64>().wrapping_add(1);
     let me = s.me as c_int;
+    // Every access is a fetching AMO: it has happened when it returns
+    // (a non-fetching one may complete later), so the steps keep their
+    // order across PEs. The counts are added and taken back, never set:
+    // a member's add for the next barrier, arriving early, is kept.
     if set.me == 0 {
         let want = i64::from(set.size) - 1;
         wait_word(s, what, count, |v| v >= want);
-        amo::op(what, count, AtomicOp::Set, 0, 0, me);
+        amo::op(what, count, AtomicOp::Fadd, -want, 0, me);
         for i in 1..set.size {
-            amo::op(what, release, AtomicOp::Set, 1, 0, set.pe(i));
+            amo::op(what, release, AtomicOp::Fadd, 1, 0, set.pe(i));
         }
     } else {
-        amo::op(what, count, AtomicOp::Add, 1, 0, set.pe(0));
+        amo::op(what, count, AtomicOp::Fadd, 1, 0, set.pe(0));
         wait_word(s, what, release, |v| v != 0);
-        amo::op(what, release, AtomicOp::Set, 0, 0, me);
+        amo::op(what, release, AtomicOp::Fadd, -1, 0, me);
     }
 }
 
@@ -272,7 +276,7 @@ pub unsafe fn collect(
         0
     } else {
         let v = wait_word(s, what, token, |v| v != 0);
-        amo::op(what, token, AtomicOp::Set, 0, 0, s.me as c_int);
+        amo::op(what, token, AtomicOp::Fadd, -v, 0, s.me as c_int);
         (v - 1) as usize
     };
     for i in 0..set.size {
@@ -281,7 +285,7 @@ pub unsafe fn collect(
     }
     if !fixed && set.me + 1 < set.size {
         let next = (at + bytes) as i64 + 1;
-        amo::op(what, token, AtomicOp::Set, next, 0, set.pe(set.me + 1));
+        amo::op(what, token, AtomicOp::Fadd, next, 0, set.pe(set.me + 1));
     }
     finish(s, what, set, psync);
 }
