@@ -913,6 +913,80 @@ void shmem_sync_all(void);
     _Generic((ivar), RGEX_SHMEM_G_SYNC(RGEX_SHMEM_G_TEST) default          \
              : shmem_int_test)(ivar, __VA_ARGS__)
 
+/* The fetching _nbi AMOs, chosen by fetch's type. */
+#define RGEX_SHMEM_G_FETCH_NBI(T, N) T * : shmem_##N##_atomic_fetch_nbi,
+#define RGEX_SHMEM_GC_FETCH_NBI(T, N) T * : shmem_ctx_##N##_atomic_fetch_nbi,
+#define shmem_atomic_fetch_nbi(first, ...)                                    \
+    _Generic((first), shmem_ctx_t                                          \
+             : _Generic((RGEX_SHMEM_FIRST(__VA_ARGS__, 0)),                 \
+                        RGEX_SHMEM_G_AMO_EXT(RGEX_SHMEM_GC_FETCH_NBI) default \
+                        : shmem_ctx_int_atomic_fetch_nbi),                     \
+             RGEX_SHMEM_G_AMO_EXT(RGEX_SHMEM_G_FETCH_NBI) default          \
+             : shmem_int_atomic_fetch_nbi)(first, __VA_ARGS__)
+#define RGEX_SHMEM_G_SWAP_NBI(T, N) T * : shmem_##N##_atomic_swap_nbi,
+#define RGEX_SHMEM_GC_SWAP_NBI(T, N) T * : shmem_ctx_##N##_atomic_swap_nbi,
+#define shmem_atomic_swap_nbi(first, ...)                                    \
+    _Generic((first), shmem_ctx_t                                          \
+             : _Generic((RGEX_SHMEM_FIRST(__VA_ARGS__, 0)),                 \
+                        RGEX_SHMEM_G_AMO_EXT(RGEX_SHMEM_GC_SWAP_NBI) default \
+                        : shmem_ctx_int_atomic_swap_nbi),                     \
+             RGEX_SHMEM_G_AMO_EXT(RGEX_SHMEM_G_SWAP_NBI) default          \
+             : shmem_int_atomic_swap_nbi)(first, __VA_ARGS__)
+#define RGEX_SHMEM_G_COMPARE_SWAP_NBI(T, N) T * : shmem_##N##_atomic_compare_swap_nbi,
+#define RGEX_SHMEM_GC_COMPARE_SWAP_NBI(T, N) T * : shmem_ctx_##N##_atomic_compare_swap_nbi,
+#define shmem_atomic_compare_swap_nbi(first, ...)                                    \
+    _Generic((first), shmem_ctx_t                                          \
+             : _Generic((RGEX_SHMEM_FIRST(__VA_ARGS__, 0)),                 \
+                        RGEX_SHMEM_G_AMO_STD(RGEX_SHMEM_GC_COMPARE_SWAP_NBI) default \
+                        : shmem_ctx_int_atomic_compare_swap_nbi),                     \
+             RGEX_SHMEM_G_AMO_STD(RGEX_SHMEM_G_COMPARE_SWAP_NBI) default          \
+             : shmem_int_atomic_compare_swap_nbi)(first, __VA_ARGS__)
+#define RGEX_SHMEM_G_FETCH_INC_NBI(T, N) T * : shmem_##N##_atomic_fetch_inc_nbi,
+#define RGEX_SHMEM_GC_FETCH_INC_NBI(T, N) T * : shmem_ctx_##N##_atomic_fetch_inc_nbi,
+#define shmem_atomic_fetch_inc_nbi(first, ...)                                    \
+    _Generic((first), shmem_ctx_t                                          \
+             : _Generic((RGEX_SHMEM_FIRST(__VA_ARGS__, 0)),                 \
+                        RGEX_SHMEM_G_AMO_STD(RGEX_SHMEM_GC_FETCH_INC_NBI) default \
+                        : shmem_ctx_int_atomic_fetch_inc_nbi),                     \
+             RGEX_SHMEM_G_AMO_STD(RGEX_SHMEM_G_FETCH_INC_NBI) default          \
+             : shmem_int_atomic_fetch_inc_nbi)(first, __VA_ARGS__)
+#define RGEX_SHMEM_G_FETCH_ADD_NBI(T, N) T * : shmem_##N##_atomic_fetch_add_nbi,
+#define RGEX_SHMEM_GC_FETCH_ADD_NBI(T, N) T * : shmem_ctx_##N##_atomic_fetch_add_nbi,
+#define shmem_atomic_fetch_add_nbi(first, ...)                                    \
+    _Generic((first), shmem_ctx_t                                          \
+             : _Generic((RGEX_SHMEM_FIRST(__VA_ARGS__, 0)),                 \
+                        RGEX_SHMEM_G_AMO_STD(RGEX_SHMEM_GC_FETCH_ADD_NBI) default \
+                        : shmem_ctx_int_atomic_fetch_add_nbi),                     \
+             RGEX_SHMEM_G_AMO_STD(RGEX_SHMEM_G_FETCH_ADD_NBI) default          \
+             : shmem_int_atomic_fetch_add_nbi)(first, __VA_ARGS__)
+#define RGEX_SHMEM_G_FETCH_AND_NBI(T, N) T * : shmem_##N##_atomic_fetch_and_nbi,
+#define RGEX_SHMEM_GC_FETCH_AND_NBI(T, N) T * : shmem_ctx_##N##_atomic_fetch_and_nbi,
+#define shmem_atomic_fetch_and_nbi(first, ...)                                    \
+    _Generic((first), shmem_ctx_t                                          \
+             : _Generic((RGEX_SHMEM_FIRST(__VA_ARGS__, 0)),                 \
+                        RGEX_SHMEM_G_AMO_BIT(RGEX_SHMEM_GC_FETCH_AND_NBI) default \
+                        : shmem_ctx_uint_atomic_fetch_and_nbi),                     \
+             RGEX_SHMEM_G_AMO_BIT(RGEX_SHMEM_G_FETCH_AND_NBI) default          \
+             : shmem_uint_atomic_fetch_and_nbi)(first, __VA_ARGS__)
+#define RGEX_SHMEM_G_FETCH_OR_NBI(T, N) T * : shmem_##N##_atomic_fetch_or_nbi,
+#define RGEX_SHMEM_GC_FETCH_OR_NBI(T, N) T * : shmem_ctx_##N##_atomic_fetch_or_nbi,
+#define shmem_atomic_fetch_or_nbi(first, ...)                                    \
+    _Generic((first), shmem_ctx_t                                          \
+             : _Generic((RGEX_SHMEM_FIRST(__VA_ARGS__, 0)),                 \
+                        RGEX_SHMEM_G_AMO_BIT(RGEX_SHMEM_GC_FETCH_OR_NBI) default \
+                        : shmem_ctx_uint_atomic_fetch_or_nbi),                     \
+             RGEX_SHMEM_G_AMO_BIT(RGEX_SHMEM_G_FETCH_OR_NBI) default          \
+             : shmem_uint_atomic_fetch_or_nbi)(first, __VA_ARGS__)
+#define RGEX_SHMEM_G_FETCH_XOR_NBI(T, N) T * : shmem_##N##_atomic_fetch_xor_nbi,
+#define RGEX_SHMEM_GC_FETCH_XOR_NBI(T, N) T * : shmem_ctx_##N##_atomic_fetch_xor_nbi,
+#define shmem_atomic_fetch_xor_nbi(first, ...)                                    \
+    _Generic((first), shmem_ctx_t                                          \
+             : _Generic((RGEX_SHMEM_FIRST(__VA_ARGS__, 0)),                 \
+                        RGEX_SHMEM_G_AMO_BIT(RGEX_SHMEM_GC_FETCH_XOR_NBI) default \
+                        : shmem_ctx_uint_atomic_fetch_xor_nbi),                     \
+             RGEX_SHMEM_G_AMO_BIT(RGEX_SHMEM_G_FETCH_XOR_NBI) default          \
+             : shmem_uint_atomic_fetch_xor_nbi)(first, __VA_ARGS__)
+
 /* The array forms of wait and test, chosen by ivars' type. */
 #define RGEX_SHMEM_G_WAIT_UNTIL_ALL(T, N) T * : shmem_##N##_wait_until_all,
 #define shmem_wait_until_all(ivars, ...)                                         \
