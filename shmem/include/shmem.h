@@ -1059,13 +1059,18 @@ void shmem_sync_all(void);
     _Generic((dest), RGEX_SHMEM_G_TYPES(RGEX_SHMEM_G_ALLTOALLS) default    \
              : shmem_alltoallsmem)(team, dest, __VA_ARGS__)
 
-#define RGEX_SHMEM_G_RED_BIT(X)                                             \
+#define RGEX_SHMEM_G_RED_UBIT(X)                                            \
     X(unsigned char, uchar) X(unsigned short, ushort)                      \
     X(unsigned int, uint) X(unsigned long, ulong)                          \
     X(unsigned long long, ulonglong)
+/* Bitwise reductions of signed types are table 12's int8..int64 (the
+ * typedefs of signed char, short, int and long). */
+#define RGEX_SHMEM_G_RED_BIT(X)                                             \
+    RGEX_SHMEM_G_RED_UBIT(X) X(signed char, int8) X(short, int16)          \
+    X(int, int32) X(long, int64)
 #define RGEX_SHMEM_G_RED_ORDER(X)                                           \
     X(char, char) X(signed char, schar) X(short, short) X(int, int)        \
-    X(long, long) X(long long, longlong) RGEX_SHMEM_G_RED_BIT(X)           \
+    X(long, long) X(long long, longlong) RGEX_SHMEM_G_RED_UBIT(X)          \
     X(float, float) X(double, double) X(long double, longdouble)
 #define RGEX_SHMEM_G_RED_ARITH(X)                                           \
     RGEX_SHMEM_G_RED_ORDER(X) X(float _Complex, complexf)                  \

@@ -134,7 +134,8 @@ pub unsafe extern "C" fn shmem_team_create_ctx(
 }
 
 /// `void shmem_ctx_destroy(shmem_ctx_t ctx)`: completes the calling
-/// thread's operations, then the handle is gone.
+/// thread's operations, then the handle is gone (nothing for
+/// SHMEM_CTX_INVALID).
 // Freed only once found in LIVE (by `resolve`), and removed from it first.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 #[no_mangle]
@@ -143,6 +144,9 @@ pub extern "C" fn shmem_ctx_destroy(ctx: *mut CtxObj) {
     let s = state::get(what);
     if is_default(ctx) {
         fatal(Some(s.me), what, "SHMEM_CTX_DEFAULT cannot be destroyed");
+    }
+    if ctx.is_null() {
+        return; // SHMEM_CTX_INVALID: nothing to do (OpenSHMEM 1.5)
     }
     resolve(s, what, ctx);
     crate::order::quiet(s, what);
@@ -180,20 +184,28 @@ pub unsafe extern "C" fn shmem_ctx_get_team(
     0
 }
 
-/// `void shmem_ctx_quiet(shmem_ctx_t ctx)`: as `shmem_quiet`.
+/// `void shmem_ctx_quiet(shmem_ctx_t ctx)`: as `shmem_quiet`; nothing
+/// for SHMEM_CTX_INVALID.
 #[no_mangle]
 pub extern "C" fn shmem_ctx_quiet(ctx: *const CtxObj) {
     let what = "shmem_ctx_quiet";
     let s = state::get(what);
+    if ctx.is_null() {
+        return; // SHMEM_CTX_INVALID: nothing to do (OpenSHMEM 1.5)
+    }
     resolve(s, what, ctx);
     crate::order::quiet(s, what);
 }
 
-/// `void shmem_ctx_fence(shmem_ctx_t ctx)`: as `shmem_fence`.
+/// `void shmem_ctx_fence(shmem_ctx_t ctx)`: as `shmem_fence`; nothing
+/// for SHMEM_CTX_INVALID.
 #[no_mangle]
 pub extern "C" fn shmem_ctx_fence(ctx: *const CtxObj) {
     let what = "shmem_ctx_fence";
     let s = state::get(what);
+    if ctx.is_null() {
+        return; // SHMEM_CTX_INVALID: nothing to do (OpenSHMEM 1.5)
+    }
     resolve(s, what, ctx);
     crate::order::quiet(s, what);
 }

@@ -37,6 +37,31 @@ pub unsafe fn put_signal(
     let s = state::get(what);
     let at = s.remote(what, "dest", dest, bytes, pe);
     let word = s.offset(what, "sig_addr", sig_addr.cast(), 8);
+    if s.is_static(at.offset) || s.is_static(word) {
+        // rgex's put-with-signal is for its primordial segment: for
+        // static data, the put, its completion, then the signal by AMO
+        // (so the signal is never seen before the data).
+        if sig_op != SIGNAL_SET && sig_op != SIGNAL_ADD {
+            fatal(
+                Some(s.me),
+                what,
+                format_args!(
+                    "sig_op = {sig_op} is neither SHMEM_SIGNAL_SET ({SIGNAL_SET}) nor \
+                     SHMEM_SIGNAL_ADD ({SIGNAL_ADD})"
+                ),
+            );
+        }
+        // SAFETY: forwarded.
+        unsafe { crate::rma::put(what, dest, source, bytes, pe) };
+        crate::order::quiet(s, what);
+        let op = if sig_op == SIGNAL_SET {
+            rgex::AtomicOp::Swap
+        } else {
+            rgex::AtomicOp::Fadd
+        };
+        crate::amo::op(what, sig_addr.cast_const(), op, signal, 0, pe);
+        return;
+    }
     let sig = match sig_op {
         SIGNAL_SET => Signal::set(word, signal),
         SIGNAL_ADD => Signal::add(word, signal),

@@ -141,10 +141,13 @@ int main(void) {
             shmem_barrier(first, 0, size, psync);
             shmem_sync(first, 0, size, psync);
         }
-        for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++)
-            CHECK(psync[i] == SHMEM_SYNC_VALUE, "pSync[%d] = %ld after the calls", i, psync[i]);
     }
+    /* Once every PE is done with the sets (a PE may start the next set's
+     * barrier on a slower member's pSync while that member still ends
+     * the previous one), pSync is back to SHMEM_SYNC_VALUE. */
     shmem_sync(SHMEM_TEAM_WORLD);
+    for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++)
+        CHECK(psync[i] == SHMEM_SYNC_VALUE, "pSync[%d] = %ld after the calls", i, psync[i]);
     ok("active sets: to_all, fcollect64, collect64, broadcast64, alltoall64, barrier, sync");
     done();
     shmem_finalize();
