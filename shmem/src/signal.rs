@@ -97,6 +97,11 @@ pub extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
             format_args!("sig_addr = {sig_addr:p} is not 8-byte aligned"),
         );
     }
+    if s.is_static(off) {
+        // Peers' signals to static data are rgex's active messages (see
+        // `put_signal`): run them, so a loop of fetches sees them.
+        s.ep.poll().or_die(s.me, what);
+    }
     // SAFETY: an aligned word of this PE's heap (checked above), updated
     // by peers atomically. Acquire: pairs with the signal's Release update,
     // so the data put before it is seen.
