@@ -55,6 +55,9 @@ pub extern "C" fn shmem_test_lock(lock: *mut c_long) -> c_int {
     let what = "shmem_test_lock";
     let s = state::get(what);
     let (next, serving) = words(s, what, lock);
+    // Progress: a program spinning on test_lock must still serve its
+    // peers' active messages (a get of its static data by the holder).
+    s.ep.poll().or_die(s.me, what);
     let now = amo::op(what, serving, AtomicOp::Get, 0u32, 0, HOME);
     // Free when next == serving: take ticket `now` by moving next past it.
     let was = amo::op(what, next, AtomicOp::Fcas, now, now.wrapping_add(1), HOME);
