@@ -98,7 +98,7 @@ fn emit(out: &mut String, c: &str, name: &str, params: &str, ret: &str, body: &s
     } else {
         format!(" -> {ret}")
     };
-    if body.starts_with("crate::amo::op(") {
+    if body.starts_with("crate::amo::op(") || body.contains("|pe| crate::amo::op(") {
         // Every pointer is checked symmetric and only rgex touches it.
         writeln!(
             out,
@@ -117,6 +117,31 @@ fn emit(out: &mut String, c: &str, name: &str, params: &str, ret: &str, body: &s
     .unwrap();
 }
 
+/// [`emit`] the routine and its `shmem_ctx_` form (a context first; `pe`
+/// is a PE of the context's team).
+fn emit_both(out: &mut String, c: &str, name: &str, params: &str, ret: &str, body: &str) {
+    emit(out, c, name, params, ret, body);
+    let ctx_name = name.replacen("shmem_", "shmem_ctx_", 1);
+    let ctx_c = c
+        .replacen(name, &ctx_name, 1)
+        .replacen('(', "(shmem_ctx_t ctx, ", 1);
+    let quoted = format!("\"{name}\"");
+    let ctx_quoted = format!("\"{ctx_name}\"");
+    let inner = body.replace(&quoted, &ctx_quoted);
+    let (inner, semi) = match inner.strip_suffix(';') {
+        Some(i) => (i, ";"),
+        None => (inner.as_str(), ""),
+    };
+    emit(
+        out,
+        &ctx_c,
+        &ctx_name,
+        &format!("ctx: *const crate::ctx::CtxObj, {params}"),
+        ret,
+        &format!("crate::ctx::with({ctx_quoted}, ctx, pe, |pe| {inner}){semi}"),
+    );
+}
+
 fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
     let ctype = if typed { n } else { "void" };
     let (put, get) = if typed {
@@ -126,7 +151,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
     };
     let bytes = |f: &str| format!("crate::rma::bytes(\"{f}\", nelems, {elem})");
     for (f, op, d) in [(&put, "put", "*mut"), (&get, "get", "*mut")] {
-        emit(
+        emit_both(
             out,
             &format!("void {f}({ctype} *dest, const {ctype} *source, size_t nelems, int pe)"),
             f,
@@ -138,7 +163,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
             ),
         );
         let nbi = format!("{f}_nbi");
-        emit(
+        emit_both(
             out,
             &format!("void {nbi}({ctype} *dest, const {ctype} *source, size_t nelems, int pe)"),
             &nbi,
@@ -157,7 +182,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
             (format!("shmem_iput{n}"), format!("shmem_iget{n}"))
         };
         for (f, op) in [(&iput, "iput"), (&iget, "iget")] {
-            emit(
+            emit_both(
                 out,
                 &format!(
                     "void {f}({ctype} *dest, const {ctype} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe)"
@@ -177,7 +202,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
         format!("shmem_put{n}_signal")
     };
     for f in [sig.clone(), format!("{sig}_nbi")] {
-        emit(
+        emit_both(
             out,
             &format!(
                 "void {f}({ctype} *dest, const {ctype} *source, size_t nelems, uint64_t *sig_addr, uint64_t signal, int sig_op, int pe)"
@@ -195,7 +220,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
     }
     if typed && n != "longdouble" {
         let p = format!("shmem_{n}_p");
-        emit(
+        emit_both(
             out,
             &format!("void {p}({n} *dest, {n} value, int pe)"),
             &p,
@@ -204,7 +229,7 @@ fn rma(out: &mut String, n: &str, t: &str, elem: &str, typed: bool) {
             &format!("crate::rma::p(\"{p}\", dest, value, pe)"),
         );
         let g = format!("shmem_{n}_g");
-        emit(
+        emit_both(
             out,
             &format!("{n} {g}(const {n} *source, int pe)"),
             &g,
@@ -335,7 +360,7 @@ fn amo(out: &mut String, n: &str) {
         let call = format!("crate::amo::op(\"{f}\", {target}, rgex::AtomicOp::{op}, {a}, {b}, pe)");
         let cargs_t = cargs.replace("TYPE", n);
         if fetches {
-            emit(
+            emit_both(
                 out,
                 &format!("{n} {f}({cargs_t}, int pe)"),
                 &f,
@@ -345,7 +370,7 @@ fn amo(out: &mut String, n: &str) {
             );
             let nbi = format!("{f}_nbi");
             let call = call.replace(&format!("\"{f}\""), &format!("\"{nbi}\""));
-            emit(
+            emit_both(
                 out,
                 &format!("void {nbi}({n} *fetch, {cargs_t}, int pe)"),
                 &nbi,
@@ -354,7 +379,7 @@ fn amo(out: &mut String, n: &str) {
                 &format!("crate::amo::store(\"{nbi}\", fetch, {call})"),
             );
         } else {
-            emit(
+            emit_both(
                 out,
                 &format!("void {f}({cargs_t}, int pe)"),
                 &f,
@@ -441,6 +466,198 @@ fn sync(out: &mut String, n: &str) {
     }
 }
 
+/// The reduction types (OpenSHMEM 1.5 table 12): TYPENAME, Rust type, and
+/// which operator groups apply ("b" bitwise, "o" max/min, "a" sum/prod).
+/// long double's are inline in shmem.h (combined in C).
+const REDUCE: &[(&str, &str, &str)] = &[
+    ("char", "std::ffi::c_char", "o a"),
+    ("schar", "std::ffi::c_schar", "o a"),
+    ("short", "std::ffi::c_short", "o a"),
+    ("int", "std::ffi::c_int", "o a"),
+    ("long", "std::ffi::c_long", "o a"),
+    ("longlong", "std::ffi::c_longlong", "o a"),
+    ("ptrdiff", "isize", "o a"),
+    ("uchar", "std::ffi::c_uchar", "b o a"),
+    ("ushort", "std::ffi::c_ushort", "b o a"),
+    ("uint", "std::ffi::c_uint", "b o a"),
+    ("ulong", "std::ffi::c_ulong", "b o a"),
+    ("ulonglong", "std::ffi::c_ulonglong", "b o a"),
+    ("int8", "i8", "b o a"),
+    ("int16", "i16", "b o a"),
+    ("int32", "i32", "b o a"),
+    ("int64", "i64", "b o a"),
+    ("uint8", "u8", "b o a"),
+    ("uint16", "u16", "b o a"),
+    ("uint32", "u32", "b o a"),
+    ("uint64", "u64", "b o a"),
+    ("size", "usize", "b o a"),
+    ("float", "f32", "o a"),
+    ("double", "f64", "o a"),
+    ("complexf", "crate::reduce_ops::ComplexF", "a"),
+    ("complexd", "crate::reduce_ops::ComplexD", "a"),
+];
+
+/// The deprecated `_to_all` reductions' types (long double inline too).
+const TO_ALL: &[(&str, &str, &str)] = &[
+    ("short", "std::ffi::c_short", "b o a"),
+    ("int", "std::ffi::c_int", "b o a"),
+    ("long", "std::ffi::c_long", "b o a"),
+    ("longlong", "std::ffi::c_longlong", "b o a"),
+    ("float", "f32", "o a"),
+    ("double", "f64", "o a"),
+    ("complexf", "crate::reduce_ops::ComplexF", "a"),
+    ("complexd", "crate::reduce_ops::ComplexD", "a"),
+];
+
+fn ops_of(groups: &str) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    for g in groups.split(' ') {
+        match g {
+            "b" => v.extend(["and", "or", "xor"]),
+            "o" => v.extend(["max", "min"]),
+            _ => v.extend(["sum", "prod"]),
+        }
+    }
+    v
+}
+
+fn reductions(out: &mut String) {
+    let team = "team: *const crate::team::TeamObj";
+    for (n, t, g) in REDUCE {
+        for op in ops_of(g) {
+            let f = format!("shmem_{n}_{op}_reduce");
+            emit(
+                out,
+                &format!("int {f}(shmem_team_t team, {n} *dest, const {n} *source, size_t nreduce)"),
+                &f,
+                &format!("{team}, dest: *mut {t}, source: *const {t}, nreduce: usize"),
+                "std::ffi::c_int",
+                &format!("crate::coll::reduce(\"{f}\", team, dest, source, nreduce, crate::reduce_ops::{op}::<{t}>)"),
+            );
+        }
+    }
+    for (n, t, g) in TO_ALL {
+        for op in ops_of(g) {
+            let f = format!("shmem_{n}_{op}_to_all");
+            emit(
+                out,
+                &format!("void {f}({n} *dest, const {n} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, {n} *pWrk, long *pSync)"),
+                &f,
+                &format!("dest: *mut {t}, source: *const {t}, nreduce: std::ffi::c_int, pe_start: std::ffi::c_int, log_pe_stride: std::ffi::c_int, pe_size: std::ffi::c_int, _p_wrk: *mut {t}, p_sync: *mut std::ffi::c_long"),
+                "",
+                &format!("crate::activeset::to_all(\"{f}\", dest, source, crate::coll::count(\"{f}\", nreduce), pe_start, log_pe_stride, pe_size, p_sync, crate::reduce_ops::{op}::<{t}>)"),
+            );
+        }
+    }
+}
+
+/// The team collectives of one RMA type (or `mem`, bytes).
+fn collectives(out: &mut String, n: &str, t: &str, elem: &str) {
+    let team = "team: *const crate::team::TeamObj";
+    let typed = n != "mem";
+    let ctype = if typed { n } else { "void" };
+    let name = |c: &str| {
+        if typed {
+            format!("shmem_{n}_{c}")
+        } else {
+            format!("shmem_{c}mem")
+        }
+    };
+    let bytes = |f: &str| format!("crate::rma::bytes(\"{f}\", nelems, {elem})");
+    let f = name("broadcast");
+    emit(
+        out,
+        &format!("int {f}(shmem_team_t team, {ctype} *dest, const {ctype} *source, size_t nelems, int PE_root)"),
+        &f,
+        &format!("{team}, dest: *mut {t}, source: *const {t}, nelems: usize, pe_root: std::ffi::c_int"),
+        "std::ffi::c_int",
+        &format!("crate::coll::broadcast(\"{f}\", team, dest.cast(), source.cast(), {}, pe_root)", bytes(&f)),
+    );
+    for (c, fixed) in [("collect", false), ("fcollect", true)] {
+        let f = name(c);
+        emit(
+            out,
+            &format!(
+                "int {f}(shmem_team_t team, {ctype} *dest, const {ctype} *source, size_t nelems)"
+            ),
+            &f,
+            &format!("{team}, dest: *mut {t}, source: *const {t}, nelems: usize"),
+            "std::ffi::c_int",
+            &format!(
+                "crate::coll::collect(\"{f}\", team, dest.cast(), source.cast(), {}, {fixed})",
+                bytes(&f)
+            ),
+        );
+    }
+    let f = name("alltoall");
+    emit(
+        out,
+        &format!("int {f}(shmem_team_t team, {ctype} *dest, const {ctype} *source, size_t nelems)"),
+        &f,
+        &format!("{team}, dest: *mut {t}, source: *const {t}, nelems: usize"),
+        "std::ffi::c_int",
+        &format!(
+            "crate::coll::alltoall(\"{f}\", team, dest.cast(), source.cast(), {})",
+            bytes(&f)
+        ),
+    );
+    let f = name("alltoalls");
+    emit(
+        out,
+        &format!("int {f}(shmem_team_t team, {ctype} *dest, const {ctype} *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems)"),
+        &f,
+        &format!("{team}, dest: *mut {t}, source: *const {t}, dst: isize, sst: isize, nelems: usize"),
+        "std::ffi::c_int",
+        &format!("crate::coll::alltoalls(\"{f}\", team, dest.cast(), source.cast(), dst, sst, nelems, {elem})"),
+    );
+}
+
+/// The deprecated active-set collectives of 32- and 64-bit elements.
+fn active_set(out: &mut String, bits: usize) {
+    let size = bits / 8;
+    let set = "pe_start: std::ffi::c_int, log_pe_stride: std::ffi::c_int, pe_size: std::ffi::c_int, p_sync: *mut std::ffi::c_long";
+    let cset = "int PE_start, int logPE_stride, int PE_size, long *pSync";
+    let args = "pe_start, log_pe_stride, pe_size, p_sync";
+    let f = format!("shmem_broadcast{bits}");
+    emit(
+        out,
+        &format!("void {f}(void *dest, const void *source, size_t nelems, int PE_root, {cset})"),
+        &f,
+        &format!("dest: *mut u8, source: *const u8, nelems: usize, pe_root: std::ffi::c_int, {set}"),
+        "",
+        &format!("crate::activeset::broadcast(\"{f}\", dest, source, crate::rma::bytes(\"{f}\", nelems, {size}), pe_root, {args})"),
+    );
+    for (c, fixed) in [("collect", false), ("fcollect", true)] {
+        let f = format!("shmem_{c}{bits}");
+        emit(
+            out,
+            &format!("void {f}(void *dest, const void *source, size_t nelems, {cset})"),
+            &f,
+            &format!("dest: *mut u8, source: *const u8, nelems: usize, {set}"),
+            "",
+            &format!("crate::activeset::collect(\"{f}\", dest, source, crate::rma::bytes(\"{f}\", nelems, {size}), {fixed}, {args})"),
+        );
+    }
+    let f = format!("shmem_alltoall{bits}");
+    emit(
+        out,
+        &format!("void {f}(void *dest, const void *source, size_t nelems, {cset})"),
+        &f,
+        &format!("dest: *mut u8, source: *const u8, nelems: usize, {set}"),
+        "",
+        &format!("crate::activeset::alltoall(\"{f}\", dest, source, 1, 1, nelems, {size}, {args})"),
+    );
+    let f = format!("shmem_alltoalls{bits}");
+    emit(
+        out,
+        &format!("void {f}(void *dest, const void *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, {cset})"),
+        &f,
+        &format!("dest: *mut u8, source: *const u8, dst: isize, sst: isize, nelems: usize, {set}"),
+        "",
+        &format!("crate::activeset::alltoall(\"{f}\", dest, source, dst, sst, nelems, {size}, {args})"),
+    );
+}
+
 fn main() {
     let mut out = String::from("// Generated by build.rs: do not edit.\n\n");
     for (n, t) in RMA {
@@ -462,6 +679,13 @@ fn main() {
     for n in SYNC {
         sync(&mut out, n);
     }
+    for (n, t) in RMA {
+        collectives(&mut out, n, t, &format!("size_of::<{t}>()"));
+    }
+    collectives(&mut out, "mem", "u8", "1");
+    reductions(&mut out);
+    active_set(&mut out, 32);
+    active_set(&mut out, 64);
     let dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     std::fs::write(format!("{dir}/typed.rs"), out).expect("OUT_DIR is writable");
     println!("cargo:rerun-if-changed=build.rs");

@@ -40,7 +40,20 @@ fn allocate(s: &Shmem, what: &str, size: u64, align: u64) -> *mut c_void {
         agree(s, what, &["size", "offset"], &[0, 0]);
         return std::ptr::null_mut();
     }
-    let off = match s.heap.alloc(size, align) {
+    if align > crate::heap::MIN_ALIGN {
+        // An address aligned on every PE needs one offset: the PEs' heap
+        // bases must agree modulo the alignment (rgex maps each PE's
+        // segment where the system puts it). Said as such, not as a
+        // mismatch of offsets.
+        let skew = s.base() as u64 % align;
+        agree(
+            s,
+            what,
+            &["size", "alignment", "heap base modulo the alignment"],
+            &[size, align, skew],
+        );
+    }
+    let off = match s.heap.alloc_from(size, align, s.base() as u64) {
         Ok(off) => off,
         Err(e) => fatal(Some(s.me), what, e),
     };

@@ -107,14 +107,34 @@ impl Heap {
     /// of two; at least [`MIN_ALIGN`]): the lowest such offset (first fit),
     /// so the same call sequence gives the same offsets.
     pub fn alloc(&self, size: u64, align: u64) -> Result<u64, HeapError> {
+        self.alloc_from(size, align, 0)
+    }
+
+    /// As [`alloc`](Self::alloc), for a heap whose offset 0 is at address
+    /// `base`: the block's address (`base` plus its offset) is a multiple
+    /// of `align` (which [`MIN_ALIGN`] divides; `base` is a multiple of
+    /// [`MIN_ALIGN`]).
+    ///
+    /// ```
+    /// use rgex_shmem::heap::Heap;
+    /// let h = Heap::new(1 << 20);
+    /// let a = h.alloc_from(8, 16384, 0x1_e000).unwrap();
+    /// assert_eq!((0x1_e000 + a) % 16384, 0);
+    /// ```
+    pub fn alloc_from(&self, size: u64, align: u64, base: u64) -> Result<u64, HeapError> {
         let align = align.max(MIN_ALIGN);
+        // The offsets whose address is aligned: `skew` plus multiples of `align`.
+        let skew = (align - base % align) % align;
         let len = size
             .max(1)
             .checked_next_multiple_of(MIN_ALIGN)
             .ok_or(HeapError::TooLarge(size))?;
         let mut r = self.lock();
         let found = r.free.iter().find_map(|(&start, &flen)| {
-            let at = start.checked_next_multiple_of(align)?;
+            let at = start
+                .checked_add(align - skew)?
+                .checked_next_multiple_of(align)?
+                .checked_sub(align - skew)?;
             (at.checked_add(len)? <= start + flen).then_some((start, flen, at))
         });
         let Some((start, flen, at)) = found else {

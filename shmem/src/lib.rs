@@ -26,16 +26,23 @@
 //! shmem_finalize();
 //! ```
 
+pub mod activeset;
 pub mod alloc;
 pub mod amo;
+pub mod coll;
+pub mod ctx;
 pub mod fatal;
 pub mod heap;
+pub mod lock;
 pub mod order;
+pub mod reduce_ops;
 pub mod rma;
 pub mod setup;
 pub mod signal;
 pub mod state;
+pub mod statics;
 pub mod symmetric;
+pub mod team;
 pub mod wait;
 
 pub use alloc::*;

@@ -106,6 +106,8 @@ fn init(level: c_int) {
     let amo32 = AtomicDomain::<u32>::new(&ep, &world, OPS).or_die(me, "shmem_init");
     let amo64 = AtomicDomain::<u64>::new(&ep, &world, OPS).or_die(me, "shmem_init");
     let heap = Heap::new(ep.segment().len() as u64);
+    let teams = crate::team::predefined(&world, &ep, me, client.size());
+    let statics = crate::statics::register(&ep, &world, me);
     state::install(Shmem {
         me,
         n: client.size(),
@@ -116,6 +118,8 @@ fn init(level: c_int) {
         amo32,
         amo64,
         thread_level: level,
+        teams,
+        statics,
     });
 }
 

@@ -37,6 +37,31 @@ pub unsafe fn put_signal(
     let s = state::get(what);
     let at = s.remote(what, "dest", dest, bytes, pe);
     let word = s.offset(what, "sig_addr", sig_addr.cast(), 8);
+    if s.is_static(at.offset) || s.is_static(word) {
+        // rgex's put-with-signal is for its primordial segment: for
+        // static data, the put, its completion, then the signal by AMO
+        // (so the signal is never seen before the data).
+        if sig_op != SIGNAL_SET && sig_op != SIGNAL_ADD {
+            fatal(
+                Some(s.me),
+                what,
+                format_args!(
+                    "sig_op = {sig_op} is neither SHMEM_SIGNAL_SET ({SIGNAL_SET}) nor \
+                     SHMEM_SIGNAL_ADD ({SIGNAL_ADD})"
+                ),
+            );
+        }
+        // SAFETY: forwarded.
+        unsafe { crate::rma::put(what, dest, source, bytes, pe) };
+        crate::order::quiet(s, what);
+        let op = if sig_op == SIGNAL_SET {
+            rgex::AtomicOp::Swap
+        } else {
+            rgex::AtomicOp::Fadd
+        };
+        crate::amo::op(what, sig_addr.cast_const(), op, signal, 0, pe);
+        return;
+    }
     let sig = match sig_op {
         SIGNAL_SET => Signal::set(word, signal),
         SIGNAL_ADD => Signal::add(word, signal),
@@ -72,6 +97,11 @@ pub extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
             format_args!("sig_addr = {sig_addr:p} is not 8-byte aligned"),
         );
     }
+    if s.is_static(off) {
+        // Peers' signals to static data are rgex's active messages (see
+        // `put_signal`): run them, so a loop of fetches sees them.
+        s.ep.poll().or_die(s.me, what);
+    }
     // SAFETY: an aligned word of this PE's heap (checked above), updated
     // by peers atomically. Acquire: pairs with the signal's Release update,
     // so the data put before it is seen.
@@ -86,5 +116,11 @@ pub extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, cmp_va
     let s = state::get(what);
     let off = s.offset(what, "sig_addr", sig_addr.cast(), 8);
     let c = crate::wait::cmp_of(s, what, cmp);
+    if s.is_static(off) {
+        // rgex waits on its primordial segment's words; static data polls.
+        // SAFETY: one word, checked symmetric.
+        unsafe { crate::wait::wait_until(what, sig_addr.cast_const(), cmp, cmp_value) };
+        return shmem_signal_fetch(sig_addr);
+    }
     s.ep.wait_until::<u64>(off, c, cmp_value).or_die(s.me, what)
 }

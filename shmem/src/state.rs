@@ -27,6 +27,10 @@ pub struct Shmem {
     pub amo64: AtomicDomain<u64>,
     /// The thread level `shmem_init_thread` granted.
     pub thread_level: i32,
+    /// `SHMEM_TEAM_WORLD` and `SHMEM_TEAM_SHARED`.
+    pub teams: crate::team::Predefined,
+    /// The program's static data, registered as symmetric (if it has any).
+    pub statics: Option<crate::statics::Statics>,
 }
 
 /// Where the process stands.

@@ -31,12 +31,22 @@ impl Shmem {
         }
     }
 
-    /// The heap offset of `len` bytes at `ptr`, if they lie in the heap.
+    /// The rgex offset of `len` bytes at `ptr`, if they lie in the heap
+    /// (below the heap's length) or the static data (its client segment's
+    /// offsets, see [`is_static`](Self::is_static)).
     #[inline]
     pub fn try_offset(&self, ptr: *const u8, len: usize) -> Option<u64> {
-        let off = (ptr as usize).checked_sub(self.base() as usize)? as u64;
-        let end = off.checked_add(len as u64)?;
-        (end <= self.heap.len()).then_some(off)
+        let heap = (ptr as usize)
+            .checked_sub(self.base() as usize)
+            .map(|o| o as u64)
+            .and_then(|off| (off.checked_add(len as u64)? <= self.heap.len()).then_some(off));
+        heap.or_else(|| self.statics.as_ref()?.offset(ptr, len))
+    }
+
+    /// True for an offset of the static data (not the heap).
+    #[inline]
+    pub fn is_static(&self, offset: u64) -> bool {
+        offset >= self.heap.len()
     }
 
     /// The heap offset of `len` bytes at `ptr` (the argument `arg` of
@@ -57,11 +67,13 @@ impl Shmem {
             what,
             format_args!(
                 "{arg} = {ptr:p} ({len} bytes) is not symmetric: the symmetric heap is \
-                 {base:#x}..{:#x} ({} bytes; only memory from shmem_malloc, shmem_calloc, \
-                 shmem_align and shmem_realloc is symmetric here, global and static \
-                 variables are not yet)",
+                 {base:#x}..{:#x} ({} bytes) and the static data {:#x}..{:#x} (memory from \
+                 shmem_malloc, shmem_calloc, shmem_align and shmem_realloc, and the \
+                 program's global and static variables, are symmetric)",
                 base + self.heap.len() as usize,
-                self.heap.len()
+                self.heap.len(),
+                self.statics.as_ref().map_or(0, |t| t.start),
+                self.statics.as_ref().map_or(0, |t| t.start + t.len),
             ),
         )
     }
@@ -87,6 +99,9 @@ impl Shmem {
         let off = self.try_offset(ptr, 1)?;
         if rank.0 == self.me {
             return Some(ptr.cast_mut());
+        }
+        if self.is_static(off) {
+            return None; // peers' static data is not mapped here
         }
         let seg = self.ep.locality().mapped_segment(rank)?;
         (off < seg.len() as u64).then(|| {

@@ -118,6 +118,11 @@ pub struct Words<T> {
     pub values: Values<T>,
 }
 
+thread_local! {
+    /// Where this thread's next `_any` scan starts (see [`scan`]).
+    static ANY_START: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// The words of `w` that hold now: (how many, the first one); the `_some`
 /// forms' indices are written.
 ///
@@ -125,6 +130,19 @@ pub struct Words<T> {
 /// As for [`wait_words`].
 unsafe fn scan<T: SyncWord>(w: &Words<T>, cmp: Cmp, mode: Mode) -> (usize, usize, usize) {
     let (mut held, mut first, mut live) = (0, usize::MAX, 0);
+    // `_any` answers the first word that holds from a start that moves on
+    // by one each call (per thread), so repeated calls with the same
+    // words come round to every one that holds, not always the lowest.
+    let start = if mode == Mode::Any && w.n > 0 {
+        ANY_START.with(|c| {
+            let v = c.get();
+            c.set(v.wrapping_add(1));
+            v % w.n
+        })
+    } else {
+        0
+    };
+    let rank = |i: usize| (i + w.n - start) % w.n.max(1);
     for i in 0..w.n {
         // SAFETY: `status` is NULL or has `n` entries (the caller's contract).
         if !w.status.is_null() && unsafe { *w.status.add(i) } != 0 {
@@ -143,7 +161,9 @@ unsafe fn scan<T: SyncWord>(w: &Words<T>, cmp: Cmp, mode: Mode) -> (usize, usize
                 unsafe { *w.indices.add(held) = i };
             }
             held += 1;
-            first = first.min(i);
+            if first == usize::MAX || rank(i) < rank(first) {
+                first = i;
+            }
         }
     }
     (held, first, live)
@@ -232,7 +252,13 @@ pub unsafe fn wait_until<T: SyncWord>(what: &str, ivar: *const T, cmp: c_int, va
     let s = state::get(what);
     let off = s.offset(what, "ivar", ivar.cast(), size_of::<T>());
     let c = cmp_of(s, what, cmp);
-    match T::rgex_wait(s, off, c, value) {
+    // rgex waits on its primordial segment's words; static data polls.
+    let rgex = if s.is_static(off) {
+        None
+    } else {
+        T::rgex_wait(s, off, c, value)
+    };
+    match rgex {
         Some(r) => r.or_die(s.me, what),
         None => {
             let w = Words {

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 /// The C programs, each with its own section.
 const PROGRAMS: &[&str] = &[
-    "setup", "heap", "rma", "amo", "wait", "signal", "threads", "errors",
+    "setup", "heap", "rma", "amo", "wait", "signal", "threads", "errors", "teams", "coll", "locks",
+    "ctx", "statics",
 ];
 
 /// Where the library, rgex-run and the built C programs are.
@@ -307,6 +308,83 @@ fn threads_three_pes() {
     run_ok(3, "threads", &[], &[], THREADS);
 }
 
+/// teams.c: the predefined teams, split_strided, split_2d, 50 teams made
+/// and destroyed.
+const TEAMS: (usize, usize) = (6, 0);
+
+#[test]
+fn teams_one_pe() {
+    run_ok(1, "teams", &[], &[], TEAMS);
+}
+
+#[test]
+fn teams_three_pes() {
+    run_ok(3, "teams", &[], &[], TEAMS);
+}
+
+#[test]
+fn teams_four_pes() {
+    run_ok(4, "teams", &[], &[], TEAMS);
+}
+
+/// coll.c: broadcast, (f)collect, alltoall(s), the reductions, a split
+/// team, and the active-set forms on the job and on a set without a team.
+const COLL: (usize, usize) = (7, 0);
+
+#[test]
+fn coll_one_pe() {
+    run_ok(1, "coll", &[], &[], COLL);
+}
+
+#[test]
+fn coll_three_pes() {
+    run_ok(3, "coll", &[], &[], COLL);
+}
+
+#[test]
+fn coll_four_pes() {
+    run_ok(4, "coll", &[], &[], COLL);
+}
+
+/// locks.c: exclusion, test_lock, every queued PE served.
+const LOCKS: (usize, usize) = (3, 0);
+
+#[test]
+fn locks_two_pes() {
+    run_ok(2, "locks", &[], &[], LOCKS);
+}
+
+#[test]
+fn locks_three_pes() {
+    run_ok(3, "locks", &[], &[], LOCKS);
+}
+
+/// ctx.c: contexts, their RMA and AMOs, a team's context.
+const CTX: (usize, usize) = (4, 0);
+
+#[test]
+fn ctx_two_pes() {
+    run_ok(2, "ctx", &[], &[], CTX);
+}
+
+#[test]
+fn ctx_three_pes() {
+    run_ok(3, "ctx", &[], &[], CTX);
+}
+
+/// statics.c: global and static variables as symmetric objects.
+const STATICS: (usize, usize) = (4, 0);
+
+#[test]
+fn statics_one_pe() {
+    run_ok(1, "statics", &[], &[], STATICS);
+}
+
+#[test]
+fn statics_three_pes() {
+    run_ok(3, "statics", &[], &[], STATICS);
+}
+
 /// Bad input ends the job non-zero, with a message naming the PE, the
 /// call, the argument and the limit.
 fn fails(case: &str, says: &[&str]) {
@@ -352,7 +430,7 @@ fn a_non_symmetric_address() {
         &[
             "rgex-shmem: PE 0: shmem_long_put: dest = 0x",
             "(64 bytes) is not symmetric: the symmetric heap is 0x",
-            "(8388608 bytes;",
+            "(8388608 bytes) and the static data 0x",
         ],
     );
 }
