@@ -122,7 +122,7 @@ start_holder() {
 on_host() {
     local n=$1
     shift
-    nsenter -t "$(holder "$n")" --net --uts --mount -- "$@"
+    nsenter -t "$(holder "$n")" --net --uts --mount --wd="$PWD" -- "$@"
 }
 
 write_conf() {
@@ -269,16 +269,13 @@ check_list() {
 # Every pid whose network or mount namespace is one of the cluster's
 # (after check_list).
 members() {
-    local p ns
     [ -s "$DIR/ns" ] || return 0
-    for p in /proc/[0-9]*; do
-        for ns in net mnt; do
-            if grep -qx "$(stat -L -c %i "$p/ns/$ns" 2>/dev/null || echo none)" "$DIR/ns"; then
-                echo "${p#/proc/}"
-                break
-            fi
-        done
-    done
+    # One stat for all: "inode /proc/PID/ns/KIND" lines; the pids of
+    # those whose inode is listed.
+    # (Some are unreadable, and processes end meanwhile: stat fails then.)
+    { stat -L -c '%i %n' /proc/[0-9]*/ns/net /proc/[0-9]*/ns/mnt 2>/dev/null || true; } |
+        awk -v list="$DIR/ns" 'BEGIN { while ((getline l < list) > 0) ours[l] = 1 }
+            ($1 in ours) { split($2, f, "/"); print f[3] }' | sort -un
 }
 
 down() {
