@@ -5,6 +5,9 @@
 #   bash ci/cluster.sh run SRUN-ARGS...   srun --mpi=pmix SRUN-ARGS on it,
 #                                         e.g. run -N 3 -n 6 PROGRAM ARGS
 #   bash ci/cluster.sh host N CMD...      run CMD on host N (its namespaces)
+#   bash ci/cluster.sh lose N             host N lost: its link down, then
+#                                         every process on it killed
+#                                         (slurmd, slurmstepd, ranks)
 #   bash ci/cluster.sh down               stop it, leaving nothing behind
 #   bash ci/cluster.sh status             what is running
 #
@@ -157,7 +160,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
 ReturnToService=2
-SlurmdTimeout=30
+SlurmdTimeout=10
 KillWait=5
 UnkillableStepTimeout=30
 InactiveLimit=0
@@ -242,8 +245,10 @@ up() {
 run() {
     need_root
     [ -s "$DIR/holder-1.pid" ] || die "the cluster is not up (bash ci/cluster.sh up)"
-    # srun forwards this environment (--export=ALL is its default).
-    on_host 1 srun --mpi=pmix "$@"
+    # srun forwards this environment (--export=ALL is its default), less
+    # this script's own settings (rgex warns of RGEX_ names it does not read).
+    on_host 1 env -u RGEX_CLUSTER_DIR -u RGEX_CLUSTER_TESTS -u RGEX_CLUSTER_FAIL_AFTER \
+        srun --mpi=pmix "$@"
 }
 
 host() {
@@ -251,6 +256,22 @@ host() {
     [[ $n =~ ^[0-9]+$ ]] || die "host: usage: host N CMD..."
     shift
     on_host "$n" "$@"
+}
+
+# Host N lost mid-job: its link goes down first (so no peer hears a
+# connection reset: they must find out by their own timeouts), then every
+# process in its network namespace but its holder is killed.
+lose() {
+    local n=${1:-} pid inode p
+    [[ $n =~ ^[0-9]+$ ]] || die "lose: usage: lose N"
+    pid=$(holder "$n")
+    on_host "$n" ip link set "$IFACE" down
+    inode=$(stat -L -c %i "/proc/$pid/ns/net")
+    for p in $({ stat -L -c '%i %n' /proc/[0-9]*/ns/net 2>/dev/null || true; } |
+        awk -v ns="$inode" '$1 == ns { split($2, f, "/"); print f[3] }'); do
+        [ "$p" = "$pid" ] || kill -KILL "$p" 2>/dev/null || true
+    done
+    echo "cluster: host$n lost (link down, its processes killed)"
 }
 
 # Refuse a list of namespaces that names this script's own (the
@@ -313,6 +334,7 @@ up) up "$@" ;;
 down) down ;;
 run) run "$@" ;;
 host) host "$@" ;;
+lose) need_root; lose "$@" ;;
 status) status ;;
-*) die "usage: bash ci/cluster.sh up [-H HOSTS] | run SRUN-ARGS... | host N CMD... | down | status" ;;
+*) die "usage: bash ci/cluster.sh up [-H HOSTS] | run SRUN-ARGS... | host N CMD... | lose N | down | status" ;;
 esac

@@ -12,6 +12,7 @@
 //!   the bridge (ofi: `tcp;ofi_rxm` with `FI_TCP_IFACE=cl0`). Opt-in
 //!   (`RGEX_CLUSTER_TESTS=1`, set by the conduit matrix's `cluster` row):
 //!   minutes of 6-rank jobs.
+//! - `a_host_lost_mid_job`: host3 taken away mid-job (opt-in as well).
 //!
 //! Skipped, saying why, where not root or where Slurm cannot be installed.
 
@@ -447,3 +448,80 @@ fn client_segments_across_hosts() {
 fn flood_across_hosts() {
     across_hosts("flood", FLOOD, &["100000"], &[], (1, 0));
 }
+
+/// A host lost mid-job: `ci/cluster.sh lose 3` takes host3's link down
+/// and kills everything on it (slurmd, slurmstepd, ranks 4 and 5) once
+/// every rank is past its first barrier. Each of the four survivors
+/// waits on the lost ranks in every handle kind (two barriers; a get, an
+/// atomic, a request and a VIS get to each lost rank) and must get an
+/// error naming a lost rank within the dead-peer timeout
+/// ([`LOST_TIMEOUT`]); the job ends non-zero (the survivors exit 3:
+/// srun 22.05 exits 0 after a node failure when every task it heard from
+/// did) and srun names host3's failure; nothing hangs (srun is bounded by
+/// 240 s, each wait by the program's HANG_LIMIT).
+#[test]
+fn a_host_lost_mid_job() {
+    if skip_unless(
+        conformance_skip().is_none(),
+        &conformance_skip().unwrap_or_default(),
+    ) {
+        return;
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let (c, up) = Cluster::up("lost", None);
+    up.expect("cluster up");
+    let marks = c.dir.join("marks");
+    std::fs::create_dir(&marks).expect("the marks directory");
+    let marks_s = marks.to_string_lossy().into_owned();
+    let job = std::thread::scope(|s| {
+        let job = s.spawn(|| {
+            c.srun(
+                env!("CARGO_BIN_EXE_job_lost_host"),
+                &["host3", &marks_s],
+                &[("RGEX_OFI_TIMEOUT", LOST_TIMEOUT)],
+            )
+        });
+        // Bounded: all six ranks past their first barrier.
+        let ready = || (0..6).all(|r| marks.join(format!("ready-{r}")).exists());
+        for _ in 0..1200 {
+            if ready() || job.is_finished() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if ready() {
+            let lose = c.script(&["lose", "3"]).output().expect("lose runs");
+            assert!(
+                lose.status.success(),
+                "lose 3: {}",
+                String::from_utf8_lossy(&lose.stderr)
+            );
+        }
+        // The survivors go on (also when lose failed: they then time out).
+        std::fs::write(marks.join("lost"), "").expect("the lost mark");
+        job.join().expect("the srun thread")
+    });
+    let (ok, out, err) = job;
+    assert!(!ok, "the job must end non-zero: host3's ranks were lost");
+    assert!(
+        err.contains("Node failure on host3"),
+        "srun does not name host3's failure:\n{err}"
+    );
+    // 4 survivors x (2 barriers + 4 waits x 2 lost ranks).
+    let checks = check_counts(&out, (40, 0));
+    for r in 0..4 {
+        assert_eq!(
+            checks
+                .oks
+                .iter()
+                .filter(|l| l.starts_with(&format!("rank {r}: ")))
+                .count(),
+            10,
+            "rank {r}'s waits"
+        );
+    }
+}
+
+/// The dead-peer timeout of [`a_host_lost_mid_job`], in seconds (as in
+/// tests/tests/stopped_peer.rs).
+const LOST_TIMEOUT: &str = "2";
