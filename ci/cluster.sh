@@ -123,9 +123,10 @@ start_holder() {
 
 # Run CMD in host N's namespaces.
 on_host() {
-    local n=$1
+    local n=$1 pid
     shift
-    nsenter -t "$(holder "$n")" --net --uts --mount --wd="$PWD" -- "$@"
+    pid=$(holder "$n")
+    nsenter -t "$pid" --net --uts --mount --wd="$PWD" -- "$@"
 }
 
 write_conf() {
@@ -201,10 +202,11 @@ up() {
     fail_after hosts
 
     start_holder 0 "--net" "ip link set lo up && ip link add br0 type bridge && ip link set br0 up"
-    local br
+    local br pid
     br=$(holder 0)
     for n in $(seq "$hosts"); do
-        nsenter -t "$br" --net -- ip link add "h$n" type veth peer name "$IFACE" netns "$(holder "$n")"
+        pid=$(holder "$n")
+        nsenter -t "$br" --net -- ip link add "h$n" type veth peer name "$IFACE" netns "$pid"
         nsenter -t "$br" --net -- ip link set "h$n" master br0 up
         on_host "$n" ip addr add "$NET.$n/24" dev "$IFACE"
         on_host "$n" ip link set "$IFACE" up
@@ -227,6 +229,8 @@ up() {
         on_host "$n" slurmd -N "host$n"
     done
     fail_after slurmd
+    on_host 1 srun --mpi=list 2>&1 | grep -qx '[[:space:]]*pmix' ||
+        die "srun --mpi=list does not list pmix: Slurm's mpi_pmix plugin is missing (Debian: slurm-wlm-basic-plugins; it needs libpmix2)"
 
     # Every node idle (bounded: 60 s).
     local i state=
