@@ -1,6 +1,6 @@
 //! Collectives on teams (OpenSHMEM 1.5 section 9.9): `shmem_team_sync`,
 //! broadcast, collect, fcollect, alltoall, alltoalls and the reductions,
-//! each mapped onto the rgex collective of the team's rgex [`Team`]:
+//! each mapped onto the rgex collective of the team's rgex [`Team`](rgex::Team):
 //! broadcast, allgather, allgatherv, alltoall and allreduce with the
 //! element type's operator. Each PE's `source` is read here and the
 //! result written to its own `dest`: the collectives move data through
