@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 last=$SECONDS
 section() {
     printf '\n(%d s)\n=== %s ===\n' "$((SECONDS - last))" "$*"
+    # The disk left where the build goes: a linker killed by SIGBUS (bus
+    # error) is most often a full disk, and this line says so.
+    df -h . 2>/dev/null | awk 'NR == 2 { print "(disk: " $4 " free of " $2 ")" }'
     last=$SECONDS
 }
 
@@ -29,6 +32,8 @@ bash ci/bindings.sh
 
 section "the build needs only Rust: no pkg-config, clang, libclang or -dev headers"
 bash ci/nodev.sh
+# Its own target directory has done its work: give the disk back.
+rm -rf target/nodev
 
 section "every crate packages for crates.io (internal dependencies carry versions)"
 # Needs the crates.io index; without network the step says it is skipped.
@@ -46,6 +51,7 @@ msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 if rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then
     CARGO_TARGET_DIR=target/msrv cargo "+$msrv" check --workspace --all-targets --quiet
     echo "rust $msrv: the workspace and its tests build"
+    rm -rf target/msrv
 else
     echo "MSRV check skipped: could not install rust $msrv (no network?)"
 fi
