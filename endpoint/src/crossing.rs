@@ -111,6 +111,14 @@ impl Crossing {
 fn deliver(tok: &Token<'_>, msg: &Message<'_>) {
     let ep = tok.endpoint();
     let (from, handler) = unpack(msg.arg(0));
+    if from == ep.index() {
+        // Between equal indices an AM travels on the endpoint itself:
+        // only a forged message crosses to its own index.
+        return tok.malformed(&format!(
+            "an AM crossing from endpoint {from} to endpoint {from}: AMs between equal \
+             indices never cross"
+        ));
+    }
     let refusal_reply = handler == crate::reserved::REFUSED && !tok.is_request();
     if handler < CLIENT_MIN && !refusal_reply {
         return tok.malformed(&format!(
