@@ -3,11 +3,19 @@
 //! local protection, flushing, in-order delivery, atomics, transport
 //! retries under drops and dead peers, in one process and across two.
 
-use rgex_ibv::soft::{Faults, SoftCq, SoftMr, SoftPd, SoftQp, SoftSrq, SoftVerbs, FAULTS_ENV};
+use rgex_ibv::soft::{
+    Faults, SoftCq, SoftMr, SoftPd, SoftQp, SoftSrq, SoftVerbs, FAULTS_ENV, WIRE_ENV,
+};
 use rgex_ibv::verbs::*;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// Whether this run's devices use the UDP wire (`RGEX_IBV_SOFT_WIRE=udp`:
+/// CI runs this whole file on each wire).
+fn udp_wire() -> bool {
+    std::env::var(WIRE_ENV).as_deref() == Ok("udp")
+}
 
 /// Every wait in these tests gives up after this long (a failure, never a hang).
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -926,6 +934,97 @@ fn dropped_packets_are_recovered_by_retransmission() {
     assert!(sa.retransmits > 0, "{sa:?}");
 }
 
+/// Writes, sends and atomics through random loss and reordering: every
+/// byte in place, every send once and in order, every atomic once.
+fn survives(loss_pct: &str) -> (u64, u64) {
+    let t = Timers {
+        timeout: 8, // ~1 ms
+        ..PATIENT
+    };
+    let (mut a, qa, mut b, qb) = pair(t, false);
+    let spec = format!("loss_pct={loss_pct},reorder_every=7");
+    a.dev.set_faults(Faults::parse(&spec).unwrap().0);
+    b.dev.set_faults(Faults::parse(&spec).unwrap().0);
+    for (i, x) in a.bytes_mut()[..16384].iter_mut().enumerate() {
+        *x = (i % 251) as u8;
+    }
+    const N: u64 = 16;
+    for i in 0..N {
+        recv(&mut b, Some(&qb), i, 16384 + 64 * i as usize, 64).unwrap();
+    }
+    for i in 0..N {
+        let (s, r) = (a.sge(1024 * i as usize, 1024), b.remote(1024 * i as usize));
+        post(&a, &qa, wr(100 + i, Opcode::RdmaWrite, s, r)).unwrap();
+        let s = a.sge(0, 8);
+        let imm = Opcode::SendWithImm { imm: i as u32 };
+        post(&a, &qa, wr(200 + i, imm, s, RemoteAddr::default())).unwrap();
+        let (s, r) = (a.sge(20000 + 8 * i as usize, 8), b.remote(30000));
+        let fadd = Opcode::AtomicFetchAndAdd { add: 1 };
+        post(&a, &qa, wr(300 + i, fadd, s, r)).unwrap();
+        let got = wait(&a, &[&b.dev], 3);
+        assert!(got.iter().all(|w| w.status == WcStatus::Success), "{got:?}");
+    }
+    let rc = wait(&b, &[&a.dev], N as usize);
+    assert_eq!(
+        rc.iter().map(|w| w.imm.unwrap()).collect::<Vec<_>>(),
+        (0..N as u32).collect::<Vec<_>>(),
+        "in order, once each, at {loss_pct}% loss"
+    );
+    assert_eq!(&b.bytes()[..16384], &a.bytes()[..16384]);
+    assert_eq!(b.buf[30000 / 8], N, "each atomic performed once");
+    let (sa, sb) = (a.dev.stats(), b.dev.stats());
+    (sa.packets_dropped + sb.packets_dropped, sa.retransmits)
+}
+
+#[test]
+fn loss_and_reordering_at_a_tenth_one_and_five_percent_are_recovered() {
+    for p in ["0.1", "1"] {
+        survives(p);
+    }
+    // At 5% some of the few hundred packets are lost, and resent.
+    let (dropped, retransmits) = survives("5");
+    assert!(dropped > 0 && retransmits > 0, "{dropped} {retransmits}");
+}
+
+#[test]
+fn the_wire_is_the_one_the_environment_asks() {
+    let n = Node::new(8, ALL, 4, false);
+    let want: &[u8] = if udp_wire() { b"rgxU" } else { b"rgxS" };
+    assert_eq!(&n.dev.gid()[..4], want);
+}
+
+#[test]
+fn a_peer_on_the_other_wire_is_einval_at_rtr() {
+    let a = Node::new(8, ALL, 4, false);
+    let q = a.qp(1, 0);
+    // A GID of the other wire (the device behind it need not exist: RTR
+    // refuses it before looking).
+    let mut other = [0u8; 16];
+    other[..4].copy_from_slice(if udp_wire() { b"rgxS" } else { b"rgxU" });
+    other[4..8].copy_from_slice(&[127, 0, 0, 1]);
+    other[8..10].copy_from_slice(&4791u16.to_be_bytes());
+    a.dev
+        .modify_qp(&q, &QpTransition::Init { access: ALL })
+        .unwrap();
+    let e = a
+        .dev
+        .modify_qp(
+            &q,
+            &QpTransition::Rtr(RtrAttr {
+                mtu: Mtu::M1024,
+                dest_qp_num: 1,
+                rq_psn: 0,
+                dlid: 0,
+                dgid: Some(other),
+                max_dest_rd_atomic: 16,
+                min_rnr_timer: 1,
+            }),
+        )
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains(WIRE_ENV) && msg.contains("wire"), "{msg}");
+}
+
 #[test]
 fn a_peer_that_drops_everything_or_was_killed_is_retry_exc_err() {
     let t = Timers {
@@ -1243,6 +1342,12 @@ fn nothing_is_left_in_dev_shm() {
         format!("-{pid}-{ctx}-{}", SoftVerbs::qp_num(q))
     };
     let unconnected = a.qp(1, 0);
+    if udp_wire() {
+        // The UDP wire maps nothing: not one name of this process.
+        let mine = format!("-{pid}-");
+        assert!(!names().iter().any(|n| n.contains(&mine)), "{:?}", names());
+        return;
+    }
     let (ru, ra, rb) = (ring(&a, &unconnected), ring(&a, &qa), ring(&b, &qb));
     let left = names();
     assert!(

@@ -139,7 +139,11 @@ registry! {
     IBV_SOFT_SERVICE: "RGEX_IBV_SOFT_SERVICE", Value("1"), "ibv",
         "soft device: 0 turns off the per-process service thread that answers RDMA while no verb is called";
     IBV_SOFT_FAULTS: "RGEX_IBV_SOFT_FAULTS", Behaviour("none"), "ibv",
-        "soft device, testing: faults to inject, comma-separated: drop_every=N, drop_all=1, delay_us=U (each packet held U us), kill_after_ms=M (then the device stops answering)";
+        "soft device, testing: faults to inject, comma-separated: drop_every=N, drop_all=1, loss_pct=P (each packet lost with probability P%), reorder_every=N (every Nth packet sent after the next), delay_us=U (each packet held U us), kill_after_ms=M (then the device stops answering)";
+    IBV_SOFT_WIRE: "RGEX_IBV_SOFT_WIRE", Value("shm"), "ibv",
+        "soft device: how its packets travel, shm (rings in shared memory, one host) or udp (datagrams, across hosts, as rxe's RoCEv2); the same on every rank";
+    IBV_SOFT_ADDR: "RGEX_IBV_SOFT_ADDR", Value("127.0.0.1"), "ibv",
+        "soft device, udp wire: this host's IPv4 address to bind (each host its own, e.g. its cluster interface's)";
     // PMIx.
     PMIX_LIBRARY: "RGEX_PMIX_LIBRARY", Value("libpmix.so.2"), "rgex-pmix",
         "the libpmix to load, a path or a name the dynamic loader searches";

@@ -6,11 +6,13 @@ use super::cq::Cq;
 use super::device::{spawn_service, Device};
 use super::faults::{FaultState, Faults, FAULTS_ENV};
 use super::ident::{self, Ident};
+use super::inbound::Inbound;
 use super::mr::MrEntry;
 use super::progress::Engine;
 use super::qp::{self, Qp, Remote};
 use super::recvq::{RecvQueue, Srq};
 use super::ring::{self, Ring};
+use super::udp::{UdpWire, WireKind, WIRE_ENV};
 use super::{
     einval, packet, requester, responder, SoftCq, SoftMr, SoftPd, SoftQp, SoftSrq, SoftVerbs,
     MAX_INLINE, NEXT_CTX, SERVICE_ENV,
@@ -54,10 +56,21 @@ impl Verbs for SoftVerbs {
             Ok(s) => Faults::parse(&s)?,
             Err(_) => (Faults::default(), None),
         };
+        let wire = WireKind::from_env()?;
         // Relaxed: the counter only has to hand out distinct numbers.
-        let ident = Ident::local(NEXT_CTX.fetch_add(1, Ordering::Relaxed));
+        let mut ident = Ident::local(NEXT_CTX.fetch_add(1, Ordering::Relaxed));
         ident::sweep_stale(ident.uid);
-        let engine = Engine::new(ident, FaultState::new(faults, kill_after));
+        let udp = match wire {
+            WireKind::Shm => None,
+            WireKind::Udp(ip) => {
+                let w = UdpWire::bind(ip)?;
+                ident.udp = Some(w.local());
+                Some(w)
+            }
+        };
+        let waker = udp.as_ref().and_then(UdpWire::waker);
+        let mut engine = Engine::new(ident, FaultState::new(faults, kill_after), udp);
+        engine.sh.cqs.wake.udp = waker;
         let dev = Arc::new(Device {
             engine: Mutex::new(engine),
         });
@@ -259,7 +272,11 @@ impl Verbs for SoftVerbs {
         }
         let qpn = e.fresh_id();
         let ring_name = e.sh.ident.ring_name(qpn);
-        let inbound = Ring::create(&ring_name)?;
+        let inbound = if e.sh.udp.is_some() {
+            Inbound::Queue(VecDeque::new())
+        } else {
+            Inbound::Ring(Ring::create(&ring_name)?)
+        };
         if e.sh.faults.faults.killed {
             inbound.set_dead();
         }
@@ -354,10 +371,26 @@ impl Verbs for SoftVerbs {
                         format!("QP {}: dgid {gid:02x?} is not a soft device's", q.qpn),
                     )
                 })?;
+                let wire = |i: &Ident| if i.udp.is_some() { "udp" } else { "shm" };
+                if peer.udp.is_some() != e.sh.ident.udp.is_some() {
+                    return Err(einval(
+                        VERB,
+                        format!(
+                            "QP {}: dgid is a soft device on the {} wire and this one uses \
+                             {}: give every process the same {WIRE_ENV}",
+                            q.qpn,
+                            wire(&peer),
+                            wire(&e.sh.ident)
+                        ),
+                    ));
+                }
                 // A ring that cannot be mapped (the peer is gone, or its QP
                 // was already connected) makes an unreachable peer, as on a
-                // fabric: requests time out.
-                let ring = Ring::open(&peer.ring_name(a.dest_qp_num)).ok();
+                // fabric: requests time out. The UDP wire maps nothing.
+                let ring = match peer.udp {
+                    Some(_) => None,
+                    None => Ring::open(&peer.ring_name(a.dest_qp_num)).ok(),
+                };
                 q.remote = Some(Remote {
                     ring,
                     peer,

@@ -8,8 +8,11 @@ use std::time::{Duration, Instant};
 /// The environment variable the device reads its faults from at open:
 /// comma-separated `key=value` items, `drop_every=N` (drop every Nth
 /// packet this device sends), `drop_all=1` (drop every packet),
+/// `loss_pct=P` (drop each packet with probability P percent, e.g. 0.1),
+/// `reorder_every=N` (send every Nth packet after the one behind it),
 /// `delay_us=U` (hold each packet U microseconds before it is written)
 /// and `kill_after_ms=M` (the device stops answering M ms after open).
+/// They apply on either wire (shared memory or UDP).
 pub const FAULTS_ENV: &str = "RGEX_IBV_SOFT_FAULTS";
 
 /// Faults a software device injects into what it sends and answers.
@@ -23,6 +26,12 @@ pub const FAULTS_ENV: &str = "RGEX_IBV_SOFT_FAULTS";
 pub struct Faults {
     /// Drop every Nth packet this device sends (0: none; 1: all).
     pub drop_every: u32,
+    /// Drop each packet with this probability, in parts per million
+    /// (random, from a generator seeded by the process and context, so a
+    /// run repeats its pattern only by chance).
+    pub loss_ppm: u32,
+    /// Swap every Nth packet with the one queued behind it (0: never).
+    pub reorder_every: u32,
     /// Drop every packet this device sends to the device with this GID.
     pub drop_to: Option<Gid>,
     /// Hold each packet this long before it is written to the peer.
@@ -45,16 +54,25 @@ impl Faults {
                     libc::EINVAL,
                     format!(
                         "{FAULTS_ENV}: bad item {item:?} (expected drop_every=N, drop_all=1, \
-                         delay_us=U or kill_after_ms=M)"
+                         loss_pct=P, reorder_every=N, delay_us=U or kill_after_ms=M)"
                     ),
                 )
             };
             let (k, v) = item.split_once('=').ok_or_else(bad)?;
+            if k.trim() == "loss_pct" {
+                let p: f64 = v.trim().parse().map_err(|_| bad())?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(bad());
+                }
+                f.loss_ppm = (p * 10_000.0).round() as u32;
+                continue;
+            }
             let n: u64 = v.trim().parse().map_err(|_| bad())?;
             match k.trim() {
                 "drop_every" => f.drop_every = u32::try_from(n).map_err(|_| bad())?,
                 "drop_all" => f.drop_every = u32::from(n != 0),
                 "delay_us" => f.delay = Duration::from_micros(n),
+                "reorder_every" => f.reorder_every = u32::try_from(n).map_err(|_| bad())?,
                 "kill_after_ms" => kill_after = Some(Duration::from_millis(n)),
                 _ => return Err(bad()),
             }
@@ -69,6 +87,8 @@ pub(crate) struct FaultState {
     pub faults: Faults,
     pub kill_at: Option<Instant>,
     sent: u64,
+    /// The loss generator's state (xorshift64; never 0).
+    rng: u64,
 }
 
 impl FaultState {
@@ -77,6 +97,10 @@ impl FaultState {
             faults,
             kill_at: kill_after.map(|d| Instant::now() + d),
             sent: 0,
+            rng: (u64::from(std::process::id()) << 32
+                | u64::from(super::NEXT_CTX.load(std::sync::atomic::Ordering::Relaxed)))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                | 1,
         }
     }
 
@@ -98,7 +122,26 @@ impl FaultState {
             return true;
         }
         let n = u64::from(self.faults.drop_every);
-        n != 0 && self.sent.is_multiple_of(n)
+        if n != 0 && self.sent.is_multiple_of(n) {
+            return true;
+        }
+        self.faults.loss_ppm != 0
+            && self.next_random() % 1_000_000 < u64::from(self.faults.loss_ppm)
+    }
+
+    /// Whether the packet about to be sent goes after the one behind it.
+    pub fn reorder_now(&self) -> bool {
+        let n = u64::from(self.faults.reorder_every);
+        n != 0 && (self.sent + 1).is_multiple_of(n)
+    }
+
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
     }
 
     /// When a packet sent now may be written to the peer.
@@ -137,8 +180,32 @@ mod tests {
             uid: 1,
             pid: 2,
             ctx: 3,
+            udp: None,
         };
         let d: Vec<bool> = (0..6).map(|_| s.drop_packet(&peer)).collect();
         assert_eq!(d, [false, false, true, false, false, true]);
+    }
+
+    #[test]
+    fn loss_drops_about_its_share_and_reorder_counts_packets() {
+        let (f, _) = Faults::parse("loss_pct=5,reorder_every=4").unwrap();
+        assert_eq!((f.loss_ppm, f.reorder_every), (50_000, 4));
+        assert!(Faults::parse("loss_pct=101").is_err());
+        let mut s = FaultState::new(f, None);
+        let peer = Ident::local(0);
+        let dropped = (0..100_000).filter(|_| s.drop_packet(&peer)).count();
+        assert!(
+            (4_000..6_000).contains(&dropped),
+            "{dropped} of 100000 at 5%"
+        );
+        let mut s = FaultState::new(Faults::parse("reorder_every=3").unwrap().0, None);
+        let r: Vec<bool> = (0..6)
+            .map(|_| {
+                let now = s.reorder_now();
+                s.drop_packet(&peer);
+                now
+            })
+            .collect();
+        assert_eq!(r, [false, false, true, false, false, true]);
     }
 }

@@ -2,20 +2,27 @@
 //! names of its QPs' rings, and whether a peer process still lives.
 
 use crate::verbs::Gid;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
-/// The first four bytes of every soft device's GID.
+/// The first four bytes of every soft device's GID on the shared-memory wire.
 const GID_MAGIC: [u8; 4] = *b"rgxS";
+/// ... and on the UDP wire.
+const GID_MAGIC_UDP: [u8; 4] = *b"rgxU";
 /// Prefix of the rings' names in `/dev/shm`.
 const NAME_PREFIX: &str = "rgex-ibv-soft";
 
 /// Who a soft device is: the user, the process and the context number
 /// within it. Encoded in the port's GID, so that a peer given the GID
-/// and a QP number finds that QP's ring.
+/// and a QP number finds that QP's ring. On the UDP wire the GID holds
+/// the device's socket address instead of the user (a peer on another
+/// host has no use for our uid), and the context number in 16 bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ident {
     pub uid: u32,
     pub pid: u32,
     pub ctx: u32,
+    /// The device's UDP socket, on the UDP wire.
+    pub udp: Option<SocketAddrV4>,
 }
 
 impl Ident {
@@ -27,26 +34,51 @@ impl Ident {
             uid,
             pid: pid as u32,
             ctx,
+            udp: None,
         }
     }
 
-    /// The GID: magic, uid, pid, context (big-endian).
+    /// The GID (big-endian fields): on the shared-memory wire magic, uid,
+    /// pid, context; on the UDP wire magic, IPv4 address, port, context
+    /// (16 bits), pid.
     pub fn gid(&self) -> Gid {
         let mut g = [0u8; 16];
-        g[..4].copy_from_slice(&GID_MAGIC);
-        g[4..8].copy_from_slice(&self.uid.to_be_bytes());
-        g[8..12].copy_from_slice(&self.pid.to_be_bytes());
-        g[12..].copy_from_slice(&self.ctx.to_be_bytes());
+        match self.udp {
+            None => {
+                g[..4].copy_from_slice(&GID_MAGIC);
+                g[4..8].copy_from_slice(&self.uid.to_be_bytes());
+                g[8..12].copy_from_slice(&self.pid.to_be_bytes());
+                g[12..].copy_from_slice(&self.ctx.to_be_bytes());
+            }
+            Some(a) => {
+                g[..4].copy_from_slice(&GID_MAGIC_UDP);
+                g[4..8].copy_from_slice(&a.ip().octets());
+                g[8..10].copy_from_slice(&a.port().to_be_bytes());
+                g[10..12].copy_from_slice(&(self.ctx as u16).to_be_bytes());
+                g[12..].copy_from_slice(&self.pid.to_be_bytes());
+            }
+        }
         g
     }
 
     /// The identity in a soft device's GID; `None` for any other GID.
     pub fn from_gid(g: &Gid) -> Option<Self> {
         let word = |i: usize| u32::from_be_bytes([g[i], g[i + 1], g[i + 2], g[i + 3]]);
+        if g[..4] == GID_MAGIC_UDP {
+            let ip = Ipv4Addr::new(g[4], g[5], g[6], g[7]);
+            let port = u16::from_be_bytes([g[8], g[9]]);
+            return Some(Ident {
+                uid: 0,
+                pid: word(12),
+                ctx: u32::from(u16::from_be_bytes([g[10], g[11]])),
+                udp: Some(SocketAddrV4::new(ip, port)),
+            });
+        }
         (g[..4] == GID_MAGIC).then(|| Ident {
             uid: word(4),
             pid: word(8),
             ctx: word(12),
+            udp: None,
         })
     }
 
@@ -123,8 +155,16 @@ mod tests {
             uid: 1000,
             pid: 4242,
             ctx: 7,
+            udp: None,
         };
         assert_eq!(Ident::from_gid(&id.gid()), Some(id));
+        let net = Ident {
+            uid: 0,
+            udp: Some(SocketAddrV4::new(Ipv4Addr::new(198, 18, 0, 2), 40123)),
+            ..id
+        };
+        assert_eq!(Ident::from_gid(&net.gid()), Some(net));
+        assert_ne!(net.gid(), id.gid());
         assert_eq!(Ident::from_gid(&[0xfe; 16]), None);
         assert_ne!(id.lid(), 0);
         assert!(id.ring_name(9).ends_with("-1000-4242-7-9"));

@@ -3,6 +3,17 @@
 //! (and between contexts of one process, including a QP connected to
 //! itself), so the ibv conduit is tested where there is no RDMA device.
 //!
+//! Its packets travel on one of two wires ([`WIRE_ENV`]): rings in
+//! shared memory (`shm`, the default, described below), or UDP datagrams
+//! between hosts (`udp`, bound to [`ADDR_ENV`]'s address, as Linux's rxe
+//! carries RoCEv2; see the `udp` module). The transport above the wire is
+//! the same: PSNs, ACKs, NAKs, go-back-N, the ACK timer, the faults. On
+//! the UDP wire a QP's inbound packets wait in a queue the engine fills
+//! from the device's one socket, the GID holds the socket's address, and
+//! a silent peer is lost after its retries (the wire cannot tell a slow
+//! process from a dead one). Every process of a job uses the same wire:
+//! a QP given a GID of the other wire is refused at RTR.
+//!
 //! # How it works
 //! - **Addressing.** The port is RoCE-like ([`LinkLayer::Ethernet`](crate::verbs::LinkLayer::Ethernet)): its
 //!   GID encodes a magic, the uid, the pid and the context number. At
@@ -99,6 +110,7 @@ mod cq;
 mod device;
 mod faults;
 mod ident;
+mod inbound;
 mod mr;
 mod packet;
 mod progress;
@@ -107,10 +119,12 @@ mod recvq;
 mod requester;
 mod responder;
 mod ring;
+mod udp;
 mod wait;
 
 pub use faults::{Faults, FAULTS_ENV};
 pub use progress::Stats;
+pub use udp::{ADDR_ENV, WIRE_ENV};
 
 use crate::verbs::{DeviceAttr, Gid, PortAttr, QpCaps, VerbsError, VerbsResult};
 use device::Device;

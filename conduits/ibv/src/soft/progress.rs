@@ -2,7 +2,9 @@
 //! called on the context (posts, polls, `qp_state`, `modify_qp`) and by
 //! [`SoftVerbs::progress`](super::SoftVerbs::progress).
 //!
-//! One pass drains each QP's inbound ring (requests to the responder,
+//! One pass first takes the datagrams waiting on the device's UDP socket
+//! (the UDP wire) into their QPs' queues, then drains each QP's inbound
+//! ring or queue (requests to the responder,
 //! responses to the requester), fires the requester's timers, generates
 //! request packets from the send queues, and writes the out queues to
 //! the peers' rings. Then QPs whose CQ overran move to ERR.
@@ -15,6 +17,7 @@ use super::packet::K_REQ;
 use super::qp::Qp;
 use super::recvq::Srq;
 use super::ring::MAX_PAYLOAD;
+use super::udp::{Recv, UdpWire};
 use super::{requester, responder};
 use crate::verbs::QpState;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -23,6 +26,8 @@ use std::time::Instant;
 /// Packets taken from one ring per pass, so one busy peer cannot starve
 /// the others (or the caller).
 const BUDGET: usize = 256;
+/// Datagrams taken from the UDP socket per pass.
+const UDP_BUDGET: usize = 4096;
 
 /// The device state a QP's processing touches besides the QP itself.
 #[derive(Debug)]
@@ -34,6 +39,8 @@ pub(crate) struct Shared {
     pub pds: HashSet<u32>,
     pub faults: FaultState,
     pub stats: Stats,
+    /// The device's socket, on the UDP wire.
+    pub udp: Option<UdpWire>,
 }
 
 /// What a device's engine has done, for tests and diagnostics.
@@ -49,6 +56,9 @@ pub struct Stats {
     pub retransmits: u64,
     /// RNR NAKs received.
     pub rnr_naks: u64,
+    /// Datagrams the UDP wire discarded on arrival: not a packet, for no
+    /// QP of this device, or past a QP's full queue.
+    pub packets_discarded: u64,
 }
 
 /// One context's state, under its lock.
@@ -64,7 +74,7 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    pub fn new(ident: Ident, faults: FaultState) -> Self {
+    pub fn new(ident: Ident, faults: FaultState, udp: Option<UdpWire>) -> Self {
         Engine {
             sh: Shared {
                 ident,
@@ -74,6 +84,7 @@ impl Engine {
                 pds: HashSet::new(),
                 faults,
                 stats: Stats::default(),
+                udp,
             },
             last_call: Instant::now(),
             qps: BTreeMap::new(),
@@ -109,6 +120,7 @@ impl Engine {
             return false;
         }
         let before = (self.sh.stats.packets_received, self.sh.stats.packets_sent);
+        self.take_datagrams();
         let sh = &mut self.sh;
         for qp in self.qps.values_mut() {
             if matches!(qp.state, QpState::Rtr | QpState::Rts | QpState::Err) {
@@ -136,6 +148,28 @@ impl Engine {
         before != (self.sh.stats.packets_received, self.sh.stats.packets_sent)
     }
 
+    /// The UDP wire: move the datagrams waiting on the socket into their
+    /// QPs' queues (at most [`UDP_BUDGET`] a pass).
+    fn take_datagrams(&mut self) {
+        let Some(udp) = &mut self.sh.udp else { return };
+        for _ in 0..UDP_BUDGET {
+            match udp.recv(&mut self.buf) {
+                Recv::Packet(h) => {
+                    let queued = self
+                        .qps
+                        .get_mut(&h.dst_qpn)
+                        .is_some_and(|qp| qp.inbound.push(h, &self.buf));
+                    if !queued {
+                        self.sh.stats.packets_discarded += 1;
+                    }
+                }
+                Recv::Wake => {}
+                Recv::Bad => self.sh.stats.packets_discarded += 1,
+                Recv::Nothing => break,
+            }
+        }
+    }
+
     /// Move every QP of a CQ that overran to ERR.
     pub fn cascade_overruns(&mut self) {
         while let Some(id) = self.sh.cqs.newly_overrun.pop() {
@@ -148,16 +182,33 @@ impl Engine {
     }
 }
 
-/// Write the QP's ready packets to its peer's ring, in order, until the
-/// ring is full; drop faults apply here.
+/// Write the QP's ready packets to its peer's ring, or send them to its
+/// socket, in order, until the ring is full or the socket has no room;
+/// drop and reorder faults apply here.
 fn flush_out(qp: &mut Qp, sh: &mut Shared, now: Instant) {
     let Some(remote) = &qp.remote else {
         qp.out_q.clear();
         return;
     };
+    let ready = |p: &super::packet::OutPkt| p.ready_at.is_none_or(|t| t <= now);
     while let Some(p) = qp.out_q.front() {
-        if p.ready_at.is_some_and(|t| t > now) {
+        if !ready(p) {
             break;
+        }
+        if sh.faults.reorder_now() && qp.out_q.get(1).is_some_and(ready) {
+            qp.out_q.swap(0, 1);
+        }
+        let p = qp.out_q.front().expect("checked above");
+        if let (Some(to), Some(udp)) = (remote.peer.udp, &mut sh.udp) {
+            if sh.faults.drop_packet(&remote.peer) {
+                sh.stats.packets_dropped += 1;
+            } else if udp.send(to, &p.hdr, &p.payload) {
+                sh.stats.packets_sent += 1;
+            } else {
+                break; // no room in the kernel: later
+            }
+            qp.out_q.pop_front();
+            continue;
         }
         match &remote.ring {
             None => sh.stats.packets_dropped += 1,

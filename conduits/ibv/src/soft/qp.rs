@@ -3,6 +3,7 @@
 
 use super::cq::Cqs;
 use super::ident::Ident;
+use super::inbound::Inbound;
 use super::packet::{OutPkt, PktHdr};
 use super::recvq::RecvQueue;
 use super::ring::Ring;
@@ -16,7 +17,9 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub(crate) struct Remote {
     /// The peer QP's inbound ring; `None` when it could not be mapped
-    /// (the peer is gone): packets go nowhere and time out, as on a fabric.
+    /// (the peer is gone): packets go nowhere and time out, as on a
+    /// fabric. Always `None` on the UDP wire, where packets go to
+    /// `peer.udp`.
     pub ring: Option<Ring>,
     pub peer: Ident,
     pub qpn: u32,
@@ -87,8 +90,9 @@ pub(crate) struct Qp {
     pub caps: QpCaps,
     pub state: QpState,
     pub access: Access,
-    /// This QP's inbound ring and its name (the peer maps it by name).
-    pub inbound: Ring,
+    /// This QP's inbound packets, and its ring's name (the peer maps it
+    /// by name; unused on the UDP wire).
+    pub inbound: Inbound,
     pub ring_name: String,
     pub remote: Option<Remote>,
     pub mtu: u32,
@@ -224,7 +228,10 @@ impl Qp {
     /// Move to RESET: queues emptied without completions, a fresh ring
     /// (the old one is marked dead for its producer).
     pub fn reset(&mut self) -> crate::verbs::VerbsResult<()> {
-        let fresh = Ring::create(&self.ring_name)?;
+        let fresh = match self.inbound {
+            Inbound::Ring(_) => Inbound::Ring(Ring::create(&self.ring_name)?),
+            Inbound::Queue(_) => Inbound::Queue(VecDeque::new()),
+        };
         self.inbound.set_dead();
         self.inbound = fresh;
         self.state = QpState::Reset;

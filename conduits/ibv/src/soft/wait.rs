@@ -29,6 +29,12 @@
 //! A QP connected while the owner sleeps was not armed: its packets wait
 //! for the service thread's next pass (at most its longest nap), whose
 //! completions ring the armed CQ.
+//!
+//! On the UDP wire the device's UDP socket is the wait object: every
+//! packet a peer sends makes it readable (the kernel queues datagrams, so
+//! none arriving between the arming and the sleep is missed), and the
+//! owner's own completions send it an empty datagram. Nothing is drained
+//! after the sleep: the engine reads the socket, and drops wake-ups.
 
 use super::ident::Ident;
 use super::progress::Engine;
@@ -45,6 +51,9 @@ pub(crate) struct Wake {
     /// Its name (set when bound).
     name: String,
     ringer: Option<Ringer>,
+    /// The UDP wire: a handle on the device's socket and its address, to
+    /// wake it with an empty datagram.
+    pub udp: Option<(std::net::UdpSocket, std::net::SocketAddrV4)>,
 }
 
 impl Wake {
@@ -57,6 +66,11 @@ impl Wake {
 
     /// Ring this context's own socket (an armed CQ got a completion).
     pub fn ring_self(&mut self) {
+        if let Some((sock, me)) = &self.udp {
+            // Best effort: a lost wake-up leaves the sleeper to its timeout.
+            let _ = sock.send_to(&[], *me);
+            return;
+        }
         if self.socket.is_some() {
             let name = std::mem::take(&mut self.name);
             if let Some(r) = self.ringer() {
@@ -78,6 +92,13 @@ impl Engine {
     /// Arm CQ `cq` and every inbound ring for one sleep; the fd to poll,
     /// or `None` if the wake socket cannot be bound.
     pub fn arm_wait(&mut self, cq: u32) -> Option<RawFd> {
+        if let Some(udp) = &self.sh.udp {
+            let fd = udp.fd();
+            if let Some(c) = self.sh.cqs.map.get_mut(&cq) {
+                c.armed = true;
+            }
+            return Some(fd);
+        }
         let wake = &mut self.sh.cqs.wake;
         if wake.socket.is_none() {
             let name = self.sh.ident.wake_name();
