@@ -6,8 +6,9 @@ use super::packet::PktHdr;
 use super::ring::Ring;
 use std::collections::VecDeque;
 
-/// Packets the UDP wire queues per QP at most; more are dropped (the
-/// transport resends them), so a flooding peer cannot grow it unbounded.
+/// Packets the UDP wire queues per QP at most; past it the engine stops
+/// reading the socket until the QP's engine has taken some, so a flooding
+/// peer grows neither this queue nor anything else unbounded.
 pub(crate) const UDP_QUEUE: usize = 1024;
 
 /// A QP's inbound packets.
@@ -31,7 +32,7 @@ impl Inbound {
         }
     }
 
-    /// Queue a packet from the UDP wire; false when it was dropped (a
+    /// Queue a packet from the UDP wire; false when there is no room (a
     /// full queue, or a QP on the shared-memory wire).
     pub fn push(&mut self, hdr: PktHdr, payload: &[u8]) -> bool {
         match self {

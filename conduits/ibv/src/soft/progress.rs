@@ -13,7 +13,7 @@ use super::cq::Cqs;
 use super::faults::FaultState;
 use super::ident::Ident;
 use super::mr::MrTable;
-use super::packet::K_REQ;
+use super::packet::{PktHdr, K_REQ};
 use super::qp::Qp;
 use super::recvq::Srq;
 use super::ring::MAX_PAYLOAD;
@@ -41,6 +41,10 @@ pub(crate) struct Shared {
     pub stats: Stats,
     /// The device's socket, on the UDP wire.
     pub udp: Option<UdpWire>,
+    /// A datagram read from the socket whose QP's queue was full: the
+    /// engine reads no more until it fits (the rest wait in the kernel's
+    /// buffer), so a burst is never discarded for want of queue room.
+    pub held: Option<super::packet::OutPkt>,
 }
 
 /// What a device's engine has done, for tests and diagnostics.
@@ -56,8 +60,8 @@ pub struct Stats {
     pub retransmits: u64,
     /// RNR NAKs received.
     pub rnr_naks: u64,
-    /// Datagrams the UDP wire discarded on arrival: not a packet, for no
-    /// QP of this device, or past a QP's full queue.
+    /// Datagrams the UDP wire discarded on arrival: not a packet, or for no
+    /// QP of this device.
     pub packets_discarded: u64,
 }
 
@@ -85,6 +89,7 @@ impl Engine {
                 faults,
                 stats: Stats::default(),
                 udp,
+                held: None,
             },
             last_call: Instant::now(),
             qps: BTreeMap::new(),
@@ -152,17 +157,30 @@ impl Engine {
     /// QPs' queues (at most [`UDP_BUDGET`] a pass).
     fn take_datagrams(&mut self) {
         let Some(udp) = &mut self.sh.udp else { return };
+        if let Some(p) = self.sh.held.take() {
+            match offer(&mut self.qps, p.hdr, &p.payload) {
+                Some(true) => {}
+                None => self.sh.stats.packets_discarded += 1,
+                Some(false) => {
+                    self.sh.held = Some(p);
+                    return;
+                }
+            }
+        }
         for _ in 0..UDP_BUDGET {
             match udp.recv(&mut self.buf) {
-                Recv::Packet(h) => {
-                    let queued = self
-                        .qps
-                        .get_mut(&h.dst_qpn)
-                        .is_some_and(|qp| qp.inbound.push(h, &self.buf));
-                    if !queued {
-                        self.sh.stats.packets_discarded += 1;
+                Recv::Packet(h) => match offer(&mut self.qps, h, &self.buf) {
+                    Some(true) => {}
+                    None => self.sh.stats.packets_discarded += 1,
+                    Some(false) => {
+                        self.sh.held = Some(super::packet::OutPkt {
+                            hdr: h,
+                            payload: std::mem::take(&mut self.buf),
+                            ready_at: None,
+                        });
+                        return;
                     }
-                }
+                },
                 Recv::Wake => {}
                 Recv::Bad => self.sh.stats.packets_discarded += 1,
                 Recv::Nothing => break,
@@ -180,6 +198,13 @@ impl Engine {
             }
         }
     }
+}
+
+/// Queue a datagram's packet for its QP: `None` for no such QP, else
+/// whether its queue had room.
+fn offer(qps: &mut BTreeMap<u32, Qp>, hdr: PktHdr, payload: &[u8]) -> Option<bool> {
+    qps.get_mut(&hdr.dst_qpn)
+        .map(|qp| qp.inbound.push(hdr, payload))
 }
 
 /// Write the QP's ready packets to its peer's ring, or send them to its

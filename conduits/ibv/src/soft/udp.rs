@@ -11,7 +11,8 @@
 //!   little-endian ([`encode`], [`decode`]), then the payload. A datagram
 //!   that does not decode (short, a length that disagrees with its size,
 //!   an unknown kind) is dropped and counted; so is one for a QP the
-//!   device does not have. Nothing from the network is trusted further
+//!   device does not have. A packet for a QP whose queue is full stops
+//!   the reading until there is room: the kernel's buffer holds the rest. Nothing from the network is trusted further
 //!   than the shared-memory wire's headers are.
 //! - The socket is non-blocking: a send the kernel refuses for want of
 //!   buffer space (`EAGAIN`, `ENOBUFS`) is back-pressure, and the packet
@@ -94,6 +95,7 @@ impl UdpWire {
         let sock = UdpSocket::bind((ip, 0)).map_err(|e| io("bind", e))?;
         sock.set_nonblocking(true)
             .map_err(|e| io("set_nonblocking", e))?;
+        grow_receive_buffer(&sock);
         let local = match sock.local_addr().map_err(|e| io("local_addr", e))? {
             std::net::SocketAddr::V4(a) => a,
             std::net::SocketAddr::V6(a) => {
@@ -169,6 +171,37 @@ pub(crate) enum Recv {
     Bad,
     /// Nothing waiting.
     Nothing,
+}
+
+/// The receive buffer asked for: the wire has no flow control beyond the
+/// transport's retransmission, so a burst (a 4 MiB RDMA WRITE is a
+/// thousand packets, and an RDMA READ's responses come all at once) must
+/// fit in the kernel's buffer while the receiver is not running, or it is
+/// lost and resent whole, again and again.
+const RECEIVE_BUFFER: libc::c_int = 256 << 20;
+
+/// Ask for [`RECEIVE_BUFFER`]: with `SO_RCVBUFFORCE` where the process
+/// may (CAP_NET_ADMIN), else `SO_RCVBUF`, which the kernel caps at
+/// `net.core.rmem_max` (4 MiB here: enough for the conformance suite's
+/// bursts between a few ranks, not for floods of large transfers).
+fn grow_receive_buffer(sock: &UdpSocket) {
+    let size = RECEIVE_BUFFER;
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: a valid socket fd, and a pointer to a c_int of the size
+        // passed, which setsockopt only reads.
+        let r = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            return;
+        }
+    }
 }
 
 /// Write `h` into the first [`HDR_BYTES`] of `out`, little-endian.
