@@ -972,6 +972,15 @@ fn survives(loss_pct: &str) -> (u64, u64) {
     );
     assert_eq!(&b.bytes()[..16384], &a.bytes()[..16384]);
     assert_eq!(b.buf[30000 / 8], N, "each atomic performed once");
+    // A READ of several packets: a lost response is asked for again, and
+    // the bytes are the peer's.
+    for round in 0..4u64 {
+        let (s, r) = (a.sge(21000, 8192), b.remote(0));
+        post(&a, &qa, wr(400 + round, Opcode::RdmaRead, s, r)).unwrap();
+        let got = wait(&a, &[&b.dev], 1);
+        assert!(got.iter().all(|w| w.status == WcStatus::Success), "{got:?}");
+        assert_eq!(&a.bytes()[21000..29192], &b.bytes()[..8192]);
+    }
     let (sa, sb) = (a.dev.stats(), b.dev.stats());
     (sa.packets_dropped + sb.packets_dropped, sa.retransmits)
 }

@@ -200,6 +200,13 @@ fn packet(qp: &Qp, idx: usize, k: u32) -> (PktHdr, Vec<u8>) {
     if k + 1 == e.npkts {
         h.flags |= F_LAST;
     }
+    if op == OP_READ {
+        // A resent READ asks for the rest only (as an HCA resumes from the
+        // first response packet missing): what arrived stays.
+        h.raddr += u64::from(e.read_got);
+        h.total_len -= e.read_got;
+        h.offset = e.read_got;
+    }
     if !matches!(op, OP_SEND | OP_WRITE) {
         return (h, Vec::new());
     }
@@ -229,9 +236,8 @@ fn rewind(qp: &mut Qp, sh: &mut Shared, psn: u32) {
         if psn_diff(psn, e.first_psn) >= 0 && psn_diff(psn, e.last_psn()) <= 0 {
             qp.tx_idx = i;
             qp.tx_pkt = psn_diff(psn, e.first_psn) as u32;
-            for e in qp.sq.iter_mut().skip(i) {
-                e.read_got = 0;
-            }
+            // READs keep what arrived (`read_got`): the resent request asks
+            // for the rest (see `packet`).
             qp.out_q.retain(|p| p.hdr.kind != K_REQ);
             return;
         }

@@ -264,8 +264,13 @@ fn duplicate(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, now: Instant) {
 }
 
 /// Send the READ's data in MTU segments.
+/// The responses to a READ of `total_len` bytes at `raddr`, which are the
+/// message's bytes from `offset` on (a resent READ asks only for what its
+/// requester has not yet received): each response's offset is in the
+/// whole message.
 fn read_response(qp: &mut Qp, sh: &Shared, h: &PktHdr, now: Instant) {
     let total = h.total_len;
+    let base = h.offset;
     let mut off = 0u32;
     loop {
         let n = (total - off).min(qp.mtu);
@@ -283,8 +288,8 @@ fn read_response(qp: &mut Qp, sh: &Shared, h: &PktHdr, now: Instant) {
         let r = PktHdr {
             kind: K_READ_RESP,
             psn: h.psn,
-            offset: off,
-            total_len: total,
+            offset: base.wrapping_add(off),
+            total_len: base.wrapping_add(total),
             flags: if last { F_LAST } else { 0 },
             ..PktHdr::default()
         };
