@@ -143,7 +143,7 @@ registry! {
     IBV_SOFT_WIRE: "RGEX_IBV_SOFT_WIRE", Value("shm"), "ibv",
         "soft device: how its packets travel, shm (rings in shared memory, one host) or udp (datagrams, across hosts, as rxe's RoCEv2); the same on every rank";
     IBV_SOFT_ADDR: "RGEX_IBV_SOFT_ADDR", Value("127.0.0.1"), "ibv",
-        "soft device, udp wire: this host's IPv4 address to bind (each host its own, e.g. its cluster interface's)";
+        "soft device, udp wire: this host's IPv4 address to bind, or an interface's name whose address to bind (each host its own: the cluster tests give cl0)";
     // PMIx.
     PMIX_LIBRARY: "RGEX_PMIX_LIBRARY", Value("libpmix.so.2"), "rgex-pmix",
         "the libpmix to load, a path or a name the dynamic loader searches";

@@ -306,6 +306,7 @@ impl Verbs for SoftVerbs {
             rnr_retries: 0,
             last_progress: Instant::now(),
             rnr_wait: None,
+            resume: None,
             rq: RecvQueue::new(granted.max_recv_wr),
             epsn: 0,
             nak_sent: false,

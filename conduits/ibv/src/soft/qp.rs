@@ -117,6 +117,9 @@ pub(crate) struct Qp {
     pub last_progress: Instant,
     /// After an RNR NAK: nothing is sent before this.
     pub rnr_wait: Option<Instant>,
+    /// The PSN after the last mid-message ACK of the oldest message (UDP
+    /// wire): a timeout resends from there.
+    pub resume: Option<u32>,
 
     // Responder.
     pub rq: RecvQueue,
@@ -246,6 +249,7 @@ impl Qp {
         self.atomic_cache.clear();
         self.out_q.clear();
         self.rnr_wait = None;
+        self.resume = None;
         self.retries = 0;
         self.rnr_retries = 0;
         Ok(())

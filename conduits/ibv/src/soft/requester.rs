@@ -260,6 +260,31 @@ fn ack_through(qp: &mut Qp, sh: &mut Shared, psn: u32, now: Instant) {
     }
 }
 
+/// An ACK within the oldest message in flight (the UDP wire's, every few
+/// packets of a long one): the peer has its packets through `psn`, so a
+/// timeout resends from the next (`Qp::resume`). Progress.
+fn mid_ack(qp: &mut Qp, psn: u32, now: Instant) {
+    let Some(e) = qp.sq.get(qp.first_unacked) else {
+        return;
+    };
+    let within = psn_diff(psn, e.first_psn) >= 0 && psn_diff(psn, e.last_psn()) < 0;
+    let later = qp.resume.is_none_or(|r| psn_diff(psn_add(psn, 1), r) > 0);
+    if within && !e.wants_response() && qp.in_flight() && later {
+        qp.resume = Some(psn_add(psn, 1));
+        forward(qp, now);
+    }
+}
+
+/// Where a timeout resends from: the oldest message's first packet, or
+/// past what a mid-message ACK acknowledged of it.
+fn resend_from(qp: &Qp) -> u32 {
+    let e = &qp.sq[qp.first_unacked];
+    match qp.resume {
+        Some(r) if psn_diff(r, e.first_psn) > 0 && psn_diff(r, e.last_psn()) <= 0 => r,
+        _ => e.first_psn,
+    }
+}
+
 /// Forward progress: the retry counters start again.
 fn forward(qp: &mut Qp, now: Instant) {
     qp.retries = 0;
@@ -274,7 +299,10 @@ pub(crate) fn on_response(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u
     }
     let before = psn_add(h.psn, PSN_MASK);
     match h.kind {
-        K_ACK => ack_through(qp, sh, h.psn, now),
+        K_ACK => {
+            ack_through(qp, sh, h.psn, now);
+            mid_ack(qp, h.psn, now);
+        }
         K_NAK => {
             ack_through(qp, sh, before, now);
             let Some(e) = qp.sq.get(qp.first_unacked) else {
@@ -298,13 +326,13 @@ pub(crate) fn on_response(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u
                     }
                 }
                 NAK_SEQ => {
-                    qp.retries += 1;
+                    // The peer answers and has everything before `psn`:
+                    // resend from there. Not a retry against retry_cnt,
+                    // which counts ACK timeouts (as rxe does): a long
+                    // message on a lossy wire takes many NAKs, each one
+                    // progress.
                     qp.last_progress = now;
-                    if qp.retries > qp.retry_cnt {
-                        qp.fail_head(&mut sh.cqs, WcStatus::RetryExcErr);
-                    } else {
-                        rewind(qp, sh, h.psn);
-                    }
+                    rewind(qp, sh, h.psn);
                 }
                 NAK_REM_ACCESS => qp.fail_head(&mut sh.cqs, WcStatus::RemAccessErr),
                 NAK_REM_INV => qp.fail_head(&mut sh.cqs, WcStatus::RemInvReqErr),
@@ -389,7 +417,7 @@ pub(crate) fn timers(qp: &mut Qp, sh: &mut Shared, now: Instant) {
     if qp.retries > qp.retry_cnt {
         qp.fail_head(&mut sh.cqs, WcStatus::RetryExcErr);
     } else {
-        let psn = qp.sq[qp.first_unacked].first_psn;
+        let psn = resend_from(qp);
         rewind(qp, sh, psn);
     }
 }

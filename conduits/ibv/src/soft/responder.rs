@@ -61,6 +61,10 @@ fn fatal(qp: &mut Qp, sh: &mut Shared, syndrome: u8, now: Instant) {
     qp.enter_err(&mut sh.cqs);
 }
 
+/// On the UDP wire, a message's packets are acknowledged every this many
+/// PSNs before its last.
+const MID_ACK: u32 = 16;
+
 fn ack(qp: &mut Qp, sh: &Shared, psn: u32, now: Instant) {
     let h = PktHdr {
         kind: K_ACK,
@@ -226,6 +230,12 @@ fn message(qp: &mut Qp, sh: &mut Shared, h: &PktHdr, payload: &[u8], now: Instan
         };
     }
     qp.epsn = psn_add(qp.epsn, 1);
+    if h.flags & F_LAST == 0 && sh.udp.is_some() && h.psn % MID_ACK == MID_ACK - 1 {
+        // The UDP wire loses packets: acknowledge long messages as they
+        // arrive, so a resend after a loss starts here, not at the
+        // message's first packet (see `requester::mid_ack`).
+        ack(qp, sh, h.psn, now);
+    }
     if h.flags & F_LAST != 0 {
         let rx = qp.rx.take().expect("checked above");
         if let Some(r) = rx.recv {

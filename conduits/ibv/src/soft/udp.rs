@@ -37,8 +37,9 @@ use std::os::fd::{AsRawFd, RawFd};
 /// Which wire the soft device uses: `shm` (shared memory, one host; the
 /// default) or `udp` (datagrams, between hosts).
 pub const WIRE_ENV: &str = "RGEX_IBV_SOFT_WIRE";
-/// The IPv4 address the UDP wire binds (default 127.0.0.1: give each
-/// host's own address, e.g. its cluster interface's, to span hosts).
+/// The IPv4 address the UDP wire binds, or the name of an interface whose
+/// address it binds (default 127.0.0.1: give each host's own, e.g. its
+/// cluster interface's name, to span hosts).
 pub const ADDR_ENV: &str = "RGEX_IBV_SOFT_ADDR";
 
 /// The largest datagram: a header and one MTU of payload.
@@ -61,17 +62,54 @@ impl WireKind {
             Err(_) | Ok("") | Ok("shm") => Ok(WireKind::Shm),
             Ok("udp") => match std::env::var(ADDR_ENV) {
                 Err(_) => Ok(WireKind::Udp(Ipv4Addr::LOCALHOST)),
-                Ok(a) => a.trim().parse().map(WireKind::Udp).map_err(|_| {
-                    bad(format!(
-                        "{ADDR_ENV}={a:?} is not an IPv4 address (the UDP wire binds one)"
-                    ))
-                }),
+                Ok(a) => match a.trim().parse() {
+                    Ok(ip) => Ok(WireKind::Udp(ip)),
+                    Err(_) => interface_addr(a.trim()).map(WireKind::Udp).ok_or_else(|| {
+                        bad(format!(
+                            "{ADDR_ENV}={a:?} is neither an IPv4 address nor an interface \
+                             of this host with one (the UDP wire binds it)"
+                        ))
+                    }),
+                },
             },
             Ok(other) => Err(bad(format!(
                 "{WIRE_ENV}={other:?}: the soft device's wires are shm and udp"
             ))),
         }
     }
+}
+
+/// The first IPv4 address of interface `name`, if it has one.
+fn interface_addr(name: &str) -> Option<Ipv4Addr> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head to the pointer we pass; on
+    // success it is ours to free with freeifaddrs, done below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return None;
+    }
+    let mut found = None;
+    let mut at = list;
+    while !at.is_null() {
+        // SAFETY: a node of the list getifaddrs made, not yet freed.
+        let ifa = unsafe { &*at };
+        at = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: a NUL-terminated name, per getifaddrs.
+        let n = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        // SAFETY: ifa_addr points at a sockaddr whose family says its type.
+        let family = unsafe { (*ifa.ifa_addr).sa_family };
+        if n.to_bytes() == name.as_bytes() && i32::from(family) == libc::AF_INET {
+            // SAFETY: an AF_INET address is a sockaddr_in.
+            let sin = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in>() };
+            found = Some(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+            break;
+        }
+    }
+    // SAFETY: the list getifaddrs returned, freed once.
+    unsafe { libc::freeifaddrs(list) };
+    found
 }
 
 /// A device's UDP socket.
@@ -284,6 +322,12 @@ mod tests {
         assert_eq!(decode(&[]), None, "a wake-up");
         d[0] = 99;
         assert_eq!(decode(&d), None, "unknown kind");
+    }
+
+    #[test]
+    fn the_loopback_interface_has_its_address() {
+        assert_eq!(interface_addr("lo"), Some(Ipv4Addr::LOCALHOST));
+        assert_eq!(interface_addr("no-such-interface0"), None);
     }
 
     #[test]
