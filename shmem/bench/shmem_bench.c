@@ -25,6 +25,7 @@
  * "shmem_bench done"; shmem_finalize comes after it (Open MPI's crashes
  * there with UCX 1.13: the figures are out before).
  */
+#define _POSIX_C_SOURCE 200809L
 #include <shmem.h>
 #include <stdio.h>
 #include <stdlib.h>
