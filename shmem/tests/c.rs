@@ -763,7 +763,11 @@ fn shmem_bench_quick_two_pes() {
     );
     for (w, (name, size)) in lines.iter().zip(BENCH_ROWS) {
         assert_eq!(w.len(), 5, "shmem_bench NAME SIZE VALUE UNIT: {w:?}");
-        assert_eq!((w[1].as_str(), w[2].parse::<u64>().ok()), (name, Some(size)), "{w:?}");
+        assert_eq!(
+            (w[1].as_str(), w[2].parse::<u64>().ok()),
+            (name, Some(size)),
+            "{w:?}"
+        );
         let v: f64 = w[3].parse().unwrap_or(f64::NAN);
         assert!(v.is_finite() && v > 0.0, "{name} {size}: figure {:?}", w[3]);
         let unit = if name.ends_with("_bw") {

@@ -134,7 +134,10 @@ fn job(name: &str, mut cmd: Command) -> Result<(Figures, Option<String>), String
         .map_err(|e| format!("start {name}: {e}"))?
         .finish(Duration::from_secs(600))?;
     let (figs, finished) = parse(&done.stdout);
-    let complete = finished && ROWS.iter().all(|(n, s, ..)| figs.contains_key(&(n.to_string(), *s)));
+    let complete = finished
+        && ROWS
+            .iter()
+            .all(|(n, s, ..)| figs.contains_key(&(n.to_string(), *s)));
     let why = || {
         format!(
             "{name} {}: {}",
@@ -192,7 +195,14 @@ impl Rounds {
     }
 }
 
-fn record(job: &Job, label: &str, size: u64, unit: &str, (best, min, max): (f64, f64, f64), rounds: usize) -> Record {
+fn record(
+    job: &Job,
+    label: &str,
+    size: u64,
+    unit: &str,
+    (best, min, max): (f64, f64, f64),
+    rounds: usize,
+) -> Record {
     let s = Stats::from_samples(&[best]).expect("one finite figure");
     let mut r = job.record(label, Some(size), &s, unit, 0);
     r.min = min;
@@ -206,12 +216,7 @@ fn fmt(x: Option<f64>) -> String {
 }
 
 /// The table, the records and the bandwidth plot of one transport.
-fn report(
-    t: &Transport,
-    rgex: &Rounds,
-    ompi: &Rounds,
-    floor: Option<f64>,
-) -> (Vec<Record>, Plot) {
+fn report(t: &Transport, rgex: &Rounds, ompi: &Rounds, floor: Option<f64>) -> (Vec<Record>, Plot) {
     let rgex_job = Job {
         bench: "testshmem".into(),
         conduit: t.conduit.into(),
@@ -245,7 +250,10 @@ fn report(
         let (ratio, verdict) = match (r, m) {
             (Some((r, ..)), Some((m, ..))) if m > 0.0 => {
                 let wins = if rising(unit) { r >= m } else { r <= m };
-                (format!("{:.2}", r / m), if wins { "rgex wins" } else { "rgex loses" })
+                (
+                    format!("{:.2}", r / m),
+                    if wins { "rgex wins" } else { "rgex loses" },
+                )
             }
             _ => ("-".to_owned(), "-"),
         };
@@ -263,7 +271,9 @@ fn report(
             recs.push(rec);
         }
         if let Some(m) = m {
-            peer.push(record(&ompi_job, label, size, unit, m, ompi.rounds()));
+            // The page keys its columns by variant: the peer's are its own.
+            let variant = format!("openmpi {label}");
+            peer.push(record(&ompi_job, &variant, size, unit, m, ompi.rounds()));
         }
     }
     if let Some(f) = floor {
@@ -273,7 +283,10 @@ fn report(
     recs.extend(peer);
     let sizes = [4096u64, 65536, 1 << 20];
     let mut plot = Plot::new(
-        &format!("testshmem: bandwidth, rgex over {} beside {}", t.conduit, t.ompi),
+        &format!(
+            "testshmem: bandwidth, rgex over {} beside {}",
+            t.conduit, t.ompi
+        ),
         "size (bytes)",
         "MB/s",
         sizes.iter().map(|s| s.to_string()).collect(),
@@ -283,7 +296,11 @@ fn report(
             let points = sizes
                 .iter()
                 .enumerate()
-                .filter_map(|(i, &s)| rounds.best(name, s, "MB/s").map(|(b, lo, hi)| (i, b, lo, hi)))
+                .filter_map(|(i, &s)| {
+                    rounds
+                        .best(name, s, "MB/s")
+                        .map(|(b, lo, hi)| (i, b, lo, hi))
+                })
                 .collect();
             plot.series.push(Series {
                 name: format!("{who} {what}"),
@@ -309,7 +326,8 @@ fn run() -> Result<(), String> {
         return Ok(());
     };
     let rounds = rounds.unwrap_or(if opts.quick { 1 } else { 3 });
-    let run = sibling("rgex-run").ok_or("rgex-run is built next to testshmem (cargo build --release -p rgex)")?;
+    let run = sibling("rgex-run")
+        .ok_or("rgex-run is built next to testshmem (cargo build --release -p rgex)")?;
     let rgex_bench = program("RGEX_SHMEM_BENCH", "shmem_bench_rgex").ok_or(
         "shmem_bench_rgex is not next to testshmem: ci/bench.sh builds it with shmem/bin/oshcc",
     )?;
@@ -342,7 +360,9 @@ fn run() -> Result<(), String> {
             if cpus >= 2 {
                 c.arg("--bind");
             }
-            c.arg(&rgex_bench).args(&bench_args).envs(t.rgex_env.iter().copied());
+            c.arg(&rgex_bench)
+                .args(&bench_args)
+                .envs(t.rgex_env.iter().copied());
             match job("rgex-run", c) {
                 Ok((f, None)) => rgex[i].add(&f),
                 Ok((f, Some(e))) => {
@@ -397,7 +417,10 @@ fn run() -> Result<(), String> {
     }
     for (i, t) in TRANSPORTS.iter().enumerate() {
         let (recs, plot) = report(t, &rgex[i], &ompi[i], floor);
-        let stem = opts.json.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        let stem = opts
+            .json
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         let o = Opts {
             json: opts.json.with_file_name(format!("{stem}{}.json", t.suffix)),
             ..opts.clone()
