@@ -10,8 +10,9 @@
 # and shm, each against the provider's own floor (fi_pingpong), skipped
 # if this build has no ofi
 # conduit; testam, testsmall and testfaddperf over the ibv conduit on the
-# software verbs device (the emulation's figures, labelled so); last the
-# scc epochs in modelled cycles; at the end one HTML page of it all,
+# software verbs device (the emulation's figures, labelled so); testcoll; then
+# OpenSHMEM beside Open MPI's (testshmem, shmem/bench/shmem_bench.c);
+# last the scc epochs in modelled cycles; at the end one HTML page of it all,
 # bench-results/index.html (bench-page: every JSON file's tables, rgex
 # beside its floors and peers, every SVG plot inlined, the machine as
 # described before the benches ran, testam's round table; self-contained,
@@ -63,7 +64,7 @@ bash ci/deps.sh
 
 section "build"
 command -v cargo >/dev/null 2>&1 || { echo "cargo is not installed (https://rustup.rs)" >&2; exit 1; }
-cargo build --release -p rgex -p rgex-benches
+cargo build --release -p rgex -p rgex-benches -p rgex-shmem
 # The Open MPI peer, next to the benches (rgex_benches::mpi looks there).
 if command -v mpicc >/dev/null 2>&1; then
     mpicc -O2 -o target/release/mpi_peer benches/peers/mpi_peer.c ||
@@ -203,6 +204,25 @@ done
 section "testcoll: rgex's collectives beside Open MPI's, 2, 4 and 8 ranks"
 target/release/testcoll "${args[@]}" --json "$dir/testcoll.json" 2>&1 | tee "$dir/testcoll.log"
 
+# OpenSHMEM: the same C program (shmem/bench/shmem_bench.c) built with
+# rgex's oshcc and with Open MPI's (on PATH from openmpi-bin and
+# libopenmpi-dev, installed above); testshmem runs the two in interleaved
+# rounds, over shared memory (smp; UCX posix) and loopback tcp (ofi
+# tcp;ofi_rxm; UCX tcp), with the cache-line floor, and writes
+# testshmem.json and testshmem-tcp.json. Open MPI's crash in
+# shmem_finalize (UCX 1.13) comes after its last figure and is reported
+# as the peer's defect.
+section "testshmem: rgex-shmem beside Open MPI's OpenSHMEM, 2 PEs"
+RGEX_SHMEM_LIBDIR=target/release shmem/bin/oshcc -O2 -o target/release/shmem_bench_rgex shmem/bench/shmem_bench.c
+rm -f target/release/shmem_bench_ompi
+if command -v oshcc >/dev/null 2>&1 && command -v oshrun >/dev/null 2>&1; then
+    oshcc -O2 -o target/release/shmem_bench_ompi shmem/bench/shmem_bench.c ||
+        echo "Open MPI's oshcc failed: testshmem will skip the Open MPI comparison"
+else
+    echo "Open MPI's oshcc or oshrun is missing: testshmem will skip the Open MPI comparison"
+fi
+target/release/testshmem "${args[@]}" --json "$dir/testshmem.json" 2>&1 | tee "$dir/testshmem.log"
+
 section "scc_epochs: modelled cycles of post/start/complete/wait vs targets"
 scc_args=()
 for a in "$@"; do [ "$a" = --quick ] && scc_args+=(--quick); done
@@ -217,6 +237,7 @@ for bench in testsmall testimm rma_mt testfaddperf testvisperf; do
 done
 echo "scc_epochs: $(realpath -- "$dir/scc_epochs.json") $(realpath -- "$dir/scc_epochs.log")"
 echo "testcoll: $(realpath -- "$dir/testcoll.json") $(realpath -- "$dir/testcoll.log")"
+echo "testshmem: $(realpath -- "$dir/testshmem.json") $(realpath -- "$dir/testshmem-tcp.json") $(realpath -- "$dir/testshmem.log")"
 echo "ibv (software verbs device): $(realpath -- "$ibv_out")"
 for out in "${ofi_dirs[@]}"; do
     for bench in testam testsmall testfaddperf testvisperf; do

@@ -704,3 +704,80 @@ fn oshcc_refuses_itself_as_its_compiler() {
         );
     }
 }
+
+/// The rows `bench/shmem_bench.c` prints (issue 41's benchmark), in its
+/// order: name and size.
+const BENCH_ROWS: [(&str, u64); 15] = [
+    ("put_lat", 8),
+    ("get_lat", 8),
+    ("put_bw", 4096),
+    ("put_bw", 65536),
+    ("put_bw", 1 << 20),
+    ("get_bw", 4096),
+    ("get_bw", 65536),
+    ("get_bw", 1 << 20),
+    ("put_nbi_rate", 8),
+    ("fadd_lat", 8),
+    ("cswap_lat", 8),
+    ("barrier_all", 0),
+    ("broadcast", 8),
+    ("fcollect", 8),
+    ("alltoall", 1024),
+];
+
+/// bench/shmem_bench.c builds with oshcc (warnings as errors) and runs
+/// on 2 PEs in its quick mode: every row once, in order, each with a
+/// positive finite figure and its unit, then `shmem_bench done`, and the
+/// job succeeds (finalize included). No timing is judged.
+#[test]
+fn shmem_bench_quick_two_pes() {
+    let b = built();
+    let src = shmem_dir().join("bench/shmem_bench.c");
+    let exe = b.programs.join("shmem_bench");
+    let out = oshcc(&b.profile)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("oshcc runs");
+    assert!(
+        out.status.success(),
+        "oshcc {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = oshrun(2, "shmem_bench", &["--quick"], &[]);
+    assert!(out.status.success(), "shmem_bench failed: {}", out.status);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<Vec<String>> = stdout
+        .lines()
+        .map(|l| l.strip_prefix("[0] ").unwrap_or(l))
+        .filter(|l| l.starts_with("shmem_bench "))
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        BENCH_ROWS.len() + 1,
+        "one line per row and the last: {lines:?}"
+    );
+    for (w, (name, size)) in lines.iter().zip(BENCH_ROWS) {
+        assert_eq!(w.len(), 5, "shmem_bench NAME SIZE VALUE UNIT: {w:?}");
+        assert_eq!(
+            (w[1].as_str(), w[2].parse::<u64>().ok()),
+            (name, Some(size)),
+            "{w:?}"
+        );
+        let v: f64 = w[3].parse().unwrap_or(f64::NAN);
+        assert!(v.is_finite() && v > 0.0, "{name} {size}: figure {:?}", w[3]);
+        let unit = if name.ends_with("_bw") {
+            "MB/s"
+        } else if name.ends_with("_rate") {
+            "Mmsg/s"
+        } else {
+            "ns"
+        };
+        assert_eq!(w[4], unit, "{w:?}");
+    }
+    assert_eq!(lines[BENCH_ROWS.len()], ["shmem_bench", "done"]);
+}
