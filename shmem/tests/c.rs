@@ -15,8 +15,20 @@ use std::time::Duration;
 
 /// The C programs, each with its own section.
 const PROGRAMS: &[&str] = &[
-    "setup", "heap", "rma", "amo", "wait", "signal", "threads", "errors", "teams", "coll", "locks",
-    "ctx", "statics",
+    "setup",
+    "heap",
+    "rma",
+    "amo",
+    "wait",
+    "signal",
+    "threads",
+    "errors",
+    "teams",
+    "coll",
+    "locks",
+    "ctx",
+    "statics",
+    "global_exit",
 ];
 
 /// Where the library, rgex-run and the built C programs are.
@@ -195,12 +207,12 @@ const HEAP_ENV: &[(&str, &str)] = &[("SHMEM_SYMMETRIC_SIZE", "8M")];
 
 #[test]
 fn heap_two_pes() {
-    run_ok(2, "heap", &[], HEAP_ENV, (7, 0));
+    run_ok(2, "heap", &[], HEAP_ENV, (8, 0));
 }
 
 #[test]
 fn heap_three_pes() {
-    run_ok(3, "heap", &[], HEAP_ENV, (7, 0));
+    run_ok(3, "heap", &[], HEAP_ENV, (8, 0));
 }
 
 /// rma.c: 24 types, 5 sized forms, mem, the generic ones, 1 MiB.
@@ -461,6 +473,18 @@ fn out_of_heap() {
         &[
             "shmem_malloc: out of symmetric heap: 1099511627776 bytes asked for, the largest \
            free block is 8388544 bytes of a 8388608-byte heap (SHMEM_SYMMETRIC_SIZE sets it)",
+        ],
+    );
+}
+
+#[test]
+fn an_alignment_past_the_limit() {
+    fails(
+        "align_too_large",
+        &[
+            "rgex-shmem: PE ",
+            ": shmem_align: alignment = 2147483648 is more than the \
+           1073741824 bytes that every PE's heap base shares (the most shmem_align supports)",
         ],
     );
 }
