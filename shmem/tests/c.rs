@@ -397,6 +397,32 @@ fn statics_three_pes() {
     run_ok(3, "statics", &[], &[], STATICS);
 }
 
+/// global_exit.c: PE 0 calls `shmem_global_exit(status)` while the
+/// others wait on a word nobody writes: the job ends with `status`
+/// (not the launcher's timeout, 124), and no waiter goes on.
+fn global_exit(n: u32, status: i32) {
+    let arg = status.to_string();
+    let out = oshrun(n, "global_exit", &[&arg], &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(status), "the job's status");
+    assert!(
+        stdout.contains(&format!("PE 0: global exit with status {status}")),
+        "PE 0 did not get to the call"
+    );
+    assert!(!stdout.contains("went on"), "PE 0 went on after the call");
+    assert!(!stdout.contains("the wait ended"), "a waiter went on");
+}
+
+#[test]
+fn global_exit_three_ends_every_pe() {
+    global_exit(2, 3);
+}
+
+#[test]
+fn global_exit_zero_ends_every_pe() {
+    global_exit(3, 0);
+}
+
 /// Bad input ends the job non-zero, with a message naming the PE, the
 /// call, the argument and the limit.
 fn fails(case: &str, says: &[&str]) {
