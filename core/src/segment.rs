@@ -3,6 +3,21 @@
 use crate::{Error, Rank, Result};
 use std::ptr::NonNull;
 
+/// The alignment of the address of every mapping that holds a segment
+/// on the conduits whose segments smp maps (smp, ofi, ibv): 1 GiB, the
+/// same on every rank. Each rank's segment lies at the same offset of its
+/// mapping, so the ranks' segment bases agree modulo any power of two up
+/// to this, and an allocator over the segment (OpenSHMEM's `shmem_align`)
+/// can give every rank the same offset for an aligned block. It costs
+/// address space only: the slack is reserved while mapping, then given
+/// back. (scc places segments inside one chip; its bases agree modulo
+/// less.)
+///
+/// ```
+/// assert!(rgex_core::segment::BASE_ALIGN.is_power_of_two());
+/// ```
+pub const BASE_ALIGN: usize = 1 << 30;
+
 /// The offsets each client segment owns (segments over client memory,
 /// registered by rgex-endpoint): client segment `k` starts at
 /// `k * CLIENT_SEGMENT_STRIDE` (1 TiB apart) of every rank's address

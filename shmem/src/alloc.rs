@@ -14,6 +14,10 @@ use crate::state::{self, Shmem};
 use rgex::ReduceOp;
 use std::ffi::{c_long, c_void};
 
+/// The largest alignment `shmem_align` gives: the one every PE's heap
+/// base shares ([`rgex::segment::BASE_ALIGN`], 1 GiB).
+pub const MAX_ALIGN: u64 = rgex::segment::BASE_ALIGN as u64;
+
 /// Check that every PE passed the same `values` (named by `names`) to
 /// `what`; the allreduce is also the call's barrier.
 fn agree(s: &Shmem, what: &str, names: &[&str], values: &[u64]) {
@@ -40,11 +44,22 @@ fn allocate(s: &Shmem, what: &str, size: u64, align: u64) -> *mut c_void {
         agree(s, what, &["size", "offset"], &[0, 0]);
         return std::ptr::null_mut();
     }
+    if align > MAX_ALIGN {
+        fatal(
+            Some(s.me),
+            what,
+            format_args!(
+                "alignment = {align} is more than the {MAX_ALIGN} bytes that every PE's heap \
+                 base shares (the most shmem_align supports)"
+            ),
+        );
+    }
     if align > crate::heap::MIN_ALIGN {
         // An address aligned on every PE needs one offset: the PEs' heap
-        // bases must agree modulo the alignment (rgex maps each PE's
-        // segment where the system puts it). Said as such, not as a
-        // mismatch of offsets.
+        // bases must agree modulo the alignment. rgex maps every segment
+        // at the same offset of a mapping aligned to MAX_ALIGN (on smp,
+        // ofi and ibv), so they do; scc places segments in one chip,
+        // where they may not. Said as such, not as a mismatch of offsets.
         let skew = s.base() as u64 % align;
         agree(
             s,

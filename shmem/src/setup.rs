@@ -219,13 +219,16 @@ pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
         .map_or(std::ptr::null_mut(), |p| p.cast())
 }
 
-/// `void shmem_global_exit(int status)`: ends this process with
-/// `status` at once; the launcher ends the other PEs when it is not 0
-/// (with 0, those that wait on this PE fail, naming it gone).
+/// `void shmem_global_exit(int status)`: ends the whole job with
+/// `status`, whatever the other PEs are doing. Under rgex-run it asks the
+/// launcher to end every PE and exit with `status` (a frame on its
+/// bootstrap socket), then ends this process with `status`. Elsewhere
+/// (under a PMIx launcher) only the non-zero exit ends the others.
 #[no_mangle]
 pub extern "C" fn shmem_global_exit(status: c_int) {
     // SAFETY: fflush(NULL) flushes every C output stream.
     unsafe { libc::fflush(std::ptr::null_mut()) };
+    rgex::bootstrap::request_job_exit(status);
     std::process::exit(status)
 }
 

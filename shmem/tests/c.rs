@@ -15,8 +15,20 @@ use std::time::Duration;
 
 /// The C programs, each with its own section.
 const PROGRAMS: &[&str] = &[
-    "setup", "heap", "rma", "amo", "wait", "signal", "threads", "errors", "teams", "coll", "locks",
-    "ctx", "statics",
+    "setup",
+    "heap",
+    "rma",
+    "amo",
+    "wait",
+    "signal",
+    "threads",
+    "errors",
+    "teams",
+    "coll",
+    "locks",
+    "ctx",
+    "statics",
+    "global_exit",
 ];
 
 /// Where the library, rgex-run and the built C programs are.
@@ -195,12 +207,12 @@ const HEAP_ENV: &[(&str, &str)] = &[("SHMEM_SYMMETRIC_SIZE", "8M")];
 
 #[test]
 fn heap_two_pes() {
-    run_ok(2, "heap", &[], HEAP_ENV, (7, 0));
+    run_ok(2, "heap", &[], HEAP_ENV, (8, 0));
 }
 
 #[test]
 fn heap_three_pes() {
-    run_ok(3, "heap", &[], HEAP_ENV, (7, 0));
+    run_ok(3, "heap", &[], HEAP_ENV, (8, 0));
 }
 
 /// rma.c: 24 types, 5 sized forms, mem, the generic ones, 1 MiB.
@@ -385,6 +397,32 @@ fn statics_three_pes() {
     run_ok(3, "statics", &[], &[], STATICS);
 }
 
+/// global_exit.c: PE 0 calls `shmem_global_exit(status)` while the
+/// others wait on a word nobody writes: the job ends with `status`
+/// (not the launcher's timeout, 124), and no waiter goes on.
+fn global_exit(n: u32, status: i32) {
+    let arg = status.to_string();
+    let out = oshrun(n, "global_exit", &[&arg], &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(status), "the job's status");
+    assert!(
+        stdout.contains(&format!("PE 0: global exit with status {status}")),
+        "PE 0 did not get to the call"
+    );
+    assert!(!stdout.contains("went on"), "PE 0 went on after the call");
+    assert!(!stdout.contains("the wait ended"), "a waiter went on");
+}
+
+#[test]
+fn global_exit_three_ends_every_pe() {
+    global_exit(2, 3);
+}
+
+#[test]
+fn global_exit_zero_ends_every_pe() {
+    global_exit(3, 0);
+}
+
 /// Bad input ends the job non-zero, with a message naming the PE, the
 /// call, the argument and the limit.
 fn fails(case: &str, says: &[&str]) {
@@ -461,6 +499,18 @@ fn out_of_heap() {
         &[
             "shmem_malloc: out of symmetric heap: 1099511627776 bytes asked for, the largest \
            free block is 8388544 bytes of a 8388608-byte heap (SHMEM_SYMMETRIC_SIZE sets it)",
+        ],
+    );
+}
+
+#[test]
+fn an_alignment_past_the_limit() {
+    fails(
+        "align_too_large",
+        &[
+            "rgex-shmem: PE ",
+            ": shmem_align: alignment = 2147483648 is more than the \
+           1073741824 bytes that every PE's heap base shares (the most shmem_align supports)",
         ],
     );
 }

@@ -1,14 +1,23 @@
 //! Named POSIX shared-memory objects, mapped read-write.
 
+use rgex_core::segment::BASE_ALIGN;
 use rgex_core::{Error, Result};
 use std::ffi::CString;
 use std::ptr::NonNull;
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(p).ok().filter(|&p| p > 0).unwrap_or(4096)
+}
 
 /// A mapping of a POSIX shared-memory object (`/dev/shm/<name>`).
 ///
 /// Unmapped on drop. The object's *name* is removed separately with
 /// [`unlink`], as soon as every rank has mapped it, so that a crash later in
 /// the job leaves nothing behind in `/dev/shm`.
+///
+/// Its base is a multiple of [`BASE_ALIGN`].
 #[derive(Debug)]
 pub struct ShmMap {
     base: NonNull<u8>,
@@ -70,31 +79,83 @@ impl ShmMap {
     }
 
     fn map_fd(fd: libc::c_int, len: usize, name: &str) -> Result<Self> {
-        // SAFETY: mapping a shared, read-write view of a descriptor we own;
-        // the kernel picks the address. The descriptor can be closed after.
-        let p = unsafe {
+        let mapped = Self::map_aligned(fd, len, name);
+        // SAFETY: fd is ours and no longer needed: the mapping keeps the object alive.
+        unsafe { libc::close(fd) };
+        let base = mapped?;
+        Ok(ShmMap {
+            base,
+            len,
+            name: name.to_owned(),
+        })
+    }
+
+    /// Map `len` bytes of `fd` shared and read-write at an address that is
+    /// a multiple of [`BASE_ALIGN`]: reserve `len + BASE_ALIGN` bytes of
+    /// address space (no memory: `PROT_NONE`, `MAP_NORESERVE`), map the
+    /// object over the aligned part of it, and give back the slack on
+    /// either side. So every rank's segment, at the same offset of its
+    /// region, has the same address modulo [`BASE_ALIGN`].
+    fn map_aligned(fd: libc::c_int, len: usize, name: &str) -> Result<NonNull<u8>> {
+        let span = len.checked_add(BASE_ALIGN).ok_or_else(|| {
+            Error::Config(format!(
+                "mmap of {name}: {len} bytes and the alignment slack overflow the address space"
+            ))
+        })?;
+        // SAFETY: an anonymous, inaccessible reservation at an address the
+        // kernel picks; it touches no existing mapping.
+        let hold = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
+                span,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if hold == libc::MAP_FAILED {
+            return Err(Error::last_os(format!(
+                "mmap of {span} bytes of address space for {name} ({len} bytes at a \
+                 {BASE_ALIGN}-byte alignment)"
+            )));
+        }
+        let start = hold as usize;
+        let at = start.next_multiple_of(BASE_ALIGN);
+        // SAFETY: `at..at + len` lies inside the reservation `hold..hold +
+        // span` (at - start < BASE_ALIGN), which this function owns, so
+        // MAP_FIXED replaces only our own inaccessible pages.
+        let p = unsafe {
+            libc::mmap(
+                at as *mut libc::c_void,
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
+                libc::MAP_SHARED | libc::MAP_FIXED,
                 fd,
                 0,
             )
         };
         let err = (p == libc::MAP_FAILED)
             .then(|| Error::last_os(format!("mmap of {name} ({len} bytes)")));
-        // SAFETY: fd is ours and no longer needed: the mapping keeps the object alive.
-        unsafe { libc::close(fd) };
-        if let Some(e) = err {
-            return Err(e);
+        let end = start + span;
+        let object_end = at + len.next_multiple_of(page_size());
+        // SAFETY: the slack before `at` and after the object's pages is the
+        // rest of our reservation (or, on failure, the whole of it); no
+        // other mapping lies there. Its release cannot fail for a range we
+        // mapped, and a failure would only leave address space reserved.
+        unsafe {
+            if let Some(e) = err {
+                libc::munmap(hold, span);
+                return Err(e);
+            }
+            if at > start {
+                libc::munmap(hold, at - start);
+            }
+            if end > object_end {
+                libc::munmap(object_end as *mut libc::c_void, end - object_end);
+            }
         }
-        let base = NonNull::new(p.cast::<u8>()).expect("mmap returned a null mapping");
-        Ok(ShmMap {
-            base,
-            len,
-            name: name.to_owned(),
-        })
+        Ok(NonNull::new(p.cast::<u8>()).expect("mmap returned a null mapping"))
     }
 
     /// Base address of the mapping in this process.

@@ -21,7 +21,7 @@ mod unix;
 
 pub use env::{from_env, JobEnv};
 pub use single::SingleRank;
-pub use unix::{announce_leaving, announce_leaving_at_exit, UnixBootstrap};
+pub use unix::{announce_leaving, announce_leaving_at_exit, request_job_exit, UnixBootstrap};
 
 use crate::{Error, Result};
 

@@ -31,6 +31,11 @@ pub const OP_ALLGATHER: u8 = b'A';
 /// the first to start leaving (the others most likely failed because it
 /// had gone).
 pub const OP_LEAVING: u8 = b'L';
+/// First byte of the frame a rank sends to end the whole job with a
+/// status (OpenSHMEM's `shmem_global_exit`), followed by the status
+/// (`i32`, 4 bytes little-endian); no answer. The launcher ends every
+/// rank and exits with that status; the first such frame wins.
+pub const OP_EXIT: u8 = b'X';
 
 /// `CLOCK_MONOTONIC` in nanoseconds: one clock for every process of the
 /// node, so times taken by different ranks and by the launcher compare.

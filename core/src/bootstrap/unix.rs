@@ -1,7 +1,8 @@
 //! The client side of the launcher's bootstrap server, over a Unix socket.
 
 use super::protocol::{
-    decode_gather, encode_hello, monotonic_ns, read_frame, write_frame, OP_ALLGATHER, OP_LEAVING,
+    decode_gather, encode_hello, monotonic_ns, read_frame, write_frame, OP_ALLGATHER, OP_EXIT,
+    OP_LEAVING,
 };
 use super::Bootstrap;
 use crate::{Error, Result};
@@ -164,6 +165,27 @@ pub fn announce_leaving() -> bool {
         ANNOUNCED.store(true, Ordering::Relaxed);
     }
     told
+}
+
+/// Ask the launcher to end the whole job with `status` (an [`OP_EXIT`]
+/// frame): it ends every rank, whatever each is doing, and exits with
+/// `status`. The caller then exits itself. Returns whether the launcher
+/// was told: not without a launcher connection (a job of one rank, or one
+/// started by a PMIx launcher), nor when another thread of this process
+/// holds the connection in a collective for more than 10 ms.
+///
+/// ```
+/// // Without rgex-run there is nobody to tell.
+/// assert!(!rgex_core::bootstrap::request_job_exit(3));
+/// ```
+pub fn request_job_exit(status: i32) -> bool {
+    let Some(stream) = CONNECTION.lock().as_ref().and_then(Weak::upgrade) else {
+        return false;
+    };
+    let mut frame = vec![OP_EXIT];
+    frame.extend_from_slice(&status.to_le_bytes());
+    let locked = stream.try_lock_for(Duration::from_millis(10));
+    locked.is_some_and(|mut s| write_frame(&mut *s, &frame).is_ok())
 }
 
 extern "C" fn announce() {

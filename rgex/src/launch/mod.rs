@@ -58,8 +58,10 @@ const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobOutcome {
-    /// The job's exit status: 0 if every rank exited 0; else the first
-    /// failing rank's exit status, or 128 + N if it was killed by signal N;
+    /// The job's exit status: 0 if every rank exited 0; the status a rank
+    /// asked the job to end with (OpenSHMEM's `shmem_global_exit`); else
+    /// the first failing rank's exit status, or 128 + N if it was killed
+    /// by signal N;
     /// 124 if the job timed out; 128 + N if the launcher got signal N.
     pub status: i32,
     /// What went wrong, naming the rank (for example `rank 2 (pid 4242)

@@ -16,7 +16,7 @@
 use super::cleanup::PrivateDir;
 use rgex_core::bootstrap::protocol::{
     decode_hello, encode_failure, encode_gather, monotonic_ns, read_frame, write_frame,
-    OP_ALLGATHER, OP_LEAVING,
+    OP_ALLGATHER, OP_EXIT, OP_LEAVING,
 };
 use rgex_core::{Error, Result};
 use std::collections::BTreeMap;
@@ -66,6 +66,9 @@ struct State {
     leaving_at: Vec<Option<u64>>,
     /// When the launcher saw the rank's process exit.
     exited: Vec<Option<Instant>>,
+    /// The first rank that asked to end the job ([`OP_EXIT`]), and the
+    /// status it asked for.
+    exit_request: Option<(u32, i32)>,
     /// Collectives in progress, or complete but not yet collected by all.
     rounds: BTreeMap<u64, Round>,
     /// The server is shutting down: every waiter fails.
@@ -166,6 +169,7 @@ impl BootstrapServer {
                 closed_at: vec![None; n],
                 leaving_at: vec![None; n],
                 exited: vec![None; n],
+                exit_request: None,
                 rounds: BTreeMap::new(),
                 closing: false,
                 streams: Vec::new(),
@@ -225,6 +229,12 @@ impl BootstrapServer {
             .copied()
             .flatten()
             .or(st.closed_at.get(r).copied().flatten())
+    }
+
+    /// The first rank that asked to end the whole job, and the status it
+    /// asked for (see [`OP_EXIT`]).
+    pub fn exit_requested(&self) -> Option<(u32, i32)> {
+        self.shared.lock().exit_request
     }
 
     /// True when everything the ranks have written to the server so far
@@ -368,6 +378,14 @@ fn serve(mut stream: UnixStream, shared: &Shared) {
         if let [OP_LEAVING, at @ ..] = &frame[..] {
             if let Ok(at) = <[u8; 8]>::try_from(at) {
                 shared.lock().leaving_at[rank as usize].get_or_insert(u64::from_le_bytes(at));
+                idle();
+                continue;
+            }
+        }
+        if let [OP_EXIT, status @ ..] = &frame[..] {
+            if let Ok(status) = <[u8; 4]>::try_from(status) {
+                let status = i32::from_le_bytes(status);
+                shared.lock().exit_request.get_or_insert((rank, status));
                 idle();
                 continue;
             }

@@ -257,7 +257,19 @@ pub(crate) fn supervise(
         };
         let still: Vec<u32> = procs.iter().filter(|p| p.running).map(|p| p.rank).collect();
         if outcome.is_none() {
-            let end = if let Some((status, what)) = failed {
+            let end = if let Some((rank, status)) = server.exit_requested() {
+                // A rank asked to end the job (shmem_global_exit): its
+                // status is the job's, whatever the others are doing or
+                // how they end once it is gone.
+                let what =
+                    format!("rank {rank} ended the job with status {status} (a global exit)");
+                let tail = if still.is_empty() {
+                    ""
+                } else {
+                    "; ending the other ranks"
+                };
+                Some((status, what.clone(), format!("{what}{tail}")))
+            } else if let Some((status, what)) = failed {
                 let tail = if still.is_empty() {
                     ""
                 } else {

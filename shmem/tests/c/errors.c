@@ -26,6 +26,8 @@ int main(int argc, char **argv) {
         shmem_getmem(local, (char *)sym + (8 << 20) - 16, 64, 0);
     } else if (strcmp(c, "out_of_heap") == 0) {
         shmem_malloc(1UL << 40);
+    } else if (strcmp(c, "align_too_large") == 0) {
+        shmem_align((size_t)1 << 31, 8);
     } else if (strcmp(c, "mismatch") == 0) {
         shmem_malloc(me == 0 ? 64 : 128);
     } else if (strcmp(c, "bad_free") == 0) {

@@ -57,6 +57,17 @@ int main(void) {
     symmetric("align", base, al);
     ok("align: aligned, one offset on every PE");
 
+    /* Every alignment from a cache line to half the 8 MiB heap: every
+     * PE's block is aligned and at one offset (the heap bases agree
+     * modulo each). */
+    for (size_t align = 128; align <= (4 << 20); align <<= 1) {
+        void *b = shmem_align(align, 24);
+        CHECK(b != NULL && (uintptr_t)b % align == 0, "align(%zu) gave %p", align, b);
+        symmetric("align loop", base, b);
+        shmem_free(b);
+    }
+    ok("align: 128 B to 4 MiB, aligned, one offset on every PE");
+
     /* realloc keeps the contents, growing and shrinking. */
     int *r = shmem_malloc(10 * sizeof(int));
     for (int i = 0; i < 10; i++) r[i] = me + i;

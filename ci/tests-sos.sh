@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# OpenSHMEM's public test suite (openshmem-org/tests-sos) against
+# rgex-shmem: `bash ci/tests-sos.sh DIR [SUBDIR...]`, DIR a checkout of
+# the suite fetched elsewhere (never vendored here). Builds every C
+# program of test/unit, test/spec-example, test/apps and test/performance
+# (or the SUBDIRs named) with shmem/bin/oshcc, runs each under
+# shmem/bin/oshrun on 2 and 4 PEs (on the conduit RGEX_CONDUIT and the
+# rest of the environment name), and prints a table per directory:
+# built, passed, failed, with each failure's name, and not applicable
+# (a program that includes mpi.h: a hybrid MPI job, and there is no MPI
+# here). test/shmemx (SOS's own extensions) is not OpenSHMEM 1.5 and is
+# not run. Needs `cargo build
+# -p rgex-shmem -p rgex` first.
+set -uo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+sos=${1:?usage: ci/tests-sos.sh DIR [SUBDIR...] (DIR: a tests-sos checkout)}
+shift
+dirs=("$@")
+[ ${#dirs[@]} -gt 0 ] || dirs=(unit spec-example apps performance)
+out=${TESTS_SOS_OUT:-$(mktemp -d /tmp/tests-sos.XXXXXX)}
+timeout=${TESTS_SOS_TIMEOUT:-120}
+oshcc="$here/shmem/bin/oshcc"
+oshrun="$here/shmem/bin/oshrun"
+export FI_TCP_IFACE=${FI_TCP_IFACE:-lo} FI_SOCKETS_IFACE=${FI_SOCKETS_IFACE:-lo}
+printf '%-14s %6s %6s %6s %6s %6s  %s\n' directory built np2ok np4ok failed n/a 'failures; not applicable' 
+status=0
+for d in "${dirs[@]}"; do
+    src="$sos/test/$d"
+    [ -d "$src" ] || { echo "no $src"; status=1; continue; }
+    mkdir -p "$out/$d"
+    built=0 ok2=0 ok4=0 fails=() na=()
+    for c in "$src"/*.c; do
+        t=$(basename "$c" .c)
+        if grep -q '#include *<mpi.h>' "$c"; then
+            na+=("$t(mpi)")
+            continue
+        fi
+        if ! "$oshcc" -O1 -I"$sos/test/include" "$c" -o "$out/$d/$t" -lm \
+            >"$out/$d/$t.build" 2>&1; then
+            fails+=("$t(build)")
+            continue
+        fi
+        built=$((built + 1))
+        for n in 2 4; do
+            if "$oshrun" -np "$n" --timeout "$timeout" "$out/$d/$t" \
+                >"$out/$d/$t.np$n" 2>&1 </dev/null; then
+                if [ "$n" = 2 ]; then ok2=$((ok2 + 1)); else ok4=$((ok4 + 1)); fi
+            else
+                fails+=("$t(np$n:$?)")
+            fi
+        done
+    done
+    [ ${#fails[@]} -eq 0 ] || status=1
+    printf '%-14s %6d %6d %6d %6d %6d  %s; %s\n' "$d" "$built" "$ok2" "$ok4" "${#fails[@]}" \
+        "${#na[@]}" "${fails[*]:-}" "${na[*]:-}"
+done
+echo "logs: $out"
+exit $status
