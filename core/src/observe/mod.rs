@@ -411,6 +411,36 @@ pub fn pgas_heap(grew: u64, shrank: u64) {
     HEAP_NOW.fetch_sub(shrank, Ordering::Relaxed);
 }
 
+/// The kind a collective named `what` (`"allreduce_nb"`, ...) is
+/// counted as: one of [`COLL_KINDS`].
+///
+/// ```
+/// assert_eq!(rgex_core::observe::coll_kind("allgather_nb"), "allgather");
+/// assert_eq!(rgex_core::observe::coll_kind("split"), "other");
+/// ```
+pub fn coll_kind(what: &str) -> &'static str {
+    const BY_PREFIX: [&str; 9] = [
+        "allreduce", "allgather", "alltoall", "barrier", "broadcast", "reduce", "gather",
+        "scatter", "scan",
+    ];
+    BY_PREFIX
+        .into_iter()
+        .find(|k| what.starts_with(k))
+        .unwrap_or("other")
+}
+
+/// A collective named `what` was started on this rank.
+pub fn collective(what: &'static str) {
+    let Some((count, tr)) = sinks("coll") else { return };
+    let kind = coll_kind(what);
+    if count {
+        counters::add(Counter::coll(kind), 1);
+    }
+    if let Some(t) = tr {
+        t.event_str("coll", "start", &[], &[("what", what), ("kind", kind)]);
+    }
+}
+
 /// A span: a wait that blocked, or a collective, from its start to the
 /// guard's drop. Observed or not, it is a real guard (never `()`).
 #[must_use = "the span ends when this is dropped"]
@@ -430,9 +460,6 @@ impl Span {
         let Some((count, tr)) = sinks(cat) else {
             return Span { open: None };
         };
-        if count && cat == "coll" {
-            counters::add(Counter::coll(what), 1);
-        }
         if let Some(t) = tr {
             t.event_str(cat, "begin", &[], &[("what", what)]);
         }
