@@ -37,6 +37,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+/// The first client handler index (rgex-endpoint's `CLIENT_MIN`): AMs
+/// to handlers from here are the client's, counted apart from rgex's
+/// protocols' below it.
+pub const CLIENT_MIN: u8 = 64;
+
 /// The categories one may observe, as `RGEX_STATS` and `RGEX_TRACE` name them.
 pub const CATEGORIES: [&str; 8] = ["am", "rma", "atomics", "vis", "coll", "poll", "net", "pgas"];
 
@@ -225,8 +230,9 @@ fn cat_name(c: Category) -> &'static str {
 pub fn am_injected(peer: Rank, dir: Direction, cat: Category, handler: u8, len: usize, np: bool) {
     let Some((count, tr)) = sinks("am") else { return };
     if count {
-        counters::add(Counter::am_sent(handler >= 64, dir, cat, len), 1);
-        counters::add(if np { Counter::NP } else { Counter::FP }, 1);
+        let client = handler >= CLIENT_MIN;
+        counters::add(Counter::am_sent(client, dir, cat, len), 1);
+        counters::add(Counter::path(client, np), 1);
     }
     if let Some(t) = tr {
         t.event_str(
@@ -246,7 +252,7 @@ pub fn am_injected(peer: Rank, dir: Direction, cat: Category, handler: u8, len: 
 pub fn am_delivered(src: Rank, dir: Direction, cat: Category, handler: u8, len: usize) {
     let Some((count, tr)) = sinks("am") else { return };
     if count {
-        counters::add(Counter::delivered(dir), 1);
+        counters::add(Counter::delivered(handler >= CLIENT_MIN, dir), 1);
     }
     if let Some(t) = tr {
         t.event_str(

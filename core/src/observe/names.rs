@@ -107,11 +107,11 @@ pub enum PgasEvent {
 }
 
 const AM_SENT: usize = 0; // 2 origins x 2 directions x 3 categories x 5 classes
-const AM_FP: usize = AM_SENT + 60;
-const AM_NP: usize = AM_FP + 1;
-const AM_WOULD_BLOCK: usize = AM_NP + 1;
-const AM_DELIVERED: usize = AM_WOULD_BLOCK + 1; // request, reply
-const AM_MALFORMED: usize = AM_DELIVERED + 2;
+const AM_FP: usize = AM_SENT + 60; // client, protocol
+const AM_NP: usize = AM_FP + 2; // client, protocol
+const AM_WOULD_BLOCK: usize = AM_NP + 2;
+const AM_DELIVERED: usize = AM_WOULD_BLOCK + 1; // 2 origins x 2 directions
+const AM_MALFORMED: usize = AM_DELIVERED + 4;
 const RMA: usize = AM_MALFORMED + 1; // 2 ops x 3 paths x (ops, bytes)
 const ATOMICS: usize = RMA + 12; // 3 implementations x 25 ops
 const VIS: usize = ATOMICS + 75;
@@ -154,12 +154,15 @@ impl Counter {
             AM_SENT + ((origin * 2 + dir_index(dir)) * 3 + cat_index(cat)) * 5 + size_class(cat, len),
         )
     }
-    pub(crate) const FP: Counter = Counter(AM_FP);
-    pub(crate) const NP: Counter = Counter(AM_NP);
+    /// A fixed-payload (`np` false) or negotiated-payload send, to a
+    /// client's handler or a protocol's.
+    pub(crate) fn path(client: bool, np: bool) -> Self {
+        Counter(if np { AM_NP } else { AM_FP } + usize::from(!client))
+    }
     pub(crate) const WOULD_BLOCK: Counter = Counter(AM_WOULD_BLOCK);
     pub(crate) const MALFORMED: Counter = Counter(AM_MALFORMED);
-    pub(crate) fn delivered(dir: Direction) -> Self {
-        Counter(AM_DELIVERED + dir_index(dir))
+    pub(crate) fn delivered(client: bool, dir: Direction) -> Self {
+        Counter(AM_DELIVERED + usize::from(!client) * 2 + dir_index(dir))
     }
     /// (ops, bytes).
     pub(crate) fn rma(op: RmaOp, route: RmaRoute) -> (Self, Self) {
@@ -200,6 +203,7 @@ impl Counter {
     /// it on.
     pub(crate) fn name(self) -> (String, &'static str) {
         const DIRS: [&str; 2] = ["request", "reply"];
+        const ORIGINS: [&str; 2] = ["client", "protocol"];
         const CATS: [&str; 3] = ["short", "medium", "long"];
         const ROUTES: [&str; 3] = ["mapped", "native", "reference"];
         const IMPLS: [&str; 3] = ["shared", "offload", "reference"];
@@ -213,7 +217,7 @@ impl Counter {
                 let (class, rest) = ((i - AM_SENT) % 5, (i - AM_SENT) / 5);
                 let (cat, rest) = (rest % 3, rest / 3);
                 let (dir, origin) = (rest % 2, rest / 2);
-                let origin = ["client", "protocol"][origin];
+                let origin = ORIGINS[origin];
                 (
                     format!(
                         "am.{origin}.{}.{}.{}",
@@ -222,10 +226,13 @@ impl Counter {
                     "am",
                 )
             }
-            AM_FP => ("am.fp".into(), "am"),
-            AM_NP => ("am.np".into(), "am"),
+            _ if i < AM_NP => (format!("am.{}.fp", ORIGINS[i - AM_FP]), "am"),
+            _ if i < AM_WOULD_BLOCK => (format!("am.{}.np", ORIGINS[i - AM_NP]), "am"),
             AM_WOULD_BLOCK => ("am.would_block".into(), "am"),
-            _ if i < AM_MALFORMED => (format!("am.delivered.{}", DIRS[i - AM_DELIVERED]), "am"),
+            _ if i < AM_MALFORMED => {
+                let (dir, origin) = ((i - AM_DELIVERED) % 2, (i - AM_DELIVERED) / 2);
+                (format!("am.{}.delivered.{}", ORIGINS[origin], DIRS[dir]), "am")
+            }
             AM_MALFORMED => ("am.malformed".into(), "am"),
             _ if i < ATOMICS => {
                 let (unit, rest) = ((i - RMA) % 2, (i - RMA) / 2);
@@ -271,6 +278,11 @@ mod tests {
         assert_eq!(
             Counter::atomic(AtomicImpl::Offload, AtomicOp::Fadd).name().0,
             "atomics.offload.fadd"
+        );
+        assert_eq!(Counter::path(false, true).name().0, "am.protocol.np");
+        assert_eq!(
+            Counter::delivered(true, Direction::Reply).name().0,
+            "am.client.delivered.reply"
         );
         assert_eq!(Counter::BACKLOG_PEAK.name().0, "net.backlog_peak");
         assert_eq!(Counter::pgas(PgasEvent::WindowStall).name().0, "pgas.window_stalls");
