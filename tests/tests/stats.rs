@@ -35,10 +35,17 @@ fn expectations(out: &str) -> Vec<(String, u64)> {
 }
 
 fn counts_in_files(n: u32, name: &str) {
+    counts_in_files_with(n, name, &[]);
+}
+
+fn counts_in_files_with(n: u32, name: &str, env: &[(&str, &str)]) -> String {
     let d = scratch(name);
+    let mut j = job(n, ST, &WORK);
+    for (k, v) in env {
+        j = j.env(k, v);
+    }
     let out = run_ok(
-        &job(n, ST, &WORK)
-            .env("RGEX_STATS", "1")
+        &j.env("RGEX_STATS", "1")
             .env("RGEX_STATS_FILE", d.join("stats-%r.json")),
         ON,
     );
@@ -55,6 +62,18 @@ fn counts_in_files(n: u32, name: &str) {
         }
     }
     let _ = std::fs::remove_dir_all(&d);
+    out
+}
+
+#[test]
+fn exact_counts_on_the_reference_paths() {
+    let out = counts_in_files_with(
+        2,
+        "reference",
+        &[("RGEX_RMA", "reference"), ("RGEX_ATOMICS", "reference")],
+    );
+    assert!(out.contains("expect: rma.put.reference.ops=20"), "{out}");
+    assert!(out.contains("expect: atomics.reference.fadd=30"), "{out}");
 }
 
 #[test]
