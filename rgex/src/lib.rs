@@ -52,8 +52,9 @@ pub use rgex_atomics::{
     AtomicsConfig, Implementation as AtomicImplementation, OpSet,
 };
 pub use rgex_core::{
-    blocked, bootstrap, config, event, observe, segment, Backoff, Category, Conduit, Error, Event, Flags,
-    GlobalAddr, Membership, OpCounter, Progress, Rank, Result, Segment, Signal, SignalOp, MAX_ARGS,
+    blocked, bootstrap, config, event, observe, segment, Backoff, Category, Conduit, Error, Event,
+    Flags, GlobalAddr, Membership, OpCounter, Progress, Rank, Result, Segment, Signal, SignalOp,
+    MAX_ARGS,
 };
 pub use rgex_endpoint::rma::{
     self, BufError, GetPending, Lc, LocalCompletion, NbiCategory, PutDeferred, PutEvents, RmaPath,

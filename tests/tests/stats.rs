@@ -106,7 +106,10 @@ fn a_trace_has_an_event_per_operation() {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
         let handler = |l: &str| -> Option<u32> {
             let (_, rest) = l.split_once("\"handler\":")?;
-            rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
         };
         let client = |ev: &str| {
             text.lines()
@@ -124,7 +127,9 @@ fn a_trace_has_an_event_per_operation() {
         };
         assert_eq!((rma("put"), rma("get")), (20, 20), "rank {r}");
         // Every line is one object with its time.
-        assert!(text.lines().all(|l| l.starts_with("{\"t\":") && l.ends_with('}')));
+        assert!(text
+            .lines()
+            .all(|l| l.starts_with("{\"t\":") && l.ends_with('}')));
         // The barriers' spans: each one that began ended.
         let spans = |ev: &str| {
             text.lines()

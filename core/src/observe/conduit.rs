@@ -16,8 +16,8 @@ use crate::conduit::{AtomicRequest, AtomicType, Chunk, CollKind, OpSet};
 use crate::doorbell::MappedQueue;
 use crate::locality::Locality;
 use crate::{
-    Bootstrap, Claim, Conduit, Delivery, Error, OpCounter, PollSet, Prepare, Rank, Result,
-    Segment, SendSlot, Signal,
+    Bootstrap, Claim, Conduit, Delivery, Error, OpCounter, PollSet, Prepare, Rank, Result, Segment,
+    SendSlot, Signal,
 };
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -123,7 +123,14 @@ impl Conduit for Observed {
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
         let r = seen(spec.peer, self.inner.try_send(spec, handler, args, payload));
         if r.is_ok() {
-            super::am_injected(spec.peer, spec.dir, spec.category, handler, payload.len(), false);
+            super::am_injected(
+                spec.peer,
+                spec.dir,
+                spec.category,
+                handler,
+                payload.len(),
+                false,
+            );
         }
         r
     }
@@ -171,7 +178,9 @@ impl Conduit for Observed {
         rc: &Arc<OpCounter>,
     ) -> Result<()> {
         // SAFETY: the caller's contract, handed on unchanged.
-        let r = seen(peer, unsafe { self.inner.try_put(peer, offset, src, len, lc, rc) });
+        let r = seen(peer, unsafe {
+            self.inner.try_put(peer, offset, src, len, lc, rc)
+        });
         if r.is_ok() {
             super::rma(RmaOp::Put, RmaRoute::Native, peer, len);
         }
@@ -186,7 +195,9 @@ impl Conduit for Observed {
         done: &Arc<OpCounter>,
     ) -> Result<()> {
         // SAFETY: the caller's contract, handed on unchanged.
-        let r = seen(peer, unsafe { self.inner.try_get(dst, peer, offset, len, done) });
+        let r = seen(peer, unsafe {
+            self.inner.try_get(dst, peer, offset, len, done)
+        });
         if r.is_ok() {
             super::rma(RmaOp::Get, RmaRoute::Native, peer, len);
         }

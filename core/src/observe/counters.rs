@@ -52,7 +52,10 @@ pub(crate) fn add(c: Counter, n: u64) {
     let cell = &mine().0[c.index()];
     // Relaxed load and store, no read-modify-write: this thread alone
     // stores this word (the module's doc says why readers are sound).
-    cell.store(cell.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    cell.store(
+        cell.load(Ordering::Relaxed).wrapping_add(n),
+        Ordering::Relaxed,
+    );
 }
 
 /// Raise gauge `c` of this thread to `v` if it is higher (a peak).

@@ -26,8 +26,7 @@ mod trace;
 
 pub use conduit::Observed;
 pub use names::{
-    size_class, AtomicImpl, NetEvent, PgasEvent, RmaOp, RmaRoute, VisMech, COLL_KINDS,
-    SIZE_CLASSES,
+    size_class, AtomicImpl, NetEvent, PgasEvent, RmaOp, RmaRoute, VisMech, COLL_KINDS, SIZE_CLASSES,
 };
 
 use crate::atomic::AtomicOp;
@@ -151,9 +150,13 @@ pub fn install(cfg: &ObserveConfig, rank: u32) -> Result<()> {
             cfg.trace_file.as_deref().unwrap_or("rgex-trace-%r.jsonl"),
             rank,
         );
-        Some(trace::TraceFile::create(&path, Instant::now()).map_err(|e| {
-            Error::Config(format!("RGEX_TRACE_FILE: rank {rank} cannot create {path:?}: {e}"))
-        })?)
+        Some(
+            trace::TraceFile::create(&path, Instant::now()).map_err(|e| {
+                Error::Config(format!(
+                    "RGEX_TRACE_FILE: rank {rank} cannot create {path:?}: {e}"
+                ))
+            })?,
+        )
     };
     let _ = OBSERVER.set(Observer {
         rank,
@@ -200,12 +203,26 @@ pub fn observes(cat: &str) -> bool {
         .is_some_and(|o| o.stats.has(cat) || o.trace_mask.has(cat))
 }
 
-/// The observer, if `cat` is counted (`.0`) or traced (`.1`).
+/// Each category's bit in a [`Mask`] (the order of [`CATEGORIES`]), so
+/// that a hook tests a constant bit, not a name.
+mod cat {
+    pub(super) const AM: u32 = 1 << 0;
+    pub(super) const RMA: u32 = 1 << 1;
+    pub(super) const ATOMICS: u32 = 1 << 2;
+    pub(super) const VIS: u32 = 1 << 3;
+    pub(super) const COLL: u32 = 1 << 4;
+    pub(super) const POLL: u32 = 1 << 5;
+    pub(super) const NET: u32 = 1 << 6;
+    pub(super) const PGAS: u32 = 1 << 7;
+}
+
+/// The observer, if the category of bit `cat` is counted (`.0`) or
+/// traced (`.1`).
 #[inline]
-fn sinks(cat: &str) -> Option<(bool, Option<&'static trace::TraceFile>)> {
+fn sinks(cat: u32) -> Option<(bool, Option<&'static trace::TraceFile>)> {
     let o = OBSERVER.get()?;
-    let count = o.stats.has(cat);
-    let tr = o.trace.as_ref().filter(|_| o.trace_mask.has(cat));
+    let count = o.stats.0 & cat != 0;
+    let tr = o.trace.as_ref().filter(|_| o.trace_mask.0 & cat != 0);
     (count || tr.is_some()).then_some((count, tr))
 }
 
@@ -228,7 +245,9 @@ fn cat_name(c: Category) -> &'static str {
 /// to handler `handler` (a client's from 64), by the negotiated-payload
 /// path (`np`) or the fixed one.
 pub fn am_injected(peer: Rank, dir: Direction, cat: Category, handler: u8, len: usize, np: bool) {
-    let Some((count, tr)) = sinks("am") else { return };
+    let Some((count, tr)) = sinks(cat::AM) else {
+        return;
+    };
     if count {
         let client = handler >= CLIENT_MIN;
         counters::add(Counter::am_sent(client, dir, cat, len), 1);
@@ -238,7 +257,11 @@ pub fn am_injected(peer: Rank, dir: Direction, cat: Category, handler: u8, len: 
         t.event_str(
             "am",
             "inject",
-            &[("peer", peer.0.into()), ("size", len as u64), ("handler", handler.into())],
+            &[
+                ("peer", peer.0.into()),
+                ("size", len as u64),
+                ("handler", handler.into()),
+            ],
             &[
                 ("dir", dir_name(dir)),
                 ("kind", cat_name(cat)),
@@ -250,7 +273,9 @@ pub fn am_injected(peer: Rank, dir: Direction, cat: Category, handler: u8, len: 
 
 /// An AM was delivered here (its handler about to run).
 pub fn am_delivered(src: Rank, dir: Direction, cat: Category, handler: u8, len: usize) {
-    let Some((count, tr)) = sinks("am") else { return };
+    let Some((count, tr)) = sinks(cat::AM) else {
+        return;
+    };
     if count {
         counters::add(Counter::delivered(handler >= CLIENT_MIN, dir), 1);
     }
@@ -258,7 +283,11 @@ pub fn am_delivered(src: Rank, dir: Direction, cat: Category, handler: u8, len: 
         t.event_str(
             "am",
             "deliver",
-            &[("peer", src.0.into()), ("size", len as u64), ("handler", handler.into())],
+            &[
+                ("peer", src.0.into()),
+                ("size", len as u64),
+                ("handler", handler.into()),
+            ],
             &[("dir", dir_name(dir)), ("kind", cat_name(cat))],
         );
     }
@@ -266,7 +295,9 @@ pub fn am_delivered(src: Rank, dir: Direction, cat: Category, handler: u8, len: 
 
 /// A send to `peer` found no resource free (`WouldBlock`).
 pub fn would_block(peer: Rank) {
-    let Some((count, tr)) = sinks("am") else { return };
+    let Some((count, tr)) = sinks(cat::AM) else {
+        return;
+    };
     if count {
         counters::add(Counter::WOULD_BLOCK, 1);
     }
@@ -277,7 +308,9 @@ pub fn would_block(peer: Rank) {
 
 /// A malformed message was reported.
 pub fn malformed(peer: Rank) {
-    let Some((count, tr)) = sinks("am") else { return };
+    let Some((count, tr)) = sinks(cat::AM) else {
+        return;
+    };
     if count {
         counters::add(Counter::MALFORMED, 1);
     }
@@ -288,7 +321,9 @@ pub fn malformed(peer: Rank) {
 
 /// A poll that delivered `n` messages.
 pub fn poll(n: usize) {
-    let Some((count, tr)) = sinks("poll") else { return };
+    let Some((count, tr)) = sinks(cat::POLL) else {
+        return;
+    };
     if count {
         counters::add(Counter::POLLS, 1);
         if n == 0 {
@@ -302,7 +337,9 @@ pub fn poll(n: usize) {
 
 /// An RMA operation was injected.
 pub fn rma(op: RmaOp, route: RmaRoute, peer: Rank, len: usize) {
-    let Some((count, tr)) = sinks("rma") else { return };
+    let Some((count, tr)) = sinks(cat::RMA) else {
+        return;
+    };
     if count {
         let (ops, bytes) = Counter::rma(op, route);
         counters::add(ops, 1);
@@ -329,7 +366,9 @@ pub fn rma(op: RmaOp, route: RmaRoute, peer: Rank, len: usize) {
 
 /// An atomic op was injected (or, on shared memory, done).
 pub fn atomic(imp: AtomicImpl, op: AtomicOp, peer: Rank) {
-    let Some((count, tr)) = sinks("atomics") else { return };
+    let Some((count, tr)) = sinks(cat::ATOMICS) else {
+        return;
+    };
     if count {
         counters::add(Counter::atomic(imp, op), 1);
     }
@@ -351,7 +390,9 @@ pub fn atomic(imp: AtomicImpl, op: AtomicOp, peer: Rank) {
 
 /// A VIS operation of `bytes` to `peer` was started by mechanism `m`.
 pub fn vis(m: VisMech, peer: Rank, bytes: usize) {
-    let Some((count, tr)) = sinks("vis") else { return };
+    let Some((count, tr)) = sinks(cat::VIS) else {
+        return;
+    };
     if count {
         counters::add(Counter::vis(m), 1);
     }
@@ -368,7 +409,9 @@ pub fn vis(m: VisMech, peer: Rank, bytes: usize) {
 
 /// A network kit's event (`n` of them).
 pub fn net(e: NetEvent, n: u64) {
-    let Some((count, tr)) = sinks("net") else { return };
+    let Some((count, tr)) = sinks(cat::NET) else {
+        return;
+    };
     if count {
         counters::add(Counter::net(e), n);
     }
@@ -384,14 +427,16 @@ pub fn net(e: NetEvent, n: u64) {
 
 /// The network kit's backlog is `len` long (its peak is kept).
 pub fn backlog(len: usize) {
-    if let Some((true, _)) = sinks("net") {
+    if let Some((true, _)) = sinks(cat::NET) {
         counters::raise(Counter::BACKLOG_PEAK, len as u64);
     }
 }
 
 /// An rgex-pgas event.
 pub fn pgas(e: PgasEvent) {
-    let Some((count, tr)) = sinks("pgas") else { return };
+    let Some((count, tr)) = sinks(cat::PGAS) else {
+        return;
+    };
     if count {
         counters::add(Counter::pgas(e), 1);
     }
@@ -407,12 +452,14 @@ pub fn pgas(e: PgasEvent) {
 
 /// rgex-pgas's shared heap grew by `grew` bytes and shrank by `shrank`.
 pub fn pgas_heap(grew: u64, shrank: u64) {
-    if sinks("pgas").is_none() {
+    if sinks(cat::PGAS).is_none() {
         return;
     }
     // Relaxed read-modify-writes: a rank-wide gauge off the hot path
     // (allocation), ordering nothing else.
-    let now = HEAP_NOW.fetch_add(grew, Ordering::Relaxed).wrapping_add(grew);
+    let now = HEAP_NOW
+        .fetch_add(grew, Ordering::Relaxed)
+        .wrapping_add(grew);
     HEAP_PEAK.fetch_max(now, Ordering::Relaxed);
     HEAP_NOW.fetch_sub(shrank, Ordering::Relaxed);
 }
@@ -426,8 +473,15 @@ pub fn pgas_heap(grew: u64, shrank: u64) {
 /// ```
 pub fn coll_kind(what: &str) -> &'static str {
     const BY_PREFIX: [&str; 9] = [
-        "allreduce", "allgather", "alltoall", "barrier", "broadcast", "reduce", "gather",
-        "scatter", "scan",
+        "allreduce",
+        "allgather",
+        "alltoall",
+        "barrier",
+        "broadcast",
+        "reduce",
+        "gather",
+        "scatter",
+        "scan",
     ];
     BY_PREFIX
         .into_iter()
@@ -437,7 +491,9 @@ pub fn coll_kind(what: &str) -> &'static str {
 
 /// A collective named `what` was started on this rank.
 pub fn collective(what: &'static str) {
-    let Some((count, tr)) = sinks("coll") else { return };
+    let Some((count, tr)) = sinks(cat::COLL) else {
+        return;
+    };
     let kind = coll_kind(what);
     if count {
         counters::add(Counter::coll(kind), 1);
@@ -463,7 +519,7 @@ impl Span {
     /// let _span = rgex_core::observe::Span::start("coll", "barrier");
     /// ```
     pub fn start(cat: &'static str, what: &'static str) -> Span {
-        let Some((count, tr)) = sinks(cat) else {
+        let Some((count, tr)) = sinks(bit(cat)) else {
             return Span { open: None };
         };
         if let Some(t) = tr {
@@ -485,7 +541,7 @@ impl Drop for Span {
             counters::add(Counter::WAITS, 1);
             counters::add(Counter::WAIT_NS, ns);
         }
-        if let Some((_, Some(t))) = sinks(cat) {
+        if let Some((_, Some(t))) = sinks(bit(cat)) {
             t.event_str(cat, "end", &[("ns", ns)], &[("what", what)]);
         }
     }
@@ -560,7 +616,10 @@ pub fn parse_json(s: &str) -> Option<(u32, Vec<(String, u64)>)> {
     let mut out = Vec::new();
     for item in body.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (k, v) = item.split_once(':')?;
-        out.push((k.trim().trim_matches('"').to_string(), v.trim().parse().ok()?));
+        out.push((
+            k.trim().trim_matches('"').to_string(),
+            v.trim().parse().ok()?,
+        ));
     }
     Some((rank.trim().parse().ok()?, out))
 }

@@ -151,7 +151,9 @@ impl Counter {
     pub(crate) fn am_sent(client: bool, dir: Direction, cat: Category, len: usize) -> Self {
         let origin = usize::from(!client);
         Counter(
-            AM_SENT + ((origin * 2 + dir_index(dir)) * 3 + cat_index(cat)) * 5 + size_class(cat, len),
+            AM_SENT
+                + ((origin * 2 + dir_index(dir)) * 3 + cat_index(cat)) * 5
+                + size_class(cat, len),
         )
     }
     /// A fixed-payload (`np` false) or negotiated-payload send, to a
@@ -231,7 +233,10 @@ impl Counter {
             AM_WOULD_BLOCK => ("am.would_block".into(), "am"),
             _ if i < AM_MALFORMED => {
                 let (dir, origin) = ((i - AM_DELIVERED) % 2, (i - AM_DELIVERED) / 2);
-                (format!("am.{}.delivered.{}", ORIGINS[origin], DIRS[dir]), "am")
+                (
+                    format!("am.{}.delivered.{}", ORIGINS[origin], DIRS[dir]),
+                    "am",
+                )
             }
             AM_MALFORMED => ("am.malformed".into(), "am"),
             _ if i < ATOMICS => {
@@ -276,7 +281,9 @@ mod tests {
         assert_eq!(ops.name().0, "rma.get.native.ops");
         assert_eq!(bytes.name().0, "rma.get.native.bytes");
         assert_eq!(
-            Counter::atomic(AtomicImpl::Offload, AtomicOp::Fadd).name().0,
+            Counter::atomic(AtomicImpl::Offload, AtomicOp::Fadd)
+                .name()
+                .0,
             "atomics.offload.fadd"
         );
         assert_eq!(Counter::path(false, true).name().0, "am.protocol.np");
@@ -285,7 +292,10 @@ mod tests {
             "am.client.delivered.reply"
         );
         assert_eq!(Counter::BACKLOG_PEAK.name().0, "net.backlog_peak");
-        assert_eq!(Counter::pgas(PgasEvent::WindowStall).name().0, "pgas.window_stalls");
+        assert_eq!(
+            Counter::pgas(PgasEvent::WindowStall).name().0,
+            "pgas.window_stalls"
+        );
         assert_eq!(Counter::coll("allreduce").name().0, "coll.allreduce");
     }
 }

@@ -32,7 +32,13 @@ impl TraceFile {
     }
 
     /// As [`event`](Self::event), with string fields too.
-    pub(crate) fn event_str(&self, cat: &str, ev: &str, nums: &[(&str, u64)], strs: &[(&str, &str)]) {
+    pub(crate) fn event_str(
+        &self,
+        cat: &str,
+        ev: &str,
+        nums: &[(&str, u64)],
+        strs: &[(&str, &str)],
+    ) {
         let t = self.start.elapsed().as_nanos();
         let mut line = String::with_capacity(128);
         let _ = write!(line, "{{\"t\":{t},\"cat\":\"{cat}\",\"ev\":\"{ev}\"");

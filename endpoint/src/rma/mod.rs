@@ -35,9 +35,9 @@ pub use rgex_core::{Signal, SignalOp};
 use crate::client_segment::Local;
 use crate::Endpoint;
 use rgex_core::blocked::Waiting;
+use rgex_core::observe::{RmaOp, RmaRoute};
 use rgex_core::shared_work::SHARE_MIN;
 use rgex_core::{Error, Event, Flags, GlobalAddr, OpCounter, Rank, Result};
-use rgex_core::observe::{RmaOp, RmaRoute};
 use route::Route;
 pub(crate) use route::Routes;
 pub use signal::SignalPath;
@@ -167,9 +167,9 @@ impl Endpoint {
     /// endpoint was made; a rank out of range has no path but the
     /// reference's, which refuses it).
     pub fn rma_path(&self, peer: Rank) -> RmaPath {
-        self.routes()
-            .of(peer)
-            .map_or(RmaPath::Reference, |r| self.routes().decided(peer, r).path())
+        self.routes().of(peer).map_or(RmaPath::Reference, |r| {
+            self.routes().decided(peer, r).path()
+        })
     }
 
     /// `rank`'s route, for an RMA operation (`what`) of a live client:

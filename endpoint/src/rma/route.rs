@@ -246,6 +246,7 @@ mod tests {
         let routes = Routes {
             routes: vec![route(8); 2].into_boxed_slice(),
             open: AtomicUsize::new(2),
+            real: None,
         };
         assert!(routes.of(Rank(1)).is_ok());
         let e = routes.of(Rank(2)).unwrap_err();
@@ -260,6 +261,7 @@ mod tests {
         let routes = Routes {
             routes: vec![route(8); 2].into_boxed_slice(),
             open: AtomicUsize::new(2),
+            real: None,
         };
         assert!(routes.open(Rank(1)).is_some() && routes.open(Rank(2)).is_none());
         routes.close();

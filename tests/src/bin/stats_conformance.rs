@@ -60,7 +60,9 @@ fn main() {
     let r = match args.first().map(String::as_str) {
         Some("on") => on(&client, request, &replies, num(1), num(2), num(3)),
         Some("off") => off(&client),
-        _ => Err(format!("usage: stats_conformance on N M K | off (got {args:?})")),
+        _ => Err(format!(
+            "usage: stats_conformance on N M K | off (got {args:?})"
+        )),
     };
     if let Err(e) = r {
         eprintln!("{}: {e}", client.rank());
@@ -136,13 +138,20 @@ fn expected_ams(n: u64, max_medium: usize) -> Vec<(String, u64)> {
     want
 }
 
-fn on(client: &Client, request: rgex::HandlerId, replies: &AtomicU64, n: u64, m: u64, k: u64) -> Res {
+fn on(
+    client: &Client,
+    request: rgex::HandlerId,
+    replies: &AtomicU64,
+    n: u64,
+    m: u64,
+    k: u64,
+) -> Res {
     let ep = client.endpoint();
     let me = client.rank();
     let peer = Rank((me.0 + 1) % client.size());
     let max_medium = ep.max_medium(peer, 0);
-    let dom = AtomicDomain::<u64>::new(ep, &client.world(), OpSet::of(&[AtomicOp::Fadd]))
-        .map_err(e2s)?;
+    let dom =
+        AtomicDomain::<u64>::new(ep, client.world(), OpSet::of(&[AtomicOp::Fadd])).map_err(e2s)?;
     let barriers = 3u64;
     client.barrier().map_err(e2s)?;
 
@@ -165,7 +174,9 @@ fn on(client: &Client, request: rgex::HandlerId, replies: &AtomicU64, n: u64, m:
             .map_err(e2s)?;
     }
     // Relaxed: a count this thread's polls raise.
-    wait_until(client, "the replies", || replies.load(Ordering::Relaxed) == 7 * n);
+    wait_until(client, "the replies", || {
+        replies.load(Ordering::Relaxed) == 7 * n
+    });
     let at = GlobalAddr::new(peer, words_at(client));
     let mut back = [0u8; 8];
     for i in 0..m {
@@ -193,14 +204,20 @@ fn on(client: &Client, request: rgex::HandlerId, replies: &AtomicU64, n: u64, m:
             return Err(format!("{key}: counted outside the workload"));
         }
     }
-    ok(client, "client AMs by kind, direction and payload size class");
+    ok(
+        client,
+        "client AMs by kind, direction and payload size class",
+    );
     let sent: u64 = after
         .iter()
         .filter(|(key, _)| key.starts_with("am.client.re"))
         .map(|(_, v)| v)
         .sum();
     if sent != 14 * n {
-        return Err(format!("{sent} client AMs sent in all, expected {}", 14 * n));
+        return Err(format!(
+            "{sent} client AMs sent in all, expected {}",
+            14 * n
+        ));
     }
     ok(client, "FP against NP, and deliveries");
 
@@ -215,7 +232,10 @@ fn on(client: &Client, request: rgex::HandlerId, replies: &AtomicU64, n: u64, m:
     for op in ["put", "get"] {
         expect(&after, &format!("rma.{op}.{path}.ops"), m)?;
         expect(&after, &format!("rma.{op}.{path}.bytes"), 8 * m)?;
-        for other in ["mapped", "native", "reference"].iter().filter(|o| **o != path) {
+        for other in ["mapped", "native", "reference"]
+            .iter()
+            .filter(|o| **o != path)
+        {
             expect(&after, &format!("rma.{op}.{other}.ops"), 0)?;
         }
     }
