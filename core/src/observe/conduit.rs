@@ -22,7 +22,9 @@ use crate::{
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-/// A conduit observed: see the [module](self)'s doc.
+/// A conduit observed, installed by `rgex::init` only when `RGEX_STATS`
+/// or `RGEX_TRACE` asks: it counts and traces at the conduit boundary,
+/// forwards every SPI method, and maps no queue.
 ///
 /// ```no_run
 /// # fn demo(c: std::sync::Arc<dyn rgex_core::Conduit>) {

@@ -1,6 +1,6 @@
 //! Statistics and tracing (`RGEX_STATS`, `RGEX_TRACE`): one event hook
 //! per point that matters, serving both sinks, the per-thread counters
-//! ([`counters`]) and the per-rank trace file ([`trace`]).
+//! (`counters.rs`) and the per-rank trace file (`trace.rs`).
 //!
 //! Off, nothing of this runs: the decision is taken once, at init. The
 //! AM, poll, native RMA and offloaded atomic points are the conduit's
