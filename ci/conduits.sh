@@ -73,7 +73,7 @@ rows=(
 # declared oversubscribed ranks dead under load (7 timeouts unanswered).
 # mixed: jobs spanning two emulated nodes (runs on the rows with the
 # bypass on, where node-local and remote peers meet in one job).
-suites=(--test am --test rma --test coll --test atomics --test vis --test protocol --test pmix --test mixed --test futures --test cancel --test progress_thread --test settings --test segments --test endpoints --test signal)
+suites=(--test am --test rma --test coll --test atomics --test vis --test protocol --test pmix --test mixed --test futures --test cancel --test progress_thread --test settings --test segments --test endpoints --test signal --test stats)
 # faults, departure and lifecycle run after the others: ranks die or leave early (see stale_shm below).
 
 # libfabric's shm provider names its shared-memory file "pid:domain:ep";

@@ -29,6 +29,11 @@ struct Inner {
     ty: AtomicType,
     ops: OpSet,
     imp: Implementation,
+    /// Ops at offsets from here take [`start_slow`](AtomicDomain::start_slow):
+    /// client segments' words ([`CLIENT_SEGMENT_STRIDE`](rgex_endpoint::CLIENT_SEGMENT_STRIDE)),
+    /// or every word (0) when atomics are observed (`RGEX_STATS`,
+    /// `RGEX_TRACE`), decided when the domain is made.
+    slow_from: u64,
     me: Rank,
     team_size: u32,
     members: Vec<Member>,
@@ -337,6 +342,11 @@ impl<T: AtomicValue> Builder<T> {
                 ty,
                 ops,
                 imp,
+                slow_from: if rgex_core::observe::observes("atomics") {
+                    0
+                } else {
+                    rgex_endpoint::CLIENT_SEGMENT_STRIDE
+                },
                 me,
                 team_size: team.size(),
                 members,
@@ -631,11 +641,31 @@ impl<T: AtomicValue> AtomicDomain<T> {
     ) -> Result<Started> {
         self.check(at, op, flags)?;
         let (a, b) = (a.to_bits64(), b.to_bits64());
+        // A client segment's word, or when atomics are observed any word
+        // (`slow_from` is then 0): out of line. The compare is today's,
+        // against a bound the domain holds instead of a constant.
+        if at.offset >= self.inner.slow_from {
+            return self.start_slow(at, op, a, b, flags, sink);
+        }
+        self.start_as(self.inner.imp, false, at, op, a, b, flags, sink)
+    }
+
+    /// [`start`](Self::start) of an op on a client segment's word, or of
+    /// any op when atomics are observed (told to the observer here, or
+    /// by the observed conduit for an offloaded one).
+    #[cold]
+    #[inline(never)]
+    fn start_slow(
+        &self,
+        at: GlobalAddr,
+        op: AtomicOp,
+        a: u64,
+        b: u64,
+        flags: AtomicFlags,
+        sink: Sink<'_>,
+    ) -> Result<Started> {
+        use rgex_core::observe::AtomicImpl;
         let i = &*self.inner;
-        let (acq, rel) = (
-            flags.contains(AtomicFlags::ACQUIRE),
-            flags.contains(AtomicFlags::RELEASE),
-        );
         // A client segment's word: only the reference reaches it (its
         // target applies the op under the segment's lock), so every op on
         // it is atomic with every other, whatever the domain offloads.
@@ -644,6 +674,37 @@ impl<T: AtomicValue> AtomicDomain<T> {
             true => Implementation::Reference,
             false => i.imp,
         };
+        let how = match imp {
+            Implementation::SharedMemory => Some(AtomicImpl::Shared),
+            Implementation::Reference if at.rank == i.me && !client => Some(AtomicImpl::Shared),
+            Implementation::Reference => Some(AtomicImpl::Reference),
+            Implementation::Offload => None,
+        };
+        if let Some(how) = how {
+            rgex_core::observe::atomic(how, op, at.rank);
+        }
+        self.start_as(imp, client, at, op, a, b, flags, sink)
+    }
+
+    /// Start one op by `imp` (`client`: on a client segment's word).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn start_as(
+        &self,
+        imp: Implementation,
+        client: bool,
+        at: GlobalAddr,
+        op: AtomicOp,
+        a: u64,
+        b: u64,
+        flags: AtomicFlags,
+        sink: Sink<'_>,
+    ) -> Result<Started> {
+        let i = &*self.inner;
+        let (acq, rel) = (
+            flags.contains(AtomicFlags::ACQUIRE),
+            flags.contains(AtomicFlags::RELEASE),
+        );
         match imp {
             Implementation::SharedMemory => {
                 let seg =

@@ -289,6 +289,9 @@ fn load_bytes(words: &[AtomicU64], len: usize, out: &mut [u8]) -> usize {
 pub struct Published {
     /// It has a level in a slot (else it is counted in UNRECORDED).
     recorded: bool,
+    /// The wait's span for `RGEX_STATS`/`RGEX_TRACE` (time blocked in
+    /// waits), inert unless they observe polls.
+    _span: crate::observe::Span,
     _this_thread: PhantomData<*const ()>,
 }
 
@@ -312,6 +315,7 @@ pub fn publish(w: Waiting) -> Published {
         UNRECORDED.fetch_add(1, Ordering::Relaxed);
         return Published {
             recorded: false,
+            _span: crate::observe::Span::start("poll", "wait"),
             _this_thread: PhantomData,
         };
     };
@@ -336,6 +340,7 @@ pub fn publish(w: Waiting) -> Published {
     slot.depth.store(depth + 1, Ordering::Release);
     Published {
         recorded: true,
+        _span: crate::observe::Span::start("poll", "wait"),
         _this_thread: PhantomData,
     }
 }

@@ -27,6 +27,7 @@ pub mod flags;
 pub mod liveness;
 pub mod locality;
 pub mod nbi;
+pub mod observe;
 pub mod rank;
 pub mod raw_line;
 pub mod segment;

@@ -255,6 +255,21 @@ impl Client {
         &self.world
     }
 
+    /// This rank's statistics now (`RGEX_STATS`): every counter its
+    /// threads counted, summed; `None` when nothing is counted.
+    ///
+    /// ```no_run
+    /// # fn demo(client: &rgex_endpoint::Client) {
+    /// if let Some(s) = client.stats() {
+    ///     println!("{} polls, {} empty", s.get("poll.polls").unwrap_or(0),
+    ///              s.get("poll.empty_polls").unwrap_or(0));
+    /// }
+    /// # }
+    /// ```
+    pub fn stats(&self) -> Option<rgex_core::observe::Stats> {
+        rgex_core::observe::stats()
+    }
+
     /// This rank.
     pub fn rank(&self) -> Rank {
         self.ep.rank()
@@ -334,6 +349,9 @@ impl Client {
     /// closes: the peers can only find this rank gone once the launcher
     /// knows it began to leave).
     fn leave(&self) {
+        // The stats file and the trace, written while the rank can
+        // still be seen leaving (again at exit, with any later counts).
+        rgex_core::observe::finish();
         rgex_core::bootstrap::announce_leaving();
         self.ep.mark_finalized();
         // Forgotten by the table too: each endpoint goes with the last

@@ -166,7 +166,11 @@ impl Endpoint {
         let polite = cfg.polite;
         let progress_idle = cfg.progress_idle;
         let rma_reference_only = cfg.rma_reference;
-        let routes = Routes::new(&*conduit, rma_reference_only);
+        let routes = Routes::new(
+            &*conduit,
+            rma_reference_only,
+            rgex_core::observe::observes("rma"),
+        );
         let cells = conduit.mapped_queue();
         let limits = crate::limits::Limits::over(&*conduit);
         let ep = Arc::new_cyclic(|me| Endpoint {
@@ -381,6 +385,7 @@ impl Endpoint {
         // Relaxed: a statistic and a print limit; nothing is published
         // through it.
         let n = self.malformed.fetch_add(1, Ordering::Relaxed);
+        rgex_core::observe::malformed(from);
         let e = Error::Malformed {
             from,
             to: self.rank(),

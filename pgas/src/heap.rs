@@ -154,6 +154,9 @@ impl Heap {
                 ty_name: std::any::type_name::<T>(),
             },
         );
+        if rgex::observe::on() {
+            rgex::observe::pgas_heap(len, 0);
+        }
         Ok(at)
     }
 
@@ -187,6 +190,9 @@ impl Heap {
             why,
         })?;
         r.live.remove(&at);
+        if rgex::observe::on() {
+            rgex::observe::pgas_heap(0, len);
+        }
         let (mut s, mut l) = (at, len);
         // Merge with the free range just before and the one just after.
         if let Some((&ps, &pl)) = r.free.range(..at).next_back() {

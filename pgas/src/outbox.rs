@@ -286,6 +286,9 @@ impl Pgas {
 
     /// Send a buffer of held calls to `target`, or fail each of them.
     fn send_calls(&self, target: Rank, held: Taken) -> crate::Result<()> {
+        if rgex::observe::on() {
+            rgex::observe::pgas(rgex::observe::PgasEvent::HeldBatch);
+        }
         let sent = self.send(target, self.inner.ids.calls, &[], &held);
         if let Err(e) = &sent {
             let why = format!("{}: the call could not be sent: {e}", self.rank());

@@ -95,6 +95,9 @@ impl Pgas {
         args: &A,
         name: impl Fn() -> &'static str,
     ) -> Result<()> {
+        if rgex::observe::on() {
+            rgex::observe::pgas(rgex::observe::PgasEvent::Rpc);
+        }
         self.reserve(rank)?;
         let sent = self.send_call(rank, ticket, id, args, || {
             format!(

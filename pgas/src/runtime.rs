@@ -754,6 +754,9 @@ impl Pgas {
             w.overdraw(target);
             return Ok(());
         }
+        if rgex::observe::on() {
+            rgex::observe::pgas(rgex::observe::PgasEvent::WindowStall);
+        }
         let mut idle = 0u64;
         loop {
             let n = self.progress()?;

@@ -52,8 +52,9 @@ pub use rgex_atomics::{
     AtomicsConfig, Implementation as AtomicImplementation, OpSet,
 };
 pub use rgex_core::{
-    blocked, bootstrap, config, event, segment, Backoff, Category, Conduit, Error, Event, Flags,
-    GlobalAddr, Membership, OpCounter, Progress, Rank, Result, Segment, Signal, SignalOp, MAX_ARGS,
+    blocked, bootstrap, config, event, observe, segment, Backoff, Category, Conduit, Error, Event,
+    Flags, GlobalAddr, Membership, OpCounter, Progress, Rank, Result, Segment, Signal, SignalOp,
+    MAX_ARGS,
 };
 pub use rgex_endpoint::rma::{
     self, BufError, GetPending, Lc, LocalCompletion, NbiCategory, PutDeferred, PutEvents, RmaPath,
@@ -265,6 +266,7 @@ fn init_once<H>(
     let am = AmConfig::read(settings, env.polite)?;
     let vis = VisConfig::read(settings)?;
     let atomics = AtomicsConfig::read(settings)?;
+    let observe = observe_config(settings)?;
     let conduit: Arc<dyn Conduit> = match settings.get(&vars::CONDUIT) {
         None | Some("smp") => Arc::new(SmpConduit::new(&env, boot, SmpConfig::read(settings)?)?),
         Some("ofi") => Arc::new(OfiConduit::new(
@@ -295,6 +297,15 @@ fn init_once<H>(
     // the launcher hears this rank is leaving before its peers can (a
     // client finalized or dropped before the exit has said so already).
     bootstrap::announce_leaving_at_exit();
+    // Statistics and tracing: decided here, once. Off, the conduit is the
+    // conduit and every path is today's; on, the conduit is observed and
+    // the endpoint and atomic domains take their observed routes.
+    rgex_core::observe::install(&observe, env.rank)?;
+    let conduit = if observe.any() {
+        rgex_core::observe::Observed::wrap(conduit)
+    } else {
+        conduit
+    };
     let mut client = Client::with_config(conduit, am)?;
     // VIS's protocol handlers, on every rank before the barrier (a VIS
     // context is made by one rank alone, whenever it likes).
@@ -314,4 +325,15 @@ fn init_once<H>(
     client.progress_thread_as_configured()?;
     client.barrier()?;
     Ok((client, ids))
+}
+
+/// `RGEX_STATS`, `RGEX_STATS_FILE`, `RGEX_TRACE` and `RGEX_TRACE_FILE`.
+fn observe_config(settings: &Environment) -> Result<rgex_core::observe::ObserveConfig> {
+    use rgex_core::observe::{Mask, ObserveConfig};
+    Ok(ObserveConfig {
+        stats: Mask::parse("RGEX_STATS", settings.get(&vars::STATS).unwrap_or("0"))?,
+        stats_file: settings.get(&vars::STATS_FILE).map(str::to_string),
+        trace: Mask::parse("RGEX_TRACE", settings.get(&vars::TRACE).unwrap_or("0"))?,
+        trace_file: settings.get(&vars::TRACE_FILE).map(str::to_string),
+    })
 }

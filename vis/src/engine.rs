@@ -266,6 +266,11 @@ impl Vis {
         if shape.bytes() == 0 {
             return Ok(Event::done());
         }
+        // Statistics and tracing (`RGEX_STATS`, `RGEX_TRACE`): one load
+        // when off, beside a transfer's plan.
+        if rgex_core::observe::on() {
+            observe(mechanism, peer, shape.bytes() as usize);
+        }
         match mechanism {
             Mechanism::Direct => {
                 let seg = self.ep.locality().mapped_segment(peer).ok_or_else(|| {
@@ -335,4 +340,19 @@ impl Vis {
             Mechanism::Auto => unreachable!("mechanism_for resolves Auto"),
         }
     }
+}
+
+/// Tell the observer of a VIS transfer by `m`.
+#[cold]
+#[inline(never)]
+fn observe(m: Mechanism, peer: Rank, bytes: usize) {
+    use rgex_core::observe::VisMech;
+    let m = match m {
+        Mechanism::Direct => VisMech::Direct,
+        Mechanism::Rma => VisMech::Rma,
+        Mechanism::Native => VisMech::Native,
+        // `Auto` is resolved before a transfer starts.
+        Mechanism::Am | Mechanism::Auto => VisMech::Am,
+    };
+    rgex_core::observe::vis(m, peer, bytes);
 }

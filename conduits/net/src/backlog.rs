@@ -23,6 +23,12 @@ impl Backlog {
     #[inline]
     pub fn push(&mut self, p: Post) {
         self.posts.push_back(p);
+        // Statistics (`RGEX_STATS` net): a post refused for now, and the
+        // backlog's length; one load when off, on this slow path.
+        if rgex_core::observe::on() {
+            rgex_core::observe::net(rgex_core::observe::NetEvent::Retry, 1);
+            rgex_core::observe::backlog(self.posts.len());
+        }
     }
 
     /// The oldest post.

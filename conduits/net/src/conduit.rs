@@ -492,6 +492,9 @@ impl<T: Transport> NetConduit<T> {
         let d = dir_index(spec.dir);
         st.check_alive(spec.peer, "AM")?;
         if st.credits.exhausted(&net.geo, peer, d) {
+            if rgex_core::observe::on() {
+                rgex_core::observe::net(rgex_core::observe::NetEvent::CreditStall, 1);
+            }
             st.stalled(net, peer)?;
             self.ask_node(st, spec.peer);
             st.check_alive(spec.peer, "AM")?;

@@ -200,6 +200,9 @@ impl<T: Transport> State<T> {
             );
             posted += 1;
         }
+        if posted > 0 && rgex_core::observe::on() {
+            rgex_core::observe::net(rgex_core::observe::NetEvent::ReadBack, posted as u64);
+        }
         posted
     }
 }

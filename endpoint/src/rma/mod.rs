@@ -35,6 +35,7 @@ pub use rgex_core::{Signal, SignalOp};
 use crate::client_segment::Local;
 use crate::Endpoint;
 use rgex_core::blocked::Waiting;
+use rgex_core::observe::{RmaOp, RmaRoute};
 use rgex_core::shared_work::SHARE_MIN;
 use rgex_core::{Error, Event, Flags, GlobalAddr, OpCounter, Rank, Result};
 use route::Route;
@@ -166,9 +167,9 @@ impl Endpoint {
     /// endpoint was made; a rank out of range has no path but the
     /// reference's, which refuses it).
     pub fn rma_path(&self, peer: Rank) -> RmaPath {
-        self.routes()
-            .of(peer)
-            .map_or(RmaPath::Reference, Route::path)
+        self.routes().of(peer).map_or(RmaPath::Reference, |r| {
+            self.routes().decided(peer, r).path()
+        })
     }
 
     /// `rank`'s route, for an RMA operation (`what`) of a live client:
@@ -198,7 +199,7 @@ impl Endpoint {
     /// to the conduit (each such call returns through memory: three had
     /// been a third of a small NBI put's time).
     #[inline(always)]
-    fn target(&self, at: GlobalAddr, len: usize) -> Result<Destination> {
+    fn target(&self, at: GlobalAddr, len: usize, op: RmaOp) -> Result<Destination> {
         let route = self.route(at.rank, "an RMA operation")?;
         if let Err(refused) = route.check(at.rank, at.offset, len) {
             return self.client_target(at, len, refused);
@@ -207,8 +208,30 @@ impl Endpoint {
             (0, _) => Destination::Nothing,
             (_, Some(p)) => Destination::Mapped(p),
             _ if route.path() == RmaPath::Native => Destination::Native,
+            // The observed marker (mapped and reference routes when RMA is
+            // observed): the one compare the reference path pays for it.
+            _ if route.path() == RmaPath::Mapped => self.observed_target(at, len, op, route),
             _ => Destination::Reference,
         })
+    }
+
+    /// Where an observed operation goes (see [`Routes`]): its route as
+    /// decided, the operation told to the observer.
+    #[cold]
+    #[inline(never)]
+    fn observed_target(&self, at: GlobalAddr, len: usize, op: RmaOp, route: &Route) -> Destination {
+        debug_assert!(Routes::is_observed(route));
+        let real = self.routes().decided(at.rank, route);
+        match real.mapped_at(at.offset) {
+            Some(p) => {
+                rgex_core::observe::rma(op, RmaRoute::Mapped, at.rank, len);
+                Destination::Mapped(p)
+            }
+            None => {
+                rgex_core::observe::rma(op, RmaRoute::Reference, at.rank, len);
+                Destination::Reference
+            }
+        }
     }
 
     /// Where an operation outside the primordial segment goes: into a
@@ -248,7 +271,7 @@ impl Endpoint {
         lc: LcCount<'_>,
         flags: Flags,
     ) -> Result<Started> {
-        match self.target(dst, len)? {
+        match self.target(dst, len, RmaOp::Put)? {
             Destination::Nothing => Ok(Started::default()),
             to @ (Destination::Native | Destination::ClientNative) => {
                 let rc = counter();
@@ -332,7 +355,7 @@ impl Endpoint {
         counter: impl FnOnce() -> Arc<OpCounter>,
         flags: Flags,
     ) -> Result<Option<Arc<OpCounter>>> {
-        match self.target(src, len)? {
+        match self.target(src, len, RmaOp::Get)? {
             Destination::Nothing => Ok(None),
             to @ (Destination::Native | Destination::ClientNative) => {
                 let done = counter();

@@ -84,6 +84,13 @@ pub(crate) struct Routes {
     routes: Box<[Route]>,
     /// `routes.len()`, or 0 once closed: never anything else.
     open: AtomicUsize,
+    /// When RMA is observed (`RGEX_STATS`/`RGEX_TRACE` name `rma`), the
+    /// routes as decided; `routes` then holds every mapped or reference
+    /// route as the *observed marker* (path `Mapped`, no base), which
+    /// no unobserved route is, so the mapped fast paths decline it and
+    /// [`Endpoint::target`](super) sends it to its observed arm. `None`
+    /// when nothing is observed: the routes are today's, untouched.
+    real: Option<Box<[Route]>>,
 }
 
 // SAFETY: the table is written once at construction and only read after;
@@ -98,7 +105,7 @@ unsafe impl Sync for Routes {}
 impl Routes {
     /// Ask `conduit` once per peer: its own RMA, a mapped segment, or
     /// active messages (all peers with `reference_only`).
-    pub(crate) fn new(conduit: &dyn Conduit, reference_only: bool) -> Self {
+    pub(crate) fn new(conduit: &dyn Conduit, reference_only: bool, observed: bool) -> Self {
         let route = |p: u32| {
             let peer = Rank(p);
             let len = conduit.segment_len(peer);
@@ -117,10 +124,46 @@ impl Routes {
             Route { base, len, path }
         };
         let routes: Box<[Route]> = (0..conduit.size()).map(route).collect();
+        let (routes, real) = if observed {
+            let marked = routes
+                .iter()
+                .map(|r| match r.path {
+                    RmaPath::Native => *r,
+                    _ => Route {
+                        base: std::ptr::null_mut(),
+                        len: r.len,
+                        path: RmaPath::Mapped,
+                    },
+                })
+                .collect();
+            (marked, Some(routes))
+        } else {
+            (routes, None)
+        };
         Routes {
             open: AtomicUsize::new(routes.len()),
             routes,
+            real,
         }
+    }
+
+    /// `r`, `rank`'s route from [`open`](Self::open) or [`of`](Self::of),
+    /// as decided: itself, or when RMA is observed the route the
+    /// observed marker stands for (`None` only for a rank out of range,
+    /// which `r` never is).
+    #[inline(always)]
+    pub(crate) fn decided<'a>(&'a self, rank: Rank, r: &'a Route) -> &'a Route {
+        match &self.real {
+            None => r,
+            Some(real) => real.get(rank.index()).unwrap_or(r),
+        }
+    }
+
+    /// Whether `r` is the observed marker: RMA is observed and `r` is a
+    /// mapped or reference route (see [`Routes`]).
+    #[inline(always)]
+    pub(crate) fn is_observed(r: &Route) -> bool {
+        r.path == RmaPath::Mapped && r.base.is_null()
     }
 
     /// `rank`'s route if the client is live and `rank` is in the job;
@@ -203,6 +246,7 @@ mod tests {
         let routes = Routes {
             routes: vec![route(8); 2].into_boxed_slice(),
             open: AtomicUsize::new(2),
+            real: None,
         };
         assert!(routes.of(Rank(1)).is_ok());
         let e = routes.of(Rank(2)).unwrap_err();
@@ -217,6 +261,7 @@ mod tests {
         let routes = Routes {
             routes: vec![route(8); 2].into_boxed_slice(),
             open: AtomicUsize::new(2),
+            real: None,
         };
         assert!(routes.open(Rank(1)).is_some() && routes.open(Rank(2)).is_none());
         routes.close();

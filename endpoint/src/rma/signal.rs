@@ -451,7 +451,7 @@ impl Endpoint {
     /// ```
     pub fn put_signal_path(&self, peer: Rank) -> SignalPath {
         match self.routes().of(peer) {
-            Ok(r) if r.mapped_at(0).is_some() => SignalPath::Mapped,
+            Ok(r) if self.routes().decided(peer, r).mapped_at(0).is_some() => SignalPath::Mapped,
             Ok(_) if self.signal_protocol().native[peer.index()] => SignalPath::Native,
             _ => SignalPath::Reference,
         }
@@ -571,6 +571,8 @@ impl Endpoint {
         flags: Flags,
     ) -> Result<Option<Arc<OpCounter>>> {
         let route = self.route(dst.rank, "a put-with-signal")?;
+        // Put-with-signal is not observed: the route as decided.
+        let route = self.routes().decided(dst.rank, route);
         route.check(dst.rank, dst.offset, len)?;
         check_word(dst.rank, signal.offset, || {
             route.check(dst.rank, signal.offset, 8)

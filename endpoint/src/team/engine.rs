@@ -658,6 +658,8 @@ impl Engine {
             .value("sequence number", seq)
             .value("team", team);
         let mut backoff = Backoff::waiting(self.ep.polite(), waiting);
+        // The collective's span in a trace (inert unless `coll` is traced).
+        let _span = rgex_core::observe::Span::start("coll", op.what());
         let outcome = loop {
             match self.step_or_gone(op) {
                 Ok(false) => {}

@@ -234,6 +234,7 @@ impl Team {
     fn ctx(&self, what: &'static str) -> Result<Ctx> {
         not_in_handler(what)?;
         let seq = self.inner.engine.begin(self.inner.id, what)?;
+        rgex_core::observe::collective(what);
         Ok(Ctx {
             team: self.inner.team.clone(),
             id: self.inner.id,

@@ -1,7 +1,7 @@
 //! The `rgex-run` command line.
 //!
 //! ```text
-//! rgex-run -n N [--conduit C] [--bind] [--timeout SECS] PROGRAM [ARGS...]
+//! rgex-run -n N [--conduit C] [--bind] [--timeout SECS] [--stats] PROGRAM [ARGS...]
 //! ```
 //!
 //! Everything after PROGRAM goes to the program untouched, even arguments
@@ -23,7 +23,7 @@ pub const USAGE_STATUS: i32 = 2;
 pub const CONDUITS: [&str; 4] = ["smp", "ofi", "ibv", "scc"];
 
 const USAGE: &str =
-    "usage: rgex-run -n N [--conduit C] [--bind] [--timeout SECS] PROGRAM [ARGS...]";
+    "usage: rgex-run -n N [--conduit C] [--bind] [--timeout SECS] [--stats] PROGRAM [ARGS...]";
 
 const HELP: &str = "\
 Start N ranks of PROGRAM on this node, forward their output with [rank]
@@ -35,6 +35,8 @@ options:
   --bind              pin rank i to the (i mod count)-th CPU the launcher may use
   --timeout SECS      kill the job if it runs longer than SECS seconds (status 124),
                       after each rank still running has said what it waits on
+  --stats             count (RGEX_STATS, all categories unless set) and print the
+                      job's table on stderr at its end: totals, each rank's share
   -h, --help          print this help
 
 Everything after PROGRAM is passed to it untouched (use -- before a
@@ -43,6 +45,7 @@ PROGRAM whose name starts with '-').
 Settings that help when a job is stuck or a rank dies (rgex-info lists them):
 RGEX_BACKTRACE=1 (a backtrace of every thread at a crash), RGEX_FREEZE=1 and
 RGEX_FREEZE_ON_ERROR=1 (stop for gdb -p PID first), RGEX_FREEZE_SECS.
+When it is slow: --stats, RGEX_STATS, RGEX_TRACE=am,rma,... (RGEX_TRACE_FILE).
 
 Exit status: 0 if every rank exited 0; otherwise the first failing rank's
 status (128+N if it was killed by signal N), 124 on timeout, 128+N if the
@@ -68,6 +71,8 @@ pub struct Options {
     pub bind: bool,
     /// `--timeout`.
     pub timeout: Option<Duration>,
+    /// `--stats`.
+    pub stats: bool,
     /// The program.
     pub program: PathBuf,
     /// Its arguments.
@@ -154,6 +159,7 @@ where
     let mut conduit = None;
     let mut bind = false;
     let mut timeout = None;
+    let mut stats = false;
     let program = loop {
         let Some(arg) = it.next() else {
             return Err(usage("no PROGRAM given"));
@@ -192,6 +198,7 @@ where
             "--conduit" => conduit = Some(parse_conduit(&value(name)?)?),
             "--timeout" => timeout = Some(parse_timeout(&value(name)?)?),
             "--bind" if inline.is_none() => bind = true,
+            "--stats" if inline.is_none() => stats = true,
             _ if name.starts_with("-n") && !name.starts_with("--") => {
                 ranks = Some(parse_ranks(&name[2..])?);
             }
@@ -204,6 +211,7 @@ where
         conduit,
         bind,
         timeout,
+        stats,
         program: PathBuf::from(program),
         args: it.collect(),
     }))
@@ -245,13 +253,36 @@ pub fn main() -> i32 {
         eprintln!("rgex-run: {e}");
         return 1;
     }
-    match opts.job().run() {
+    let mut job = opts.job();
+    // --stats: every rank writes its counts into a directory of this
+    // launcher's, read back into one table at the end.
+    let stats_dir = opts.stats.then(|| {
+        let d = std::env::temp_dir().join(format!("rgex-run-stats-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&d);
+        d
+    });
+    if let Some(d) = &stats_dir {
+        if std::env::var_os("RGEX_STATS").is_none() {
+            job = job.env("RGEX_STATS", "1");
+        }
+        job = job.env("RGEX_STATS_FILE", d.join("%r.json"));
+    }
+    let status = match job.run() {
         Ok(outcome) => outcome.status,
         Err(e) => {
             eprintln!("rgex-run: {e}");
             launch_error_status(&e)
         }
+    };
+    if let Some(d) = &stats_dir {
+        let (ranks, missing) = super::stats_table::read(d, opts.ranks);
+        eprint!("{}", super::stats_table::render(&ranks));
+        if !missing.is_empty() {
+            eprintln!("rgex-run --stats: no counts from ranks {missing:?} (they did not reach finalize or exit)");
+        }
+        let _ = std::fs::remove_dir_all(d);
     }
+    status
 }
 
 #[cfg(test)]
@@ -296,6 +327,8 @@ mod tests {
         ]);
         assert_eq!(o.conduit.as_deref(), Some("smp"));
         assert!(o.bind);
+        assert!(!o.stats);
+        assert!(run(&["--stats", "-n", "1", "p"]).stats);
         assert_eq!(o.timeout, Some(Duration::from_millis(1500)));
         assert_eq!(o.program, PathBuf::from("prog"));
         assert_eq!(o.args, ["--bind", "-x"]);

@@ -30,6 +30,7 @@ mod output;
 mod server;
 mod signals;
 mod spawn;
+pub mod stats_table;
 mod supervise;
 
 pub use server::BootstrapServer;
