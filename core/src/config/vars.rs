@@ -157,6 +157,8 @@ registry! {
     PMIX_LIBRARY: "RGEX_PMIX_LIBRARY", Value("libpmix.so.2"), "rgex-pmix",
         "the libpmix to load, a path or a name the dynamic loader searches";
     // Testing and benchmarks.
+    SHMEM_BENCH: "RGEX_SHMEM_BENCH", Behaviour("shmem_bench_rgex beside testshmem"), "rgex-benches",
+        "benchmarks: the rgex-shmem build of shmem/bench/shmem_bench.c that testshmem runs (ci/bench.sh builds it)";
     FAULT_SWEEP_PAUSE_MS: "RGEX_FAULT_SWEEP_PAUSE_MS", Behaviour("no pause"), "rgex-endpoint",
         "testing (fault-injection builds): milliseconds between a fault sweep's sends";
     FAULT_CMA_REFUSED: "RGEX_FAULT_CMA_REFUSED", Behaviour("the kernel decides"), "rgex-endpoint",
