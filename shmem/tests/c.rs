@@ -57,7 +57,13 @@ fn built() -> &'static Built {
             .to_path_buf();
         let target = profile.parent().expect("a target directory").to_path_buf();
         let mut cargo = Command::new(env!("CARGO"));
-        cargo.args(["build", "-p", "rgex-shmem", "-p", "rgex", "--target-dir"]);
+        // The whole workspace, tests included, as `cargo test --workspace`
+        // selects it: features are resolved over the packages and targets
+        // selected, so `-p rgex-shmem -p rgex` built every crate again
+        // with other features (50 s on 2 cores, in every run). Under
+        // `cargo test --workspace` and the conduit matrix this finds
+        // everything built; `cargo test -p rgex-shmem` alone pays once.
+        cargo.args(["build", "--workspace", "--lib", "--bins", "--tests", "--target-dir"]);
         cargo.arg(&target);
         match profile.file_name().and_then(|n| n.to_str()) {
             Some("debug") => {}
