@@ -123,6 +123,50 @@ pub fn category(ep: u32, cat: NbiCategory) -> Arc<OpCounter> {
     with(ep, |n| n.by_category[cat as usize].clone())
 }
 
+/// Whether a sync of `cat` on endpoint `ep` on this thread has nothing
+/// to do: no operation outstanding (acquire: their effects are seen, as
+/// after a wait) and none failed. A quiet after blocking or mapped
+/// operations, the common case, then costs one look at this thread's
+/// state, not an event and its wait.
+///
+/// ```
+/// use rgex_core::nbi::{self, NbiCategory};
+/// assert!(nbi::settled(0, NbiCategory::Put));
+/// let c = nbi::counter(0, NbiCategory::Put);
+/// c.add(1);
+/// assert!(!nbi::settled(0, NbiCategory::Put));
+/// c.done();
+/// assert!(nbi::settled(0, NbiCategory::Put));
+/// ```
+#[inline]
+pub fn settled(ep: u32, cat: NbiCategory) -> bool {
+    with(ep, |n| {
+        let c = &n.by_category[cat as usize];
+        c.peek_done() && c.failure().is_none()
+    })
+}
+
+/// [`settled`] for every category at once, in one look at this thread's
+/// state: what a quiet (OpenSHMEM's, of all three) asks first.
+///
+/// ```
+/// use rgex_core::nbi::{self, NbiCategory};
+/// assert!(nbi::settled_all(0));
+/// let c = nbi::counter(0, NbiCategory::Rmw);
+/// c.add(1);
+/// assert!(!nbi::settled_all(0) && nbi::settled(0, NbiCategory::Put));
+/// c.done();
+/// assert!(nbi::settled_all(0));
+/// ```
+#[inline]
+pub fn settled_all(ep: u32) -> bool {
+    with(ep, |n| {
+        n.by_category
+            .iter()
+            .all(|c| c.peek_done() && c.failure().is_none())
+    })
+}
+
 /// After a sync of `cat` on endpoint `ep` on this thread (nothing
 /// outstanding): why one of its operations failed, if one did, with the
 /// category started afresh so the next sync reports only its own

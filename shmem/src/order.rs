@@ -9,13 +9,10 @@
 
 use crate::fatal::OrDie;
 use crate::state::{self, Shmem};
-use rgex::NbiCategory;
 
 /// Complete this thread's outstanding puts, gets and AMOs.
 pub fn quiet(s: &Shmem, what: &str) {
-    s.ep.nbi_wait(NbiCategory::Put).or_die(s.me, what);
-    s.ep.nbi_wait(NbiCategory::Get).or_die(s.me, what);
-    s.ep.nbi_wait(NbiCategory::Rmw).or_die(s.me, what);
+    s.ep.nbi_wait_all().or_die(s.me, what);
 }
 
 /// `void shmem_quiet(void)`.

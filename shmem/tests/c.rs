@@ -63,7 +63,14 @@ fn built() -> &'static Built {
         // with other features (50 s on 2 cores, in every run). Under
         // `cargo test --workspace` and the conduit matrix this finds
         // everything built; `cargo test -p rgex-shmem` alone pays once.
-        cargo.args(["build", "--workspace", "--lib", "--bins", "--tests", "--target-dir"]);
+        cargo.args([
+            "build",
+            "--workspace",
+            "--lib",
+            "--bins",
+            "--tests",
+            "--target-dir",
+        ]);
         cargo.arg(&target);
         match profile.file_name().and_then(|n| n.to_str()) {
             Some("debug") => {}

@@ -826,12 +826,34 @@ impl Endpoint {
     /// an rgex future refuses to suspend with any outstanding
     /// ([`Error::NbiAcrossAwait`]; see [`put_nbi`](Self::put_nbi)).
     pub fn nbi_wait(&self, cat: NbiCategory) -> Result<()> {
+        if nbi::settled(self.index(), cat) {
+            return Ok(());
+        }
         self.event(Some(nbi::category(self.index(), cat)))
             .wait_unchecked();
         match nbi::take_failure(self.index(), cat) {
             Some(why) => Err(Error::Failed(why)),
             None => Ok(()),
         }
+    }
+
+    /// [`nbi_wait`](Self::nbi_wait) of every category (puts, gets, then
+    /// atomics), with one look first: when nothing is outstanding and
+    /// nothing failed, as after blocking or mapped operations, it returns
+    /// at once.
+    ///
+    /// ```no_run
+    /// # fn demo(ep: &rgex_endpoint::Endpoint) -> rgex_core::Result<()> {
+    /// ep.nbi_wait_all()?; // every implicit operation of this thread here is complete
+    /// # Ok(()) }
+    /// ```
+    pub fn nbi_wait_all(&self) -> Result<()> {
+        if nbi::settled_all(self.index()) {
+            return Ok(());
+        }
+        self.nbi_wait(NbiCategory::Put)?;
+        self.nbi_wait(NbiCategory::Get)?;
+        self.nbi_wait(NbiCategory::Rmw)
     }
 
     /// Open an access region: implicit operations this thread issues on
