@@ -307,6 +307,15 @@ fn init_once<H>(
         conduit
     };
     let mut client = Client::with_config(conduit, am)?;
+    if observe.any() {
+        // The trace names each AM's handler from the primordial table
+        // (a weak reference: the observer outlives the client).
+        let ep = Arc::downgrade(client.endpoint());
+        rgex_core::observe::name_handlers(move |i| {
+            ep.upgrade()
+                .map_or_else(|| "<finalized>".to_owned(), |ep| ep.handlers().name(i))
+        });
+    }
     // VIS's protocol handlers, on every rank before the barrier (a VIS
     // context is made by one rank alone, whenever it likes).
     rgex_vis::install(client.endpoint(), vis)?;

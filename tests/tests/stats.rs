@@ -120,6 +120,18 @@ fn a_trace_has_an_event_per_operation() {
         // 7 requests of each of 10 rounds, each answered: 140 each way.
         assert_eq!(client("inject"), 140, "rank {r}: {text}");
         assert_eq!(client("deliver"), 140, "rank {r}");
+        // Each client AM names its handler, as stats_conformance
+        // registered it: 70 requests and 70 replies each way.
+        for name in ["stats.request", "stats.reply"] {
+            for ev in ["inject", "deliver"] {
+                let named = text
+                    .lines()
+                    .filter(|l| l.contains(&format!("\"cat\":\"am\",\"ev\":\"{ev}\"")))
+                    .filter(|l| l.contains(&format!("\"name\":\"{name}\"")))
+                    .count();
+                assert_eq!(named, 70, "rank {r}: {ev} of {name}");
+            }
+        }
         let rma = |ev: &str| {
             text.lines()
                 .filter(|l| l.contains(&format!("\"cat\":\"rma\",\"ev\":\"{ev}\"")))

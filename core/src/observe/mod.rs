@@ -226,6 +226,31 @@ fn sinks(cat: u32) -> Option<(bool, Option<&'static trace::TraceFile>)> {
     (count || tr.is_some()).then_some((count, tr))
 }
 
+/// Names handler indices for the trace (see [`name_handlers`]).
+type Namer = Box<dyn Fn(u8) -> String + Send + Sync>;
+static NAMER: OnceLock<Namer> = OnceLock::new();
+
+/// Tell the trace how to name a handler index: `rgex::init` gives the
+/// primordial endpoint's table, so each AM event carries the name
+/// registered at its index there (`"name":"pong"`). Once per process (a
+/// second call is ignored); unset, events carry the index alone.
+///
+/// ```
+/// rgex_core::observe::name_handlers(|i| format!("handler {i}"));
+/// ```
+pub fn name_handlers(f: impl Fn(u8) -> String + Send + Sync + 'static) {
+    let _ = NAMER.set(Box::new(f));
+}
+
+/// The trace's string fields of an AM event: the handler's name (when
+/// known), then `rest`.
+fn am_fields<'a>(name: &'a Option<String>, rest: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    name.iter()
+        .map(|n| ("name", n.as_str()))
+        .chain(rest.iter().copied())
+        .collect()
+}
+
 fn dir_name(d: Direction) -> &'static str {
     match d {
         Direction::Request => "request",
@@ -254,6 +279,7 @@ pub fn am_injected(peer: Rank, dir: Direction, cat: Category, handler: u8, len: 
         counters::add(Counter::path(client, np), 1);
     }
     if let Some(t) = tr {
+        let name = NAMER.get().map(|f| f(handler));
         t.event_str(
             "am",
             "inject",
@@ -262,11 +288,14 @@ pub fn am_injected(peer: Rank, dir: Direction, cat: Category, handler: u8, len: 
                 ("size", len as u64),
                 ("handler", handler.into()),
             ],
-            &[
-                ("dir", dir_name(dir)),
-                ("kind", cat_name(cat)),
-                ("path", if np { "np" } else { "fp" }),
-            ],
+            &am_fields(
+                &name,
+                &[
+                    ("dir", dir_name(dir)),
+                    ("kind", cat_name(cat)),
+                    ("path", if np { "np" } else { "fp" }),
+                ],
+            ),
         );
     }
 }
@@ -280,6 +309,7 @@ pub fn am_delivered(src: Rank, dir: Direction, cat: Category, handler: u8, len: 
         counters::add(Counter::delivered(handler >= CLIENT_MIN, dir), 1);
     }
     if let Some(t) = tr {
+        let name = NAMER.get().map(|f| f(handler));
         t.event_str(
             "am",
             "deliver",
@@ -288,7 +318,7 @@ pub fn am_delivered(src: Rank, dir: Direction, cat: Category, handler: u8, len: 
                 ("size", len as u64),
                 ("handler", handler.into()),
             ],
-            &[("dir", dir_name(dir)), ("kind", cat_name(cat))],
+            &am_fields(&name, &[("dir", dir_name(dir)), ("kind", cat_name(cat))]),
         );
     }
 }
