@@ -2,8 +2,8 @@
 # OpenSHMEM's public test suite (openshmem-org/tests-sos) against
 # rgex-shmem: `bash ci/tests-sos.sh DIR [SUBDIR...]`, DIR a checkout of
 # the suite fetched elsewhere (never vendored here). Builds every C
-# program of test/unit, test/spec-example, test/apps and test/performance
-# (or the SUBDIRs named) with shmem/bin/oshcc, runs each under
+# program of test/unit, test/spec-example, test/apps and the two folders
+# of test/performance (or the SUBDIRs named) with shmem/bin/oshcc, runs each under
 # shmem/bin/oshrun on 2 and 4 PEs (on the conduit RGEX_CONDUIT and the
 # rest of the environment name), and prints a table per directory:
 # built, passed, failed, with each failure's name, and not applicable
@@ -16,7 +16,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 sos=${1:?usage: ci/tests-sos.sh DIR [SUBDIR...] (DIR: a tests-sos checkout)}
 shift
 dirs=("$@")
-[ ${#dirs[@]} -gt 0 ] || dirs=(unit spec-example apps performance)
+[ ${#dirs[@]} -gt 0 ] || dirs=(unit spec-example apps performance/shmem_perf_suite performance/tests)
 out=${TESTS_SOS_OUT:-$(mktemp -d /tmp/tests-sos.XXXXXX)}
 timeout=${TESTS_SOS_TIMEOUT:-120}
 oshcc="$here/shmem/bin/oshcc"
@@ -35,7 +35,20 @@ for d in "${dirs[@]}"; do
             na+=("$t(mpi)")
             continue
         fi
-        if ! "$oshcc" -O1 -I"$sos/test/include" "$c" -o "$out/$d/$t" -lm \
+        # A source that is another program's part (Makefile.am's
+        # PROG_SOURCES lists it, and it has no main) is built into that
+        # program, not on its own.
+        if grep -Eq "^[A-Za-z0-9_]+_SOURCES *=.*[ =]$t\.c( |\$)" "$src/Makefile.am" 2>/dev/null &&
+            ! grep -Eq '\<main *\(' "$c"; then
+            continue
+        fi
+        # The program's sources: PROG_SOURCES's .c files, or PROG.c.
+        srcs=()
+        for f in $(sed -n "s/^${t}_SOURCES *= *//p" "$src/Makefile.am" 2>/dev/null); do
+            [[ $f == *.c ]] && srcs+=("$src/$f")
+        done
+        [ ${#srcs[@]} -gt 0 ] || srcs=("$c")
+        if ! "$oshcc" -O1 -pthread -I"$sos/test/include" "${srcs[@]}" -o "$out/$d/$t" -lm \
             >"$out/$d/$t.build" 2>&1; then
             fails+=("$t(build)")
             continue

@@ -637,6 +637,13 @@ void shmem_set_lock(long *lock);
 void shmem_clear_lock(long *lock);
 int shmem_test_lock(long *lock);
 
+/* ---- Profiling interface --------------------------------------------- */
+
+/* Levels: 0 profiling off, 1 on (the default), 2 flush; rgex-shmem has no
+ * profiling library of its own (RGEX_STATS counts instead): it records
+ * the level, and the call has no other effect, as the spec allows. */
+void shmem_pcontrol(const int level, ...);
+
 /* ---- Ordering and barriers (sections 9.8, 9.11) ---------------------- */
 
 void shmem_fence(void);

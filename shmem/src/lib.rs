@@ -35,6 +35,7 @@ pub mod fatal;
 pub mod heap;
 pub mod lock;
 pub mod order;
+pub mod pcontrol;
 pub mod reduce_ops;
 pub mod rma;
 pub mod setup;
