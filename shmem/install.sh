@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install.sh: build rgex-shmem with cargo and install it under a prefix.
 #
-#   bash shmem/install.sh --prefix DIR [--profile NAME] [--target-dir DIR]
+#   bash shmem/install.sh --prefix DIR [--profile NAME] [--target-dir DIR] [-- SELECTION]
 #
 # Builds librgex_shmem (.so and .a) and rgex-run with cargo (profile
 # release unless --profile names another: dev, or one of the workspace's
@@ -13,6 +13,10 @@
 #   DIR/bin/oshcc, DIR/bin/oshrun, DIR/bin/rgex-run
 # The installed oshcc and oshrun find the library, the headers and
 # rgex-run beside themselves: nothing of the source tree is needed.
+# After --, cargo build's selection instead of `-p rgex-shmem -p rgex
+# --lib --bin rgex-run` (cargo resolves features over what it selects:
+# shmem/tests/install.rs passes the selection `cargo test --workspace`
+# builds, so the script builds nothing twice with other features).
 set -euo pipefail
 
 # The synopsis (the header's fourth line) on stderr; --help prints the
@@ -28,6 +32,7 @@ fail() {
 
 prefix=
 profile=release
+selection=(-p rgex-shmem -p rgex --lib --bin rgex-run)
 target_dir=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -49,6 +54,12 @@ while [ $# -gt 0 ]; do
                 --target-dir=*) target_dir=$value ;;
             esac
             shift
+            ;;
+        --)
+            shift
+            [ $# -gt 0 ] || fail "-- needs cargo build's selection after it (see --help)"
+            selection=("$@")
+            break
             ;;
         -h | --help)
             sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"
@@ -90,7 +101,7 @@ esac
 
 echo "install.sh: building rgex-shmem and rgex-run (profile $profile, target $target)"
 (cd "$root" && "$cargo" build --profile "$profile" --target-dir "$target" \
-    -p rgex-shmem -p rgex --lib --bin rgex-run) ||
+    "${selection[@]}") ||
     fail "cargo build --profile $profile failed (its messages are above)"
 
 # The crate's version, for the pkg-config file: cargo pkgid ends

@@ -1,5 +1,5 @@
 //! rgex-shmem's install: `shmem/install.sh` builds with cargo (this
-//! test's target directory and profile) and installs into a prefix in
+//! test's target directory, profile and c.rs's selection) and installs into a prefix in
 //! the target directory; a C program (`tests/install/hello.c`) is then
 //! built from the prefix alone, with the installed `oshcc` and with
 //! `pkg-config`'s flags (and statically, from `librgex_shmem.a`), and
@@ -10,27 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+mod workspace_build;
+use workspace_build::{profile_dir, profile_name};
+
 fn shmem_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// This test's cargo profile directory (`target/<profile>`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its path");
-    // target/<profile>/deps/install-<hash>
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("the test runs from target/<profile>/deps")
-        .to_path_buf()
-}
-
-/// The cargo profile that builds into `dir` (`debug` is `dev`).
-fn profile_name(dir: &Path) -> String {
-    match dir.file_name().and_then(|n| n.to_str()) {
-        Some("debug") => "dev".into(),
-        Some(other) => other.into(),
-        None => panic!("no profile directory in {}", dir.display()),
-    }
 }
 
 /// `bash shmem/install.sh ARGS` with cargo's variables pointing nowhere
@@ -53,7 +37,8 @@ fn install_sh(args: &[&std::ffi::OsStr]) -> Output {
 }
 
 /// The prefix, installed into once (made afresh) by `install.sh` in this
-/// test's target directory and profile.
+/// test's target directory and profile, building the selection c.rs
+/// builds (see [`workspace_build::SELECTION`]).
 fn prefix() -> &'static Path {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
     PREFIX.get_or_init(|| {
@@ -62,14 +47,17 @@ fn prefix() -> &'static Path {
         let prefix = profile.join("shmem-install-test/prefix");
         let _ = std::fs::remove_dir_all(&prefix);
         let name = profile_name(&profile);
-        let out = install_sh(&[
+        let mut args: Vec<&std::ffi::OsStr> = vec![
             "--prefix".as_ref(),
             prefix.as_os_str(),
             "--profile".as_ref(),
             name.as_ref(),
             "--target-dir".as_ref(),
             target.as_os_str(),
-        ]);
+            "--".as_ref(),
+        ];
+        args.extend(workspace_build::SELECTION.iter().map(|a| a.as_ref()));
+        let out = install_sh(&args);
         assert!(out.status.success(), "install.sh failed: {}", out.status);
         prefix
     })
@@ -151,7 +139,11 @@ fn oshcc_from_the_prefix_builds_hello() {
         "bin/oshrun",
         "bin/rgex-run",
     ] {
-        assert!(p.join(f).is_file(), "{} is not installed", p.join(f).display());
+        assert!(
+            p.join(f).is_file(),
+            "{} is not installed",
+            p.join(f).display()
+        );
     }
     let oshcc = p.join("bin/oshcc");
     let mut c = from_prefix(&oshcc);
@@ -182,7 +174,11 @@ fn oshcc_from_the_prefix_builds_hello() {
 /// `pkg-config` with `PKG_CONFIG_PATH=PREFIX/lib/pkgconfig`, or None
 /// (reported as a skip of `test`) where pkg-config is not installed.
 fn pkg_config(test: &str) -> Option<Command> {
-    if Command::new("pkg-config").arg("--version").output().is_err() {
+    if Command::new("pkg-config")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         let conduit = std::env::var("RGEX_CONDUIT")
             .ok()
             .filter(|c| !c.is_empty())
@@ -215,7 +211,11 @@ fn pkg_config_flags_build_hello() {
     let Some(version) = pkg_config_words(TEST, &["--modversion"]) else {
         return;
     };
-    assert_eq!(version, [env!("CARGO_PKG_VERSION")], "rgex-shmem.pc's version");
+    assert_eq!(
+        version,
+        [env!("CARGO_PKG_VERSION")],
+        "rgex-shmem.pc's version"
+    );
     let Some(flags) = pkg_config_words(TEST, &["--cflags", "--libs"]) else {
         return;
     };
@@ -257,7 +257,10 @@ fn pkg_config_static_builds_hello() {
         .args(&libs[1..])
         .arg("-o")
         .arg(&exe);
-    succeeds(c, &format!("cc hello.c librgex_shmem.a {}", libs[1..].join(" ")));
+    succeeds(
+        c,
+        &format!("cc hello.c librgex_shmem.a {}", libs[1..].join(" ")),
+    );
     let mut c = Command::new("readelf");
     c.arg("-d").arg(&exe);
     let dynamic = succeeds(c, "readelf -d");
@@ -287,7 +290,11 @@ fn refused(args: &[&std::ffi::OsStr], says: &str) {
 #[test]
 fn install_sh_refuses_an_unknown_option() {
     refused(
-        &["--prefix".as_ref(), "/tmp/x".as_ref(), "--frobnicate".as_ref()],
+        &[
+            "--prefix".as_ref(),
+            "/tmp/x".as_ref(),
+            "--frobnicate".as_ref(),
+        ],
         "install.sh: unknown argument '--frobnicate'",
     );
 }
@@ -296,7 +303,10 @@ fn install_sh_refuses_an_unknown_option() {
 fn install_sh_requires_a_prefix() {
     refused(&[], "install.sh: --prefix DIR is required");
     refused(&["--prefix".as_ref()], "install.sh: --prefix needs a value");
-    refused(&["--prefix=".as_ref()], "install.sh: --prefix needs a value");
+    refused(
+        &["--prefix=".as_ref()],
+        "install.sh: --prefix needs a value",
+    );
 }
 
 #[test]
@@ -309,7 +319,10 @@ fn install_sh_refuses_an_unwritable_prefix() {
     let under = file.join("prefix");
     refused(
         &["--prefix".as_ref(), under.as_os_str()],
-        &format!("install.sh: --prefix {}: cannot create the directory", under.display()),
+        &format!(
+            "install.sh: --prefix {}: cannot create the directory",
+            under.display()
+        ),
     );
 }
 
