@@ -56,7 +56,7 @@ fn prefix() -> &'static Path {
             target.as_os_str(),
             "--".as_ref(),
         ];
-        args.extend(workspace_build::SELECTION.iter().map(|a| a.as_ref()));
+        args.extend(workspace_build::SELECTION.iter().map(std::ffi::OsStr::new));
         let out = install_sh(&args);
         assert!(out.status.success(), "install.sh failed: {}", out.status);
         prefix
