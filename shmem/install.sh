@@ -38,6 +38,7 @@ while [ $# -gt 0 ]; do
     case $1 in
         --prefix | --profile | --target-dir)
             [ $# -ge 2 ] && [ -n "$2" ] || fail "$1 needs a value (see --help)"
+            case $2 in -*) fail "$1 needs a value, not the option '$2' (see --help)" ;; esac
             case $1 in
                 --prefix) prefix=$2 ;;
                 --profile) profile=$2 ;;

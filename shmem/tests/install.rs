@@ -307,6 +307,10 @@ fn install_sh_requires_a_prefix() {
         &["--prefix=".as_ref()],
         "install.sh: --prefix needs a value",
     );
+    refused(
+        &["--prefix".as_ref(), "--profile".as_ref(), "dev".as_ref()],
+        "install.sh: --prefix needs a value, not the option '--profile'",
+    );
 }
 
 #[test]
