@@ -4,7 +4,8 @@
 #                                 the headers for ci/bindings.sh; fi_info, fi_pingpong)
 #   clang, libclang-dev           bindgen, only for ci/bindings.sh's check of the committed
 #                                 bindings (libfabric-sys, pmix-sys); the build needs neither
-#   pkg-config                    finds the libfabric and PMIx headers for that check
+#   pkg-config                    finds the libfabric and PMIx headers for that check; and
+#                                 rgex-shmem's install test builds C with rgex-shmem.pc
 #   libpmix-dev                   the PMIx bootstrap's tests (libpmix2, loaded at run time
 #                                 under srun --mpi=pmix, mpirun, prterun; headers for the check)
 #   openmpi-bin                   mpirun, a PMIx launcher for the bootstrap's tests

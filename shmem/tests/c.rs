@@ -13,6 +13,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+mod workspace_build;
+
 /// The C programs, each with its own section.
 const PROGRAMS: &[&str] = &[
     "setup",
@@ -48,40 +50,15 @@ fn shmem_dir() -> &'static Path {
 fn built() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test knows its path");
-        // target/<profile>/deps/c-<hash>
-        let profile = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the test runs from target/<profile>/deps")
-            .to_path_buf();
+        let profile = workspace_build::profile_dir();
         let target = profile.parent().expect("a target directory").to_path_buf();
         let mut cargo = Command::new(env!("CARGO"));
-        // The whole workspace, tests included, as `cargo test --workspace`
-        // selects it: features are resolved over the packages and targets
-        // selected, so `-p rgex-shmem -p rgex` built every crate again
-        // with other features (50 s on 2 cores, in every run). Under
-        // `cargo test --workspace` and the conduit matrix this finds
-        // everything built; `cargo test -p rgex-shmem` alone pays once.
-        cargo.args([
-            "build",
-            "--workspace",
-            "--lib",
-            "--bins",
-            "--tests",
-            "--target-dir",
-        ]);
-        cargo.arg(&target);
-        match profile.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => {}
-            Some("release") => {
-                cargo.arg("--release");
-            }
-            Some(other) => {
-                cargo.args(["--profile", other]);
-            }
-            None => panic!("no profile directory in {}", profile.display()),
-        }
+        cargo
+            .arg("build")
+            .args(workspace_build::SELECTION)
+            .arg("--target-dir")
+            .arg(&target)
+            .args(["--profile", &workspace_build::profile_name(&profile)]);
         let st = cargo.status().expect("cargo runs");
         assert!(st.success(), "building librgex_shmem and rgex-run: {st}");
         let programs = profile.join("shmem-c-tests");
