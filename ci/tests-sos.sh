@@ -29,26 +29,42 @@ for d in "${dirs[@]}"; do
     [ -d "$src" ] || { echo "no $src"; status=1; continue; }
     mkdir -p "$out/$d"
     built=0 ok2=0 ok4=0 fails=() na=()
-    for c in "$src"/*.c; do
-        t=$(basename "$c" .c)
-        if grep -q '#include *<mpi.h>' "$c"; then
-            na+=("$t(mpi)")
-            continue
-        fi
-        # A source that is another program's part (Makefile.am's
-        # PROG_SOURCES lists it, and it has no main) is built into that
-        # program, not on its own.
-        if grep -Eq "^[A-Za-z0-9_]+_SOURCES *=.*[ =]$t\.c( |\$)" "$src/Makefile.am" 2>/dev/null &&
-            ! grep -Eq '\<main *\(' "$c"; then
-            continue
-        fi
+    # The programs: each PROG.c, and each PROG that Makefile.am builds
+    # from other sources (PROG_SOURCES: a second build of one file with
+    # other flags, such as performance's _nb variants).
+    progs=$( {
+        for c in "$src"/*.c; do basename "$c" .c; done
+        sed -n 's/^\([A-Za-z0-9_]*\)_SOURCES *=.*/\1/p' "$src/Makefile.am" 2>/dev/null
+    } | sort -u)
+    for t in $progs; do
+        c="$src/$t.c"
         # The program's sources: PROG_SOURCES's .c files, or PROG.c.
         srcs=()
         for f in $(sed -n "s/^${t}_SOURCES *= *//p" "$src/Makefile.am" 2>/dev/null); do
             [[ $f == *.c ]] && srcs+=("$src/$f")
         done
         [ ${#srcs[@]} -gt 0 ] || srcs=("$c")
-        if ! "$oshcc" -O1 -pthread -I"$sos/test/include" "${srcs[@]}" -o "$out/$d/$t" -lm \
+        if grep -q '#include *<mpi.h>' "${srcs[@]}"; then
+            na+=("$t(mpi)")
+            continue
+        fi
+        # A source that is another program's part (another PROG_SOURCES
+        # lists it, and it has no main) is built into that program, not
+        # on its own.
+        if [ -f "$c" ] && grep -Eq "^[A-Za-z0-9_]+_SOURCES *=.*[ =]$t\.c( |\$)" "$src/Makefile.am" 2>/dev/null &&
+            ! grep -Eq '\<main *\(' "$c"; then
+            continue
+        fi
+        # PROG_CFLAGS: OpenMP's flag for $(AM_OPENMP_CFLAGS), the -D
+        # definitions as they are, other make variables dropped.
+        cflags=()
+        for f in $(sed -n "s/^${t}_CFLAGS *= *//p" "$src/Makefile.am" 2>/dev/null); do
+            case $f in
+            '$(AM_OPENMP_CFLAGS)') cflags+=(-fopenmp) ;;
+            -D*) cflags+=("$f") ;;
+            esac
+        done
+        if ! "$oshcc" -O1 -pthread "${cflags[@]}" -I"$sos/test/include" -I"$src" "${srcs[@]}" -o "$out/$d/$t" -lm \
             >"$out/$d/$t.build" 2>&1; then
             fails+=("$t(build)")
             continue
