@@ -8,7 +8,9 @@
 # rest of the environment name), and prints a table per directory:
 # built, passed, failed, with each failure's name, and not applicable
 # (a program that includes mpi.h: a hybrid MPI job, and there is no MPI
-# here). test/shmemx (SOS's own extensions) is not OpenSHMEM 1.5 and is
+# here; a C++ or Fortran program). Programs are found as the suite's
+# Makefile.am builds them: PROG.c, or PROG_SOURCES with PROG_CFLAGS's
+# -D definitions and OpenMP. test/shmemx (SOS's own extensions) is not OpenSHMEM 1.5 and is
 # not run. Needs `cargo build
 # -p rgex-shmem -p rgex` first.
 set -uo pipefail
@@ -39,10 +41,19 @@ for d in "${dirs[@]}"; do
     for t in $progs; do
         c="$src/$t.c"
         # The program's sources: PROG_SOURCES's .c files, or PROG.c.
-        srcs=()
+        srcs=() other=
         for f in $(sed -n "s/^${t}_SOURCES *= *//p" "$src/Makefile.am" 2>/dev/null); do
-            [[ $f == *.c ]] && srcs+=("$src/$f")
+            case $f in
+            *.c) srcs+=("$src/$f") ;;
+            *.cpp | *.cc) other=C++ ;;
+            *.f90 | *.f | *.F90) other=Fortran ;;
+            esac
         done
+        # A C++ or Fortran program: not for a C library's oshcc.
+        if [ ${#srcs[@]} -eq 0 ] && [ -n "$other" ]; then
+            na+=("$t($other)")
+            continue
+        fi
         [ ${#srcs[@]} -gt 0 ] || srcs=("$c")
         if grep -q '#include *<mpi.h>' "${srcs[@]}"; then
             na+=("$t(mpi)")
