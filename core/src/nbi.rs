@@ -140,30 +140,34 @@ pub fn category(ep: u32, cat: NbiCategory) -> Arc<OpCounter> {
 /// ```
 #[inline]
 pub fn settled(ep: u32, cat: NbiCategory) -> bool {
-    with(ep, |n| {
-        let c = &n.by_category[cat as usize];
-        c.peek_done() && c.failure().is_none()
-    })
+    with(ep, |n| quiet_counter(&n.by_category[cat as usize]))
 }
 
-/// [`settled`] for every category at once, in one look at this thread's
-/// state: what a quiet (OpenSHMEM's, of all three) asks first.
+/// A counter with nothing outstanding and no failure: a sync of it has
+/// nothing to do or report.
+#[inline]
+fn quiet_counter(c: &OpCounter) -> bool {
+    c.peek_done() && c.failure().is_none()
+}
+
+/// [`settled`] for each of `cats` at once, in one look at this thread's
+/// state: what a quiet (OpenSHMEM's: puts, gets and atomics) asks first.
 ///
 /// ```
 /// use rgex_core::nbi::{self, NbiCategory};
-/// assert!(nbi::settled_all(0));
+/// let quiet = [NbiCategory::Put, NbiCategory::Rmw];
+/// assert!(nbi::settled_in(0, &quiet));
 /// let c = nbi::counter(0, NbiCategory::Rmw);
 /// c.add(1);
-/// assert!(!nbi::settled_all(0) && nbi::settled(0, NbiCategory::Put));
+/// assert!(!nbi::settled_in(0, &quiet) && nbi::settled(0, NbiCategory::Put));
 /// c.done();
-/// assert!(nbi::settled_all(0));
+/// assert!(nbi::settled_in(0, &quiet));
 /// ```
 #[inline]
-pub fn settled_all(ep: u32) -> bool {
+pub fn settled_in(ep: u32, cats: &[NbiCategory]) -> bool {
     with(ep, |n| {
-        n.by_category
-            .iter()
-            .all(|c| c.peek_done() && c.failure().is_none())
+        cats.iter()
+            .all(|&c| quiet_counter(&n.by_category[c as usize]))
     })
 }
 

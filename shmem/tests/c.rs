@@ -13,7 +13,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+mod shown;
 mod workspace_build;
+use shown::shown;
 
 /// The C programs, each with its own section.
 const PROGRAMS: &[&str] = &[
@@ -118,14 +120,10 @@ fn oshrun(n: u32, program: &str, args: &[&str], env: &[(&str, &str)]) -> Output 
         .arg(b.programs.join(program))
         .args(args)
         .envs(env.iter().copied());
-    let out = c.output().expect("oshrun runs");
-    println!(
-        "{program} on {n} PEs: {}\n--- stdout\n{}--- stderr\n{}---",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    shown(
+        format_args!("{program} on {n} PEs"),
+        c.output().expect("oshrun runs"),
+    )
 }
 
 /// Run `program` and require success with exactly `oks` passed and

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+mod shown;
 mod workspace_build;
+use shown::shown;
 use workspace_build::{profile_dir, profile_name};
 
 fn shmem_dir() -> &'static Path {
@@ -27,13 +29,7 @@ fn install_sh(args: &[&std::ffi::OsStr]) -> Output {
         .env_remove("CARGO_TARGET_DIR")
         .output()
         .expect("bash runs");
-    println!(
-        "install.sh {args:?}: {}\n--- stdout\n{}--- stderr\n{}---",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    shown(format_args!("install.sh {args:?}"), out)
 }
 
 /// The prefix, installed into once (made afresh) by `install.sh` in this

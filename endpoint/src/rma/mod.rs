@@ -848,12 +848,11 @@ impl Endpoint {
     /// # Ok(()) }
     /// ```
     pub fn nbi_wait_all(&self) -> Result<()> {
-        if nbi::settled_all(self.index()) {
+        const ALL: [NbiCategory; 3] = [NbiCategory::Put, NbiCategory::Get, NbiCategory::Rmw];
+        if nbi::settled_in(self.index(), &ALL) {
             return Ok(());
         }
-        self.nbi_wait(NbiCategory::Put)?;
-        self.nbi_wait(NbiCategory::Get)?;
-        self.nbi_wait(NbiCategory::Rmw)
+        ALL.into_iter().try_for_each(|c| self.nbi_wait(c))
     }
 
     /// Open an access region: implicit operations this thread issues on
