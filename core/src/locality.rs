@@ -13,6 +13,10 @@
 //! - **carried by shared memory**: AMs to it go through the node-local
 //!   transport rather than the network ([`Locality::carrier`]).
 //!
+//! Beside the segment, a mapped peer may have its collectives' board
+//! mapped here ([`Locality::board`], [`BOARD_LEN`] bytes that only the peer
+//! writes and its team mates read: rgex-endpoint's node-local collectives).
+//!
 //! A conduit builds the table while it sets up and hands it out through
 //! [`Conduit::locality`](crate::Conduit::locality). The table is shared
 //! (cloning it is one reference count), and immutable.
@@ -38,7 +42,16 @@ pub struct Place {
     pub mapped: Option<Segment>,
     /// How AMs reach the peer.
     pub carrier: Carrier,
+    /// The peer's collectives' board ([`BOARD_LEN`] bytes, zero until the
+    /// peer writes it), mapped in this process, if it is.
+    pub board: Option<Segment>,
 }
+
+/// Bytes of the collectives' board that a conduit mapping its node-local
+/// peers' memory (smp) gives each rank beside its segment: written by its
+/// owner alone, read by the other members of the owner's teams. Its layout
+/// is rgex-endpoint's (`team/board.rs`).
+pub const BOARD_LEN: usize = 6 * 4096;
 
 impl Place {
     /// A peer reached over the network, sharing nothing with this rank.
@@ -46,6 +59,7 @@ impl Place {
         on_node: false,
         mapped: None,
         carrier: Carrier::Network,
+        board: None,
     };
 }
 
@@ -56,7 +70,7 @@ impl Place {
 /// use rgex_core::Rank;
 ///
 /// // Rank 0 of a job of two, the other rank on another node.
-/// let on_node = Place { on_node: true, mapped: None, carrier: Carrier::Network };
+/// let on_node = Place { on_node: true, mapped: None, carrier: Carrier::Network, board: None };
 /// let t = Locality::new(Rank(0), vec![on_node, Place::REMOTE]).unwrap();
 /// assert!(t.on_node(Rank(0)) && !t.on_node(Rank(1)));
 /// assert!(t.mapped_segment(Rank(1)).is_none());
@@ -95,6 +109,13 @@ impl Locality {
                 "shared memory carries its AMs but its segment is not mapped here"
             } else if place.mapped.is_some_and(|s| s.rank().index() != p) {
                 "the segment mapped for it is another rank's"
+            } else if place.board.is_some() && place.mapped.is_none() {
+                "its board is mapped here but its segment is not"
+            } else if place
+                .board
+                .is_some_and(|b| b.rank().index() != p || b.len() < BOARD_LEN)
+            {
+                "the board mapped for it is another rank's, or short"
             } else {
                 continue;
             };
@@ -176,6 +197,13 @@ impl Locality {
         self.place(peer)?.mapped
     }
 
+    /// `peer`'s collectives' board (see [`BOARD_LEN`]), if it is mapped in
+    /// this process.
+    #[inline]
+    pub fn board(&self, peer: Rank) -> Option<Segment> {
+        self.place(peer)?.board
+    }
+
     /// How AMs reach `peer` (the network for a rank outside the job,
     /// which every send refuses anyway).
     #[inline]
@@ -218,6 +246,7 @@ mod tests {
             on_node: true,
             mapped: Some(seg(rank)),
             carrier: Carrier::Shm,
+            board: None,
         }
     }
 

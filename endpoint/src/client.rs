@@ -84,7 +84,7 @@ impl Client {
         let members = Membership::world(conduit.size(), conduit.rank());
         let ep = Endpoint::new(conduit, &config)?;
         let coll = crate::team::engine::Engine::install(&ep, reserved::COLL)?;
-        let world = crate::team::Team::world(coll, members);
+        let world = crate::team::Team::world(coll, members, config.coll_board);
         Ok(Client {
             progress: None,
             config,

@@ -32,6 +32,11 @@ pub struct AmConfig {
     /// conduit's wait object (a safety net: senders wake it; tests set it
     /// past the job's time limit, so that a lost wakeup fails the job).
     pub progress_idle: Duration,
+    /// `RGEX_COLL_BOARD` (on by default): the world team's collectives
+    /// run on the members' shared-memory board when every member has one
+    /// mapped (smp, or the node-local bypass with the job on one node);
+    /// `0` keeps them on active messages everywhere.
+    pub coll_board: bool,
 }
 
 impl Default for AmConfig {
@@ -41,6 +46,7 @@ impl Default for AmConfig {
             rma_reference: false,
             progress_thread: false,
             progress_idle: crate::progress_thread::IDLE_SLEEP,
+            coll_board: true,
         }
     }
 }
@@ -74,6 +80,7 @@ impl AmConfig {
                     )))
                 }
             },
+            coll_board: env.choice(&vars::COLL_BOARD, &[("0", false), ("1", true)], true)?,
         })
     }
 }

@@ -245,6 +245,7 @@ impl SmpConduit {
                             on_node: true,
                             mapped: Some(r.segment),
                             carrier: Carrier::Shm,
+                            board: Some(r.board),
                         },
                         None => Place::REMOTE,
                     })

@@ -4,6 +4,7 @@
 //! ```text
 //! 0                      header (one page): magic, geometry, owner
 //!                        process, departure word
+//! board                  the collectives' board (rgex_core::locality::BOARD_LEN)
 //! rings[REQUEST].hdr     tail | head, each on its own 128-byte block
 //! rings[REQUEST].cells   depth x 128-byte cells
 //! rings[REPLY].hdr/cells
@@ -46,6 +47,7 @@ pub struct Layout {
     pub cfg: SmpConfig,
     rings: [(usize, usize); 2],
     payload: [usize; 2],
+    board: usize,
     segment: usize,
     /// Total bytes of the region.
     pub total: usize,
@@ -62,7 +64,8 @@ impl Layout {
         let cells = size_of::<Cell>()
             .checked_mul(cfg.depth as usize)
             .ok_or_else(too_big)?;
-        let mut at = PAGE;
+        let board = PAGE;
+        let mut at = board + rgex_core::locality::BOARD_LEN;
         let mut rings = [(0, 0); 2];
         for r in &mut rings {
             let hdr = at;
@@ -82,6 +85,7 @@ impl Layout {
             cfg,
             rings,
             payload: [p0, p1],
+            board,
             segment,
             total,
         })
@@ -120,6 +124,8 @@ pub struct Region {
     pub rings: [Ring; 2],
     /// The owner's segment, as mapped here.
     pub segment: Segment,
+    /// The owner's collectives' board, as mapped here.
+    pub board: Segment,
 }
 
 impl Region {
@@ -206,11 +212,23 @@ impl Region {
                 layout.cfg.segment_len,
             )
         };
+        // SAFETY: as for the segment: the board lies inside the mapping
+        // (Layout::new), which lives as long as the Region; the conduit
+        // keeps every Region while the board's users (its endpoint's
+        // teams) can reach it.
+        let board = unsafe {
+            Segment::from_raw(
+                rank,
+                NonNull::new_unchecked(base.add(layout.board)),
+                rgex_core::locality::BOARD_LEN,
+            )
+        };
         Region {
             map,
             layout,
             rings,
             segment,
+            board,
         }
     }
 

@@ -48,6 +48,8 @@ registry! {
         "auto (direct copies to node-local peers) or reference (RMA over active messages everywhere)";
     PROGRESS_THREAD: "RGEX_PROGRESS_THREAD", Value("0"), "rgex-endpoint",
         "1: start a progress thread at init that polls while the application computes and sleeps on the conduit's wait object when idle (smp: a futex senders ring; ofi: the CQ's fd where the provider has one, tcp here; ibv: the completion channel, or the soft device's wake socket; else 200 us parks)";
+    COLL_BOARD: "RGEX_COLL_BOARD", Value("1"), "rgex-endpoint",
+        "1: the world team's collectives run on the members' shared-memory boards when every member has one mapped (smp, or the node-local bypass with the whole job on one node); 0: over active messages everywhere";
     PROGRESS_IDLE_MS: "RGEX_PROGRESS_IDLE_MS", Value("10"), "rgex-endpoint",
         "a progress thread's longest sleep on its wait object, in milliseconds, at least 1: a safety net, since senders wake a sleeping thread";
     LOG: "RGEX_LOG", Value("rgex=warn"), "rgex",

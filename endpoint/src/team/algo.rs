@@ -25,6 +25,9 @@ pub(crate) struct Ctx {
     pub(crate) seq: u64,
     /// The call, for errors.
     pub(crate) what: &'static str,
+    /// The team's collectives board, if its members share one (see
+    /// `board.rs`): a collective over active messages agrees there first.
+    pub(crate) board: Option<std::sync::Arc<super::board::Board>>,
 }
 
 impl Ctx {
@@ -137,11 +140,33 @@ pub(crate) struct Coll<P> {
     failed_with: Option<Summary>,
     /// The part carries the agreement (see [`Part::carry_agreement`]).
     in_part: bool,
+    /// On a team with a collectives board: the agreement there, which
+    /// runs first (see `board.rs`).
+    gate: Option<Box<Gate>>,
+    /// The gate passed (and signed the collective).
+    gated: bool,
 }
+
+/// The agreement on a team's board that a collective over active
+/// messages runs first.
+type Gate = super::board::BoardOp<u8, super::board::NoOp>;
 
 impl<P: Part> Coll<P> {
     pub(crate) fn new(ctx: Ctx, agree: Dissem, part: P) -> Self {
+        let gate = ctx.board.clone().map(|board| {
+            let sig = agree.summary.first_sig();
+            Box::new(Gate::new(
+                ctx.clone(),
+                board,
+                sig,
+                super::board::Work::Agree,
+                Vec::new(),
+                None,
+            ))
+        });
         Coll {
+            gate,
+            gated: false,
             ctx,
             agree,
             part,
@@ -254,10 +279,29 @@ impl<P: Part> Coll<P> {
 
 impl<P: Part> Step for Coll<P> {
     fn step(&mut self, c: &Engine) -> Result<bool> {
+        if let Some(gate) = self.gate.as_mut() {
+            let agreed = gate.step(c);
+            if let Ok(false) = agreed {
+                return Ok(false);
+            }
+            self.failed_with = gate.failed_with();
+            self.gate = None;
+            agreed?;
+            // The gate signed this collective with the registry, in
+            // sequence-number order; a second signature here, after
+            // later collectives' (non-blocking ones in flight), would
+            // reorder the window.
+            self.gated = true;
+        }
         if !self.signed {
             self.signed = true;
             let sig = self.agree.summary.first_sig();
-            if let Some(list) = c.sign(self.ctx.id, self.ctx.seq, sig, self.eager) {
+            let signed = if self.gated {
+                None
+            } else {
+                c.sign(self.ctx.id, self.ctx.seq, sig, self.eager)
+            };
+            if let Some(list) = signed {
                 let summary = self.agree.summary.with_window(Window::of(&list));
                 self.agree.summary = summary;
                 self.window = list;

@@ -392,6 +392,9 @@ impl Team {
     /// # Ok(()) }
     /// ```
     pub fn alltoall<T: Element>(&self, data: &[T]) -> Result<Vec<T>> {
+        if let Some(got) = self.alltoall_on_board(data)? {
+            return Ok(got);
+        }
         self.run(self.alltoall_job::<T>("alltoall", data)?.map(flat))
     }
 
@@ -405,6 +408,9 @@ impl Team {
     /// # Ok(()) }
     /// ```
     pub fn alltoall_nb<T: Element>(&self, data: &[T]) -> Result<CollEvent<Vec<T>>> {
+        if let Some(ev) = self.alltoall_nb_on_board(data)? {
+            return Ok(ev);
+        }
         self.start(self.alltoall_job::<T>("alltoall_nb", data)?.map(flat))
     }
 

@@ -400,6 +400,12 @@ impl Engine {
         }
     }
 
+    /// Collective `id` waits on `member` (a board collective: see
+    /// `board.rs`), so that the member's departure fails it.
+    pub(crate) fn waits_on(&self, id: (u64, u64), member: Rank) {
+        self.state.lock().blocked_on.insert(id, member);
+    }
+
     /// Send `data` to `to` under `key`, in as many Medium fragments as it
     /// takes (one empty message for no data).
     pub(crate) fn send(&self, to: Rank, key: Key, data: &[u8]) -> Result<()> {

@@ -55,10 +55,21 @@ impl<P: Part, T, F: FnOnce(&mut Coll<P>) -> T> Job<P, F> {
             finish: Some(self.finish),
             out: out.clone(),
         };
-        match engine.start(Box::new(op), team) {
-            Ok(event) => Ok(CollEvent { event, out }),
-            Err(e) => Err(out.lock().take().and_then(Result::err).unwrap_or(e)),
-        }
+        start(engine, Box::new(op), out, team)
+    }
+}
+
+/// Start `op`, which leaves its result in `out`, in the background: its
+/// handle (or, if it failed at once, its error).
+pub(crate) fn start<T>(
+    engine: &Arc<Engine>,
+    op: Box<dyn Step + Send>,
+    out: Arc<Mutex<Option<Result<T>>>>,
+    team: Arc<dyn Send + Sync>,
+) -> Result<CollEvent<T>> {
+    match engine.start(op, team) {
+        Ok(event) => Ok(CollEvent { event, out }),
+        Err(e) => Err(out.lock().take().and_then(Result::err).unwrap_or(e)),
     }
 }
 

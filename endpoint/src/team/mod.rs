@@ -74,6 +74,8 @@
 
 mod algo;
 mod blocks;
+mod board;
+mod boarded;
 mod collect;
 pub(crate) mod engine;
 mod exchange;
@@ -146,6 +148,9 @@ struct Inner {
     team: Membership,
     id: u64,
     engine: Arc<Engine>,
+    /// The members' collectives board, when they share one (see
+    /// `board.rs`).
+    board: Option<Arc<board::Board>>,
 }
 
 impl Drop for Inner {
@@ -173,13 +178,21 @@ fn mix64(mut x: u64) -> u64 {
 
 impl Team {
     /// The world team (id 0).
-    pub(crate) fn world(engine: Arc<Engine>, team: Membership) -> Self {
+    /// With `use_board` (`RGEX_COLL_BOARD`), its collectives run on the
+    /// members' board when every member has one mapped here.
+    pub(crate) fn world(engine: Arc<Engine>, team: Membership, use_board: bool) -> Self {
         engine.register_team(0, team.members());
+        let board = if use_board {
+            board::Board::over(&team, engine.endpoint().locality())
+        } else {
+            None
+        };
         Team {
             inner: Arc::new(Inner {
                 team,
                 id: 0,
                 engine,
+                board,
             }),
         }
     }
@@ -240,6 +253,7 @@ impl Team {
             id: self.inner.id,
             seq,
             what,
+            board: self.inner.board.clone(),
         })
     }
 
@@ -334,6 +348,9 @@ impl Team {
                 team,
                 id,
                 engine: engine.clone(),
+                // A split's collectives run over active messages: the
+                // board has one lane, the world team's (board.rs).
+                board: None,
             }),
         }))
     }
@@ -349,6 +366,9 @@ impl Team {
     pub fn barrier(&self) -> Result<()> {
         if let Some(c) = self.native(CollKind::Barrier, "barrier")? {
             return c.barrier_native(self.inner.team.members());
+        }
+        if let Some(done) = self.barrier_on_board()? {
+            return Ok(done);
         }
         let mut op = Coll::new(self.ctx("barrier")?, self.agree(Sig::barrier()), ());
         self.inner.engine.run(&mut op)
@@ -372,6 +392,9 @@ impl Team {
     /// # Ok(()) }
     /// ```
     pub fn barrier_nb(&self) -> Result<Event> {
+        if let Some(ev) = self.barrier_nb_on_board()? {
+            return Ok(ev);
+        }
         let op = Coll::new(self.ctx("barrier_nb")?, self.agree(Sig::barrier()), ());
         self.inner.engine.start(Box::new(op), self.inner.clone())
     }
@@ -413,6 +436,9 @@ impl Team {
             c.broadcast_native(self.inner.team.members(), root, &mut data)?;
             return Ok(data);
         }
+        if let Some(got) = self.broadcast_on_board(root, data, ElemId::of::<u8>())? {
+            return Ok(got);
+        }
         self.run(self.broadcast_job("broadcast", root, data, ElemId::of::<u8>())?)
     }
 
@@ -428,6 +454,9 @@ impl Team {
     /// # Ok(()) }
     /// ```
     pub fn broadcast_nb(&self, root: u32, data: &[u8]) -> Result<CollEvent<Vec<u8>>> {
+        if let Some(ev) = self.broadcast_nb_on_board(root, data)? {
+            return Ok(ev);
+        }
         self.start(self.broadcast_job("broadcast_nb", root, data, ElemId::of::<u8>())?)
     }
 
@@ -446,6 +475,9 @@ impl Team {
             let mut bytes = bytes;
             c.broadcast_native(self.inner.team.members(), root, &mut bytes)?;
             return Ok(algo::decode(&bytes));
+        }
+        if let Some(got) = self.broadcast_on_board(root, &bytes, ElemId::of::<T>())? {
+            return Ok(algo::decode(&got));
         }
         let job = self.broadcast_job("broadcast", root, &bytes, ElemId::of::<T>())?;
         Ok(algo::decode(&self.run(job)?))
@@ -467,6 +499,9 @@ impl Team {
         data: &[T],
     ) -> Result<CollEvent<Vec<T>>> {
         let bytes = self.encode_at_root(root, data);
+        if let Some(ev) = self.broadcast_elems_nb_on_board::<T>(root, &bytes)? {
+            return Ok(ev);
+        }
         let Job { coll, finish } =
             self.broadcast_job("broadcast_nb", root, &bytes, ElemId::of::<T>())?;
         self.start(Job {
@@ -494,15 +529,7 @@ impl Team {
     ) -> Result<Job<Bcast, Finish<Bcast, Vec<u8>>>> {
         let mine = (self.my_rank() == root).then(|| data.to_vec());
         let sig = Sig::broadcast(root, elem);
-        let summary = Summary::of(self.my_rank(), sig);
-        let ctx = self.ctx(what)?;
-        // Eager but at every EAGER_RUN-th collective (see `eager_at`).
-        let mut coll = if registry::eager_at(ctx.seq) {
-            Coll::eager(ctx, summary, Bcast::eager(root, mine, sig))
-        } else {
-            let (part, agree) = Bcast::choosing(root, mine, summary);
-            Coll::new(ctx, agree, part)
-        };
+        let mut coll = boarded::bcast_coll(self.ctx(what)?, root, mine, sig);
         if let Err(e) = self.check_root(root) {
             coll = coll.refuse(e);
         }
@@ -566,6 +593,9 @@ impl Team {
     /// # Ok(()) }
     /// ```
     pub fn allreduce<T: Numeric>(&self, data: &[T], op: ReduceOp) -> Result<Vec<T>> {
+        if let Some(got) = self.allreduce_on_board(data, op)? {
+            return Ok(got);
+        }
         Ok(self
             .run(self.builtin_job("allreduce", None, data, op)?)?
             .unwrap_or_default())
@@ -582,6 +612,9 @@ impl Team {
     /// # Ok(()) }
     /// ```
     pub fn allreduce_nb<T: Numeric>(&self, data: &[T], op: ReduceOp) -> Result<CollEvent<Vec<T>>> {
+        if let Some(ev) = self.allreduce_nb_on_board(data, op)? {
+            return Ok(ev);
+        }
         let Job { coll, finish } = self.builtin_job("allreduce_nb", None, data, op)?;
         self.start(Job {
             coll,

@@ -365,6 +365,11 @@ impl Window {
         }
     }
 
+    /// The digest of the window's entries.
+    pub(crate) fn digest(&self) -> u64 {
+        self.digest
+    }
+
     /// Whether the members' windows differ (once all are merged).
     pub(crate) fn differs(&self) -> bool {
         self.differs

@@ -1,0 +1,725 @@
+//! The collectives' board: node-local collectives over shared memory.
+//!
+//! A team whose members all have their board mapped here (smp, or a
+//! network conduit with its node-local bypass, every member on this node)
+//! runs its collectives through the members' boards instead of active
+//! messages, as Open MPI's and GASNet-EX's shared-memory collectives do.
+//! Each member owns one lane of its own board ([`rgex_core::locality::BOARD_LEN`]
+//! bytes beside its segment) and is the only one that writes it; the other
+//! members read it.
+//!
+//! ```text
+//! lane:  line (64 B)  published: collectives published (s + 1 after #s)
+//!                     finished:  collectives this member no longer reads
+//!                                the others' buffers for (s + 1 after #s)
+//!        buffer 0, buffer 1 (collective #s uses buffer s % 2):
+//!          header (64 B)  held (s + 1), the member's signature (24 B),
+//!                         its window's digest, length, flags
+//!          window         at a full agreement, the member's window
+//!          payload        CAP bytes
+//! ```
+//!
+//! Collective `#s` (the team's sequence number, the engine's: a team's
+//! collectives are numbered the same whichever way they run):
+//! 1. **Publish.** Once every member has finished `#s - 2` (the last user
+//!    of buffer `s % 2`), write the header and payload, then `published =
+//!    s + 1` (Release). Publications and finishes go in sequence-number
+//!    order on each member, so both words only grow.
+//! 2. **Read.** Wait until the members it needs have published `#s`
+//!    (Acquire), then read their headers and payloads: no member writes
+//!    that buffer again before this one has finished `#s`.
+//! 3. **Agree.** The members' signatures (and digests) are merged into a
+//!    [`Summary`], so every member that read them all fails with the same
+//!    [`CollectiveMismatch`](rgex_core::Error::CollectiveMismatch) if they
+//!    differ, as over active messages.
+//! 4. **Finish.** `finished = s + 1` (Release), on success or failure.
+//!
+//! Every collective of a board team runs steps 1-4: a barrier, a
+//! broadcast, an allreduce or an alltoall whose data fits a buffer does
+//! its whole work there ([`BoardOp`]); any other collective runs them as
+//! its agreement (a gate, see `Coll::step`) and then its algorithm over
+//! active messages. A broadcast is eager (as over active messages): the
+//! root publishes and returns, the others read the root alone. Every
+//! member signs each collective with the engine's registry, which keeps
+//! its window (the eager collectives since its last agreement); a full
+//! agreement publishes the window and its digest, and where the digests
+//! differ, every member reads every window and fails with the first
+//! eager collective they disagree on, as over active messages. Every
+//! `EAGER_RUN`-th collective is a full agreement, whatever it is.
+//!
+//! A member that has gone fails the collectives waiting on it through the
+//! engine (`Engine::waits_on`); a header that is not one (a length over
+//! the buffer, a sequence number that is not the collective's) fails the
+//! collective naming the member.
+
+use super::algo::{self, Bcast, Coll, Ctx};
+use super::engine::{Engine, Step};
+use super::ops::Combine;
+use super::signature::{self, Sig, Summary, Window, SIG_LEN};
+use super::Element;
+use parking_lot::Mutex;
+use rgex_core::locality::{Locality, BOARD_LEN};
+use rgex_core::{Error, Membership, Result, Segment};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Payload bytes of one buffer: a member's data in one board collective
+/// (a broadcast's, an allreduce's contribution, an alltoall's blocks).
+pub(crate) const CAP: usize = 8192;
+const LINE: usize = 64;
+const HDR: usize = 64;
+/// A full agreement's window (see `signature::Window`): its length (4
+/// bytes), then its entries. At most `EAGER_RUN` entries (every
+/// `EAGER_RUN`-th collective is an agreement), 33 bytes each.
+const WIN: usize = 4 + (super::EAGER_RUN as usize) * 33 + 60;
+const BUF: usize = HDR + WIN + CAP;
+const LANE: usize = LINE + 2 * BUF;
+const _: () = assert!(LANE <= BOARD_LEN);
+
+/// Offsets in the line and in a buffer's header.
+const PUBLISHED: usize = 0;
+const FINISHED: usize = 8;
+const H_HELD: usize = 0;
+const H_SIG: usize = 8;
+const H_DIGEST: usize = 8 + SIG_LEN;
+const H_LEN: usize = H_DIGEST + 8;
+const H_FLAGS: usize = H_LEN + 8;
+const _: () = assert!(H_FLAGS + 8 <= HDR);
+
+/// A broadcast root's flag: its data does not fit a buffer, and goes over
+/// active messages.
+const LARGE: u64 = 1;
+
+/// One member's lane, as mapped here.
+#[derive(Clone, Copy)]
+struct Lane(Segment);
+
+impl Lane {
+    fn word(&self, at: usize) -> &AtomicU64 {
+        // SAFETY: `at` is 8-aligned inside the line (the board is 64-byte
+        // aligned and at least LANE long, checked in `Board::over`); the
+        // mapping outlives the board (its conduit holds it, and the team
+        // holds the endpoint); every process touches these words with
+        // atomics only.
+        unsafe { &*self.0.as_ptr().add(at).cast::<AtomicU64>() }
+    }
+    fn published(&self) -> &AtomicU64 {
+        self.word(PUBLISHED)
+    }
+    fn finished(&self) -> &AtomicU64 {
+        self.word(FINISHED)
+    }
+    /// Buffer `seq % 2`: HDR + CAP bytes.
+    fn buf(&self, seq: u64) -> *mut u8 {
+        // SAFETY: both buffers lie inside the lane (LANE <= the board's
+        // length, checked in `Board::over`).
+        unsafe { self.0.as_ptr().add(LINE + (seq % 2) as usize * BUF) }
+    }
+}
+
+/// A buffer's header, copied out of shared memory.
+struct Header {
+    held: u64,
+    sig: Option<Sig>,
+    digest: u64,
+    len: usize,
+    flags: u64,
+}
+
+impl Header {
+    fn read(buf: *const u8) -> Header {
+        let mut h = [0u8; HDR];
+        // SAFETY: `buf` is a buffer's start (Lane::buf), HDR bytes inside
+        // the mapping; its owner does not write it while this member may
+        // read it (it waits for this member's `finished`), so this copy
+        // races with nothing.
+        unsafe { std::ptr::copy_nonoverlapping(buf, h.as_mut_ptr(), HDR) };
+        let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().expect("8 bytes"));
+        Header {
+            held: u64_at(H_HELD),
+            sig: Sig::decode(&h[H_SIG..H_SIG + SIG_LEN]),
+            digest: u64_at(H_DIGEST),
+            len: usize::try_from(u64_at(H_LEN)).unwrap_or(usize::MAX),
+            flags: u64_at(H_FLAGS),
+        }
+    }
+}
+
+/// What this member's lane has done, in sequence-number order.
+#[derive(Default)]
+struct Local {
+    /// The next collective to publish.
+    published: u64,
+    /// The next collective to finish.
+    finished: u64,
+    /// A collective failed before it finished (a member gone): the board
+    /// cannot go on.
+    broken: Option<String>,
+}
+
+/// A team's boards: every member's lane, mapped here.
+pub(crate) struct Board {
+    me: u32,
+    lanes: Box<[Lane]>,
+    local: Mutex<Local>,
+}
+
+impl std::fmt::Debug for Board {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Board")
+            .field("me", &self.me)
+            .field("members", &self.lanes.len())
+            .finish()
+    }
+}
+
+impl Board {
+    /// The board of `team` from the neighbourhood table, if every member
+    /// has one mapped here.
+    pub(crate) fn over(team: &Membership, table: &Locality) -> Option<Arc<Board>> {
+        let lanes = team
+            .members()
+            .iter()
+            .map(|&r| {
+                let b = table.board(r)?;
+                (b.len() >= LANE && (b.as_ptr() as usize).is_multiple_of(64)).then_some(Lane(b))
+            })
+            .collect::<Option<Box<[Lane]>>>()?;
+        Some(Arc::new(Board {
+            me: team.my_rank(),
+            lanes,
+            local: Mutex::new(Local::default()),
+        }))
+    }
+
+    fn n(&self) -> u32 {
+        self.lanes.len() as u32
+    }
+}
+
+/// A combiner for the collectives that combine nothing.
+pub(crate) struct NoOp;
+
+impl<T> Combine<T> for NoOp {
+    fn combine(&mut self, _acc: &mut [T], _x: &[T]) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Builds, on the same instance, the active-message broadcast of a root
+/// whose data does not fit a buffer.
+pub(crate) type LargeBcast = Box<dyn FnOnce(Ctx) -> Coll<Bcast> + Send>;
+
+/// What a board collective does beyond agreeing.
+pub(crate) enum Work<C> {
+    /// The agreement alone: a barrier, or the gate of a collective that
+    /// runs over active messages after it.
+    Agree,
+    /// A broadcast from `root` (the root publishes its bytes, or, when
+    /// they do not fit, says so and runs `large`).
+    Bcast {
+        root: u32,
+        large: Option<LargeBcast>,
+    },
+    /// An allreduce of every member's published elements with `op`,
+    /// folded in team-rank order.
+    Allreduce { op: C },
+    /// An alltoall of blocks of `block` bytes.
+    Alltoall { block: usize },
+}
+
+/// What a board collective gives back.
+pub(crate) enum Out<T> {
+    /// A barrier's (or a gate's): nothing.
+    None,
+    /// A broadcast's bytes, or an alltoall's blocks in team-rank order.
+    Bytes(Vec<u8>),
+    /// An allreduce's result.
+    Elems(Vec<T>),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    Publish,
+    Read,
+    Finish,
+    Large,
+    Done,
+}
+
+/// One collective on a team's board (see the module documentation).
+pub(crate) struct BoardOp<T, C> {
+    ctx: Ctx,
+    board: Arc<Board>,
+    sig: Sig,
+    work: Work<C>,
+    /// What this member publishes (at most CAP bytes).
+    data: Vec<u8>,
+    flags: u64,
+    /// This member's arguments are refused for a reason every member
+    /// finds the same (see `Coll::refuse`): it fails once they agree.
+    refused: Option<Error>,
+    /// A broadcast read from its root alone; the members' digests are
+    /// compared at the next full agreement.
+    eager: bool,
+    phase: Phase,
+    /// The next member to read.
+    next: u32,
+    summary: Summary,
+    /// The window this member published (at a full agreement), its
+    /// digest, and the members' digests: the lowest member's, and the
+    /// lowest that differs from it.
+    window: Vec<signature::Entry>,
+    digest: u64,
+    digests: Option<((u32, u64), Option<(u32, u64)>)>,
+    /// The root's data did not fit: the broadcast over active messages.
+    large: Option<Coll<Bcast>>,
+    /// The member this collective waits on, as last told to the engine.
+    told: Option<u32>,
+    outcome: Option<Result<Out<T>>>,
+    failed_with: Option<Summary>,
+}
+
+impl<T: Element, C: Combine<T>> BoardOp<T, C> {
+    /// Collective `ctx` with this member's arguments `sig`, publishing
+    /// `data` (at most [`CAP`] bytes).
+    pub(crate) fn new(
+        ctx: Ctx,
+        board: Arc<Board>,
+        sig: Sig,
+        work: Work<C>,
+        data: Vec<u8>,
+        refused: Option<Error>,
+    ) -> Self {
+        let eager = match &work {
+            Work::Bcast { root, .. } => super::registry::eager_at(ctx.seq) && *root < ctx.n(),
+            _ => false,
+        };
+        let summary = Summary::of(ctx.me(), sig);
+        BoardOp {
+            ctx,
+            board,
+            sig,
+            work,
+            data,
+            flags: 0,
+            refused,
+            eager,
+            phase: Phase::Publish,
+            next: 0,
+            summary,
+            window: Vec::new(),
+            digest: 0,
+            digests: None,
+            large: None,
+            told: None,
+            outcome: None,
+            failed_with: None,
+        }
+    }
+
+    /// At a broadcast's root whose data does not fit a buffer: say so in
+    /// the header, and send the data over active messages.
+    pub(crate) fn mark_large(&mut self) {
+        self.flags = LARGE;
+    }
+
+    /// The result, once it has finished (once).
+    pub(crate) fn take(&mut self) -> Result<Out<T>> {
+        self.outcome.take().unwrap_or_else(|| {
+            Err(Error::Failed(format!(
+                "{} (collective #{} of team {:#x}): its result was taken already",
+                self.ctx.what, self.ctx.seq, self.ctx.id
+            )))
+        })
+    }
+
+    /// The disagreement that failed it, if that was why.
+    pub(crate) fn failed_with(&self) -> Option<Summary> {
+        self.failed_with
+    }
+
+    /// Tell the engine which member this collective waits on (once per
+    /// member), so that its departure fails the collective.
+    fn wait_on(&mut self, c: &Engine, member: u32) {
+        if self.told != Some(member) {
+            self.told = Some(member);
+            if let Ok(r) = self.ctx.team.world_rank(member) {
+                c.waits_on((self.ctx.id, self.ctx.seq), r);
+            }
+        }
+    }
+
+    /// Step 1; false while a member may still read the buffer, or an
+    /// earlier collective of this member has not published.
+    fn publish(&mut self, c: &Engine) -> Result<bool> {
+        let s = self.ctx.seq;
+        let me = self.board.me;
+        let mut local = self.board.local.lock();
+        if let Some(why) = &local.broken {
+            return Err(Error::Failed(why.clone()));
+        }
+        if local.published != s {
+            return Ok(false);
+        }
+        if s >= 2 {
+            for j in 0..self.board.n() {
+                // Acquire: pairs with member j's Release of `finished`
+                // once it stopped reading buffer s % 2 (at #s - 2), so
+                // the writes below cannot reach it while it reads.
+                let lane = self.board.lanes[j as usize];
+                if j != me && lane.finished().load(Ordering::Acquire) < s - 1 {
+                    drop(local);
+                    self.wait_on(c, j);
+                    return Ok(false);
+                }
+            }
+        }
+        let lane = self.board.lanes[me as usize];
+        let buf = lane.buf(s);
+        let mut sig = Vec::with_capacity(SIG_LEN);
+        self.sig.encode(&mut sig);
+        // Signed in sequence-number order (under `local`), as the
+        // registry's windows need.
+        let mut win = Vec::new();
+        if let Some(list) = c.sign(self.ctx.id, s, self.sig, self.eager) {
+            self.digest = Window::of(&list).digest();
+            let mut entries = Vec::with_capacity(list.len() * 33);
+            signature::encode_entries(&list, &mut entries);
+            if entries.len() + 4 <= WIN {
+                win.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+                win.extend_from_slice(&entries);
+            }
+            self.window = list;
+        }
+        let mut h = [0u8; HDR];
+        h[H_HELD..H_HELD + 8].copy_from_slice(&(s + 1).to_le_bytes());
+        h[H_SIG..H_SIG + SIG_LEN].copy_from_slice(&sig);
+        h[H_DIGEST..H_DIGEST + 8].copy_from_slice(&self.digest.to_le_bytes());
+        h[H_LEN..H_LEN + 8].copy_from_slice(&(self.data.len() as u64).to_le_bytes());
+        h[H_FLAGS..H_FLAGS + 8].copy_from_slice(&self.flags.to_le_bytes());
+        debug_assert!(self.data.len() <= CAP);
+        let len = self.data.len().min(CAP);
+        // SAFETY: `buf` is this member's buffer s % 2, HDR + CAP bytes
+        // inside its board; no member reads it now (every one has
+        // finished #s - 2, its last user, and none reads #s before the
+        // Release below), and `h` and `data` are this process's memory.
+        unsafe {
+            std::ptr::copy_nonoverlapping(h.as_ptr(), buf, HDR);
+            std::ptr::copy_nonoverlapping(win.as_ptr(), buf.add(HDR), win.len().min(WIN));
+            std::ptr::copy_nonoverlapping(self.data.as_ptr(), buf.add(HDR + WIN), len);
+        }
+        // Release: a member that sees s + 1 (Acquire) sees the buffer.
+        lane.published().store(s + 1, Ordering::Release);
+        local.published = s + 1;
+        Ok(true)
+    }
+
+    /// Whether step 2 reads member `j`.
+    fn reads(&self, j: u32) -> bool {
+        match &self.work {
+            Work::Bcast { root, .. } if self.eager => j == *root && j != self.board.me,
+            _ => j != self.board.me,
+        }
+    }
+
+    fn malformed(&self, j: u32, why: String) -> Error {
+        Error::Failed(format!(
+            "{} (collective #{} of team {:#x}): team rank {j}'s collectives board {why}",
+            self.ctx.what, self.ctx.seq, self.ctx.id
+        ))
+    }
+
+    /// Steps 2 and 3 for member `j`: false until it has published.
+    fn read(&mut self, c: &Engine, j: u32) -> Result<bool> {
+        let s = self.ctx.seq;
+        if j == self.board.me {
+            self.fold_digest(j, self.digest);
+            return Ok(true);
+        }
+        if !self.reads(j) {
+            return Ok(true);
+        }
+        let lane = self.board.lanes[j as usize];
+        // Acquire: pairs with member j's Release of `published`.
+        if lane.published().load(Ordering::Acquire) < s + 1 {
+            self.wait_on(c, j);
+            return Ok(false);
+        }
+        let h = Header::read(lane.buf(s));
+        if h.held != s + 1 {
+            let held = h.held.wrapping_sub(1);
+            return Err(self.malformed(j, format!("holds collective #{held} where #{s} belongs")));
+        }
+        let Some(sig) = h.sig else {
+            return Err(self.malformed(j, "holds no signature".into()));
+        };
+        if h.len > CAP {
+            let len = h.len;
+            return Err(self.malformed(
+                j,
+                format!("says {len} bytes, over the {CAP} a buffer holds"),
+            ));
+        }
+        self.summary.merge(&Summary::of(j, sig));
+        if !self.eager {
+            self.fold_digest(j, h.digest);
+        }
+        if let Work::Bcast { root, .. } = &self.work {
+            if j == *root {
+                self.flags = h.flags;
+            }
+        }
+        Ok(true)
+    }
+
+    fn fold_digest(&mut self, j: u32, d: u64) {
+        match &mut self.digests {
+            None => self.digests = Some(((j, d), None)),
+            Some(((_, first), other @ None)) if *first != d => *other = Some((j, d)),
+            Some(_) => {}
+        }
+    }
+
+    /// This member's copy of member `j`'s payload (its own, for itself).
+    fn payload(&self, j: u32) -> Result<Vec<u8>> {
+        if j == self.board.me {
+            return Ok(self.data.clone());
+        }
+        let buf = self.board.lanes[j as usize].buf(self.ctx.seq);
+        let h = Header::read(buf);
+        let len = h.len.min(CAP);
+        let mut out = vec![0u8; len];
+        // SAFETY: `len` <= CAP bytes of member j's buffer #s % 2, which it
+        // does not write before this member finishes #s (read checked
+        // that it holds #s); `out` is this process's.
+        unsafe { std::ptr::copy_nonoverlapping(buf.add(HDR + WIN), out.as_mut_ptr(), len) };
+        Ok(out)
+    }
+
+    /// Member `j`'s window, as it published it at this agreement.
+    fn window_of(&self, j: u32) -> Result<Vec<signature::Entry>> {
+        if j == self.board.me {
+            return Ok(self.window.clone());
+        }
+        let buf = self.board.lanes[j as usize].buf(self.ctx.seq);
+        let mut w = vec![0u8; WIN];
+        // SAFETY: WIN bytes of member j's buffer #s % 2, which it does not
+        // write before this member finishes #s; `w` is this process's.
+        unsafe { std::ptr::copy_nonoverlapping(buf.add(HDR), w.as_mut_ptr(), WIN) };
+        let len = u32::from_le_bytes(w[..4].try_into().expect("4 bytes")) as usize;
+        w.get(4..4 + len)
+            .and_then(signature::decode_entries)
+            .ok_or_else(|| {
+                self.malformed(j, format!("holds a window of {len} bytes that is not one"))
+            })
+    }
+
+    /// The error of the first eager collective on which the members'
+    /// windows differ (their digests do).
+    fn window_mismatch(&self) -> Result<Error> {
+        let lists = (0..self.board.n())
+            .map(|j| self.window_of(j))
+            .collect::<Result<Vec<_>>>()?;
+        let rank = self.ctx.team.world_rank(self.board.me)?;
+        let found = signature::first_mismatch(&lists).and_then(|(seq, summary)| {
+            summary.mismatch(summary.first_sig().kind().name(), rank, self.ctx.id, seq)
+        });
+        Ok(found.unwrap_or_else(|| {
+            Error::Failed(format!(
+                "{} on {rank} (collective #{} of team {:#x}): the members' windows of eager \
+                 collectives differ, yet no collective in them does",
+                self.ctx.what, self.ctx.seq, self.ctx.id
+            ))
+        }))
+    }
+
+    /// The outcome once every member needed has been read.
+    fn outcome(&mut self) -> Result<Out<T>> {
+        let (ctx, me) = (&self.ctx, self.board.me);
+        if let Some(e) = self
+            .summary
+            .mismatch(ctx.what, ctx.team.world_rank(me)?, ctx.id, ctx.seq)
+        {
+            self.failed_with = Some(self.summary);
+            return Err(e);
+        }
+        if let Some((_, Some(_))) = self.digests {
+            return Err(self.window_mismatch()?);
+        }
+        if let Some(e) = self.refused.take() {
+            return Err(e);
+        }
+        let n = self.board.n();
+        match &mut self.work {
+            Work::Agree => Ok(Out::None),
+            Work::Bcast { root, .. } => {
+                let root = *root;
+                if self.flags & LARGE != 0 {
+                    return Ok(Out::None);
+                }
+                Ok(Out::Bytes(if root == me {
+                    std::mem::take(&mut self.data)
+                } else {
+                    let data = self.payload(root)?;
+                    data
+                }))
+            }
+            Work::Allreduce { .. } => {
+                let want = self.data.len();
+                let mut acc: Option<Vec<T>> = None;
+                for j in 0..n {
+                    let b = self.payload(j)?;
+                    if b.len() != want {
+                        let len = b.len();
+                        return Err(
+                            self.malformed(j, format!("holds {len} bytes where {want} belong"))
+                        );
+                    }
+                    let x = algo::decode::<T>(&b);
+                    match &mut acc {
+                        None => acc = Some(x),
+                        Some(a) => {
+                            let Work::Allreduce { op } = &mut self.work else {
+                                unreachable!("an allreduce's work")
+                            };
+                            op.combine(a, &x)?;
+                        }
+                    }
+                }
+                Ok(Out::Elems(acc.unwrap_or_default()))
+            }
+            Work::Alltoall { block } => {
+                let block = *block;
+                let want = block * n as usize;
+                let mut out = Vec::with_capacity(want);
+                for j in 0..n {
+                    let b = self.payload(j)?;
+                    if b.len() != want {
+                        let len = b.len();
+                        return Err(
+                            self.malformed(j, format!("holds {len} bytes where {want} belong"))
+                        );
+                    }
+                    let at = me as usize * block;
+                    out.extend_from_slice(&b[at..at + block]);
+                }
+                Ok(Out::Bytes(out))
+            }
+        }
+    }
+
+    /// Step 4; false while an earlier collective of this member has not
+    /// finished.
+    fn finish(&mut self) -> bool {
+        let s = self.ctx.seq;
+        let mut local = self.board.local.lock();
+        if local.finished != s {
+            return false;
+        }
+        // Release: pairs with the Acquire of a member about to overwrite
+        // its buffer s % 2 (at #s + 2): this member's reads of it are done.
+        self.board.lanes[self.board.me as usize]
+            .finished()
+            .store(s + 1, Ordering::Release);
+        local.finished = s + 1;
+        true
+    }
+}
+
+impl<T: Element, C: Combine<T>> Step for BoardOp<T, C> {
+    fn step(&mut self, c: &Engine) -> Result<bool> {
+        loop {
+            match self.phase {
+                Phase::Publish => {
+                    if !self.publish(c)? {
+                        return Ok(false);
+                    }
+                    self.phase = Phase::Read;
+                }
+                Phase::Read => {
+                    while self.next < self.board.n() {
+                        match self.read(c, self.next) {
+                            Ok(false) => return Ok(false),
+                            Ok(true) => self.next += 1,
+                            Err(e) => {
+                                self.outcome = Some(Err(e));
+                                break;
+                            }
+                        }
+                    }
+                    if self.outcome.is_none() {
+                        self.outcome = Some(self.outcome());
+                    }
+                    self.phase = Phase::Finish;
+                }
+                Phase::Finish => {
+                    if !self.finish() {
+                        return Ok(false);
+                    }
+                    let large = self.flags & LARGE != 0 && matches!(self.outcome, Some(Ok(_)));
+                    self.phase = if large { Phase::Large } else { Phase::Done };
+                }
+                Phase::Large => {
+                    if self.large.is_none() {
+                        let Work::Bcast { large, .. } = &mut self.work else {
+                            unreachable!("only a broadcast is large")
+                        };
+                        let make = large.take().ok_or_else(|| {
+                            Error::Failed("a large broadcast without its builder".into())
+                        })?;
+                        self.large = Some(make(Ctx {
+                            board: None,
+                            ..self.ctx.clone()
+                        }));
+                    }
+                    let coll = self.large.as_mut().expect("built above");
+                    if !coll.step(c)? {
+                        return Ok(false);
+                    }
+                    let data = coll.part.data.take().unwrap_or_default();
+                    self.outcome = Some(Ok(Out::Bytes(data)));
+                    self.phase = Phase::Done;
+                }
+                Phase::Done => {
+                    return match self.outcome.take() {
+                        Some(Err(e)) => Err(e),
+                        other => {
+                            self.outcome = other;
+                            Ok(true)
+                        }
+                    };
+                }
+            }
+        }
+    }
+
+    fn id(&self) -> (u64, u64) {
+        (self.ctx.id, self.ctx.seq)
+    }
+
+    fn what(&self) -> &'static str {
+        self.ctx.what
+    }
+
+    fn disagreement(&self) -> Option<Summary> {
+        self.failed_with
+            .or_else(|| self.large.as_ref().and_then(|l| l.disagreement()))
+    }
+
+    fn fail(&mut self, e: Error) -> Error {
+        // A member is gone (or said so) before this collective finished:
+        // the members after it would wait for it for ever.
+        if self.phase != Phase::Done && self.phase != Phase::Large {
+            let mut local = self.board.local.lock();
+            local.broken.get_or_insert_with(|| {
+                format!(
+                    "the collectives board of team {:#x} stopped at collective #{}: {e}",
+                    self.ctx.id, self.ctx.seq
+                )
+            });
+        }
+        self.phase = Phase::Done;
+        e
+    }
+}
