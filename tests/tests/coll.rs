@@ -31,6 +31,17 @@ fn two_ranks() {
     run_ok(&job(2, COLL, &[]), counts::coll(2));
 }
 
+/// Node-local world teams run their collectives on the shared-memory
+/// board (smp, the bypass): the same program with it off, over active
+/// messages, which the network rows run anyway.
+#[test]
+fn three_ranks_over_active_messages() {
+    run_ok(
+        &job(3, COLL, &[]).env("RGEX_COLL_BOARD", "0"),
+        counts::coll(3),
+    );
+}
+
 #[test]
 fn three_ranks() {
     run_ok(&job(3, COLL, &[]), counts::coll(3));

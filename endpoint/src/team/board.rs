@@ -9,30 +9,32 @@
 //! members read it.
 //!
 //! ```text
-//! lane:  line (64 B)  published: collectives published (s + 1 after #s)
-//!                     finished:  collectives this member no longer reads
-//!                                the others' buffers for (s + 1 after #s)
-//!        buffer 0, buffer 1 (collective #s uses buffer s % 2):
-//!          header (64 B)  held (s + 1), the member's signature (24 B),
-//!                         its window's digest, length, flags
-//!          window         at a full agreement, the member's window
-//!          payload        CAP bytes
+//! lane: buffer 0, buffer 1 (collective #s uses buffer s % 2), each:
+//!   header (one 64-byte line): held (s + 1 once #s is there, written
+//!          last), the member's signature (24 B), its window's digest,
+//!          length, flags, and a payload of at most INLINE bytes
+//!   window  at a full agreement, the member's window
+//!   payload CAP bytes (longer payloads)
 //! ```
 //!
 //! Collective `#s` (the team's sequence number, the engine's: a team's
 //! collectives are numbered the same whichever way they run):
-//! 1. **Publish.** Once every member has finished `#s - 2` (the last user
-//!    of buffer `s % 2`), write the header and payload, then `published =
-//!    s + 1` (Release). Publications and finishes go in sequence-number
-//!    order on each member, so both words only grow.
-//! 2. **Read.** Wait until the members it needs have published `#s`
-//!    (Acquire), then read their headers and payloads: no member writes
-//!    that buffer again before this one has finished `#s`.
+//! 1. **Publish**, once this member has finished `#s - 1` and every
+//!    member has published `#s - 1` (so has finished `#s - 2`, the last
+//!    user of buffer `s % 2`): write the buffer, then `held = s + 1`
+//!    (Release).
+//! 2. **Read.** Wait until the members it needs hold `#s` (Acquire),
+//!    then read their headers and payloads: no member writes that buffer
+//!    again before this one has published `#s + 1`.
 //! 3. **Agree.** The members' signatures (and digests) are merged into a
 //!    [`Summary`], so every member that read them all fails with the same
 //!    [`CollectiveMismatch`](rgex_core::Error::CollectiveMismatch) if they
 //!    differ, as over active messages.
-//! 4. **Finish.** `finished = s + 1` (Release), on success or failure.
+//! 4. **Finish**, on success or failure: the next collective may publish.
+//!
+//! A barrier of two thus moves two cache lines: each member's header,
+//! once each way (the flow-control check reads a line this member read
+//! one collective earlier, unchanged since).
 //!
 //! Every collective of a board team runs steps 1-4: a barrier, a
 //! broadcast, an allreduce or an alltoall whose data fits a buffer does
@@ -66,29 +68,30 @@ use std::sync::Arc;
 /// Payload bytes of one buffer: a member's data in one board collective
 /// (a broadcast's, an allreduce's contribution, an alltoall's blocks).
 pub(crate) const CAP: usize = 8192;
-const LINE: usize = 64;
 const HDR: usize = 64;
 /// A full agreement's window (see `signature::Window`): its length (4
 /// bytes), then its entries. At most `EAGER_RUN` entries (every
 /// `EAGER_RUN`-th collective is an agreement), 33 bytes each.
 const WIN: usize = 4 + (super::EAGER_RUN as usize) * 33 + 60;
 const BUF: usize = HDR + WIN + CAP;
-const LANE: usize = LINE + 2 * BUF;
+const LANE: usize = 2 * BUF;
 const _: () = assert!(LANE <= BOARD_LEN);
 
-/// Offsets in the line and in a buffer's header.
-const PUBLISHED: usize = 0;
-const FINISHED: usize = 8;
+/// Offsets in a buffer's header, one cache line: what a reader waits on
+/// and what it reads next come in one transfer.
 const H_HELD: usize = 0;
 const H_SIG: usize = 8;
 const H_DIGEST: usize = 8 + SIG_LEN;
 const H_LEN: usize = H_DIGEST + 8;
-const H_FLAGS: usize = H_LEN + 8;
-const _: () = assert!(H_FLAGS + 8 <= HDR);
+const H_FLAGS: usize = H_LEN + 4;
+/// Payloads of at most `INLINE` bytes ride in the header's last bytes.
+const H_INLINE: usize = H_FLAGS + 4;
+const INLINE: usize = HDR - H_INLINE;
+const _: () = assert!(INLINE >= 8);
 
 /// A broadcast root's flag: its data does not fit a buffer, and goes over
 /// active messages.
-const LARGE: u64 = 1;
+const LARGE: u32 = 1;
 
 /// One member's lane, as mapped here.
 #[derive(Clone, Copy)]
@@ -103,44 +106,47 @@ impl Lane {
         // atomics only.
         unsafe { &*self.0.as_ptr().add(at).cast::<AtomicU64>() }
     }
-    fn published(&self) -> &AtomicU64 {
-        self.word(PUBLISHED)
+    /// Buffer `seq % 2`'s `held` word: `seq + 1` once collective `seq`
+    /// is published there.
+    fn held(&self, seq: u64) -> &AtomicU64 {
+        self.word((seq % 2) as usize * BUF + H_HELD)
     }
-    fn finished(&self) -> &AtomicU64 {
-        self.word(FINISHED)
-    }
-    /// Buffer `seq % 2`: HDR + CAP bytes.
+    /// Buffer `seq % 2`: BUF bytes.
     fn buf(&self, seq: u64) -> *mut u8 {
         // SAFETY: both buffers lie inside the lane (LANE <= the board's
         // length, checked in `Board::over`).
-        unsafe { self.0.as_ptr().add(LINE + (seq % 2) as usize * BUF) }
+        unsafe { self.0.as_ptr().add((seq % 2) as usize * BUF) }
     }
 }
 
 /// A buffer's header, copied out of shared memory.
 struct Header {
-    held: u64,
     sig: Option<Sig>,
     digest: u64,
     len: usize,
-    flags: u64,
+    flags: u32,
+    inline: [u8; INLINE],
 }
 
 impl Header {
+    /// The header of `buf` (a buffer whose `held` word said it holds the
+    /// collective this member reads).
     fn read(buf: *const u8) -> Header {
         let mut h = [0u8; HDR];
         // SAFETY: `buf` is a buffer's start (Lane::buf), HDR bytes inside
-        // the mapping; its owner does not write it while this member may
-        // read it (it waits for this member's `finished`), so this copy
-        // races with nothing.
-        unsafe { std::ptr::copy_nonoverlapping(buf, h.as_mut_ptr(), HDR) };
-        let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().expect("8 bytes"));
+        // the mapping; its owner does not write it again before this
+        // member has published its next collective, so this copy of the
+        // bytes after `held` races with nothing.
+        unsafe {
+            std::ptr::copy_nonoverlapping(buf.add(H_SIG), h.as_mut_ptr().add(H_SIG), HDR - H_SIG)
+        };
+        let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().expect("4 bytes"));
         Header {
-            held: u64_at(H_HELD),
             sig: Sig::decode(&h[H_SIG..H_SIG + SIG_LEN]),
-            digest: u64_at(H_DIGEST),
-            len: usize::try_from(u64_at(H_LEN)).unwrap_or(usize::MAX),
-            flags: u64_at(H_FLAGS),
+            digest: u64::from_le_bytes(h[H_DIGEST..H_DIGEST + 8].try_into().expect("8 bytes")),
+            len: u32_at(H_LEN) as usize,
+            flags: u32_at(H_FLAGS),
+            inline: h[H_INLINE..].try_into().expect("INLINE bytes"),
         }
     }
 }
@@ -148,9 +154,9 @@ impl Header {
 /// What this member's lane has done, in sequence-number order.
 #[derive(Default)]
 struct Local {
-    /// The next collective to publish.
-    published: u64,
-    /// The next collective to finish.
+    /// The next collective to finish (and the next to publish: this
+    /// member publishes a collective once it has finished the one
+    /// before, so a member that has published #s has finished #s - 1).
     finished: u64,
     /// A collective failed before it finished (a member gone): the board
     /// cannot go on.
@@ -247,6 +253,10 @@ enum Phase {
     Done,
 }
 
+/// The members' window digests: the lowest member's, and the lowest
+/// that differs from it, each with its team rank.
+type Digests = ((u32, u64), Option<(u32, u64)>);
+
 /// One collective on a team's board (see the module documentation).
 pub(crate) struct BoardOp<T, C> {
     ctx: Ctx,
@@ -255,7 +265,7 @@ pub(crate) struct BoardOp<T, C> {
     work: Work<C>,
     /// What this member publishes (at most CAP bytes).
     data: Vec<u8>,
-    flags: u64,
+    flags: u32,
     /// This member's arguments are refused for a reason every member
     /// finds the same (see `Coll::refuse`): it fails once they agree.
     refused: Option<Error>,
@@ -271,7 +281,7 @@ pub(crate) struct BoardOp<T, C> {
     /// lowest that differs from it.
     window: Vec<signature::Entry>,
     digest: u64,
-    digests: Option<((u32, u64), Option<(u32, u64)>)>,
+    digests: Option<Digests>,
     /// The root's data did not fit: the broadcast over active messages.
     large: Option<Coll<Bcast>>,
     /// The member this collective waits on, as last told to the engine.
@@ -355,20 +365,23 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
     fn publish(&mut self, c: &Engine) -> Result<bool> {
         let s = self.ctx.seq;
         let me = self.board.me;
-        let mut local = self.board.local.lock();
+        let local = self.board.local.lock();
         if let Some(why) = &local.broken {
             return Err(Error::Failed(why.clone()));
         }
-        if local.published != s {
+        if local.finished != s {
             return Ok(false);
         }
-        if s >= 2 {
+        if s >= 1 {
             for j in 0..self.board.n() {
-                // Acquire: pairs with member j's Release of `finished`
-                // once it stopped reading buffer s % 2 (at #s - 2), so
-                // the writes below cannot reach it while it reads.
+                // Member j has published #s - 1, so it has finished
+                // #s - 2, the last user of buffer s % 2. Acquire: pairs
+                // with its Release of `held`, which it made after its
+                // reads of #s - 2, so the writes below cannot reach it
+                // while it reads. (Usually a hit: this member read that
+                // line at #s - 1, and j has not written it since.)
                 let lane = self.board.lanes[j as usize];
-                if j != me && lane.finished().load(Ordering::Acquire) < s - 1 {
+                if j != me && lane.held(s - 1).load(Ordering::Acquire) < s {
                     drop(local);
                     self.wait_on(c, j);
                     return Ok(false);
@@ -393,25 +406,25 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
             self.window = list;
         }
         let mut h = [0u8; HDR];
-        h[H_HELD..H_HELD + 8].copy_from_slice(&(s + 1).to_le_bytes());
         h[H_SIG..H_SIG + SIG_LEN].copy_from_slice(&sig);
         h[H_DIGEST..H_DIGEST + 8].copy_from_slice(&self.digest.to_le_bytes());
-        h[H_LEN..H_LEN + 8].copy_from_slice(&(self.data.len() as u64).to_le_bytes());
-        h[H_FLAGS..H_FLAGS + 8].copy_from_slice(&self.flags.to_le_bytes());
         debug_assert!(self.data.len() <= CAP);
         let len = self.data.len().min(CAP);
+        h[H_LEN..H_LEN + 4].copy_from_slice(&(len as u32).to_le_bytes());
+        h[H_FLAGS..H_FLAGS + 4].copy_from_slice(&self.flags.to_le_bytes());
+        let (inline, far) = if len <= INLINE { (len, 0) } else { (0, len) };
+        h[H_INLINE..H_INLINE + inline].copy_from_slice(&self.data[..inline]);
         // SAFETY: `buf` is this member's buffer s % 2, HDR + CAP bytes
         // inside its board; no member reads it now (every one has
         // finished #s - 2, its last user, and none reads #s before the
         // Release below), and `h` and `data` are this process's memory.
         unsafe {
-            std::ptr::copy_nonoverlapping(h.as_ptr(), buf, HDR);
+            std::ptr::copy_nonoverlapping(h.as_ptr().add(H_SIG), buf.add(H_SIG), HDR - H_SIG);
             std::ptr::copy_nonoverlapping(win.as_ptr(), buf.add(HDR), win.len().min(WIN));
-            std::ptr::copy_nonoverlapping(self.data.as_ptr(), buf.add(HDR + WIN), len);
+            std::ptr::copy_nonoverlapping(self.data.as_ptr(), buf.add(HDR + WIN), far);
         }
         // Release: a member that sees s + 1 (Acquire) sees the buffer.
-        lane.published().store(s + 1, Ordering::Release);
-        local.published = s + 1;
+        lane.held(s).store(s + 1, Ordering::Release);
         Ok(true)
     }
 
@@ -441,16 +454,19 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
             return Ok(true);
         }
         let lane = self.board.lanes[j as usize];
-        // Acquire: pairs with member j's Release of `published`.
-        if lane.published().load(Ordering::Acquire) < s + 1 {
+        // Acquire: pairs with member j's Release of `held`. It holds
+        // #s - 2 until j publishes #s, and j publishes #s + 2 there only
+        // after this member has published #s + 1.
+        let held = lane.held(s).load(Ordering::Acquire);
+        if held < s + 1 {
             self.wait_on(c, j);
             return Ok(false);
         }
-        let h = Header::read(lane.buf(s));
-        if h.held != s + 1 {
-            let held = h.held.wrapping_sub(1);
+        if held != s + 1 {
+            let held = held.wrapping_sub(1);
             return Err(self.malformed(j, format!("holds collective #{held} where #{s} belongs")));
         }
+        let h = Header::read(lane.buf(s));
         let Some(sig) = h.sig else {
             return Err(self.malformed(j, "holds no signature".into()));
         };
@@ -489,6 +505,9 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
         let buf = self.board.lanes[j as usize].buf(self.ctx.seq);
         let h = Header::read(buf);
         let len = h.len.min(CAP);
+        if len <= INLINE {
+            return Ok(h.inline[..len].to_vec());
+        }
         let mut out = vec![0u8; len];
         // SAFETY: `len` <= CAP bytes of member j's buffer #s % 2, which it
         // does not write before this member finishes #s (read checked
@@ -561,8 +580,7 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
                 Ok(Out::Bytes(if root == me {
                     std::mem::take(&mut self.data)
                 } else {
-                    let data = self.payload(root)?;
-                    data
+                    self.payload(root)?
                 }))
             }
             Work::Allreduce { .. } => {
@@ -617,11 +635,7 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
         if local.finished != s {
             return false;
         }
-        // Release: pairs with the Acquire of a member about to overwrite
-        // its buffer s % 2 (at #s + 2): this member's reads of it are done.
-        self.board.lanes[self.board.me as usize]
-            .finished()
-            .store(s + 1, Ordering::Release);
+        // The members learn it from this member's next publication.
         local.finished = s + 1;
         true
     }
