@@ -213,7 +213,9 @@ pub trait Conduit: Send + Sync + 'static {
     /// c.try_send(spec, 9, &[42], b"abc")
     /// # }
     /// ```
-    #[inline]
+    // Always inlined where the conduit is known: into `Observed`'s
+    // counting `try_send`, whose one call then does the whole send.
+    #[inline(always)]
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
         spec.check_payload(payload.len())?;
         let claim = self.claim_send(spec)?;

@@ -267,26 +267,40 @@ fn init_once<H>(
     let vis = VisConfig::read(settings)?;
     let atomics = AtomicsConfig::read(settings)?;
     let observe = observe_config(settings)?;
+    // Statistics and tracing: decided here, once. Off, the conduit is the
+    // conduit and every path is today's; on, the conduit is observed (its
+    // calls made statically inside the observing ones) and the endpoint
+    // and atomic domains take their observed routes.
+    let observed = observe.any();
     let conduit: Arc<dyn Conduit> = match settings.get(&vars::CONDUIT) {
-        None | Some("smp") => Arc::new(SmpConduit::new(&env, boot, SmpConfig::read(settings)?)?),
-        Some("ofi") => Arc::new(OfiConduit::new(
-            &env,
-            boot,
-            SmpConfig::read(settings)?,
-            OfiConfig::read(settings)?,
-        )?),
+        None | Some("smp") => observing(
+            SmpConduit::new(&env, boot, SmpConfig::read(settings)?)?,
+            observed,
+        ),
+        Some("ofi") => observing(
+            OfiConduit::new(
+                &env,
+                boot,
+                SmpConfig::read(settings)?,
+                OfiConfig::read(settings)?,
+            )?,
+            observed,
+        ),
         Some("ibv") => {
             // The backend is chosen at run time: the software device, or
             // libibverbs (which says "no RDMA device" where there is none).
             let cfg = IbvConfig::read(settings)?;
             let smp = SmpConfig::read(settings)?;
             if cfg.soft() {
-                Arc::new(SoftIbvConduit::new(&env, boot, smp, cfg)?)
+                observing(SoftIbvConduit::new(&env, boot, smp, cfg)?, observed)
             } else {
-                Arc::new(IbvConduit::new(&env, boot, smp, cfg)?)
+                observing(IbvConduit::new(&env, boot, smp, cfg)?, observed)
             }
         }
-        Some("scc") => Arc::new(SccConduit::new(&env, boot, SccConfig::read(settings)?)?),
+        Some("scc") => observing(
+            SccConduit::new(&env, boot, SccConfig::read(settings)?)?,
+            observed,
+        ),
         Some(other) => {
             return Err(Error::Config(format!(
                 "RGEX_CONDUIT={other:?}: this build offers the smp, ofi, ibv and scc conduits"
@@ -297,15 +311,7 @@ fn init_once<H>(
     // the launcher hears this rank is leaving before its peers can (a
     // client finalized or dropped before the exit has said so already).
     bootstrap::announce_leaving_at_exit();
-    // Statistics and tracing: decided here, once. Off, the conduit is the
-    // conduit and every path is today's; on, the conduit is observed and
-    // the endpoint and atomic domains take their observed routes.
     rgex_core::observe::install(&observe, env.rank)?;
-    let conduit = if observe.any() {
-        rgex_core::observe::Observed::wrap(conduit)
-    } else {
-        conduit
-    };
     let mut client = Client::with_config(conduit, am)?;
     if observe.any() {
         // The trace names each AM's handler from the primordial table
@@ -336,13 +342,24 @@ fn init_once<H>(
     Ok((client, ids))
 }
 
+/// `conduit`, shared, and observed when `observed` (see
+/// [`rgex_core::observe::Observed`]).
+fn observing<C: Conduit + 'static>(conduit: C, observed: bool) -> Arc<dyn Conduit> {
+    let conduit = Arc::new(conduit);
+    if observed {
+        rgex_core::observe::Observed::wrap(conduit)
+    } else {
+        conduit
+    }
+}
+
 /// `RGEX_STATS`, `RGEX_STATS_FILE`, `RGEX_TRACE` and `RGEX_TRACE_FILE`.
 fn observe_config(settings: &Environment) -> Result<rgex_core::observe::ObserveConfig> {
-    use rgex_core::observe::{Mask, ObserveConfig};
+    use rgex_core::observe::{Mask, ObserveConfig, TraceFilter};
     Ok(ObserveConfig {
         stats: Mask::parse("RGEX_STATS", settings.get(&vars::STATS).unwrap_or("0"))?,
         stats_file: settings.get(&vars::STATS_FILE).map(str::to_string),
-        trace: Mask::parse("RGEX_TRACE", settings.get(&vars::TRACE).unwrap_or("0"))?,
+        trace: TraceFilter::parse("RGEX_TRACE", settings.get(&vars::TRACE).unwrap_or("0"))?,
         trace_file: settings.get(&vars::TRACE_FILE).map(str::to_string),
     })
 }

@@ -72,7 +72,8 @@ fn exact_counts_on_the_reference_paths() {
         "reference",
         &[("RGEX_RMA", "reference"), ("RGEX_ATOMICS", "reference")],
     );
-    assert!(out.contains("expect: rma.put.reference.ops=20"), "{out}");
+    assert!(out.contains("expect: rma.put.reference.ops=60"), "{out}");
+    assert!(out.contains("expect: rma.put.blocking=20"), "{out}");
     assert!(out.contains("expect: atomics.reference.fadd=30"), "{out}");
 }
 
@@ -94,7 +95,7 @@ fn exact_counts_three_ranks() {
 #[test]
 fn a_trace_has_an_event_per_operation() {
     let d = scratch("trace");
-    run_ok(
+    let out = run_ok(
         &job(2, ST, &WORK)
             .env("RGEX_STATS", "1")
             .env("RGEX_TRACE", "am,rma,coll")
@@ -137,7 +138,25 @@ fn a_trace_has_an_event_per_operation() {
                 .filter(|l| l.contains(&format!("\"cat\":\"rma\",\"ev\":\"{ev}\"")))
                 .count()
         };
-        assert_eq!((rma("put"), rma("get")), (20, 20), "rank {r}");
+        // M = 20 of each form: blocking, with an event, implicit (puts),
+        // and puts-with-signal; each line numbered.
+        assert_eq!(
+            (rma("put"), rma("get"), rma("put_signal")),
+            (60, 40, 20),
+            "rank {r}"
+        );
+        // Completions: every operation with its own counter (blocking and
+        // with an event: 80), and on the mapped path, which finishes
+        // during injection, the implicit puts and the puts-with-signal too.
+        let mapped = out.contains("rma path: mapped");
+        let want = if mapped { 120 } else { 80 };
+        assert_eq!(rma("complete"), want, "rank {r}: {text}");
+        let numbered = |l: &&str| l.contains("\"cat\":\"rma\"") && l.contains("\"op\":");
+        assert_eq!(
+            text.lines().filter(numbered).count(),
+            120 + want,
+            "rank {r}"
+        );
         // Every line is one object with its time.
         assert!(text
             .lines()
@@ -152,6 +171,40 @@ fn a_trace_has_an_event_per_operation() {
         assert_eq!(spans("begin"), spans("end"), "rank {r}");
     }
     let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_trace_filter_at_debug_keeps_the_spans_alone() {
+    let d = scratch("filter");
+    run_ok(
+        &job(2, ST, &WORK)
+            .env("RGEX_STATS", "1")
+            .env("RGEX_TRACE", "rgex=debug,rgex::rma=trace")
+            .env("RGEX_TRACE_FILE", d.join("trace-%r.jsonl")),
+        ON,
+    );
+    for r in 0..2 {
+        let path = d.join(format!("trace-{r}.jsonl"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let count = |needle: &str| text.lines().filter(|l| l.contains(needle)).count();
+        // AMs at debug: no events; RMA at trace: every one.
+        assert_eq!(count("\"cat\":\"am\""), 0, "rank {r}: {text}");
+        assert_eq!(count("\"cat\":\"rma\",\"ev\":\"put\""), 60, "rank {r}");
+        // Collectives at debug: their spans, not their start events.
+        assert!(count("\"cat\":\"coll\",\"ev\":\"begin\"") >= 4, "rank {r}");
+        assert_eq!(count("\"cat\":\"coll\",\"ev\":\"start\""), 0, "rank {r}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_bad_trace_filter_is_refused_by_name() {
+    let (outcome, out, err) = run(&job(1, ST, &WORK).env("RGEX_TRACE", "rgex::am=loud"));
+    assert_ne!(outcome.status, 0, "{out}");
+    assert!(
+        err.contains("RGEX_TRACE") && err.contains("\"loud\"") && err.contains("debug"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -75,11 +75,11 @@ registry! {
         "seconds a frozen rank waits for a debugger before it goes on, 1 to 86400 (in gdb, set {int}&rgex_thaw = 1 ends the wait at once)";
     // When a job is slow: statistics and tracing.
     STATS: "RGEX_STATS", Value("0"), "rgex",
-        "count, per rank: 1 (or all) for every category, else a list of am, rma, atomics, vis, coll, poll, net, pgas (AMs by kind and size, FP/NP, would-blocks, malformed; puts and gets by path; atomics by implementation and op; VIS by mechanism; collectives; polls and time blocked in waits; the network kit's stalls, retries, backlog peak and read-backs; rgex-pgas's rpcs, batches, window stalls and heap); read by Client::stats(), written at exit to RGEX_STATS_FILE";
+        "count, per rank: 1 (or all) for every category, else a list of am, rma, atomics, vis, coll, poll, net, pgas (AMs by kind and size, FP/NP, would-blocks, malformed; puts and gets by path (mapped, native, reference, cma) and by completion (blocking, event, nbi, counted), puts-with-signal by path; atomics by implementation and op; VIS by mechanism; collectives; polls and time blocked in waits; the network kit's stalls, retries, backlog peak and read-backs; rgex-pgas's rpcs, batches, window stalls and heap); read by Client::stats(), written at exit to RGEX_STATS_FILE";
     STATS_FILE: "RGEX_STATS_FILE", Behaviour("none: counts are not written"), "rgex",
         "where each rank writes its counts as JSON at finalize and at exit, %r the rank (rgex-run --stats sets it)";
     TRACE: "RGEX_TRACE", Value("0"), "rgex",
-        "trace, per rank, the categories of RGEX_STATS (1 for all): an event a line for each AM injected and delivered, RMA, atomic and VIS operation, poll that delivered, would-block and network stall, with peer, size, handler and flags and the time in ns since init; spans for waits that blocked and collectives";
+        "trace, per rank, the categories of RGEX_STATS (1 for all), or a tracing filter (rgex=debug,rgex::rma=trace: trace is every event, debug the spans alone): an event a line for each AM injected and delivered, RMA operation started and completed, atomic and VIS operation, poll that delivered, would-block and network stall, with peer, size, handler, path and the time in ns since init; spans for waits that blocked and collectives";
     TRACE_FILE: "RGEX_TRACE_FILE", Value("rgex-trace-%r.jsonl"), "rgex",
         "where each rank writes its trace, one JSON object a line, %r the rank";
     // smp.

@@ -11,7 +11,7 @@
 //! send to a node-local peer is committed through it, where it is
 //! counted, instead of rung by the endpoint directly.
 
-use super::{AtomicImpl, RmaOp, RmaRoute};
+use super::AtomicImpl;
 use crate::conduit::{AtomicRequest, AtomicType, Chunk, CollKind, OpSet};
 use crate::doorbell::MappedQueue;
 use crate::locality::Locality;
@@ -32,18 +32,25 @@ use std::sync::Arc;
 /// let observed: std::sync::Arc<dyn rgex_core::Conduit> = Observed::wrap(c);
 /// # let _ = observed; }
 /// ```
-pub struct Observed {
-    inner: Arc<dyn Conduit>,
+///
+/// Generic over the conduit it wraps, so that `rgex::init`, which knows
+/// the conduit's type, gets the wrapped calls made statically and inlined
+/// into the counting ones (one dynamic call per operation, as unobserved,
+/// instead of two). An endpoint's conduit, known only as `dyn Conduit`,
+/// is wrapped as such.
+pub struct Observed<C: ?Sized> {
+    inner: Arc<C>,
 }
 
-impl Observed {
+impl<C: Conduit + ?Sized + 'static> Observed<C> {
     /// `inner`, observed.
-    pub fn wrap(inner: Arc<dyn Conduit>) -> Arc<dyn Conduit> {
+    pub fn wrap(inner: Arc<C>) -> Arc<dyn Conduit> {
         Arc::new(Observed { inner })
     }
 }
 
 /// Tell the observer of a would-block in `r`, and hand `r` back.
+#[inline(always)]
 fn seen<T>(peer: Rank, r: Result<T>) -> Result<T> {
     if let Err(Error::WouldBlock { .. }) = &r {
         super::would_block(peer);
@@ -51,7 +58,7 @@ fn seen<T>(peer: Rank, r: Result<T>) -> Result<T> {
     r
 }
 
-impl Conduit for Observed {
+impl<C: Conduit + ?Sized + 'static> Conduit for Observed<C> {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
@@ -122,8 +129,9 @@ impl Conduit for Observed {
         // SAFETY: the caller's contract, handed on unchanged.
         unsafe { self.inner.publish_send(spec, claim, handler, args, len) }
     }
+    #[inline]
     fn try_send(&self, spec: &Prepare, handler: u8, args: &[u32], payload: &[u8]) -> Result<()> {
-        let r = seen(spec.peer, self.inner.try_send(spec, handler, args, payload));
+        let r = self.inner.try_send(spec, handler, args, payload);
         if r.is_ok() {
             super::am_injected(
                 spec.peer,
@@ -133,9 +141,12 @@ impl Conduit for Observed {
                 payload.len(),
                 false,
             );
+            // A fresh `Ok`, not `r` moved (an `Error`-sized copy).
+            return Ok(());
         }
-        r
+        seen(spec.peer, r)
     }
+    #[inline]
     fn poll(&self, set: PollSet, sink: &mut dyn FnMut(&Delivery<'_>)) -> usize {
         let n = self.inner.poll(set, &mut |d: &Delivery<'_>| {
             super::am_delivered(d.src, d.dir, d.category, d.handler, d.payload.len());
@@ -179,14 +190,12 @@ impl Conduit for Observed {
         lc: &Arc<OpCounter>,
         rc: &Arc<OpCounter>,
     ) -> Result<()> {
+        // Counted where the endpoint chose its route (with its completion
+        // kind), not here.
         // SAFETY: the caller's contract, handed on unchanged.
-        let r = seen(peer, unsafe {
+        seen(peer, unsafe {
             self.inner.try_put(peer, offset, src, len, lc, rc)
-        });
-        if r.is_ok() {
-            super::rma(RmaOp::Put, RmaRoute::Native, peer, len);
-        }
-        r
+        })
     }
     unsafe fn try_get(
         &self,
@@ -196,14 +205,11 @@ impl Conduit for Observed {
         len: usize,
         done: &Arc<OpCounter>,
     ) -> Result<()> {
+        // Counted where the endpoint chose its route, as a put.
         // SAFETY: the caller's contract, handed on unchanged.
-        let r = seen(peer, unsafe {
+        seen(peer, unsafe {
             self.inner.try_get(dst, peer, offset, len, done)
-        });
-        if r.is_ok() {
-            super::rma(RmaOp::Get, RmaRoute::Native, peer, len);
-        }
-        r
+        })
     }
     fn put_signal_native(&self, peer: Rank) -> bool {
         self.inner.put_signal_native(peer)
@@ -223,11 +229,8 @@ impl Conduit for Observed {
             self.inner
                 .try_put_signal(peer, offset, src, len, signal, lc, rc)
         };
-        let r = seen(peer, r);
-        if r.is_ok() {
-            super::rma(RmaOp::Put, RmaRoute::Native, peer, len);
-        }
-        r
+        // Counted where the endpoint chose its path, as a put.
+        seen(peer, r)
     }
     fn wake_peer(&self, peer: Rank) {
         self.inner.wake_peer(peer)

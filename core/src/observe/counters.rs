@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// One thread's counters.
-struct Block([AtomicU64; COUNTERS]);
+pub(crate) struct Block([AtomicU64; COUNTERS]);
 
 /// Every thread's block, in the order threads first counted. A block is
 /// leaked (a thread that ends keeps its counts in the sum).
@@ -28,9 +28,10 @@ thread_local! {
     static MINE: Cell<Option<&'static Block>> = const { Cell::new(None) };
 }
 
-/// This thread's block, made and registered on its first count.
-#[inline]
-fn mine() -> &'static Block {
+/// This thread's block, made and registered on its first count: fetched
+/// once by a hook that counts several things.
+#[inline(always)]
+pub(crate) fn mine() -> &'static Block {
     match MINE.with(Cell::get) {
         Some(b) => b,
         None => register(),
@@ -46,16 +47,24 @@ fn register() -> &'static Block {
     b
 }
 
+impl Block {
+    /// Add `n` to counter `c` of this block, which is this thread's.
+    #[inline(always)]
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        let cell = &self.0[c.index()];
+        // Relaxed load and store, no read-modify-write: this thread alone
+        // stores this word (the module's doc says why readers are sound).
+        cell.store(
+            cell.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+    }
+}
+
 /// Add `n` to counter `c` of this thread.
 #[inline]
 pub(crate) fn add(c: Counter, n: u64) {
-    let cell = &mine().0[c.index()];
-    // Relaxed load and store, no read-modify-write: this thread alone
-    // stores this word (the module's doc says why readers are sound).
-    cell.store(
-        cell.load(Ordering::Relaxed).wrapping_add(n),
-        Ordering::Relaxed,
-    );
+    mine().add(c, n);
 }
 
 /// Raise gauge `c` of this thread to `v` if it is higher (a peak).

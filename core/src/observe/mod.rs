@@ -26,7 +26,8 @@ mod trace;
 
 pub use conduit::Observed;
 pub use names::{
-    size_class, AtomicImpl, NetEvent, PgasEvent, RmaOp, RmaRoute, VisMech, COLL_KINDS, SIZE_CLASSES,
+    size_class, AtomicImpl, Completion, NetEvent, PgasEvent, RmaOp, RmaRoute, VisMech, COLL_KINDS,
+    SIZE_CLASSES,
 };
 
 use crate::atomic::AtomicOp;
@@ -94,6 +95,92 @@ impl Mask {
     }
 }
 
+/// What `RGEX_TRACE` asks, in `tracing`'s filter syntax: a comma-separated
+/// list of directives `TARGET=LEVEL`, `TARGET` or `LEVEL`. A target is
+/// `rgex` (every category), `rgex::CAT` or `CAT` (one of [`CATEGORIES`]);
+/// a level is `trace` (every event: one per operation, and the spans),
+/// `debug` (the spans alone: waits that blocked, collectives), `info`,
+/// `warn`, `error` or `off` (nothing: rgex traces nothing above debug).
+/// A target alone means `trace`, a level alone applies to every category,
+/// and a later directive overrides an earlier one for its categories. The
+/// short forms stay: `1` or `all` (everything), `0` (nothing), `am,rma`.
+///
+/// ```
+/// use rgex_core::observe::TraceFilter;
+/// let f = TraceFilter::parse("RGEX_TRACE", "rgex=debug,rgex::rma=trace").unwrap();
+/// assert!(f.events.has("rma") && !f.events.has("am"));
+/// assert!(f.spans.has("coll") && f.spans.has("rma"));
+/// let f = TraceFilter::parse("RGEX_TRACE", "am,coll=off").unwrap();
+/// assert!(f.events.has("am") && !f.spans.has("coll"));
+/// assert!(TraceFilter::parse("RGEX_TRACE", "rgex::amm=trace").is_err());
+/// assert!(TraceFilter::parse("RGEX_TRACE", "am=loud").is_err());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceFilter {
+    /// The categories whose every event is traced (level `trace`).
+    pub events: Mask,
+    /// The categories whose spans are traced (level `debug` or `trace`).
+    pub spans: Mask,
+}
+
+impl TraceFilter {
+    /// Parse `value` of variable `var` (see [`TraceFilter`]).
+    pub fn parse(var: &str, value: &str) -> Result<TraceFilter> {
+        let all = (1u32 << CATEGORIES.len()) - 1;
+        match value.trim() {
+            "" | "0" | "off" => return Ok(TraceFilter::default()),
+            "1" | "all" | "on" => {
+                return Ok(TraceFilter {
+                    events: Mask(all),
+                    spans: Mask(all),
+                })
+            }
+            _ => {}
+        }
+        let bad = |what: String| {
+            Error::Config(format!(
+                "{var}={value:?}: {what}; a directive is TARGET=LEVEL, TARGET or LEVEL, the \
+                 targets rgex, rgex::CATEGORY or CATEGORY ({}), the levels trace, debug, info, \
+                 warn, error and off",
+                CATEGORIES.join(", ")
+            ))
+        };
+        let (mut events, mut spans) = (0u32, 0u32);
+        for d in value.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+            let (target, level) = match d.split_once('=') {
+                Some((t, l)) => (t.trim(), Some(l.trim())),
+                None if LEVELS.contains(&d) => ("rgex", Some(d)),
+                None => (d, None),
+            };
+            let cats = match target.strip_prefix("rgex::").unwrap_or(target) {
+                "rgex" | "" => all,
+                c if CATEGORIES.contains(&c) => bit(c),
+                c => return Err(bad(format!("no category {c:?}"))),
+            };
+            let (ev, sp) = match level.unwrap_or("trace") {
+                "trace" => (true, true),
+                "debug" => (false, true),
+                l if LEVELS.contains(&l) => (false, false),
+                l => return Err(bad(format!("no level {l:?}"))),
+            };
+            events = if ev { events | cats } else { events & !cats };
+            spans = if sp { spans | cats } else { spans & !cats };
+        }
+        Ok(TraceFilter {
+            events: Mask(events),
+            spans: Mask(spans),
+        })
+    }
+
+    /// Whether it traces nothing.
+    pub fn is_empty(self) -> bool {
+        self.events.is_empty() && self.spans.is_empty()
+    }
+}
+
+/// `tracing`'s levels, as [`TraceFilter`] reads them.
+const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+
 /// What to observe and where to write it: `RGEX_STATS`,
 /// `RGEX_STATS_FILE`, `RGEX_TRACE`, `RGEX_TRACE_FILE` (read by
 /// `rgex::init`). A file name's `%r` is the rank.
@@ -103,8 +190,8 @@ pub struct ObserveConfig {
     pub stats: Mask,
     /// Where each rank writes its counts at exit (none: not written).
     pub stats_file: Option<String>,
-    /// The categories traced.
-    pub trace: Mask,
+    /// The categories traced, and how much of each.
+    pub trace: TraceFilter,
     /// Where each rank writes its trace (`rgex-trace-%r.jsonl` when unset).
     pub trace_file: Option<String>,
 }
@@ -120,7 +207,10 @@ impl ObserveConfig {
 struct Observer {
     rank: u32,
     stats: Mask,
+    /// The categories whose every event is traced (`trace` is then set).
     trace_mask: Mask,
+    /// The categories whose spans are traced (`trace` is then set).
+    span_mask: Mask,
     trace: Option<trace::TraceFile>,
     stats_file: Option<String>,
 }
@@ -161,7 +251,8 @@ pub fn install(cfg: &ObserveConfig, rank: u32) -> Result<()> {
     let _ = OBSERVER.set(Observer {
         rank,
         stats: cfg.stats,
-        trace_mask: cfg.trace,
+        trace_mask: cfg.trace.events,
+        span_mask: cfg.trace.spans,
         trace,
         stats_file: cfg.stats_file.clone(),
     });
@@ -200,7 +291,7 @@ pub fn on() -> bool {
 pub fn observes(cat: &str) -> bool {
     OBSERVER
         .get()
-        .is_some_and(|o| o.stats.has(cat) || o.trace_mask.has(cat))
+        .is_some_and(|o| o.stats.has(cat) || o.trace_mask.has(cat) || o.span_mask.has(cat))
 }
 
 /// Each category's bit in a [`Mask`] (the order of [`CATEGORIES`]), so
@@ -223,6 +314,14 @@ fn sinks(cat: u32) -> Option<(bool, Option<&'static trace::TraceFile>)> {
     let o = OBSERVER.get()?;
     let count = o.stats.0 & cat != 0;
     let tr = o.trace.as_ref().filter(|_| o.trace_mask.0 & cat != 0);
+    (count || tr.is_some()).then_some((count, tr))
+}
+
+/// As [`sinks`], for a span: traced when the category's spans are.
+fn span_sinks(cat: u32) -> Option<(bool, Option<&'static trace::TraceFile>)> {
+    let o = OBSERVER.get()?;
+    let count = o.stats.0 & cat != 0;
+    let tr = o.trace.as_ref().filter(|_| o.span_mask.0 & cat != 0);
     (count || tr.is_some()).then_some((count, tr))
 }
 
@@ -266,61 +365,80 @@ fn cat_name(c: Category) -> &'static str {
     }
 }
 
+/// The observer, if it counts (`.0`) or traces (`.1`) the category of
+/// bit `cat`: the hot hooks' one test, the trace's work out of line.
+#[inline(always)]
+fn wants(cat: u32) -> Option<(&'static Observer, bool, bool)> {
+    let o = OBSERVER.get()?;
+    Some((o, o.stats.0 & cat != 0, o.trace_mask.0 & cat != 0))
+}
+
 /// An AM was injected: to `peer`, `dir` and `cat`, `len` payload bytes,
 /// to handler `handler` (a client's from 64), by the negotiated-payload
 /// path (`np`) or the fixed one.
+#[inline]
 pub fn am_injected(peer: Rank, dir: Direction, cat: Category, handler: u8, len: usize, np: bool) {
-    let Some((count, tr)) = sinks(cat::AM) else {
+    let Some((o, count, traced)) = wants(cat::AM) else {
         return;
     };
     if count {
         let client = handler >= CLIENT_MIN;
-        counters::add(Counter::am_sent(client, dir, cat, len), 1);
-        counters::add(Counter::path(client, np), 1);
+        let b = counters::mine();
+        b.add(Counter::am_sent(client, dir, cat, len), 1);
+        b.add(Counter::path(client, np), 1);
     }
-    if let Some(t) = tr {
-        let name = NAMER.get().map(|f| f(handler));
-        t.event_str(
-            "am",
-            "inject",
-            &[
-                ("peer", peer.0.into()),
-                ("size", len as u64),
-                ("handler", handler.into()),
-            ],
-            &am_fields(
-                &name,
-                &[
-                    ("dir", dir_name(dir)),
-                    ("kind", cat_name(cat)),
-                    ("path", if np { "np" } else { "fp" }),
-                ],
-            ),
-        );
+    if traced {
+        trace_am(o, "inject", peer, dir, cat, handler, len, Some(np));
     }
 }
 
 /// An AM was delivered here (its handler about to run).
+#[inline]
 pub fn am_delivered(src: Rank, dir: Direction, cat: Category, handler: u8, len: usize) {
-    let Some((count, tr)) = sinks(cat::AM) else {
+    let Some((o, count, traced)) = wants(cat::AM) else {
         return;
     };
     if count {
         counters::add(Counter::delivered(handler >= CLIENT_MIN, dir), 1);
     }
-    if let Some(t) = tr {
-        let name = NAMER.get().map(|f| f(handler));
-        t.event_str(
-            "am",
-            "deliver",
-            &[
-                ("peer", src.0.into()),
-                ("size", len as u64),
-                ("handler", handler.into()),
-            ],
-            &am_fields(&name, &[("dir", dir_name(dir)), ("kind", cat_name(cat))]),
-        );
+    if traced {
+        trace_am(o, "deliver", src, dir, cat, handler, len, None);
     }
+}
+
+/// The trace's line of an AM injected (`np`: its path) or delivered.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn trace_am(
+    o: &Observer,
+    ev: &str,
+    peer: Rank,
+    dir: Direction,
+    cat: Category,
+    handler: u8,
+    len: usize,
+    np: Option<bool>,
+) {
+    let Some(t) = &o.trace else { return };
+    let name = NAMER.get().map(|f| f(handler));
+    let path = np.map(|np| ("path", if np { "np" } else { "fp" }));
+    t.event_str(
+        "am",
+        ev,
+        &[
+            ("peer", peer.0.into()),
+            ("size", len as u64),
+            ("handler", handler.into()),
+        ],
+        &am_fields(
+            &name,
+            &[("dir", dir_name(dir)), ("kind", cat_name(cat))]
+                .into_iter()
+                .chain(path)
+                .collect::<Vec<_>>(),
+        ),
+    );
 }
 
 /// A send to `peer` found no resource free (`WouldBlock`).
@@ -350,47 +468,135 @@ pub fn malformed(peer: Rank) {
 }
 
 /// A poll that delivered `n` messages.
+#[inline]
 pub fn poll(n: usize) {
-    let Some((count, tr)) = sinks(cat::POLL) else {
+    let Some((o, count, traced)) = wants(cat::POLL) else {
         return;
     };
     if count {
-        counters::add(Counter::POLLS, 1);
-        if n == 0 {
-            counters::add(Counter::EMPTY_POLLS, 1);
-        }
+        let b = counters::mine();
+        b.add(Counter::POLLS, 1);
+        b.add(Counter::EMPTY_POLLS, u64::from(n == 0));
     }
-    if let (Some(t), true) = (tr, n > 0) {
+    if traced && n > 0 {
+        trace_poll(o, n);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn trace_poll(o: &Observer, n: usize) {
+    if let Some(t) = &o.trace {
         t.event("poll", "poll", &[("delivered", n as u64)]);
     }
 }
 
-/// An RMA operation was injected.
-pub fn rma(op: RmaOp, route: RmaRoute, peer: Rank, len: usize) {
-    let Some((count, tr)) = sinks(cat::RMA) else {
-        return;
+/// An RMA operation was started: `op` of `len` bytes to `peer`, carried
+/// by `route`, its completion reached as `kind` says. Returns its number
+/// in the trace, for [`rma_completed`] (0 when RMA is not traced).
+#[inline]
+pub fn rma(op: RmaOp, route: RmaRoute, kind: Completion, peer: Rank, len: usize) -> u64 {
+    let Some((o, count, traced)) = wants(cat::RMA) else {
+        return 0;
     };
     if count {
         let (ops, bytes) = Counter::rma(op, route);
-        counters::add(ops, 1);
-        counters::add(bytes, len as u64);
+        let b = counters::mine();
+        b.add(ops, 1);
+        b.add(bytes, len as u64);
+        b.add(Counter::rma_kind(op, kind), 1);
     }
-    if let Some(t) = tr {
-        let route = match route {
-            RmaRoute::Mapped => "mapped",
-            RmaRoute::Native => "native",
-            RmaRoute::Reference => "reference",
-        };
-        let ev = match op {
-            RmaOp::Put => "put",
-            RmaOp::Get => "get",
-        };
-        t.event_str(
-            "rma",
-            ev,
-            &[("peer", peer.0.into()), ("size", len as u64)],
-            &[("path", route)],
-        );
+    if traced {
+        trace_rma(o, ["put", "get"][op as usize], route, kind, peer, len)
+    } else {
+        0
+    }
+}
+
+/// A put-with-signal was started: `len` bytes to `peer`, carried by
+/// `route` (its signal word's update after them). Returns its number in
+/// the trace, as [`rma`] does.
+#[inline]
+pub fn put_signal(route: RmaRoute, peer: Rank, len: usize) -> u64 {
+    let Some((o, count, traced)) = wants(cat::RMA) else {
+        return 0;
+    };
+    if count {
+        let (ops, bytes) = Counter::signal(route);
+        let b = counters::mine();
+        b.add(ops, 1);
+        b.add(bytes, len as u64);
+    }
+    if traced {
+        trace_rma(o, "put_signal", route, Completion::Blocking, peer, len)
+    } else {
+        0
+    }
+}
+
+/// The trace's line of an RMA operation started. Each gets the rank's next
+/// operation number (`"op"`), which its completion's line
+/// ([`rma_completed`]) repeats.
+#[cold]
+#[inline(never)]
+fn trace_rma(
+    o: &Observer,
+    ev: &str,
+    route: RmaRoute,
+    kind: Completion,
+    peer: Rank,
+    len: usize,
+) -> u64 {
+    let Some(t) = &o.trace else { return 0 };
+    // Relaxed: a number unique per operation, ordering nothing.
+    let n = 1 + RMA_OPS.fetch_add(1, Ordering::Relaxed);
+    t.event_str(
+        "rma",
+        ev,
+        &[("peer", peer.0.into()), ("size", len as u64), ("op", n)],
+        &[
+            ("path", names::ROUTES[route as usize]),
+            ("completion", names::COMPLETIONS[kind as usize]),
+        ],
+    );
+    n
+}
+
+/// The trace's RMA operations numbered so far on this rank.
+static RMA_OPS: AtomicU64 = AtomicU64::new(0);
+
+/// RMA operation number `op` (from [`rma`] or [`put_signal`]; 0, not
+/// traced, is ignored) completed: its data is at the target, or in this
+/// rank's buffer for a get.
+pub fn rma_completed(op: u64) {
+    if op == 0 {
+        return;
+    }
+    if let Some(t) = OBSERVER.get().and_then(|o| o.trace.as_ref()) {
+        t.event("rma", "complete", &[("op", op)]);
+    }
+}
+
+/// Trace the completion of operation `op` (see [`rma_completed`]) when
+/// `counter` finishes: at once if it has, else from the progress that
+/// finishes it, through the counter's waker. A handle later awaited as a
+/// future takes that waker's place, and its operation's line is then
+/// left out; the blocking and implicit forms and an `Event` waited or
+/// tested are all traced.
+pub fn rma_completes_with(op: u64, counter: &crate::OpCounter) {
+    struct Done(u64);
+    impl std::task::Wake for Done {
+        fn wake(self: std::sync::Arc<Self>) {
+            rma_completed(self.0);
+        }
+    }
+    if op == 0 {
+        return;
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Done(op)));
+    let mut cx = std::task::Context::from_waker(&waker);
+    if counter.poll_done(&mut cx).is_ready() {
+        rma_completed(op);
     }
 }
 
@@ -549,7 +755,7 @@ impl Span {
     /// let _span = rgex_core::observe::Span::start("coll", "barrier");
     /// ```
     pub fn start(cat: &'static str, what: &'static str) -> Span {
-        let Some((count, tr)) = sinks(bit(cat)) else {
+        let Some((count, tr)) = span_sinks(bit(cat)) else {
             return Span { open: None };
         };
         if let Some(t) = tr {
@@ -571,7 +777,7 @@ impl Drop for Span {
             counters::add(Counter::WAITS, 1);
             counters::add(Counter::WAIT_NS, ns);
         }
-        if let Some((_, Some(t))) = sinks(bit(cat)) {
+        if let Some((_, Some(t))) = span_sinks(bit(cat)) {
             t.event_str(cat, "end", &[("ns", ns)], &[("what", what)]);
         }
     }

@@ -35,7 +35,29 @@ pub enum RmaRoute {
     Native,
     /// Active messages.
     Reference,
+    /// Cross-memory attach into a node-local peer's client segment.
+    Cma,
 }
+
+/// The routes' names in the stats JSON and the trace, by [`RmaRoute`].
+pub(crate) const ROUTES: [&str; 4] = ["mapped", "native", "reference", "cma"];
+
+/// How an RMA operation's completion is reached: the call that started it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Completion {
+    /// A blocking call (`put`, `get`): complete on return.
+    Blocking,
+    /// An explicit handle (`put_nb`, `get_nb`, their raw and deferred
+    /// forms): an event or a future.
+    Event,
+    /// An implicit handle (`put_nbi`, `get_nbi`): an NBI sync.
+    Nbi,
+    /// The caller's own counters (`put_counted`, `get_counted`).
+    Counted,
+}
+
+/// The completion kinds' names, by [`Completion`].
+pub(crate) const COMPLETIONS: [&str; 4] = ["blocking", "event", "nbi", "counted"];
 
 /// Put or get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,8 +134,10 @@ const AM_NP: usize = AM_FP + 2; // client, protocol
 const AM_WOULD_BLOCK: usize = AM_NP + 2;
 const AM_DELIVERED: usize = AM_WOULD_BLOCK + 1; // 2 origins x 2 directions
 const AM_MALFORMED: usize = AM_DELIVERED + 4;
-const RMA: usize = AM_MALFORMED + 1; // 2 ops x 3 paths x (ops, bytes)
-const ATOMICS: usize = RMA + 12; // 3 implementations x 25 ops
+const RMA: usize = AM_MALFORMED + 1; // 2 ops x 4 paths x (ops, bytes)
+const RMA_KIND: usize = RMA + 16; // 2 ops x 4 completion kinds
+const SIGNAL: usize = RMA_KIND + 8; // put-with-signal: 3 paths x (ops, bytes)
+const ATOMICS: usize = SIGNAL + 6; // 3 implementations x 25 ops
 const VIS: usize = ATOMICS + 75;
 const COLL: usize = VIS + 4;
 const POLL: usize = COLL + COLL_KINDS.len(); // polls, empty, waits, wait_ns
@@ -168,7 +192,15 @@ impl Counter {
     }
     /// (ops, bytes).
     pub(crate) fn rma(op: RmaOp, route: RmaRoute) -> (Self, Self) {
-        let base = RMA + (op as usize * 3 + route as usize) * 2;
+        let base = RMA + (op as usize * ROUTES.len() + route as usize) * 2;
+        (Counter(base), Counter(base + 1))
+    }
+    pub(crate) fn rma_kind(op: RmaOp, kind: Completion) -> Self {
+        Counter(RMA_KIND + op as usize * COMPLETIONS.len() + kind as usize)
+    }
+    /// (ops, bytes) of a put-with-signal by `route` (never `Cma`).
+    pub(crate) fn signal(route: RmaRoute) -> (Self, Self) {
+        let base = SIGNAL + (route as usize).min(2) * 2;
         (Counter(base), Counter(base + 1))
     }
     pub(crate) fn atomic(imp: AtomicImpl, op: AtomicOp) -> Self {
@@ -207,7 +239,6 @@ impl Counter {
         const DIRS: [&str; 2] = ["request", "reply"];
         const ORIGINS: [&str; 2] = ["client", "protocol"];
         const CATS: [&str; 3] = ["short", "medium", "long"];
-        const ROUTES: [&str; 3] = ["mapped", "native", "reference"];
         const IMPLS: [&str; 3] = ["shared", "offload", "reference"];
         const MECHS: [&str; 4] = ["direct", "rma", "am", "native"];
         const POLLS: [&str; 4] = ["polls", "empty_polls", "waits", "wait_ns"];
@@ -239,13 +270,31 @@ impl Counter {
                 )
             }
             AM_MALFORMED => ("am.malformed".into(), "am"),
-            _ if i < ATOMICS => {
+            _ if i < RMA_KIND => {
                 let (unit, rest) = ((i - RMA) % 2, (i - RMA) / 2);
-                let (route, op) = (rest % 3, rest / 3);
+                let (route, op) = (rest % ROUTES.len(), rest / ROUTES.len());
                 (
                     format!(
                         "rma.{}.{}.{}",
                         ["put", "get"][op],
+                        ROUTES[route],
+                        ["ops", "bytes"][unit]
+                    ),
+                    "rma",
+                )
+            }
+            _ if i < SIGNAL => {
+                let (kind, op) = ((i - RMA_KIND) % 4, (i - RMA_KIND) / 4);
+                (
+                    format!("rma.{}.{}", ["put", "get"][op], COMPLETIONS[kind]),
+                    "rma",
+                )
+            }
+            _ if i < ATOMICS => {
+                let (unit, route) = ((i - SIGNAL) % 2, (i - SIGNAL) / 2);
+                (
+                    format!(
+                        "rma.put_signal.{}.{}",
                         ROUTES[route],
                         ["ops", "bytes"][unit]
                     ),
@@ -280,6 +329,18 @@ mod tests {
         let (ops, bytes) = Counter::rma(RmaOp::Get, RmaRoute::Native);
         assert_eq!(ops.name().0, "rma.get.native.ops");
         assert_eq!(bytes.name().0, "rma.get.native.bytes");
+        assert_eq!(
+            Counter::rma(RmaOp::Get, RmaRoute::Cma).0.name().0,
+            "rma.get.cma.ops"
+        );
+        assert_eq!(
+            Counter::rma_kind(RmaOp::Get, Completion::Counted).name().0,
+            "rma.get.counted"
+        );
+        assert_eq!(
+            Counter::signal(RmaRoute::Reference).1.name().0,
+            "rma.put_signal.reference.bytes"
+        );
         assert_eq!(
             Counter::atomic(AtomicImpl::Offload, AtomicOp::Fadd)
                 .name()

@@ -7,6 +7,7 @@
 use super::{check_in, closed, segment_of, ClientSegments, CLIENT_SEGMENT_STRIDE};
 use crate::rma::RmaPath;
 use crate::Endpoint;
+use rgex_core::observe::RmaRoute;
 use rgex_core::{cma, Error, GlobalAddr, OpCounter, Rank, Result};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -290,6 +291,22 @@ impl ClientSegments {
                     ))
                 }))
             }
+        }
+    }
+
+    /// The route an operation of `len` bytes at `at` (in a client segment)
+    /// takes, as the statistics count it: this rank's own registration
+    /// is a copy (`Mapped`), a small one by cross-memory attach goes by
+    /// active messages.
+    pub(crate) fn route_of(&self, at: GlobalAddr, len: usize) -> RmaRoute {
+        let Some(k) = segment_of(at.offset) else {
+            return RmaRoute::Reference;
+        };
+        match self.path(k, at.rank) {
+            ClientPath::Local => RmaRoute::Mapped,
+            ClientPath::Cma if len >= CMA_MIN => RmaRoute::Cma,
+            ClientPath::Native => RmaRoute::Native,
+            ClientPath::Cma | ClientPath::Reference => RmaRoute::Reference,
         }
     }
 

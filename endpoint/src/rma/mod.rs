@@ -35,7 +35,7 @@ pub use rgex_core::{Signal, SignalOp};
 use crate::client_segment::Local;
 use crate::Endpoint;
 use rgex_core::blocked::Waiting;
-use rgex_core::observe::{RmaOp, RmaRoute};
+use rgex_core::observe::{Completion, RmaOp, RmaRoute};
 use rgex_core::shared_work::SHARE_MIN;
 use rgex_core::{Error, Event, Flags, GlobalAddr, OpCounter, Rank, Result};
 use route::Route;
@@ -162,6 +162,13 @@ pub struct PutEvents {
     pub rc: Event,
 }
 
+thread_local! {
+    /// The trace's number of the observed operation this thread started
+    /// last, until [`Endpoint::observe_pending`] takes it (0: none, or
+    /// not traced).
+    static PENDING: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 impl Endpoint {
     /// How RMA to `peer` is carried out (decided once per peer when the
     /// endpoint was made; a rank out of range has no path but the
@@ -199,38 +206,84 @@ impl Endpoint {
     /// to the conduit (each such call returns through memory: three had
     /// been a third of a small NBI put's time).
     #[inline(always)]
-    fn target(&self, at: GlobalAddr, len: usize, op: RmaOp) -> Result<Destination> {
+    fn target(
+        &self,
+        at: GlobalAddr,
+        len: usize,
+        op: RmaOp,
+        kind: Completion,
+    ) -> Result<Destination> {
         let route = self.route(at.rank, "an RMA operation")?;
         if let Err(refused) = route.check(at.rank, at.offset, len) {
-            return self.client_target(at, len, refused);
+            return self.client_target(at, len, refused, op, kind);
         }
         Ok(match (len, route.mapped_at(at.offset)) {
             (0, _) => Destination::Nothing,
             (_, Some(p)) => Destination::Mapped(p),
             _ if route.path() == RmaPath::Native => Destination::Native,
-            // The observed marker (mapped and reference routes when RMA is
-            // observed): the one compare the reference path pays for it.
-            _ if route.path() == RmaPath::Mapped => self.observed_target(at, len, op, route),
+            // The observed marker (every route when RMA is observed): the
+            // one compare the reference path pays for it.
+            _ if route.path() == RmaPath::Mapped => self.observed_target(at, len, op, kind, route),
             _ => Destination::Reference,
         })
     }
 
     /// Where an observed operation goes (see [`Routes`]): its route as
-    /// decided, the operation told to the observer.
+    /// decided, the operation told to the observer. One that finishes
+    /// during injection (a mapped copy) is traced complete at once; the
+    /// others when their counter finishes ([`Self::observe_pending`]).
     #[cold]
     #[inline(never)]
-    fn observed_target(&self, at: GlobalAddr, len: usize, op: RmaOp, route: &Route) -> Destination {
+    fn observed_target(
+        &self,
+        at: GlobalAddr,
+        len: usize,
+        op: RmaOp,
+        kind: Completion,
+        route: &Route,
+    ) -> Destination {
         debug_assert!(Routes::is_observed(route));
         let real = self.routes().decided(at.rank, route);
-        match real.mapped_at(at.offset) {
-            Some(p) => {
-                rgex_core::observe::rma(op, RmaRoute::Mapped, at.rank, len);
-                Destination::Mapped(p)
-            }
-            None => {
-                rgex_core::observe::rma(op, RmaRoute::Reference, at.rank, len);
-                Destination::Reference
-            }
+        let (to, how) = match (real.mapped_at(at.offset), real.path()) {
+            (Some(p), _) => (Destination::Mapped(p), RmaRoute::Mapped),
+            (None, RmaPath::Native) => (Destination::Native, RmaRoute::Native),
+            (None, _) => (Destination::Reference, RmaRoute::Reference),
+        };
+        let n = rgex_core::observe::rma(op, how, kind, at.rank, len);
+        match to {
+            Destination::Mapped(_) => rgex_core::observe::rma_completed(n),
+            _ => PENDING.set(n),
+        }
+        to
+    }
+
+    /// A blocking operation's short cut when RMA is observed: where in
+    /// the peer's mapped segment `len` bytes at `at` are, the operation
+    /// counted and traced complete (it is a copy, done before return),
+    /// or `None` (not observed, not mapped, or out of range: the general
+    /// path decides, and reports).
+    #[inline]
+    fn observed_mapped(&self, at: GlobalAddr, len: usize, op: RmaOp) -> Option<*mut u8> {
+        let route = self.routes().open(at.rank)?;
+        if !Routes::is_observed(route) || len == 0 || route.check(at.rank, at.offset, len).is_err()
+        {
+            return None;
+        }
+        let to = self.routes().decided(at.rank, route).mapped_at(at.offset)?;
+        let n = rgex_core::observe::rma(op, RmaRoute::Mapped, Completion::Blocking, at.rank, len);
+        rgex_core::observe::rma_completed(n);
+        Some(to)
+    }
+
+    /// When RMA is observed, trace the completion of the operation just
+    /// started (by [`Self::observed_target`] or [`Self::client_target`])
+    /// when `counter`, its own, finishes. Operations counted on a shared
+    /// counter (implicit, or the caller's) complete as their group: no
+    /// line of their own.
+    #[inline]
+    fn observe_pending(&self, kind: Completion, counter: &OpCounter) {
+        if self.routes().observed() && matches!(kind, Completion::Blocking | Completion::Event) {
+            rgex_core::observe::rma_completes_with(PENDING.take(), counter);
         }
     }
 
@@ -239,16 +292,32 @@ impl Endpoint {
     /// registered), or nowhere (`refused`, the primordial segment's error).
     #[cold]
     #[inline(never)]
-    fn client_target(&self, at: GlobalAddr, len: usize, refused: Error) -> Result<Destination> {
-        match self
+    fn client_target(
+        &self,
+        at: GlobalAddr,
+        len: usize,
+        refused: Error,
+        op: RmaOp,
+        kind: Completion,
+    ) -> Result<Destination> {
+        let to = match self
             .client_segments()
             .check_remote(at.rank, at.offset, len)?
         {
-            true if len == 0 => Ok(Destination::Nothing),
-            true if self.client_segments().native_to(at) => Ok(Destination::ClientNative),
-            true => Ok(Destination::Client),
-            false => Err(refused),
+            true if len == 0 => Destination::Nothing,
+            true if self.client_segments().native_to(at) => Destination::ClientNative,
+            true => Destination::Client,
+            false => return Err(refused),
+        };
+        if self.routes().observed() && len > 0 {
+            let how = self.client_segments().route_of(at, len);
+            let n = rgex_core::observe::rma(op, how, kind, at.rank, len);
+            match how {
+                RmaRoute::Mapped | RmaRoute::Cma => rgex_core::observe::rma_completed(n),
+                _ => PENDING.set(n),
+            }
         }
+        Ok(to)
     }
 
     /// Start a put. An operation that cannot finish during injection is
@@ -262,6 +331,7 @@ impl Endpoint {
     /// # Safety
     /// `src..src+len` must stay readable and unmodified until local
     /// completion as `lc` defines it.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn start_put(
         &self,
         dst: GlobalAddr,
@@ -269,12 +339,14 @@ impl Endpoint {
         len: usize,
         counter: impl FnOnce() -> Arc<OpCounter>,
         lc: LcCount<'_>,
+        kind: Completion,
         flags: Flags,
     ) -> Result<Started> {
-        match self.target(dst, len, RmaOp::Put)? {
+        match self.target(dst, len, RmaOp::Put, kind)? {
             Destination::Nothing => Ok(Started::default()),
             to @ (Destination::Native | Destination::ClientNative) => {
                 let rc = counter();
+                self.observe_pending(kind, &rc);
                 let lcc = match lc {
                     LcCount::Group => nbi::counter(self.index(), NbiCategory::Put),
                     LcCount::Now => lc_now(),
@@ -328,6 +400,7 @@ impl Endpoint {
                 // SAFETY: the caller guarantees the source for the call.
                 let bytes = unsafe { std::slice::from_raw_parts(src, len) };
                 let done = counter();
+                self.observe_pending(kind, &done);
                 match to {
                     Destination::Client => self
                         .rma_reference()
@@ -353,12 +426,14 @@ impl Endpoint {
         len: usize,
         src: GlobalAddr,
         counter: impl FnOnce() -> Arc<OpCounter>,
+        kind: Completion,
         flags: Flags,
     ) -> Result<Option<Arc<OpCounter>>> {
-        match self.target(src, len, RmaOp::Get)? {
+        match self.target(src, len, RmaOp::Get, kind)? {
             Destination::Nothing => Ok(None),
             to @ (Destination::Native | Destination::ClientNative) => {
                 let done = counter();
+                self.observe_pending(kind, &done);
                 let post = || {
                     // SAFETY: forwarded caller contract.
                     unsafe {
@@ -394,6 +469,7 @@ impl Endpoint {
                     }
                 }
                 let done = counter();
+                self.observe_pending(kind, &done);
                 // SAFETY: forwarded caller contract.
                 unsafe {
                     self.rma_reference()
@@ -473,7 +549,38 @@ impl Endpoint {
     /// inline).
     #[inline(never)]
     fn put_unmapped(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
-        self.put_nb(dst, src, flags)?.wait_on(
+        if let Some(to) = self.observed_mapped(dst, src.len(), RmaOp::Put) {
+            // Ordering: as the mapped path's (see `put`).
+            fence(Ordering::Release);
+            // SAFETY: inside the peer's mapped segment (checked by
+            // `observed_mapped`); `src` is a borrowed slice.
+            unsafe { self.mapped_copy(src.as_ptr(), to, src.len()) };
+            return Ok(());
+        }
+        self.put_started(dst, src, flags)
+    }
+
+    /// A blocking put started on the general path, and waited for (out of
+    /// line: [`put_unmapped`](Self::put_unmapped) stays small).
+    #[inline(never)]
+    fn put_started(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
+        // SAFETY: `src` is borrowed for the call; LC is reached before return.
+        let started = unsafe {
+            self.start_put(
+                dst,
+                src.as_ptr(),
+                src.len(),
+                fresh,
+                LcCount::Now,
+                Completion::Blocking,
+                flags,
+            )?
+        };
+        // Finished during injection (an observed mapped copy): no wait.
+        let Some(rc) = started.rc else {
+            return Ok(());
+        };
+        self.event(Some(rc)).wait_on(
             Waiting::new("a blocking put")
                 .peer(dst.rank)
                 .value("bytes", src.len() as u64),
@@ -510,10 +617,37 @@ impl Endpoint {
     /// [`put_unmapped`](Self::put_unmapped)).
     #[inline(never)]
     fn get_unmapped(&self, dst: &mut [u8], src: GlobalAddr, flags: Flags) -> Result<()> {
+        if let Some(from) = self.observed_mapped(src, dst.len(), RmaOp::Get) {
+            // SAFETY: inside the peer's mapped segment (checked by
+            // `observed_mapped`); `dst` an exclusive borrowed slice.
+            unsafe { self.mapped_copy(from, dst.as_mut_ptr(), dst.len()) };
+            // Ordering: as the mapped path's (see `get`).
+            fence(Ordering::Acquire);
+            return Ok(());
+        }
+        self.get_started(dst, src, flags)
+    }
+
+    /// A blocking get started on the general path, and waited for (as
+    /// [`put_started`](Self::put_started)).
+    #[inline(never)]
+    fn get_started(&self, dst: &mut [u8], src: GlobalAddr, flags: Flags) -> Result<()> {
         // SAFETY: `dst` is borrowed for this whole call, which waits for
         // completion before returning.
-        let done = unsafe { self.start_get(dst.as_mut_ptr(), dst.len(), src, fresh, flags)? };
-        self.event(done).wait_on(
+        let done = unsafe {
+            self.start_get(
+                dst.as_mut_ptr(),
+                dst.len(),
+                src,
+                fresh,
+                Completion::Blocking,
+                flags,
+            )?
+        };
+        let Some(done) = done else {
+            return Ok(());
+        };
+        self.event(Some(done)).wait_on(
             Waiting::new("a blocking get")
                 .peer(src.rank)
                 .value("bytes", dst.len() as u64),
@@ -558,8 +692,17 @@ impl Endpoint {
         // SAFETY: `src` is borrowed for the call; LC is reached before return.
         // (Not through `put_nb_raw`: its two events, returned through
         // memory and copied on, cost a small put 2-3x its time.)
-        let started =
-            unsafe { self.start_put(dst, src.as_ptr(), src.len(), fresh, LcCount::Now, flags)? };
+        let started = unsafe {
+            self.start_put(
+                dst,
+                src.as_ptr(),
+                src.len(),
+                fresh,
+                LcCount::Now,
+                Completion::Event,
+                flags,
+            )?
+        };
         Ok(self.event(started.rc))
     }
 
@@ -662,7 +805,8 @@ impl Endpoint {
         flags: Flags,
     ) -> Result<PutEvents> {
         // SAFETY: forwarded caller contract (start_put honours `lc`).
-        let started = unsafe { self.start_put(dst, src, len, fresh, lc.into(), flags)? };
+        let started =
+            unsafe { self.start_put(dst, src, len, fresh, lc.into(), Completion::Event, flags)? };
         Ok(PutEvents {
             lc: self.event(started.lc),
             rc: self.event(started.rc),
@@ -705,8 +849,17 @@ impl Endpoint {
         flags: Flags,
     ) -> Result<()> {
         // SAFETY: forwarded caller contract (the source is counted on `lc`).
-        let started =
-            unsafe { self.start_put(dst, src, len, || rc.clone(), LcCount::On(lc), flags)? };
+        let started = unsafe {
+            self.start_put(
+                dst,
+                src,
+                len,
+                || rc.clone(),
+                LcCount::On(lc),
+                Completion::Counted,
+                flags,
+            )?
+        };
         // Local completion went to the caller's `lc` (native path) or came
         // during injection: no fresh counter is handed back.
         debug_assert!(started.lc.is_none());
@@ -727,7 +880,7 @@ impl Endpoint {
         flags: Flags,
     ) -> Result<Event> {
         // SAFETY: forwarded caller contract.
-        let done = unsafe { self.start_get(dst, len, src, fresh, flags)? };
+        let done = unsafe { self.start_get(dst, len, src, fresh, Completion::Event, flags)? };
         Ok(self.event(done))
     }
 
@@ -748,7 +901,8 @@ impl Endpoint {
         flags: Flags,
     ) -> Result<()> {
         // SAFETY: forwarded caller contract.
-        unsafe { self.start_get(dst, len, src, || done.clone(), flags) }.map(drop)
+        unsafe { self.start_get(dst, len, src, || done.clone(), Completion::Counted, flags) }
+            .map(drop)
     }
 
     /// Implicit-handle put: `src` may be reused on return; remote completion
@@ -769,6 +923,7 @@ impl Endpoint {
                 src.len(),
                 || nbi::counter(self.index(), NbiCategory::Put),
                 LcCount::Now,
+                Completion::Nbi,
                 flags,
             )
         }
@@ -794,6 +949,7 @@ impl Endpoint {
                 len,
                 src,
                 || nbi::counter(self.index(), NbiCategory::Get),
+                Completion::Nbi,
                 flags,
             )
         }

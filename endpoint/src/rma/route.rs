@@ -85,8 +85,8 @@ pub(crate) struct Routes {
     /// `routes.len()`, or 0 once closed: never anything else.
     open: AtomicUsize,
     /// When RMA is observed (`RGEX_STATS`/`RGEX_TRACE` name `rma`), the
-    /// routes as decided; `routes` then holds every mapped or reference
-    /// route as the *observed marker* (path `Mapped`, no base), which
+    /// routes as decided; `routes` then holds every route as the
+    /// *observed marker* (path `Mapped`, no base), which
     /// no unobserved route is, so the mapped fast paths decline it and
     /// [`Endpoint::target`](super) sends it to its observed arm. `None`
     /// when nothing is observed: the routes are today's, untouched.
@@ -127,13 +127,10 @@ impl Routes {
         let (routes, real) = if observed {
             let marked = routes
                 .iter()
-                .map(|r| match r.path {
-                    RmaPath::Native => *r,
-                    _ => Route {
-                        base: std::ptr::null_mut(),
-                        len: r.len,
-                        path: RmaPath::Mapped,
-                    },
+                .map(|r| Route {
+                    base: std::ptr::null_mut(),
+                    len: r.len,
+                    path: RmaPath::Mapped,
                 })
                 .collect();
             (marked, Some(routes))
@@ -159,8 +156,14 @@ impl Routes {
         }
     }
 
-    /// Whether `r` is the observed marker: RMA is observed and `r` is a
-    /// mapped or reference route (see [`Routes`]).
+    /// Whether RMA is observed (see [`Routes`]).
+    #[inline(always)]
+    pub(crate) fn observed(&self) -> bool {
+        self.real.is_some()
+    }
+
+    /// Whether `r` is the observed marker: RMA is observed (every route
+    /// is then the marker; see [`Routes`]).
     #[inline(always)]
     pub(crate) fn is_observed(r: &Route) -> bool {
         r.path == RmaPath::Mapped && r.base.is_null()

@@ -437,6 +437,24 @@ fn check_word(rank: Rank, offset: u64, check: impl FnOnce() -> Result<()>) -> Re
 }
 
 impl Endpoint {
+    /// Tell the observer of a put-with-signal of `len` bytes to `dst`,
+    /// carried by the path [`put_signal_path`](Self::put_signal_path)
+    /// says. The mapped path finishes during injection and is traced
+    /// complete at once; the others' completion is their handle's.
+    #[cold]
+    #[inline(never)]
+    fn observe_put_signal(&self, dst: GlobalAddr, len: usize) {
+        let route = match self.put_signal_path(dst.rank) {
+            SignalPath::Mapped => rgex_core::observe::RmaRoute::Mapped,
+            SignalPath::Native => rgex_core::observe::RmaRoute::Native,
+            SignalPath::Reference => rgex_core::observe::RmaRoute::Reference,
+        };
+        let n = rgex_core::observe::put_signal(route, dst.rank, len);
+        if route == rgex_core::observe::RmaRoute::Mapped {
+            rgex_core::observe::rma_completed(n);
+        }
+    }
+
     /// How a put-with-signal to `peer` is carried out (see
     /// [`put_signal`](Self::put_signal)); a rank out of range has no path
     /// but the reference's, which refuses it.
@@ -571,12 +589,15 @@ impl Endpoint {
         flags: Flags,
     ) -> Result<Option<Arc<OpCounter>>> {
         let route = self.route(dst.rank, "a put-with-signal")?;
-        // Put-with-signal is not observed: the route as decided.
+        // Its own marker-free dispatch: the route as decided.
         let route = self.routes().decided(dst.rank, route);
         route.check(dst.rank, dst.offset, len)?;
         check_word(dst.rank, signal.offset, || {
             route.check(dst.rank, signal.offset, 8)
         })?;
+        if self.routes().observed() {
+            self.observe_put_signal(dst, len);
+        }
         if let (Some(to), Some(word)) =
             (route.mapped_at(dst.offset), route.mapped_at(signal.offset))
         {

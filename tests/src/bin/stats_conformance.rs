@@ -16,7 +16,7 @@
 use rgex::observe::{size_class, Stats, SIZE_CLASSES};
 use rgex::{
     AtomicDomain, AtomicFlags, AtomicImplementation, AtomicOp, Category, Client, Flags, GlobalAddr,
-    OpSet, Rank, RmaPath,
+    NbiCategory, OpSet, Rank, RmaPath, Signal, SignalPath,
 };
 use rgex_tests::{conduit_banner, ok, wait_until};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -179,10 +179,26 @@ fn on(
     });
     let at = GlobalAddr::new(peer, words_at(client));
     let mut back = [0u8; 8];
+    // M of each: blocking puts and gets, puts and gets with an event,
+    // implicit puts, and puts-with-signal (data at +16, the word at +24).
+    let data = GlobalAddr::new(peer, words_at(client) + 16);
+    let signal = Signal::add(words_at(client) + 24, 1);
     for i in 0..m {
-        ep.put(at, &i.to_ne_bytes(), Flags::empty()).map_err(e2s)?;
+        let bytes = i.to_ne_bytes();
+        ep.put(at, &bytes, Flags::empty()).map_err(e2s)?;
         ep.get(&mut back, at, Flags::empty()).map_err(e2s)?;
+        ep.put_nb(at, &bytes, Flags::empty())
+            .and_then(|e| e.wait())
+            .map_err(e2s)?;
+        ep.get_nb(vec![0u8; 8], at, Flags::empty())
+            .map_err(|e| e2s(e.error))?
+            .wait()
+            .map_err(e2s)?;
+        ep.put_nbi(at, &bytes, Flags::empty()).map_err(e2s)?;
+        ep.put_signal(data, &bytes, signal, Flags::empty())
+            .map_err(e2s)?;
     }
+    ep.nbi_wait(NbiCategory::Put).map_err(e2s)?;
     let word = GlobalAddr::new(peer, words_at(client) + 8);
     for _ in 0..k {
         dom.fetch_add(word, 1, AtomicFlags::empty()).map_err(e2s)?;
@@ -229,17 +245,47 @@ fn on(
     if me.0 == 0 {
         println!("rma path: {path}");
     }
-    for op in ["put", "get"] {
-        expect(&after, &format!("rma.{op}.{path}.ops"), m)?;
-        expect(&after, &format!("rma.{op}.{path}.bytes"), 8 * m)?;
-        for other in ["mapped", "native", "reference"]
+    for (op, ops) in [("put", 3 * m), ("get", 2 * m)] {
+        expect(&after, &format!("rma.{op}.{path}.ops"), ops)?;
+        expect(&after, &format!("rma.{op}.{path}.bytes"), 8 * ops)?;
+        for other in ["mapped", "native", "reference", "cma"]
             .iter()
             .filter(|o| **o != path)
         {
             expect(&after, &format!("rma.{op}.{other}.ops"), 0)?;
         }
+        expect(&after, &format!("rma.{op}.blocking"), m)?;
+        expect(&after, &format!("rma.{op}.event"), m)?;
+        expect(&after, &format!("rma.{op}.counted"), 0)?;
     }
-    ok(client, "puts and gets, ops and bytes, by path");
+    expect(&after, "rma.put.nbi", m)?;
+    expect(&after, "rma.get.nbi", 0)?;
+    let signal_path = match ep.put_signal_path(peer) {
+        SignalPath::Mapped => "mapped",
+        SignalPath::Native => "native",
+        SignalPath::Reference => "reference",
+    };
+    if me.0 == 0 {
+        println!("put-with-signal path: {signal_path}");
+    }
+    expect(&after, &format!("rma.put_signal.{signal_path}.ops"), m)?;
+    expect(
+        &after,
+        &format!("rma.put_signal.{signal_path}.bytes"),
+        8 * m,
+    )?;
+    let signals: u64 = after
+        .iter()
+        .filter(|(key, _)| key.starts_with("rma.put_signal.") && key.ends_with(".ops"))
+        .map(|(_, v)| v)
+        .sum();
+    if signals != m {
+        return Err(format!("{signals} puts-with-signal counted, expected {m}"));
+    }
+    ok(
+        client,
+        "puts and gets, ops and bytes, by path and by completion; puts-with-signal",
+    );
 
     let imp = match dom.implementation() {
         AtomicImplementation::SharedMemory => "shared",
