@@ -3,7 +3,7 @@
 //! calling thread, or in the background behind a [`CollEvent`]).
 
 use super::algo::{self, Bcast, Coll, Ctx, Dissem};
-use super::board::{BoardOp, NoOp, Out, Work, CAP};
+use super::board::{Board, BoardOp, NoOp, Out, Work, CAP};
 use super::engine::{Engine, Step};
 use super::handle::{self, CollEvent};
 use super::ops::{self, Builtin, Combine};
@@ -125,12 +125,21 @@ impl Team {
         handle::start(&self.inner.engine, Box::new(op), out, self.inner.clone())
     }
 
+    /// Collective `what`'s context and the team's board, if it has one
+    /// (moved out of the context: the collective holds it once).
+    fn board_ctx(&self, what: &'static str) -> Result<Option<(Ctx, Arc<Board>)>> {
+        if self.inner.board.is_none() {
+            return Ok(None);
+        }
+        let mut ctx = self.ctx(what)?;
+        Ok(ctx.board.take().map(|board| (ctx, board)))
+    }
+
     /// A barrier on the board, if the team has one.
     fn board_barrier(&self, what: &'static str) -> Result<Option<BoardOp<u8, NoOp>>> {
-        let Some(board) = self.inner.board.clone() else {
+        let Some((ctx, board)) = self.board_ctx(what)? else {
             return Ok(None);
         };
-        let ctx = self.ctx(what)?;
         Ok(Some(BoardOp::new(
             ctx,
             board,
@@ -171,32 +180,26 @@ impl Team {
         data: &[u8],
         elem: ElemId,
     ) -> Result<Option<BoardOp<u8, NoOp>>> {
-        let Some(board) = self.inner.board.clone() else {
+        let Some((ctx, board)) = self.board_ctx(what)? else {
             return Ok(None);
         };
-        let ctx = self.ctx(what)?;
         let sig = Sig::broadcast(root, elem);
         let at_root = self.my_rank() == root;
-        let (mine, large_data) = match (at_root, data.len() > CAP) {
+        let (mine, large) = match (at_root, data.len() > CAP) {
             (true, false) => (data.to_vec(), None),
             (true, true) => (Vec::new(), Some(data.to_vec())),
             (false, _) => (Vec::new(), None),
         };
-        let large_len = large_data.as_ref().map_or(0, Vec::len);
-        let large: super::board::LargeBcast =
-            Box::new(move |ctx: Ctx| bcast_coll(ctx, root, large_data, sig));
+        let is_large = large.is_some();
         let mut op = BoardOp::new(
             ctx,
             board,
             sig,
-            Work::Bcast {
-                root,
-                large: Some(large),
-            },
+            Work::Bcast { root, large },
             mine,
             self.check_root(root).err(),
         );
-        if large_len > 0 {
+        if is_large {
             op.mark_large();
         }
         Ok(Some(op))
@@ -252,13 +255,12 @@ impl Team {
         data: &[T],
         op: ReduceOp,
     ) -> Result<Option<BoardOp<T, Builtin>>> {
-        let Some(board) = self.inner.board.clone() else {
-            return Ok(None);
-        };
         if data.len() * T::SIZE > CAP {
             return Ok(None);
         }
-        let ctx = self.ctx(what)?;
+        let Some((ctx, board)) = self.board_ctx(what)? else {
+            return Ok(None);
+        };
         let sig = Sig::reduce(None, ElemId::of::<T>(), OpId::Builtin(op), data.len());
         let refused = ops::check::<T>(op).err();
         let work = Work::Allreduce { op: Builtin(op) };
@@ -303,16 +305,15 @@ impl Team {
         what: &'static str,
         data: &[T],
     ) -> Result<Option<BoardOp<T, NoOp>>> {
-        let Some(board) = self.inner.board.clone() else {
-            return Ok(None);
-        };
         let n = self.size() as usize;
         if data.len() * T::SIZE > CAP || !data.len().is_multiple_of(n) {
             // Over active messages (which refuse a length that is not a
             // multiple of the team size, on every member alike).
             return Ok(None);
         }
-        let ctx = self.ctx(what)?;
+        let Some((ctx, board)) = self.board_ctx(what)? else {
+            return Ok(None);
+        };
         let sig = Sig::of(
             Kind::Alltoall,
             None,
