@@ -284,7 +284,7 @@ pub(crate) struct BoardOp<T, C> {
     flags: u32,
     /// This member's arguments are refused for a reason every member
     /// finds the same (see `Coll::refuse`): it fails once they agree.
-    refused: Option<Error>,
+    refused: Option<Box<Error>>,
     /// A broadcast read from its root alone; the members' digests are
     /// compared at the next full agreement.
     eager: bool,
@@ -298,7 +298,7 @@ pub(crate) struct BoardOp<T, C> {
     digest: u64,
     digests: Option<Digests>,
     /// The root's data did not fit: the broadcast over active messages.
-    large: Option<Coll<Bcast>>,
+    large: Option<Box<Coll<Bcast>>>,
     /// The member this collective waits on, as last told to the engine.
     told: Option<u32>,
     outcome: Option<Result<Out<T>>>,
@@ -328,7 +328,7 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
             work,
             data,
             flags: 0,
-            refused,
+            refused: refused.map(Box::new),
             eager,
             phase: Phase::Publish,
             next: 0,
@@ -574,7 +574,7 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
             return Err(self.window_mismatch()?);
         }
         if let Some(e) = self.refused.take() {
-            return Err(e);
+            return Err(*e);
         }
         let n = self.board.n();
         match &mut self.work {
@@ -700,7 +700,9 @@ impl<T: Element, C: Combine<T>> Step for BoardOp<T, C> {
                             board: None,
                             ..self.ctx.clone()
                         };
-                        self.large = Some(super::boarded::bcast_coll(ctx, root, data, self.sig));
+                        self.large = Some(Box::new(super::boarded::bcast_coll(
+                            ctx, root, data, self.sig,
+                        )));
                     }
                     let coll = self.large.as_mut().expect("built above");
                     if !coll.step(c)? {

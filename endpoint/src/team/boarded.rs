@@ -98,8 +98,8 @@ impl Team {
     /// collective's own messages follow it down the same ring (a rank
     /// that finalizes after a barrier still serves a request sent before
     /// it).
-    fn run_board<T: Element, C: Combine<T>>(&self, mut op: BoardOp<T, C>) -> Result<Out<T>> {
-        self.inner.engine.run(&mut op)?;
+    fn run_board<T: Element, C: Combine<T>>(&self, op: &mut BoardOp<T, C>) -> Result<Out<T>> {
+        self.inner.engine.run(op)?;
         self.inner.engine.progress_all();
         op.take()
     }
@@ -153,7 +153,7 @@ impl Team {
     /// [`barrier`](Team::barrier) on the board, if the team has one.
     pub(super) fn barrier_on_board(&self) -> Result<Option<()>> {
         match self.board_barrier("barrier")? {
-            Some(op) => self.run_board(op).map(|_| Some(())),
+            Some(mut op) => self.run_board(&mut op).map(|_| Some(())),
             None => Ok(None),
         }
     }
@@ -214,7 +214,7 @@ impl Team {
         elem: ElemId,
     ) -> Result<Option<Vec<u8>>> {
         match self.board_bcast("broadcast", root, data, elem)? {
-            Some(op) => Ok(Some(bytes(self.run_board(op)?))),
+            Some(mut op) => Ok(Some(bytes(self.run_board(&mut op)?))),
             None => Ok(None),
         }
     }
@@ -281,7 +281,7 @@ impl Team {
         op: ReduceOp,
     ) -> Result<Option<Vec<T>>> {
         match self.board_allreduce("allreduce", data, op)? {
-            Some(op) => Ok(Some(elems(self.run_board(op)?))),
+            Some(mut op) => Ok(Some(elems(self.run_board(&mut op)?))),
             None => Ok(None),
         }
     }
@@ -337,7 +337,7 @@ impl Team {
     /// [`alltoall`](Team::alltoall) on the board, if it runs there.
     pub(super) fn alltoall_on_board<T: Element>(&self, data: &[T]) -> Result<Option<Vec<T>>> {
         match self.board_alltoall("alltoall", data)? {
-            Some(op) => Ok(Some(decoded(self.run_board(op)?))),
+            Some(mut op) => Ok(Some(decoded(self.run_board(&mut op)?))),
             None => Ok(None),
         }
     }
