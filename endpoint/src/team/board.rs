@@ -254,9 +254,9 @@ pub(crate) enum Work<C> {
 pub(crate) enum Out<T> {
     /// A barrier's (or a gate's): nothing.
     None,
-    /// A broadcast's bytes, or an alltoall's blocks in team-rank order.
+    /// A broadcast's bytes.
     Bytes(Vec<u8>),
-    /// An allreduce's result.
+    /// An allreduce's result, or an alltoall's blocks in team-rank order.
     Elems(Vec<T>),
 }
 
@@ -624,11 +624,12 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
                 let block = *block;
                 let want = block * n as usize;
                 let at = me as usize * block;
-                let mut out = Vec::with_capacity(want);
+                // Decoded straight from the members' buffers.
+                let mut out: Vec<T> = Vec::with_capacity(want / T::SIZE);
                 for j in 0..n {
                     let len = self.with_payload(j, |b| {
                         if b.len() == want {
-                            out.extend_from_slice(&b[at..at + block]);
+                            out.extend(b[at..at + block].chunks_exact(T::SIZE).map(T::read));
                         }
                         b.len()
                     });
@@ -638,7 +639,7 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
                         );
                     }
                 }
-                Ok(Out::Bytes(out))
+                Ok(Out::Elems(out))
             }
         }
     }

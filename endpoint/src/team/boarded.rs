@@ -73,10 +73,6 @@ fn elems<T>(o: Out<T>) -> Vec<T> {
     }
 }
 
-fn decoded<T: Element>(o: Out<T>) -> Vec<T> {
-    algo::decode(&bytes(o))
-}
-
 /// The broadcast over active messages of collective `ctx` from `root`
 /// (`mine`: the data, at the root), with this member's arguments `sig`:
 /// eager but at every `EAGER_RUN`-th collective (see `eager_at`).
@@ -337,7 +333,7 @@ impl Team {
     /// [`alltoall`](Team::alltoall) on the board, if it runs there.
     pub(super) fn alltoall_on_board<T: Element>(&self, data: &[T]) -> Result<Option<Vec<T>>> {
         match self.board_alltoall("alltoall", data)? {
-            Some(mut op) => Ok(Some(decoded(self.run_board(&mut op)?))),
+            Some(mut op) => Ok(Some(elems(self.run_board(&mut op)?))),
             None => Ok(None),
         }
     }
@@ -348,7 +344,7 @@ impl Team {
         data: &[T],
     ) -> Result<Option<CollEvent<Vec<T>>>> {
         match self.board_alltoall("alltoall_nb", data)? {
-            Some(op) => self.start_board(op, decoded).map(Some),
+            Some(op) => self.start_board(op, elems).map(Some),
             None => Ok(None),
         }
     }
