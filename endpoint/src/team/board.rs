@@ -225,6 +225,38 @@ impl Board {
     }
 }
 
+thread_local! {
+    /// A spare payload buffer: what a board collective publishes is
+    /// encoded into it, and it comes back when the collective is
+    /// dropped, so a thread's run of collectives allocates it once.
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// `v` encoded for the board, in this thread's spare buffer if it has one.
+pub(crate) fn encoded<T: Element>(v: &[T]) -> Vec<u8> {
+    // A thread whose locals are gone (at its exit) allocates.
+    let mut out = SPARE.try_with(std::cell::Cell::take).unwrap_or_default();
+    out.clear();
+    T::write_all(v, &mut out);
+    out
+}
+
+/// Keep `buf` as this thread's spare (the larger of it and the one
+/// there, up to a buffer's payload).
+fn keep_spare(buf: Vec<u8>) {
+    if buf.capacity() == 0 || buf.capacity() > CAP {
+        return;
+    }
+    let _ = SPARE.try_with(|s| {
+        let cur = s.take();
+        s.set(if cur.capacity() >= buf.capacity() {
+            cur
+        } else {
+            buf
+        });
+    });
+}
+
 /// A combiner for the collectives that combine nothing.
 pub(crate) struct NoOp;
 
@@ -655,6 +687,12 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
         // The members learn it from this member's next publication.
         local.finished = s + 1;
         true
+    }
+}
+
+impl<T, C> Drop for BoardOp<T, C> {
+    fn drop(&mut self) {
+        keep_spare(std::mem::take(&mut self.data));
     }
 }
 

@@ -265,7 +265,7 @@ impl Team {
             board,
             sig,
             work,
-            algo::encode(data),
+            super::board::encoded(data),
             refused,
         )))
     }
@@ -325,7 +325,7 @@ impl Team {
             board,
             sig,
             work,
-            algo::encode(data),
+            super::board::encoded(data),
             None,
         )))
     }
