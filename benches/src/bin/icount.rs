@@ -14,7 +14,11 @@
 //! `nbi8` (8-byte NBI puts from rank 0 to rank 1, an `nbi_wait` every
 //! 256, the other ranks waiting in a barrier: run it with two ranks on a
 //! network conduit, rank 0 under callgrind, to count a network put),
-//! `nbi8ep` (the same on an endpoint of its own, as rma_mt's threads).
+//! `nbi8ep` (the same on an endpoint of its own, as rma_mt's threads),
+//! `barrier`, `bcast8`, `allreduce8`, `alltoall1k` (the world team's
+//! blocking collectives, as testcoll calls them: alone, a one-rank
+//! team runs a collective's whole software path, on its board where the
+//! conduit has one, without a second rank to spin on).
 //!
 //! `valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/icount short 1000`
 //! then `... short 11000`: (Ir difference) / 10,000 per round trip.
@@ -118,11 +122,36 @@ fn main() -> rgex::Result<()> {
             }
             client.barrier()?;
         }
+        "barrier" => {
+            for _ in 0..n {
+                client.world().barrier()?;
+            }
+        }
+        "bcast8" => {
+            let b8 = [7u8; 8];
+            for _ in 0..n {
+                std::hint::black_box(client.world().broadcast(0, &b8)?);
+            }
+        }
+        "allreduce8" => {
+            for _ in 0..n {
+                std::hint::black_box(client.world().allreduce(&[1u64], rgex::ReduceOp::Sum)?);
+            }
+        }
+        "alltoall1k" => {
+            let a2a = vec![3u8; 1024 * client.size() as usize];
+            for _ in 0..n {
+                std::hint::black_box(client.world().alltoall(&a2a)?);
+            }
+        }
         "short" => round_trip(short, Send::Short)?,
         "medium8" => round_trip(medium, Send::Medium)?,
         "medium8np" => round_trip(np, Send::Negotiated)?,
         _ => {
-            eprintln!("usage: icount put8|get8|poll|short|medium8|medium8np|nbi8|nbi8ep COUNT");
+            eprintln!(
+                "usage: icount put8|get8|poll|short|medium8|medium8np|nbi8|nbi8ep|barrier|bcast8|\
+                 allreduce8|alltoall1k COUNT"
+            );
             std::process::exit(2);
         }
     }

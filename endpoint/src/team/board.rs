@@ -54,10 +54,10 @@
 //! the buffer, a sequence number that is not the collective's) fails the
 //! collective naming the member.
 
-use super::algo::{self, Bcast, Coll, Ctx};
+use super::algo::{Bcast, Coll, Ctx};
 use super::engine::{Engine, Step};
 use super::ops::Combine;
-use super::signature::{self, Sig, Summary, Window, SIG_LEN};
+use super::signature::{self, Sig, Summary, Window, ENTRY_LEN, SIG_LEN};
 use super::Element;
 use parking_lot::Mutex;
 use rgex_core::locality::{Locality, BOARD_LEN};
@@ -92,6 +92,28 @@ const _: () = assert!(INLINE >= 8);
 /// A broadcast root's flag: its data does not fit a buffer, and goes over
 /// active messages.
 const LARGE: u32 = 1;
+
+/// Write `list`, a full agreement's window, into buffer `buf` (its
+/// length, then its entries); a window that does not fit says a length
+/// no window has, which its readers refuse.
+fn write_window(buf: *mut u8, list: &[signature::Entry]) {
+    let len = list.len() * ENTRY_LEN;
+    let said = if 4 + len <= WIN { len as u32 } else { u32::MAX };
+    // SAFETY: `buf` is this member's buffer, BUF bytes inside its board,
+    // which no member reads now (see `publish`, which calls this before
+    // its Release); the length's 4 bytes and, where it fits, the
+    // entries lie inside its WIN bytes of window; the sources are this
+    // process's memory.
+    unsafe {
+        std::ptr::copy_nonoverlapping(said.to_le_bytes().as_ptr(), buf.add(HDR), 4);
+        if said != u32::MAX {
+            for (i, &e) in list.iter().enumerate() {
+                let at = buf.add(HDR + 4 + i * ENTRY_LEN);
+                std::ptr::copy_nonoverlapping(signature::entry_bytes(e).as_ptr(), at, ENTRY_LEN);
+            }
+        }
+    }
+}
 
 /// One member's lane, as mapped here.
 #[derive(Clone, Copy)]
@@ -203,6 +225,38 @@ impl Board {
     }
 }
 
+thread_local! {
+    /// A spare payload buffer: what a board collective publishes is
+    /// encoded into it, and it comes back when the collective is
+    /// dropped, so a thread's run of collectives allocates it once.
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// `v` encoded for the board, in this thread's spare buffer if it has one.
+pub(crate) fn encoded<T: Element>(v: &[T]) -> Vec<u8> {
+    // A thread whose locals are gone (at its exit) allocates.
+    let mut out = SPARE.try_with(std::cell::Cell::take).unwrap_or_default();
+    out.clear();
+    T::write_all(v, &mut out);
+    out
+}
+
+/// Keep `buf` as this thread's spare (the larger of it and the one
+/// there, up to a buffer's payload).
+fn keep_spare(buf: Vec<u8>) {
+    if buf.capacity() == 0 || buf.capacity() > CAP {
+        return;
+    }
+    let _ = SPARE.try_with(|s| {
+        let cur = s.take();
+        s.set(if cur.capacity() >= buf.capacity() {
+            cur
+        } else {
+            buf
+        });
+    });
+}
+
 /// A combiner for the collectives that combine nothing.
 pub(crate) struct NoOp;
 
@@ -212,21 +266,15 @@ impl<T> Combine<T> for NoOp {
     }
 }
 
-/// Builds, on the same instance, the active-message broadcast of a root
-/// whose data does not fit a buffer.
-pub(crate) type LargeBcast = Box<dyn FnOnce(Ctx) -> Coll<Bcast> + Send>;
-
 /// What a board collective does beyond agreeing.
 pub(crate) enum Work<C> {
     /// The agreement alone: a barrier, or the gate of a collective that
     /// runs over active messages after it.
     Agree,
     /// A broadcast from `root` (the root publishes its bytes, or, when
-    /// they do not fit, says so and runs `large`).
-    Bcast {
-        root: u32,
-        large: Option<LargeBcast>,
-    },
+    /// they do not fit, says so and sends `large` over active messages,
+    /// on the same instance; the others receive them there).
+    Bcast { root: u32, large: Option<Vec<u8>> },
     /// An allreduce of every member's published elements with `op`,
     /// folded in team-rank order.
     Allreduce { op: C },
@@ -238,9 +286,9 @@ pub(crate) enum Work<C> {
 pub(crate) enum Out<T> {
     /// A barrier's (or a gate's): nothing.
     None,
-    /// A broadcast's bytes, or an alltoall's blocks in team-rank order.
+    /// A broadcast's bytes.
     Bytes(Vec<u8>),
-    /// An allreduce's result.
+    /// An allreduce's result, or an alltoall's blocks in team-rank order.
     Elems(Vec<T>),
 }
 
@@ -268,7 +316,7 @@ pub(crate) struct BoardOp<T, C> {
     flags: u32,
     /// This member's arguments are refused for a reason every member
     /// finds the same (see `Coll::refuse`): it fails once they agree.
-    refused: Option<Error>,
+    refused: Option<Box<Error>>,
     /// A broadcast read from its root alone; the members' digests are
     /// compared at the next full agreement.
     eager: bool,
@@ -276,14 +324,13 @@ pub(crate) struct BoardOp<T, C> {
     /// The next member to read.
     next: u32,
     summary: Summary,
-    /// The window this member published (at a full agreement), its
-    /// digest, and the members' digests: the lowest member's, and the
-    /// lowest that differs from it.
-    window: Vec<signature::Entry>,
+    /// The digest of the window this member published (at a full
+    /// agreement, in its buffer: see `window_of`), and the members'
+    /// digests: the lowest member's, and the lowest that differs from it.
     digest: u64,
     digests: Option<Digests>,
     /// The root's data did not fit: the broadcast over active messages.
-    large: Option<Coll<Bcast>>,
+    large: Option<Box<Coll<Bcast>>>,
     /// The member this collective waits on, as last told to the engine.
     told: Option<u32>,
     outcome: Option<Result<Out<T>>>,
@@ -313,12 +360,11 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
             work,
             data,
             flags: 0,
-            refused,
+            refused: refused.map(Box::new),
             eager,
             phase: Phase::Publish,
             next: 0,
             summary,
-            window: Vec::new(),
             digest: 0,
             digests: None,
             large: None,
@@ -390,23 +436,18 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
         }
         let lane = self.board.lanes[me as usize];
         let buf = lane.buf(s);
-        let mut sig = Vec::with_capacity(SIG_LEN);
-        self.sig.encode(&mut sig);
         // Signed in sequence-number order (under `local`), as the
-        // registry's windows need.
-        let mut win = Vec::new();
-        if let Some(list) = c.sign(self.ctx.id, s, self.sig, self.eager) {
-            self.digest = Window::of(&list).digest();
-            let mut entries = Vec::with_capacity(list.len() * 33);
-            signature::encode_entries(&list, &mut entries);
-            if entries.len() + 4 <= WIN {
-                win.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-                win.extend_from_slice(&entries);
-            }
-            self.window = list;
+        // registry's windows need; an agreement's window goes straight
+        // from the registry into the buffer, with no copy between.
+        let agreed = c.sign_with(self.ctx.id, s, self.sig, self.eager, |list| {
+            write_window(buf, list);
+            Window::of(list).digest()
+        });
+        if let Some(digest) = agreed {
+            self.digest = digest;
         }
         let mut h = [0u8; HDR];
-        h[H_SIG..H_SIG + SIG_LEN].copy_from_slice(&sig);
+        h[H_SIG..H_SIG + SIG_LEN].copy_from_slice(&self.sig.to_bytes());
         h[H_DIGEST..H_DIGEST + 8].copy_from_slice(&self.digest.to_le_bytes());
         debug_assert!(self.data.len() <= CAP);
         let len = self.data.len().min(CAP);
@@ -414,13 +455,12 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
         h[H_FLAGS..H_FLAGS + 4].copy_from_slice(&self.flags.to_le_bytes());
         let (inline, far) = if len <= INLINE { (len, 0) } else { (0, len) };
         h[H_INLINE..H_INLINE + inline].copy_from_slice(&self.data[..inline]);
-        // SAFETY: `buf` is this member's buffer s % 2, HDR + CAP bytes
-        // inside its board; no member reads it now (every one has
-        // finished #s - 2, its last user, and none reads #s before the
-        // Release below), and `h` and `data` are this process's memory.
+        // SAFETY: `buf` is this member's buffer s % 2, BUF bytes inside
+        // its board; no member reads it now (every one has finished
+        // #s - 2, its last user, and none reads #s before the Release
+        // below), and `h` and `data` are this process's memory.
         unsafe {
             std::ptr::copy_nonoverlapping(h.as_ptr().add(H_SIG), buf.add(H_SIG), HDR - H_SIG);
-            std::ptr::copy_nonoverlapping(win.as_ptr(), buf.add(HDR), win.len().min(WIN));
             std::ptr::copy_nonoverlapping(self.data.as_ptr(), buf.add(HDR + WIN), far);
         }
         // Release: a member that sees s + 1 (Acquire) sees the buffer.
@@ -497,30 +537,29 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
         }
     }
 
-    /// This member's copy of member `j`'s payload (its own, for itself).
-    fn payload(&self, j: u32) -> Result<Vec<u8>> {
+    /// `f` of member `j`'s payload (its own, for itself), read in place.
+    fn with_payload<R>(&self, j: u32, f: impl FnOnce(&[u8]) -> R) -> R {
         if j == self.board.me {
-            return Ok(self.data.clone());
+            return f(&self.data);
         }
         let buf = self.board.lanes[j as usize].buf(self.ctx.seq);
         let h = Header::read(buf);
         let len = h.len.min(CAP);
         if len <= INLINE {
-            return Ok(h.inline[..len].to_vec());
+            return f(&h.inline[..len]);
         }
-        let mut out = vec![0u8; len];
-        // SAFETY: `len` <= CAP bytes of member j's buffer #s % 2, which it
-        // does not write before this member finishes #s (read checked
-        // that it holds #s); `out` is this process's.
-        unsafe { std::ptr::copy_nonoverlapping(buf.add(HDR + WIN), out.as_mut_ptr(), len) };
-        Ok(out)
+        // SAFETY: `len` <= CAP bytes of member j's buffer #s % 2, inside
+        // its board's mapping (which outlives this op), which it does not
+        // write before this member finishes #s (`read` checked that it
+        // holds #s, Acquire): nothing writes these bytes while `f` reads
+        // them.
+        f(unsafe { std::slice::from_raw_parts(buf.add(HDR + WIN), len) })
     }
 
-    /// Member `j`'s window, as it published it at this agreement.
+    /// Member `j`'s window, as it published it at this agreement (this
+    /// member's own too: in its buffer, which it does not write again
+    /// before it has finished this collective).
     fn window_of(&self, j: u32) -> Result<Vec<signature::Entry>> {
-        if j == self.board.me {
-            return Ok(self.window.clone());
-        }
         let buf = self.board.lanes[j as usize].buf(self.ctx.seq);
         let mut w = vec![0u8; WIN];
         // SAFETY: WIN bytes of member j's buffer #s % 2, which it does not
@@ -567,7 +606,7 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
             return Err(self.window_mismatch()?);
         }
         if let Some(e) = self.refused.take() {
-            return Err(e);
+            return Err(*e);
         }
         let n = self.board.n();
         match &mut self.work {
@@ -580,49 +619,59 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
                 Ok(Out::Bytes(if root == me {
                     std::mem::take(&mut self.data)
                 } else {
-                    self.payload(root)?
+                    self.with_payload(root, <[u8]>::to_vec)
                 }))
             }
             Work::Allreduce { .. } => {
                 let want = self.data.len();
-                let mut acc: Option<Vec<T>> = None;
+                let count = want / T::SIZE;
+                // Member j's elements land behind the sum so far, and are
+                // folded into it there: one allocation in all.
+                let room = if n > 1 { 2 * count } else { count };
+                let mut acc: Vec<T> = Vec::with_capacity(room);
                 for j in 0..n {
-                    let b = self.payload(j)?;
-                    if b.len() != want {
-                        let len = b.len();
+                    let len = self.with_payload(j, |b| {
+                        if b.len() == want {
+                            acc.extend(b.chunks_exact(T::SIZE).map(T::read));
+                        }
+                        b.len()
+                    });
+                    if len != want {
                         return Err(
                             self.malformed(j, format!("holds {len} bytes where {want} belong"))
                         );
                     }
-                    let x = algo::decode::<T>(&b);
-                    match &mut acc {
-                        None => acc = Some(x),
-                        Some(a) => {
-                            let Work::Allreduce { op } = &mut self.work else {
-                                unreachable!("an allreduce's work")
-                            };
-                            op.combine(a, &x)?;
-                        }
+                    if j > 0 {
+                        let Work::Allreduce { op } = &mut self.work else {
+                            unreachable!("an allreduce's work")
+                        };
+                        let (a, x) = acc.split_at_mut(count);
+                        op.combine(a, x)?;
+                        acc.truncate(count);
                     }
                 }
-                Ok(Out::Elems(acc.unwrap_or_default()))
+                Ok(Out::Elems(acc))
             }
             Work::Alltoall { block } => {
                 let block = *block;
                 let want = block * n as usize;
-                let mut out = Vec::with_capacity(want);
+                let at = me as usize * block;
+                // Decoded straight from the members' buffers.
+                let mut out: Vec<T> = Vec::with_capacity(want / T::SIZE);
                 for j in 0..n {
-                    let b = self.payload(j)?;
-                    if b.len() != want {
-                        let len = b.len();
+                    let len = self.with_payload(j, |b| {
+                        if b.len() == want {
+                            out.extend(b[at..at + block].chunks_exact(T::SIZE).map(T::read));
+                        }
+                        b.len()
+                    });
+                    if len != want {
                         return Err(
                             self.malformed(j, format!("holds {len} bytes where {want} belong"))
                         );
                     }
-                    let at = me as usize * block;
-                    out.extend_from_slice(&b[at..at + block]);
                 }
-                Ok(Out::Bytes(out))
+                Ok(Out::Elems(out))
             }
         }
     }
@@ -638,6 +687,12 @@ impl<T: Element, C: Combine<T>> BoardOp<T, C> {
         // The members learn it from this member's next publication.
         local.finished = s + 1;
         true
+    }
+}
+
+impl<T, C> Drop for BoardOp<T, C> {
+    fn drop(&mut self) {
+        keep_spare(std::mem::take(&mut self.data));
     }
 }
 
@@ -676,16 +731,17 @@ impl<T: Element, C: Combine<T>> Step for BoardOp<T, C> {
                 }
                 Phase::Large => {
                     if self.large.is_none() {
-                        let Work::Bcast { large, .. } = &mut self.work else {
+                        let Work::Bcast { root, large } = &mut self.work else {
                             unreachable!("only a broadcast is large")
                         };
-                        let make = large.take().ok_or_else(|| {
-                            Error::Failed("a large broadcast without its builder".into())
-                        })?;
-                        self.large = Some(make(Ctx {
+                        let (root, data) = (*root, large.take());
+                        let ctx = Ctx {
                             board: None,
                             ..self.ctx.clone()
-                        }));
+                        };
+                        self.large = Some(Box::new(super::boarded::bcast_coll(
+                            ctx, root, data, self.sig,
+                        )));
                     }
                     let coll = self.large.as_mut().expect("built above");
                     if !coll.step(c)? {

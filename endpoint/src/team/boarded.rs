@@ -3,7 +3,7 @@
 //! calling thread, or in the background behind a [`CollEvent`]).
 
 use super::algo::{self, Bcast, Coll, Ctx, Dissem};
-use super::board::{BoardOp, NoOp, Out, Work, CAP};
+use super::board::{Board, BoardOp, NoOp, Out, Work, CAP};
 use super::engine::{Engine, Step};
 use super::handle::{self, CollEvent};
 use super::ops::{self, Builtin, Combine};
@@ -73,10 +73,6 @@ fn elems<T>(o: Out<T>) -> Vec<T> {
     }
 }
 
-fn decoded<T: Element>(o: Out<T>) -> Vec<T> {
-    algo::decode(&bytes(o))
-}
-
 /// The broadcast over active messages of collective `ctx` from `root`
 /// (`mine`: the data, at the root), with this member's arguments `sig`:
 /// eager but at every `EAGER_RUN`-th collective (see `eager_at`).
@@ -98,8 +94,8 @@ impl Team {
     /// collective's own messages follow it down the same ring (a rank
     /// that finalizes after a barrier still serves a request sent before
     /// it).
-    fn run_board<T: Element, C: Combine<T>>(&self, mut op: BoardOp<T, C>) -> Result<Out<T>> {
-        self.inner.engine.run(&mut op)?;
+    fn run_board<T: Element, C: Combine<T>>(&self, op: &mut BoardOp<T, C>) -> Result<Out<T>> {
+        self.inner.engine.run(op)?;
         self.inner.engine.progress_all();
         op.take()
     }
@@ -125,12 +121,21 @@ impl Team {
         handle::start(&self.inner.engine, Box::new(op), out, self.inner.clone())
     }
 
+    /// Collective `what`'s context and the team's board, if it has one
+    /// (moved out of the context: the collective holds it once).
+    fn board_ctx(&self, what: &'static str) -> Result<Option<(Ctx, Arc<Board>)>> {
+        if self.inner.board.is_none() {
+            return Ok(None);
+        }
+        let mut ctx = self.ctx(what)?;
+        Ok(ctx.board.take().map(|board| (ctx, board)))
+    }
+
     /// A barrier on the board, if the team has one.
     fn board_barrier(&self, what: &'static str) -> Result<Option<BoardOp<u8, NoOp>>> {
-        let Some(board) = self.inner.board.clone() else {
+        let Some((ctx, board)) = self.board_ctx(what)? else {
             return Ok(None);
         };
-        let ctx = self.ctx(what)?;
         Ok(Some(BoardOp::new(
             ctx,
             board,
@@ -144,7 +149,7 @@ impl Team {
     /// [`barrier`](Team::barrier) on the board, if the team has one.
     pub(super) fn barrier_on_board(&self) -> Result<Option<()>> {
         match self.board_barrier("barrier")? {
-            Some(op) => self.run_board(op).map(|_| Some(())),
+            Some(mut op) => self.run_board(&mut op).map(|_| Some(())),
             None => Ok(None),
         }
     }
@@ -171,32 +176,26 @@ impl Team {
         data: &[u8],
         elem: ElemId,
     ) -> Result<Option<BoardOp<u8, NoOp>>> {
-        let Some(board) = self.inner.board.clone() else {
+        let Some((ctx, board)) = self.board_ctx(what)? else {
             return Ok(None);
         };
-        let ctx = self.ctx(what)?;
         let sig = Sig::broadcast(root, elem);
         let at_root = self.my_rank() == root;
-        let (mine, large_data) = match (at_root, data.len() > CAP) {
+        let (mine, large) = match (at_root, data.len() > CAP) {
             (true, false) => (data.to_vec(), None),
             (true, true) => (Vec::new(), Some(data.to_vec())),
             (false, _) => (Vec::new(), None),
         };
-        let large_len = large_data.as_ref().map_or(0, Vec::len);
-        let large: super::board::LargeBcast =
-            Box::new(move |ctx: Ctx| bcast_coll(ctx, root, large_data, sig));
+        let is_large = large.is_some();
         let mut op = BoardOp::new(
             ctx,
             board,
             sig,
-            Work::Bcast {
-                root,
-                large: Some(large),
-            },
+            Work::Bcast { root, large },
             mine,
             self.check_root(root).err(),
         );
-        if large_len > 0 {
+        if is_large {
             op.mark_large();
         }
         Ok(Some(op))
@@ -211,7 +210,7 @@ impl Team {
         elem: ElemId,
     ) -> Result<Option<Vec<u8>>> {
         match self.board_bcast("broadcast", root, data, elem)? {
-            Some(op) => Ok(Some(bytes(self.run_board(op)?))),
+            Some(mut op) => Ok(Some(bytes(self.run_board(&mut op)?))),
             None => Ok(None),
         }
     }
@@ -252,13 +251,12 @@ impl Team {
         data: &[T],
         op: ReduceOp,
     ) -> Result<Option<BoardOp<T, Builtin>>> {
-        let Some(board) = self.inner.board.clone() else {
-            return Ok(None);
-        };
         if data.len() * T::SIZE > CAP {
             return Ok(None);
         }
-        let ctx = self.ctx(what)?;
+        let Some((ctx, board)) = self.board_ctx(what)? else {
+            return Ok(None);
+        };
         let sig = Sig::reduce(None, ElemId::of::<T>(), OpId::Builtin(op), data.len());
         let refused = ops::check::<T>(op).err();
         let work = Work::Allreduce { op: Builtin(op) };
@@ -267,7 +265,7 @@ impl Team {
             board,
             sig,
             work,
-            algo::encode(data),
+            super::board::encoded(data),
             refused,
         )))
     }
@@ -279,7 +277,7 @@ impl Team {
         op: ReduceOp,
     ) -> Result<Option<Vec<T>>> {
         match self.board_allreduce("allreduce", data, op)? {
-            Some(op) => Ok(Some(elems(self.run_board(op)?))),
+            Some(mut op) => Ok(Some(elems(self.run_board(&mut op)?))),
             None => Ok(None),
         }
     }
@@ -303,16 +301,15 @@ impl Team {
         what: &'static str,
         data: &[T],
     ) -> Result<Option<BoardOp<T, NoOp>>> {
-        let Some(board) = self.inner.board.clone() else {
-            return Ok(None);
-        };
         let n = self.size() as usize;
         if data.len() * T::SIZE > CAP || !data.len().is_multiple_of(n) {
             // Over active messages (which refuse a length that is not a
             // multiple of the team size, on every member alike).
             return Ok(None);
         }
-        let ctx = self.ctx(what)?;
+        let Some((ctx, board)) = self.board_ctx(what)? else {
+            return Ok(None);
+        };
         let sig = Sig::of(
             Kind::Alltoall,
             None,
@@ -328,7 +325,7 @@ impl Team {
             board,
             sig,
             work,
-            algo::encode(data),
+            super::board::encoded(data),
             None,
         )))
     }
@@ -336,7 +333,7 @@ impl Team {
     /// [`alltoall`](Team::alltoall) on the board, if it runs there.
     pub(super) fn alltoall_on_board<T: Element>(&self, data: &[T]) -> Result<Option<Vec<T>>> {
         match self.board_alltoall("alltoall", data)? {
-            Some(op) => Ok(Some(decoded(self.run_board(op)?))),
+            Some(mut op) => Ok(Some(elems(self.run_board(&mut op)?))),
             None => Ok(None),
         }
     }
@@ -347,7 +344,7 @@ impl Team {
         data: &[T],
     ) -> Result<Option<CollEvent<Vec<T>>>> {
         match self.board_alltoall("alltoall_nb", data)? {
-            Some(op) => self.start_board(op, decoded).map(Some),
+            Some(op) => self.start_board(op, elems).map(Some),
             None => Ok(None),
         }
     }

@@ -369,6 +369,23 @@ impl Engine {
         self.state.lock().teams.sign(id, seq, sig, eager)
     }
 
+    /// [`sign`](Self::sign), but an agreement's window goes to `agree`
+    /// (under the state's lock: keep it short), not into a new vector
+    /// (see [`Registry::sign_with`]).
+    pub(crate) fn sign_with<R>(
+        &self,
+        id: u64,
+        seq: u64,
+        sig: Sig,
+        eager: bool,
+        agree: impl FnOnce(&[super::signature::Entry]) -> R,
+    ) -> Option<R> {
+        self.state
+            .lock()
+            .teams
+            .sign_with(id, seq, sig, eager, agree)
+    }
+
     /// Collective `(team, seq)` finished here (`failed`: with an error,
     /// and the disagreement if that was why). What it did not take goes:
     /// after a failure, what its members sent for it; after a success,
@@ -377,13 +394,26 @@ impl Engine {
     /// that disagreed sent it is for the next agreement to report).
     fn finish(&self, (team, seq): (u64, u64), failed: Option<Option<Summary>>) {
         let mut st = self.state.lock();
-        let eager = st.teams.record(team, seq).is_some_and(|r| r.eager);
         let outcome = failed.map_or(Outcome::Done, Outcome::Failed);
-        st.teams.finish(team, seq, outcome);
-        st.blocked_on.remove(&(team, seq));
-        st.waits.remove(&(team, seq));
-        st.verdicts.remove(&(team, seq));
-        let left = st.mailbox.purge(team, seq);
+        let eager = st.teams.finish(team, seq, outcome);
+        // A collective that sent and waited for no message (one on the
+        // board) left nothing in these tables: an empty one costs no
+        // hashing.
+        let id = (team, seq);
+        if !st.blocked_on.is_empty() {
+            st.blocked_on.remove(&id);
+        }
+        if !st.waits.is_empty() {
+            st.waits.remove(&id);
+        }
+        if !st.verdicts.is_empty() {
+            st.verdicts.remove(&id);
+        }
+        let left = if st.mailbox.is_empty() {
+            Vec::new()
+        } else {
+            st.mailbox.purge(team, seq)
+        };
         let answer = !st.reports.is_empty();
         drop(st);
         if answer {
@@ -657,6 +687,24 @@ impl Engine {
     /// Run `op` to completion, polling (and advancing the other collectives
     /// in flight) while it waits.
     pub(crate) fn run(&self, op: &mut dyn Step) -> Result<()> {
+        // The collective's span in a trace (inert unless `coll` is traced).
+        let _span = rgex_core::observe::Span::start("coll", op.what());
+        // The first step before any set-up for waiting: a collective
+        // whose members are all there already (a board collective whose
+        // peers have published) finishes in it.
+        let outcome = match self.step_or_gone(op) {
+            Ok(false) => self.wait_for(op),
+            Ok(true) => Ok(true),
+            Err(e) => Err(e),
+        };
+        self.finish(op.id(), outcome.as_ref().err().map(|b| b.1));
+        outcome.map(drop).map_err(|b| b.0)
+    }
+
+    /// [`run`](Self::run)'s wait: poll (and advance the other
+    /// collectives in flight) and step `op` until it has finished.
+    #[inline(never)]
+    fn wait_for(&self, op: &mut dyn Step) -> StepResult {
         // What a blocked-wait report names (see rgex_core::blocked).
         let (team, seq) = op.id();
         let waiting = rgex_core::blocked::Waiting::new(op.what())
@@ -664,22 +712,17 @@ impl Engine {
             .value("sequence number", seq)
             .value("team", team);
         let mut backoff = Backoff::waiting(self.ep.polite(), waiting);
-        // The collective's span in a trace (inert unless `coll` is traced).
-        let _span = rgex_core::observe::Span::start("coll", op.what());
-        let outcome = loop {
-            match self.step_or_gone(op) {
-                Ok(false) => {}
-                Ok(true) => break Ok(()),
-                Err(e) => break Err(e),
-            }
+        loop {
             if self.progress_all() == 0 {
                 backoff.snooze();
             } else {
                 backoff.reset();
             }
-        };
-        self.finish(op.id(), outcome.as_ref().err().map(|b| b.1));
-        outcome.map_err(|b| b.0)
+            match self.step_or_gone(op) {
+                Ok(false) => {}
+                done => return done,
+            }
+        }
     }
 
     /// Start `op` in the background, keeping `team` alive meanwhile; the
@@ -881,7 +924,7 @@ mod tests {
         );
         // What was kept is for the known teams' collectives in the window.
         let mut st = state.lock();
-        assert!(st.mailbox.len() > 0);
+        assert!(!st.mailbox.is_empty());
         for seq in 0..3 + super::super::registry::MAX_IN_FLIGHT + super::super::registry::EAGER_RUN
         {
             st.mailbox.purge(0, seq);

@@ -6,7 +6,7 @@
 //! from the job's own ranks, and the registry bounds what a peer can make
 //! this rank keep, so a multiply-rotate hash of the words is enough.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Multiply-rotate over the key's words (the `FxHash` construction).
@@ -50,6 +50,9 @@ impl Hasher for KeyHasher {
 
 /// A map keyed by the collectives' own words.
 pub(crate) type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
+
+/// A set keyed by the collectives' own words.
+pub(crate) type KeySet<K> = HashSet<K, BuildHasherDefault<KeyHasher>>;
 
 #[cfg(test)]
 mod tests {

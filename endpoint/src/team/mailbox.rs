@@ -151,6 +151,12 @@ impl Mailbox {
     pub(crate) fn len(&self) -> usize {
         self.colls.values().map(KeyMap::len).sum()
     }
+
+    /// Whether no collective has a message here (one check, where `len`
+    /// counts them all).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.colls.is_empty()
+    }
 }
 
 #[cfg(test)]

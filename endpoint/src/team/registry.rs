@@ -18,9 +18,10 @@
 //! (whose signatures that agreement compares, see
 //! [`Window`](super::signature::Window)).
 
+use super::key_hash::{KeyMap, KeySet};
 use super::signature::{Entry as WindowEntry, Sig, Summary};
 use rgex_core::{Error, Rank, Result};
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// Collectives of one team that one rank may have in flight (started, not
 /// finished) at once.
@@ -76,7 +77,8 @@ struct Entry {
     done_above: BTreeSet<u64>,
     /// The last [`HISTORY`] collectives signed here, oldest first.
     history: VecDeque<Record>,
-    /// The latest agreement signed here and the eager collectives since.
+    /// The latest agreement signed here and the eager collectives since
+    /// (kept in place: each agreement empties it, allocating nothing).
     window: Vec<WindowEntry>,
 }
 
@@ -105,9 +107,11 @@ pub(crate) enum Verdict {
 /// See the module documentation.
 #[derive(Default)]
 pub(crate) struct Registry {
-    teams: HashMap<u64, Entry>,
+    /// By team id: looked up several times per collective, with the
+    /// collectives' hasher (see `key_hash`: ids this rank chose).
+    teams: KeyMap<u64, Entry>,
     /// Collectives `(team, seq)` that failed on this rank.
-    aborted: HashSet<(u64, u64)>,
+    aborted: KeySet<(u64, u64)>,
 }
 
 impl Registry {
@@ -180,6 +184,20 @@ impl Registry {
         sig: Sig,
         eager: bool,
     ) -> Option<Vec<WindowEntry>> {
+        self.sign_with(id, seq, sig, eager, <[WindowEntry]>::to_vec)
+    }
+
+    /// [`sign`](Self::sign), but an agreement's window goes to `agree`
+    /// (which gives back what it makes of it) rather than into a new
+    /// vector: the registry's stays in place.
+    pub(crate) fn sign_with<R>(
+        &mut self,
+        id: u64,
+        seq: u64,
+        sig: Sig,
+        eager: bool,
+        agree: impl FnOnce(&[WindowEntry]) -> R,
+    ) -> Option<R> {
         let e = self.teams.get_mut(&id)?;
         if e.history.len() == HISTORY {
             e.history.pop_front();
@@ -194,7 +212,10 @@ impl Registry {
             e.window.push((seq, sig, false));
             return None;
         }
-        Some(std::mem::replace(&mut e.window, vec![(seq, sig, true)]))
+        let made = agree(&e.window);
+        e.window.clear();
+        e.window.push((seq, sig, true));
+        Some(made)
     }
 
     /// What this rank knows of collective `seq` of team `id`.
@@ -228,16 +249,19 @@ impl Registry {
     }
 
     /// Collective `seq` of team `id` finished here (with `Failed`: peers
-    /// may still send for it).
-    pub(crate) fn finish(&mut self, id: u64, seq: u64, outcome: Outcome) {
+    /// may still send for it). Returns whether it ran eagerly (as its
+    /// record says; false without one).
+    pub(crate) fn finish(&mut self, id: u64, seq: u64, outcome: Outcome) -> bool {
         if matches!(outcome, Outcome::Failed(_)) {
             self.aborted.insert((id, seq));
         }
         let Some(e) = self.teams.get_mut(&id) else {
-            return;
+            return false;
         };
+        let mut eager = false;
         if let Some(r) = e.history.iter_mut().rev().find(|r| r.seq == seq) {
             r.outcome = outcome;
+            eager = r.eager;
         }
         if seq == e.done_below {
             e.done_below += 1;
@@ -247,6 +271,7 @@ impl Registry {
         } else if seq > e.done_below {
             e.done_above.insert(seq);
         }
+        eager
     }
 
     /// Check a message from `from` for collective `seq` of team `id`.
@@ -351,6 +376,28 @@ mod tests {
         // is gone, too.
         assert_eq!(r.check(Rank(1), 5, 0), Verdict::Straggler);
         assert!(r.start(5, "barrier").is_err());
+    }
+
+    /// An agreement's window is the previous agreement and the eager
+    /// collectives since, handed over in place; the window then starts
+    /// again from the agreement.
+    #[test]
+    fn windows() {
+        use super::super::signature::ElemId;
+        let mut r = Registry::default();
+        r.register(0, &[Rank(0), Rank(1)]);
+        let (agree, eager) = (Sig::barrier(), Sig::broadcast(1, ElemId::of::<u8>()));
+        assert_eq!(r.sign(0, 0, agree, false), Some(vec![]));
+        assert_eq!(r.sign(0, 1, eager, true), None);
+        assert_eq!(r.sign(0, 2, eager, true), None);
+        let seen = r.sign_with(0, 3, agree, false, |w| w.to_vec());
+        let want = vec![(0, agree, true), (1, eager, false), (2, eager, false)];
+        assert_eq!(seen, Some(want));
+        assert_eq!(r.sign(0, 4, agree, false), Some(vec![(3, agree, true)]));
+        assert_eq!(r.sign_with(9, 5, agree, false, |w| w.len()), None);
+        // Its record says how each ran.
+        assert!(r.finish(0, 1, Outcome::Done));
+        assert!(!r.finish(0, 3, Outcome::Done));
     }
 
     #[test]

@@ -272,13 +272,19 @@ impl Sig {
     }
 
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.push(self.kind as u8);
-        out.push(self.op.code());
-        out.extend_from_slice(&[0, 0]);
-        out.extend_from_slice(&self.root.to_le_bytes());
-        out.extend_from_slice(&self.elem.size.to_le_bytes());
-        out.extend_from_slice(&self.elem.hash.to_le_bytes());
-        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&self.to_bytes());
+    }
+
+    /// The encoding [`encode`](Self::encode) appends, on the stack.
+    pub(crate) fn to_bytes(self) -> [u8; SIG_LEN] {
+        let mut b = [0u8; SIG_LEN];
+        b[0] = self.kind as u8;
+        b[1] = self.op.code();
+        b[4..8].copy_from_slice(&self.root.to_le_bytes());
+        b[8..12].copy_from_slice(&self.elem.size.to_le_bytes());
+        b[12..16].copy_from_slice(&self.elem.hash.to_le_bytes());
+        b[16..24].copy_from_slice(&self.count.to_le_bytes());
+        b
     }
 
     pub(crate) fn decode(b: &[u8]) -> Option<Sig> {
@@ -346,19 +352,17 @@ pub(crate) struct Window {
 impl Window {
     /// The window of these entries.
     pub(crate) fn of(entries: &[Entry]) -> Window {
-        // FNV-1a, 64 bits: stable across processes; a difference it
-        // misses takes a collision.
-        let mut enc = Vec::with_capacity(entries.len() * ENTRY_LEN);
-        for &(seq, sig, start) in entries {
-            enc.extend_from_slice(&seq.to_le_bytes());
-            enc.push(u8::from(start));
-            if !start {
-                sig.encode(&mut enc);
-            }
+        // FNV-1a, 64 bits, over each entry's sequence number, start flag
+        // and (but for the start) signature, hashed in place: stable
+        // across processes; a difference it misses takes a collision.
+        let mut digest = 0xcbf2_9ce4_8422_2325u64;
+        for &entry in entries {
+            let e = entry_bytes(entry);
+            let used = if entry.2 { 9 } else { ENTRY_LEN };
+            digest = e[..used].iter().fold(digest, |h, &b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
         }
-        let digest = enc.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
         Window {
             digest,
             differs: false,
@@ -377,15 +381,22 @@ impl Window {
 }
 
 /// Encoded size of a window entry.
-const ENTRY_LEN: usize = 8 + 1 + SIG_LEN;
+pub(crate) const ENTRY_LEN: usize = 8 + 1 + SIG_LEN;
 
 /// Append the encodings of `entries`.
 pub(crate) fn encode_entries(entries: &[Entry], out: &mut Vec<u8>) {
-    for &(seq, sig, start) in entries {
-        out.extend_from_slice(&seq.to_le_bytes());
-        out.push(u8::from(start));
-        sig.encode(out);
+    for &e in entries {
+        out.extend_from_slice(&entry_bytes(e));
     }
+}
+
+/// One entry's encoding (see [`encode_entries`]).
+pub(crate) fn entry_bytes((seq, sig, start): Entry) -> [u8; ENTRY_LEN] {
+    let mut e = [0u8; ENTRY_LEN];
+    e[..8].copy_from_slice(&seq.to_le_bytes());
+    e[8] = u8::from(start);
+    e[9..].copy_from_slice(&sig.to_bytes());
+    e
 }
 
 /// Entries encoded by [`encode_entries`]; `None` if `b` holds none.
@@ -687,6 +698,19 @@ mod tests {
         // Another start signature (the same agreement, failed there).
         let a2 = vec![(4, all[1], true), (5, b3, false), (6, b3, false)];
         assert_eq!(Window::of(&a), Window::of(&a2));
+        // The digest is FNV-1a over each entry's encoding, the starting
+        // agreement's without its signature.
+        let mut enc = Vec::new();
+        for &e in &a {
+            let mut one = Vec::new();
+            encode_entries(&[e], &mut one);
+            enc.extend_from_slice(&one[..if e.2 { 9 } else { one.len() }]);
+        }
+        let fnv = enc.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        assert_eq!(Window::of(&a).digest(), fnv);
+        assert_ne!(Window::of(&a).digest(), Window::of(&a[1..]).digest());
         assert_eq!(first_mismatch(&[a.clone(), a2.clone()]), None);
         // One member's broadcast at 6 believes in another root.
         let b = vec![(4, all[0], true), (5, b3, false), (6, b0, false)];
