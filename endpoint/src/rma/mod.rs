@@ -560,27 +560,36 @@ impl Endpoint {
         self.put_started(dst, src, flags)
     }
 
-    /// A blocking put started on the general path, and waited for (out of
-    /// line: [`put_unmapped`](Self::put_unmapped) stays small).
-    #[inline(never)]
-    fn put_started(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
+    /// Start a put of the borrowed `src` whose local completion is reached
+    /// before return, completed as `kind` says (a blocking put, `put_nb`).
+    #[inline(always)]
+    fn start_put_now(
+        &self,
+        dst: GlobalAddr,
+        src: &[u8],
+        kind: Completion,
+        flags: Flags,
+    ) -> Result<Started> {
         // SAFETY: `src` is borrowed for the call; LC is reached before return.
-        let started = unsafe {
+        unsafe {
             self.start_put(
                 dst,
                 src.as_ptr(),
                 src.len(),
                 fresh,
                 LcCount::Now,
-                Completion::Blocking,
+                kind,
                 flags,
-            )?
-        };
-        // Finished during injection (an observed mapped copy): no wait.
-        let Some(rc) = started.rc else {
-            return Ok(());
-        };
-        self.event(Some(rc)).wait_on(
+            )
+        }
+    }
+
+    /// A blocking put started on the general path, and waited for (out of
+    /// line: [`put_unmapped`](Self::put_unmapped) stays small).
+    #[inline(never)]
+    fn put_started(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<()> {
+        let started = self.start_put_now(dst, src, Completion::Blocking, flags)?;
+        self.event(started.rc).wait_on(
             Waiting::new("a blocking put")
                 .peer(dst.rank)
                 .value("bytes", src.len() as u64),
@@ -644,10 +653,7 @@ impl Endpoint {
                 flags,
             )?
         };
-        let Some(done) = done else {
-            return Ok(());
-        };
-        self.event(Some(done)).wait_on(
+        self.event(done).wait_on(
             Waiting::new("a blocking get")
                 .peer(src.rank)
                 .value("bytes", dst.len() as u64),
@@ -689,20 +695,9 @@ impl Endpoint {
     /// completion NOW). The event fires at remote completion.
     #[inline]
     pub fn put_nb(&self, dst: GlobalAddr, src: &[u8], flags: Flags) -> Result<Event> {
-        // SAFETY: `src` is borrowed for the call; LC is reached before return.
         // (Not through `put_nb_raw`: its two events, returned through
         // memory and copied on, cost a small put 2-3x its time.)
-        let started = unsafe {
-            self.start_put(
-                dst,
-                src.as_ptr(),
-                src.len(),
-                fresh,
-                LcCount::Now,
-                Completion::Event,
-                flags,
-            )?
-        };
+        let started = self.start_put_now(dst, src, Completion::Event, flags)?;
         Ok(self.event(started.rc))
     }
 
