@@ -91,30 +91,34 @@ fn rust_type(name: &str) -> &'static str {
 }
 
 /// One `extern "C"` function: its C prototype (for the docs), Rust
-/// parameters, return type and body (an unsafe call).
+/// parameters, return type and body (an unsafe call); written twice, as
+/// `name` and as its profiling name, `p` + `name` (each holding the body: see
+/// `entry!` in lib.rs for why neither calls the other).
 fn emit(out: &mut String, c: &str, name: &str, params: &str, ret: &str, body: &str) {
     let ret = if ret.is_empty() {
         String::new()
     } else {
         format!(" -> {ret}")
     };
-    if body.starts_with("crate::amo::op(") || body.contains("|pe| crate::amo::op(") {
-        // Every pointer is checked symmetric and only rgex touches it.
+    for f in [name.to_string(), format!("p{name}")] {
+        if body.starts_with("crate::amo::op(") || body.contains("|pe| crate::amo::op(") {
+            // Every pointer is checked symmetric and only rgex touches it.
+            writeln!(
+                out,
+                "/// `{c}`.\n#[no_mangle]\npub extern \"C\" fn {f}({params}){ret} {{\n    {body}\n}}\n"
+            )
+            .unwrap();
+            continue;
+        }
         writeln!(
             out,
-            "/// `{c}`.\n#[no_mangle]\npub extern \"C\" fn {name}({params}){ret} {{\n    {body}\n}}\n"
+            "/// `{c}`.\n///\n/// # Safety\n/// The OpenSHMEM 1.5 contract: local buffers hold the elements named.\n\
+             #[no_mangle]\npub unsafe extern \"C\" fn {f}({params}){ret} {{\n    \
+             // SAFETY: the caller's contract, forwarded; symmetric addresses and\n    \
+             // PEs are checked by the callee.\n    unsafe {{ {body} }}\n}}\n"
         )
         .unwrap();
-        return;
     }
-    writeln!(
-        out,
-        "/// `{c}`.\n///\n/// # Safety\n/// The OpenSHMEM 1.5 contract: local buffers hold the elements named.\n\
-         #[no_mangle]\npub unsafe extern \"C\" fn {name}({params}){ret} {{\n    \
-         // SAFETY: the caller's contract, forwarded; symmetric addresses and\n    \
-         // PEs are checked by the callee.\n    unsafe {{ {body} }}\n}}\n"
-    )
-    .unwrap();
 }
 
 /// [`emit`] the routine and its `shmem_ctx_` form (a context first; `pe`

@@ -9,7 +9,7 @@
 # --target-dir names another; then installs
 #   DIR/lib/librgex_shmem.so, DIR/lib/librgex_shmem.a
 #   DIR/lib/pkgconfig/rgex-shmem.pc
-#   DIR/include/shmem.h, DIR/include/shmemx.h
+#   DIR/include/shmem.h, DIR/include/shmemx.h, DIR/include/pshmem.h
 #   DIR/bin/oshcc, DIR/bin/oshrun, DIR/bin/rgex-run
 # The installed oshcc and oshrun find the library, the headers and
 # rgex-run beside themselves: nothing of the source tree is needed.
@@ -116,7 +116,8 @@ for f in "$out/librgex_shmem.so" "$out/librgex_shmem.a" "$out/rgex-run"; do
 done
 install -m 0755 "$out/librgex_shmem.so" "$prefix/lib/"
 install -m 0644 "$out/librgex_shmem.a" "$prefix/lib/"
-install -m 0644 "$here/include/shmem.h" "$here/include/shmemx.h" "$prefix/include/"
+install -m 0644 "$here/include/shmem.h" "$here/include/shmemx.h" "$here/include/pshmem.h" \
+    "$prefix/include/"
 install -m 0755 "$here/bin/oshcc" "$here/bin/oshrun" "$out/rgex-run" "$prefix/bin/"
 
 # Libs carries an rpath to libdir, as oshcc's link line does, so that a

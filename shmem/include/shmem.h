@@ -639,9 +639,10 @@ int shmem_test_lock(long *lock);
 
 /* ---- Profiling interface --------------------------------------------- */
 
-/* Levels: 0 profiling off, 1 on (the default), 2 flush; rgex-shmem has no
- * profiling library of its own (RGEX_STATS counts instead): it records
- * the level, and the call has no other effect, as the spec allows. */
+/* Levels: 0 profiling off, 1 on (the default), 2 flush. A profiling
+ * library (pshmem.h: every routine is also exported as pshmem_...)
+ * defines its own shmem_pcontrol to see them; rgex-shmem's records the
+ * level, and the call has no other effect, as the spec allows. */
 void shmem_pcontrol(const int level, ...);
 
 /* ---- Ordering and barriers (sections 9.8, 9.11) ---------------------- */

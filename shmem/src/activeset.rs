@@ -137,26 +137,28 @@ fn barrier(s: &Shmem, what: &str, set: Set, psync: *mut c_long) {
     }
 }
 
-/// `void shmem_barrier(int PE_start, int logPE_stride, int PE_size,
-/// long *pSync)`: quiet, then the active set's barrier.
-#[no_mangle]
-pub extern "C" fn shmem_barrier(start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
-    let what = "shmem_barrier";
-    let s = state::get(what);
-    let set = set_of(s, what, start, log_stride, size);
-    crate::order::quiet(s, what);
-    barrier(s, what, set, psync);
+entry! {
+    /// `void shmem_barrier(int PE_start, int logPE_stride, int PE_size,
+    /// long *pSync)`: quiet, then the active set's barrier.
+    pub extern "C" fn shmem_barrier / pshmem_barrier(start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
+        let what = "shmem_barrier";
+        let s = state::get(what);
+        let set = set_of(s, what, start, log_stride, size);
+        crate::order::quiet(s, what);
+        barrier(s, what, set, psync);
+    }
 }
 
-/// `void shmem_sync(int PE_start, int logPE_stride, int PE_size, long
-/// *pSync)`: the active set's barrier, without quiet (`shmem.h` sends a
-/// one-argument `shmem_sync(team)` to `shmem_team_sync`).
-#[no_mangle]
-pub extern "C" fn shmem_sync(start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
-    let what = "shmem_sync";
-    let s = state::get(what);
-    let set = set_of(s, what, start, log_stride, size);
-    barrier(s, what, set, psync);
+entry! {
+    /// `void shmem_sync(int PE_start, int logPE_stride, int PE_size, long
+    /// *pSync)`: the active set's barrier, without quiet (`shmem.h` sends a
+    /// one-argument `shmem_sync(team)` to `shmem_team_sync`).
+    pub extern "C" fn shmem_sync / pshmem_sync(start: c_int, log_stride: c_int, size: c_int, psync: *mut c_long) {
+        let what = "shmem_sync";
+        let s = state::get(what);
+        let set = set_of(s, what, start, log_stride, size);
+        barrier(s, what, set, psync);
+    }
 }
 
 /// Quiet, then the barrier: what ends every data routine below.

@@ -99,120 +99,126 @@ fn block_of(s: &Shmem, what: &str, ptr: *mut c_void) -> (u64, u64) {
     }
 }
 
-/// `void *shmem_malloc(size_t size)`.
-#[no_mangle]
-pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
-    let s = state::get("shmem_malloc");
-    allocate(s, "shmem_malloc", size as u64, 1)
-}
-
-/// `void *shmem_malloc_with_hints(size_t size, long hints)`: hints are
-/// accepted and change nothing yet.
-#[no_mangle]
-pub extern "C" fn shmem_malloc_with_hints(size: usize, _hints: c_long) -> *mut c_void {
-    let s = state::get("shmem_malloc_with_hints");
-    allocate(s, "shmem_malloc_with_hints", size as u64, 1)
-}
-
-/// `void *shmem_calloc(size_t count, size_t size)`: zeroed.
-#[no_mangle]
-pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
-    let what = "shmem_calloc";
-    let s = state::get(what);
-    let Some(bytes) = count.checked_mul(size) else {
-        fatal(
-            Some(s.me),
-            what,
-            format_args!("count = {count} times size = {size} overflows a size_t"),
-        );
-    };
-    if bytes == 0 {
-        agree(s, what, &["size", "offset"], &[0, 0]);
-        return std::ptr::null_mut();
+entry! {
+    /// `void *shmem_malloc(size_t size)`.
+    pub extern "C" fn shmem_malloc / pshmem_malloc(size: usize) -> *mut c_void {
+        let s = state::get("shmem_malloc");
+        allocate(s, "shmem_malloc", size as u64, 1)
     }
-    let off = s
-        .heap
-        .alloc(bytes as u64, 1)
-        .unwrap_or_else(|e| fatal(Some(s.me), what, e));
-    // SAFETY: the block `off..off + bytes` is inside this PE's heap and
-    // no PE can reach it before the allreduce below.
-    let p = unsafe { s.base().add(off as usize) };
-    // SAFETY: as above.
-    unsafe { std::ptr::write_bytes(p, 0, bytes) };
-    agree(s, what, &["count * size", "offset"], &[bytes as u64, off]);
-    p.cast()
 }
 
-/// `void *shmem_align(size_t alignment, size_t size)`.
-#[no_mangle]
-pub extern "C" fn shmem_align(alignment: usize, size: usize) -> *mut c_void {
-    let what = "shmem_align";
-    let s = state::get(what);
-    if !alignment.is_power_of_two() {
-        fatal(
-            Some(s.me),
-            what,
-            format_args!("alignment = {alignment} is not a power of two"),
-        );
+entry! {
+    /// `void *shmem_malloc_with_hints(size_t size, long hints)`: hints are
+    /// accepted and change nothing yet.
+    pub extern "C" fn shmem_malloc_with_hints / pshmem_malloc_with_hints(size: usize, _hints: c_long) -> *mut c_void {
+        let s = state::get("shmem_malloc_with_hints");
+        allocate(s, "shmem_malloc_with_hints", size as u64, 1)
     }
-    allocate(s, what, size as u64, alignment as u64)
 }
 
-/// `void shmem_free(void *ptr)`: a barrier first, then the block is free
-/// on every PE. NULL frees nothing (the barrier still runs).
-#[no_mangle]
-pub extern "C" fn shmem_free(ptr: *mut c_void) {
-    let what = "shmem_free";
-    let s = state::get(what);
-    crate::order::quiet(s, what);
-    if ptr.is_null() {
-        agree(s, what, &["ptr's offset"], &[u64::MAX]);
-        return;
+entry! {
+    /// `void *shmem_calloc(size_t count, size_t size)`: zeroed.
+    pub extern "C" fn shmem_calloc / pshmem_calloc(count: usize, size: usize) -> *mut c_void {
+        let what = "shmem_calloc";
+        let s = state::get(what);
+        let Some(bytes) = count.checked_mul(size) else {
+            fatal(
+                Some(s.me),
+                what,
+                format_args!("count = {count} times size = {size} overflows a size_t"),
+            );
+        };
+        if bytes == 0 {
+            agree(s, what, &["size", "offset"], &[0, 0]);
+            return std::ptr::null_mut();
+        }
+        let off = s
+            .heap
+            .alloc(bytes as u64, 1)
+            .unwrap_or_else(|e| fatal(Some(s.me), what, e));
+        // SAFETY: the block `off..off + bytes` is inside this PE's heap and
+        // no PE can reach it before the allreduce below.
+        let p = unsafe { s.base().add(off as usize) };
+        // SAFETY: as above.
+        unsafe { std::ptr::write_bytes(p, 0, bytes) };
+        agree(s, what, &["count * size", "offset"], &[bytes as u64, off]);
+        p.cast()
     }
-    let (off, _) = block_of(s, what, ptr);
-    agree(s, what, &["ptr's offset"], &[off]);
-    s.heap.free(off);
 }
 
-/// `void *shmem_realloc(void *ptr, size_t size)`: the block grown or
-/// shrunk, its first `min(old, size)` bytes kept; NULL `ptr` is
-/// `shmem_malloc(size)`, size 0 is `shmem_free(ptr)`.
-#[no_mangle]
-pub extern "C" fn shmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
-    let what = "shmem_realloc";
-    let s = state::get(what);
-    if ptr.is_null() {
-        return allocate(s, what, size as u64, 1);
+entry! {
+    /// `void *shmem_align(size_t alignment, size_t size)`.
+    pub extern "C" fn shmem_align / pshmem_align(alignment: usize, size: usize) -> *mut c_void {
+        let what = "shmem_align";
+        let s = state::get(what);
+        if !alignment.is_power_of_two() {
+            fatal(
+                Some(s.me),
+                what,
+                format_args!("alignment = {alignment} is not a power of two"),
+            );
+        }
+        allocate(s, what, size as u64, alignment as u64)
     }
-    crate::order::quiet(s, what);
-    let (old, old_len) = block_of(s, what, ptr);
-    // Every PE is done with the old block before it moves.
-    agree(s, what, &["ptr's offset", "size"], &[old, size as u64]);
-    if size == 0 {
+}
+
+entry! {
+    /// `void shmem_free(void *ptr)`: a barrier first, then the block is free
+    /// on every PE. NULL frees nothing (the barrier still runs).
+    pub extern "C" fn shmem_free / pshmem_free(ptr: *mut c_void) {
+        let what = "shmem_free";
+        let s = state::get(what);
+        crate::order::quiet(s, what);
+        if ptr.is_null() {
+            agree(s, what, &["ptr's offset"], &[u64::MAX]);
+            return;
+        }
+        let (off, _) = block_of(s, what, ptr);
+        agree(s, what, &["ptr's offset"], &[off]);
+        s.heap.free(off);
+    }
+}
+
+entry! {
+    /// `void *shmem_realloc(void *ptr, size_t size)`: the block grown or
+    /// shrunk, its first `min(old, size)` bytes kept; NULL `ptr` is
+    /// `shmem_malloc(size)`, size 0 is `shmem_free(ptr)`.
+    pub extern "C" fn shmem_realloc / pshmem_realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+        let what = "shmem_realloc";
+        let s = state::get(what);
+        if ptr.is_null() {
+            return allocate(s, what, size as u64, 1);
+        }
+        crate::order::quiet(s, what);
+        let (old, old_len) = block_of(s, what, ptr);
+        // Every PE is done with the old block before it moves.
+        agree(s, what, &["ptr's offset", "size"], &[old, size as u64]);
+        if size == 0 {
+            s.heap.free(old);
+            return std::ptr::null_mut();
+        }
+        if size as u64 <= old_len {
+            return ptr; // it fits where it is, on every PE alike
+        }
         s.heap.free(old);
-        return std::ptr::null_mut();
+        // First fit from the freed block on: it may land at the same offset
+        // (when the block after it is free), else elsewhere; either way the
+        // same on every PE. The copy is a memmove (the ranges may overlap).
+        let new = s
+            .heap
+            .alloc(size as u64, 1)
+            .unwrap_or_else(|e| fatal(Some(s.me), what, e));
+        // SAFETY: both ranges lie in this PE's heap; `old_len` bytes of the
+        // old block are still there (a free changes no bytes).
+        unsafe {
+            std::ptr::copy(
+                s.base().add(old as usize),
+                s.base().add(new as usize),
+                old_len.min(size as u64) as usize,
+            )
+        };
+        agree(s, what, &["the new offset"], &[new]);
+        // SAFETY: inside the heap.
+        unsafe { s.base().add(new as usize).cast() }
     }
-    if size as u64 <= old_len {
-        return ptr; // it fits where it is, on every PE alike
-    }
-    s.heap.free(old);
-    // First fit from the freed block on: it may land at the same offset
-    // (when the block after it is free), else elsewhere; either way the
-    // same on every PE. The copy is a memmove (the ranges may overlap).
-    let new = s
-        .heap
-        .alloc(size as u64, 1)
-        .unwrap_or_else(|e| fatal(Some(s.me), what, e));
-    // SAFETY: both ranges lie in this PE's heap; `old_len` bytes of the
-    // old block are still there (a free changes no bytes).
-    unsafe {
-        std::ptr::copy(
-            s.base().add(old as usize),
-            s.base().add(new as usize),
-            old_len.min(size as u64) as usize,
-        )
-    };
-    agree(s, what, &["the new offset"], &[new]);
-    // SAFETY: inside the heap.
-    unsafe { s.base().add(new as usize).cast() }
 }

@@ -66,14 +66,15 @@ unsafe fn store(dest: *mut u8, from: &[u8]) {
     }
 }
 
-/// `int shmem_team_sync(shmem_team_t team)`: a barrier of the team's PEs
-/// (no quiet).
-#[no_mangle]
-pub extern "C" fn shmem_team_sync(team: *const TeamObj) -> c_int {
-    let what = "shmem_team_sync";
-    let (s, t) = team_of(what, team);
-    t.team.barrier().or_die(s.me, what);
-    0
+entry! {
+    /// `int shmem_team_sync(shmem_team_t team)`: a barrier of the team's PEs
+    /// (no quiet).
+    pub extern "C" fn shmem_team_sync / pshmem_team_sync(team: *const TeamObj) -> c_int {
+        let what = "shmem_team_sync";
+        let (s, t) = team_of(what, team);
+        t.team.barrier().or_die(s.me, what);
+        0
+    }
 }
 
 /// Broadcast `bytes` from the team's PE `root`'s `source` to every PE's

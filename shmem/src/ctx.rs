@@ -93,119 +93,125 @@ fn make(s: &Shmem, team: *const TeamObj, options: c_long, ctx: *mut *mut CtxObj)
     0
 }
 
-/// `int shmem_ctx_create(long options, shmem_ctx_t *ctx)`: 0, and a new
-/// context on the world team (see the module docs for what it shares).
-///
-/// # Safety
-/// `ctx` is writable.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut *mut CtxObj) -> c_int {
-    let what = "shmem_ctx_create";
-    let s = state::get(what);
-    if ctx.is_null() {
-        fatal(Some(s.me), what, "ctx is NULL");
-    }
-    make(s, std::ptr::null(), options, ctx)
-}
-
-/// `int shmem_team_create_ctx(shmem_team_t team, long options,
-/// shmem_ctx_t *ctx)`: a context whose PE numbers are `team`'s; -1 (and
-/// SHMEM_CTX_INVALID) for SHMEM_TEAM_INVALID.
-///
-/// # Safety
-/// `ctx` is writable.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_create_ctx(
-    team: *const TeamObj,
-    options: c_long,
-    ctx: *mut *mut CtxObj,
-) -> c_int {
-    let what = "shmem_team_create_ctx";
-    let s = state::get(what);
-    if ctx.is_null() {
-        fatal(Some(s.me), what, "ctx is NULL");
-    }
-    if crate::team::resolve(s, what, team).is_none() {
-        // SAFETY: checked not NULL.
-        unsafe { *ctx = std::ptr::null_mut() };
-        return -1;
-    }
-    make(s, team, options, ctx)
-}
-
-/// `void shmem_ctx_destroy(shmem_ctx_t ctx)`: completes the calling
-/// thread's operations, then the handle is gone (nothing for
-/// SHMEM_CTX_INVALID).
-// Freed only once found in LIVE (by `resolve`), and removed from it first.
-#[allow(clippy::not_unsafe_ptr_arg_deref)]
-#[no_mangle]
-pub extern "C" fn shmem_ctx_destroy(ctx: *mut CtxObj) {
-    let what = "shmem_ctx_destroy";
-    let s = state::get(what);
-    if is_default(ctx) {
-        fatal(Some(s.me), what, "SHMEM_CTX_DEFAULT cannot be destroyed");
-    }
-    if ctx.is_null() {
-        return; // SHMEM_CTX_INVALID: nothing to do (OpenSHMEM 1.5)
-    }
-    resolve(s, what, ctx);
-    crate::order::quiet(s, what);
-    live().as_mut().map(|l| l.remove(&(ctx as usize)));
-    // SAFETY: made by `make` (Box::into_raw), removed from LIVE just now.
-    drop(unsafe { Box::from_raw(ctx) });
-}
-
-/// `int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team)`.
-///
-/// # Safety
-/// `team` is writable.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_ctx_get_team(
-    ctx: *const CtxObj,
-    team: *mut *const TeamObj,
-) -> c_int {
-    let what = "shmem_ctx_get_team";
-    let s = state::get(what);
-    if team.is_null() {
-        fatal(Some(s.me), what, "team is NULL");
-    }
-    let t = if ctx.is_null() {
-        // SAFETY: checked not NULL.
-        unsafe { *team = std::ptr::null() };
-        return -1;
-    } else {
-        match resolve(s, what, ctx) {
-            Some(c) if !c.team.is_null() => c.team,
-            _ => crate::team::world_handle(),
+entry! {
+    /// `int shmem_ctx_create(long options, shmem_ctx_t *ctx)`: 0, and a new
+    /// context on the world team (see the module docs for what it shares).
+    ///
+    /// # Safety
+    /// `ctx` is writable.
+    pub unsafe extern "C" fn shmem_ctx_create / pshmem_ctx_create(options: c_long, ctx: *mut *mut CtxObj) -> c_int {
+        let what = "shmem_ctx_create";
+        let s = state::get(what);
+        if ctx.is_null() {
+            fatal(Some(s.me), what, "ctx is NULL");
         }
-    };
-    // SAFETY: checked not NULL.
-    unsafe { *team = t };
-    0
+        make(s, std::ptr::null(), options, ctx)
+    }
 }
 
-/// `void shmem_ctx_quiet(shmem_ctx_t ctx)`: as `shmem_quiet`; nothing
-/// for SHMEM_CTX_INVALID.
-#[no_mangle]
-pub extern "C" fn shmem_ctx_quiet(ctx: *const CtxObj) {
-    let what = "shmem_ctx_quiet";
-    let s = state::get(what);
-    if ctx.is_null() {
-        return; // SHMEM_CTX_INVALID: nothing to do (OpenSHMEM 1.5)
+entry! {
+    /// `int shmem_team_create_ctx(shmem_team_t team, long options,
+    /// shmem_ctx_t *ctx)`: a context whose PE numbers are `team`'s; -1 (and
+    /// SHMEM_CTX_INVALID) for SHMEM_TEAM_INVALID.
+    ///
+    /// # Safety
+    /// `ctx` is writable.
+    pub unsafe extern "C" fn shmem_team_create_ctx / pshmem_team_create_ctx(
+        team: *const TeamObj,
+        options: c_long,
+        ctx: *mut *mut CtxObj,
+    ) -> c_int {
+        let what = "shmem_team_create_ctx";
+        let s = state::get(what);
+        if ctx.is_null() {
+            fatal(Some(s.me), what, "ctx is NULL");
+        }
+        if crate::team::resolve(s, what, team).is_none() {
+            // SAFETY: checked not NULL.
+            unsafe { *ctx = std::ptr::null_mut() };
+            return -1;
+        }
+        make(s, team, options, ctx)
     }
-    resolve(s, what, ctx);
-    crate::order::quiet(s, what);
 }
 
-/// `void shmem_ctx_fence(shmem_ctx_t ctx)`: as `shmem_fence`; nothing
-/// for SHMEM_CTX_INVALID.
-#[no_mangle]
-pub extern "C" fn shmem_ctx_fence(ctx: *const CtxObj) {
-    let what = "shmem_ctx_fence";
-    let s = state::get(what);
-    if ctx.is_null() {
-        return; // SHMEM_CTX_INVALID: nothing to do (OpenSHMEM 1.5)
+entry! {
+    /// `void shmem_ctx_destroy(shmem_ctx_t ctx)`: completes the calling
+    /// thread's operations, then the handle is gone (nothing for
+    /// SHMEM_CTX_INVALID).
+    // Freed only once found in LIVE (by `resolve`), and removed from it first.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub extern "C" fn shmem_ctx_destroy / pshmem_ctx_destroy(ctx: *mut CtxObj) {
+        let what = "shmem_ctx_destroy";
+        let s = state::get(what);
+        if is_default(ctx) {
+            fatal(Some(s.me), what, "SHMEM_CTX_DEFAULT cannot be destroyed");
+        }
+        if ctx.is_null() {
+            return; // SHMEM_CTX_INVALID: nothing to do (OpenSHMEM 1.5)
+        }
+        resolve(s, what, ctx);
+        crate::order::quiet(s, what);
+        live().as_mut().map(|l| l.remove(&(ctx as usize)));
+        // SAFETY: made by `make` (Box::into_raw), removed from LIVE just now.
+        drop(unsafe { Box::from_raw(ctx) });
     }
-    resolve(s, what, ctx);
-    crate::order::quiet(s, what);
+}
+
+entry! {
+    /// `int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team)`.
+    ///
+    /// # Safety
+    /// `team` is writable.
+    pub unsafe extern "C" fn shmem_ctx_get_team / pshmem_ctx_get_team(
+        ctx: *const CtxObj,
+        team: *mut *const TeamObj,
+    ) -> c_int {
+        let what = "shmem_ctx_get_team";
+        let s = state::get(what);
+        if team.is_null() {
+            fatal(Some(s.me), what, "team is NULL");
+        }
+        let t = if ctx.is_null() {
+            // SAFETY: checked not NULL.
+            unsafe { *team = std::ptr::null() };
+            return -1;
+        } else {
+            match resolve(s, what, ctx) {
+                Some(c) if !c.team.is_null() => c.team,
+                _ => crate::team::world_handle(),
+            }
+        };
+        // SAFETY: checked not NULL.
+        unsafe { *team = t };
+        0
+    }
+}
+
+entry! {
+    /// `void shmem_ctx_quiet(shmem_ctx_t ctx)`: as `shmem_quiet`; nothing
+    /// for SHMEM_CTX_INVALID.
+    pub extern "C" fn shmem_ctx_quiet / pshmem_ctx_quiet(ctx: *const CtxObj) {
+        let what = "shmem_ctx_quiet";
+        let s = state::get(what);
+        if ctx.is_null() {
+            return; // SHMEM_CTX_INVALID: nothing to do (OpenSHMEM 1.5)
+        }
+        resolve(s, what, ctx);
+        crate::order::quiet(s, what);
+    }
+}
+
+entry! {
+    /// `void shmem_ctx_fence(shmem_ctx_t ctx)`: as `shmem_fence`; nothing
+    /// for SHMEM_CTX_INVALID.
+    pub extern "C" fn shmem_ctx_fence / pshmem_ctx_fence(ctx: *const CtxObj) {
+        let what = "shmem_ctx_fence";
+        let s = state::get(what);
+        if ctx.is_null() {
+            return; // SHMEM_CTX_INVALID: nothing to do (OpenSHMEM 1.5)
+        }
+        resolve(s, what, ctx);
+        crate::order::quiet(s, what);
+    }
 }

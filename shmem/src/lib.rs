@@ -26,6 +26,52 @@
 //! shmem_finalize();
 //! ```
 
+/// Defines an exported routine under its OpenSHMEM name and under its
+/// profiling name (`pshmem_`, the spec's profiling interface): two
+/// symbols, each holding the body. A profiling library defines
+/// `shmem_X` and calls `pshmem_X`; that call reaches this body and never
+/// the profiler's own `shmem_X` again (one symbol forwarding to the other
+/// would call through the dynamic symbol table, and so could recurse).
+///
+/// ```text
+/// entry! {
+///     /// `void shmem_quiet(void)`.
+///     pub extern "C" fn shmem_quiet / pshmem_quiet() {
+///         quiet(state::get("shmem_quiet"), "shmem_quiet");
+///     }
+/// }
+/// ```
+macro_rules! entry {
+    (
+        $(#[$attr:meta])*
+        pub extern "C" fn $name:ident / $pname:ident
+            ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block
+    ) => {
+        $(#[$attr])*
+        #[no_mangle]
+        pub extern "C" fn $name($($arg: $ty),*) $(-> $ret)? $body
+
+        $(#[$attr])*
+        #[doc = concat!("\n\nThe profiling interface's name for `", stringify!($name), "`.")]
+        #[no_mangle]
+        pub extern "C" fn $pname($($arg: $ty),*) $(-> $ret)? $body
+    };
+    (
+        $(#[$attr:meta])*
+        pub unsafe extern "C" fn $name:ident / $pname:ident
+            ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block
+    ) => {
+        $(#[$attr])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? $body
+
+        $(#[$attr])*
+        #[doc = concat!("\n\nThe profiling interface's name for `", stringify!($name), "`.")]
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) $(-> $ret)? $body
+    };
+}
+
 pub mod activeset;
 pub mod alloc;
 pub mod amo;
@@ -49,7 +95,9 @@ pub mod wait;
 pub use alloc::*;
 pub use order::*;
 pub use setup::*;
-pub use signal::{shmem_signal_fetch, shmem_signal_wait_until};
+pub use signal::{
+    pshmem_signal_fetch, pshmem_signal_wait_until, shmem_signal_fetch, shmem_signal_wait_until,
+};
 pub use typed::*;
 
 /// C's `long double` on x86-64 (80-bit extended, 16 bytes with padding):

@@ -31,46 +31,49 @@ fn words(s: &Shmem, what: &str, lock: *mut c_long) -> (*const u32, *const u32) {
 /// The PE holding every lock's words.
 const HOME: c_int = 0;
 
-/// `void shmem_set_lock(long *lock)`: wait for the lock, in ticket order.
-#[no_mangle]
-pub extern "C" fn shmem_set_lock(lock: *mut c_long) {
-    let what = "shmem_set_lock";
-    let s = state::get(what);
-    let (next, serving) = words(s, what, lock);
-    let ticket = amo::op(what, next, AtomicOp::Fadd, 1u32, 0, HOME);
-    let mut backoff = Backoff::new(s.ep.polite());
-    while amo::op(what, serving, AtomicOp::Get, 0u32, 0, HOME) != ticket {
-        if s.ep.poll().or_die(s.me, what) == 0 {
-            backoff.snooze();
-        } else {
-            backoff.reset();
+entry! {
+    /// `void shmem_set_lock(long *lock)`: wait for the lock, in ticket order.
+    pub extern "C" fn shmem_set_lock / pshmem_set_lock(lock: *mut c_long) {
+        let what = "shmem_set_lock";
+        let s = state::get(what);
+        let (next, serving) = words(s, what, lock);
+        let ticket = amo::op(what, next, AtomicOp::Fadd, 1u32, 0, HOME);
+        let mut backoff = Backoff::new(s.ep.polite());
+        while amo::op(what, serving, AtomicOp::Get, 0u32, 0, HOME) != ticket {
+            if s.ep.poll().or_die(s.me, what) == 0 {
+                backoff.snooze();
+            } else {
+                backoff.reset();
+            }
         }
     }
 }
 
-/// `int shmem_test_lock(long *lock)`: 0 having taken the lock, 1 if it is
-/// held (then nothing changes).
-#[no_mangle]
-pub extern "C" fn shmem_test_lock(lock: *mut c_long) -> c_int {
-    let what = "shmem_test_lock";
-    let s = state::get(what);
-    let (next, serving) = words(s, what, lock);
-    // Progress: a program spinning on test_lock must still serve its
-    // peers' active messages (a get of its static data by the holder).
-    s.ep.poll().or_die(s.me, what);
-    let now = amo::op(what, serving, AtomicOp::Get, 0u32, 0, HOME);
-    // Free when next == serving: take ticket `now` by moving next past it.
-    let was = amo::op(what, next, AtomicOp::Fcas, now, now.wrapping_add(1), HOME);
-    c_int::from(was != now)
+entry! {
+    /// `int shmem_test_lock(long *lock)`: 0 having taken the lock, 1 if it is
+    /// held (then nothing changes).
+    pub extern "C" fn shmem_test_lock / pshmem_test_lock(lock: *mut c_long) -> c_int {
+        let what = "shmem_test_lock";
+        let s = state::get(what);
+        let (next, serving) = words(s, what, lock);
+        // Progress: a program spinning on test_lock must still serve its
+        // peers' active messages (a get of its static data by the holder).
+        s.ep.poll().or_die(s.me, what);
+        let now = amo::op(what, serving, AtomicOp::Get, 0u32, 0, HOME);
+        // Free when next == serving: take ticket `now` by moving next past it.
+        let was = amo::op(what, next, AtomicOp::Fcas, now, now.wrapping_add(1), HOME);
+        c_int::from(was != now)
+    }
 }
 
-/// `void shmem_clear_lock(long *lock)`: complete this PE's writes, then
-/// serve the next ticket.
-#[no_mangle]
-pub extern "C" fn shmem_clear_lock(lock: *mut c_long) {
-    let what = "shmem_clear_lock";
-    let s = state::get(what);
-    let (_, serving) = words(s, what, lock);
-    crate::order::quiet(s, what);
-    amo::op(what, serving, AtomicOp::Add, 1u32, 0, HOME);
+entry! {
+    /// `void shmem_clear_lock(long *lock)`: complete this PE's writes, then
+    /// serve the next ticket.
+    pub extern "C" fn shmem_clear_lock / pshmem_clear_lock(lock: *mut c_long) {
+        let what = "shmem_clear_lock";
+        let s = state::get(what);
+        let (_, serving) = words(s, what, lock);
+        crate::order::quiet(s, what);
+        amo::op(what, serving, AtomicOp::Add, 1u32, 0, HOME);
+    }
 }

@@ -15,29 +15,33 @@ pub fn quiet(s: &Shmem, what: &str) {
     s.ep.nbi_wait_all().or_die(s.me, what);
 }
 
-/// `void shmem_quiet(void)`.
-#[no_mangle]
-pub extern "C" fn shmem_quiet() {
-    quiet(state::get("shmem_quiet"), "shmem_quiet");
+entry! {
+    /// `void shmem_quiet(void)`.
+    pub extern "C" fn shmem_quiet / pshmem_quiet() {
+        quiet(state::get("shmem_quiet"), "shmem_quiet");
+    }
 }
 
-/// `void shmem_fence(void)`: as `shmem_quiet` (see the module docs).
-#[no_mangle]
-pub extern "C" fn shmem_fence() {
-    quiet(state::get("shmem_fence"), "shmem_fence");
+entry! {
+    /// `void shmem_fence(void)`: as `shmem_quiet` (see the module docs).
+    pub extern "C" fn shmem_fence / pshmem_fence() {
+        quiet(state::get("shmem_fence"), "shmem_fence");
+    }
 }
 
-/// `void shmem_barrier_all(void)`: quiet, then a barrier of every PE.
-#[no_mangle]
-pub extern "C" fn shmem_barrier_all() {
-    let s = state::get("shmem_barrier_all");
-    quiet(s, "shmem_barrier_all");
-    s.world.barrier().or_die(s.me, "shmem_barrier_all");
+entry! {
+    /// `void shmem_barrier_all(void)`: quiet, then a barrier of every PE.
+    pub extern "C" fn shmem_barrier_all / pshmem_barrier_all() {
+        let s = state::get("shmem_barrier_all");
+        quiet(s, "shmem_barrier_all");
+        s.world.barrier().or_die(s.me, "shmem_barrier_all");
+    }
 }
 
-/// `void shmem_sync_all(void)`: a barrier of every PE, without quiet.
-#[no_mangle]
-pub extern "C" fn shmem_sync_all() {
-    let s = state::get("shmem_sync_all");
-    s.world.barrier().or_die(s.me, "shmem_sync_all");
+entry! {
+    /// `void shmem_sync_all(void)`: a barrier of every PE, without quiet.
+    pub extern "C" fn shmem_sync_all / pshmem_sync_all() {
+        let s = state::get("shmem_sync_all");
+        s.world.barrier().or_die(s.me, "shmem_sync_all");
+    }
 }

@@ -123,143 +123,155 @@ fn init(level: c_int) {
     });
 }
 
-/// `void shmem_init(void)`.
-#[no_mangle]
-pub extern "C" fn shmem_init() {
-    init(THREAD_SINGLE);
-}
-
-/// `int shmem_init_thread(int requested, int *provided)`: every level
-/// is provided as asked (rgex's endpoint is thread-safe).
-///
-/// # Safety
-/// `provided` is NULL or points to a writable `int`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
-    if !(THREAD_SINGLE..=THREAD_MULTIPLE).contains(&requested) {
-        fatal(
-            None,
-            "shmem_init_thread",
-            format_args!(
-                "requested = {requested} is not a thread level (SHMEM_THREAD_SINGLE {THREAD_SINGLE} \
-                 to SHMEM_THREAD_MULTIPLE {THREAD_MULTIPLE})"
-            ),
-        );
-    }
-    init(requested);
-    if !provided.is_null() {
-        // SAFETY: the caller's contract.
-        unsafe { *provided = state::get("shmem_init_thread").thread_level };
-    }
-    0
-}
-
-/// `void shmem_query_thread(int *provided)`.
-///
-/// # Safety
-/// `provided` points to a writable `int`.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_query_thread(provided: *mut c_int) {
-    let s = state::get("shmem_query_thread");
-    if provided.is_null() {
-        fatal(Some(s.me), "shmem_query_thread", "provided is NULL");
-    }
-    // SAFETY: the caller's contract, checked not NULL.
-    unsafe { *provided = s.thread_level };
-}
-
-/// `void shmem_finalize(void)` (collective): completes this PE's
-/// operations, then a final barrier.
-#[no_mangle]
-pub extern "C" fn shmem_finalize() {
-    let s = state::get("shmem_finalize");
-    crate::order::quiet(s, "shmem_finalize");
-    let client = s.client.lock().unwrap_or_else(|e| e.into_inner()).take();
-    state::mark_finalized();
-    if let Some(c) = client {
-        c.finalize().or_die(s.me, "shmem_finalize");
+entry! {
+    /// `void shmem_init(void)`.
+    pub extern "C" fn shmem_init / pshmem_init() {
+        init(THREAD_SINGLE);
     }
 }
 
-/// `int shmem_my_pe(void)`.
-#[no_mangle]
-pub extern "C" fn shmem_my_pe() -> c_int {
-    state::get("shmem_my_pe").me as c_int
-}
-
-/// `int shmem_n_pes(void)`.
-#[no_mangle]
-pub extern "C" fn shmem_n_pes() -> c_int {
-    state::get("shmem_n_pes").n as c_int
-}
-
-/// `int shmem_pe_accessible(int pe)`: 1 for every PE of the job.
-#[no_mangle]
-pub extern "C" fn shmem_pe_accessible(pe: c_int) -> c_int {
-    let s = state::get("shmem_pe_accessible");
-    c_int::from(u32::try_from(pe).is_ok_and(|p| p < s.n))
-}
-
-/// `int shmem_addr_accessible(const void *addr, int pe)`: 1 for an
-/// address of the symmetric heap and a PE of the job.
-#[no_mangle]
-pub extern "C" fn shmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
-    let s = state::get("shmem_addr_accessible");
-    let ok = u32::try_from(pe).is_ok_and(|p| p < s.n) && s.try_offset(addr.cast(), 1).is_some();
-    c_int::from(ok)
-}
-
-/// `void *shmem_ptr(const void *dest, int pe)`: the address of `pe`'s
-/// `dest` in this process, for this PE and node-local peers whose heap
-/// is mapped here; NULL otherwise.
-#[no_mangle]
-pub extern "C" fn shmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
-    let s = state::get("shmem_ptr");
-    s.local_address(dest.cast(), pe)
-        .map_or(std::ptr::null_mut(), |p| p.cast())
-}
-
-/// `void shmem_global_exit(int status)`: ends the whole job with
-/// `status`, whatever the other PEs are doing. Under rgex-run it asks the
-/// launcher to end every PE and exit with `status` (a frame on its
-/// bootstrap socket), then ends this process with `status`. Elsewhere
-/// (under a PMIx launcher) only the non-zero exit ends the others.
-#[no_mangle]
-pub extern "C" fn shmem_global_exit(status: c_int) {
-    // SAFETY: fflush(NULL) flushes every C output stream.
-    unsafe { libc::fflush(std::ptr::null_mut()) };
-    rgex::bootstrap::request_job_exit(status);
-    std::process::exit(status)
-}
-
-/// `void shmem_info_get_version(int *major, int *minor)` (any time).
-///
-/// # Safety
-/// Both point to writable `int`s.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
-    if major.is_null() || minor.is_null() {
-        fatal(None, "shmem_info_get_version", "major or minor is NULL");
-    }
-    // SAFETY: the caller's contract, checked not NULL.
-    unsafe {
-        *major = VERSION.0;
-        *minor = VERSION.1;
+entry! {
+    /// `int shmem_init_thread(int requested, int *provided)`: every level
+    /// is provided as asked (rgex's endpoint is thread-safe).
+    ///
+    /// # Safety
+    /// `provided` is NULL or points to a writable `int`.
+    pub unsafe extern "C" fn shmem_init_thread / pshmem_init_thread(requested: c_int, provided: *mut c_int) -> c_int {
+        if !(THREAD_SINGLE..=THREAD_MULTIPLE).contains(&requested) {
+            fatal(
+                None,
+                "shmem_init_thread",
+                format_args!(
+                    "requested = {requested} is not a thread level (SHMEM_THREAD_SINGLE {THREAD_SINGLE} \
+                     to SHMEM_THREAD_MULTIPLE {THREAD_MULTIPLE})"
+                ),
+            );
+        }
+        init(requested);
+        if !provided.is_null() {
+            // SAFETY: the caller's contract.
+            unsafe { *provided = state::get("shmem_init_thread").thread_level };
+        }
+        0
     }
 }
 
-/// `void shmem_info_get_name(char *name)` (any time): copies
-/// `SHMEM_VENDOR_STRING`, NUL included (at most `SHMEM_MAX_NAME_LEN`).
-///
-/// # Safety
-/// `name` points to at least `SHMEM_MAX_NAME_LEN` writable bytes.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
-    if name.is_null() {
-        fatal(None, "shmem_info_get_name", "name is NULL");
+entry! {
+    /// `void shmem_query_thread(int *provided)`.
+    ///
+    /// # Safety
+    /// `provided` points to a writable `int`.
+    pub unsafe extern "C" fn shmem_query_thread / pshmem_query_thread(provided: *mut c_int) {
+        let s = state::get("shmem_query_thread");
+        if provided.is_null() {
+            fatal(Some(s.me), "shmem_query_thread", "provided is NULL");
+        }
+        // SAFETY: the caller's contract, checked not NULL.
+        unsafe { *provided = s.thread_level };
     }
-    // SAFETY: the caller's contract; VENDOR is shorter than SHMEM_MAX_NAME_LEN.
-    unsafe { std::ptr::copy_nonoverlapping(VENDOR.as_ptr(), name.cast(), VENDOR.len()) };
+}
+
+entry! {
+    /// `void shmem_finalize(void)` (collective): completes this PE's
+    /// operations, then a final barrier.
+    pub extern "C" fn shmem_finalize / pshmem_finalize() {
+        let s = state::get("shmem_finalize");
+        crate::order::quiet(s, "shmem_finalize");
+        let client = s.client.lock().unwrap_or_else(|e| e.into_inner()).take();
+        state::mark_finalized();
+        if let Some(c) = client {
+            c.finalize().or_die(s.me, "shmem_finalize");
+        }
+    }
+}
+
+entry! {
+    /// `int shmem_my_pe(void)`.
+    pub extern "C" fn shmem_my_pe / pshmem_my_pe() -> c_int {
+        state::get("shmem_my_pe").me as c_int
+    }
+}
+
+entry! {
+    /// `int shmem_n_pes(void)`.
+    pub extern "C" fn shmem_n_pes / pshmem_n_pes() -> c_int {
+        state::get("shmem_n_pes").n as c_int
+    }
+}
+
+entry! {
+    /// `int shmem_pe_accessible(int pe)`: 1 for every PE of the job.
+    pub extern "C" fn shmem_pe_accessible / pshmem_pe_accessible(pe: c_int) -> c_int {
+        let s = state::get("shmem_pe_accessible");
+        c_int::from(u32::try_from(pe).is_ok_and(|p| p < s.n))
+    }
+}
+
+entry! {
+    /// `int shmem_addr_accessible(const void *addr, int pe)`: 1 for an
+    /// address of the symmetric heap and a PE of the job.
+    pub extern "C" fn shmem_addr_accessible / pshmem_addr_accessible(addr: *const c_void, pe: c_int) -> c_int {
+        let s = state::get("shmem_addr_accessible");
+        let ok = u32::try_from(pe).is_ok_and(|p| p < s.n) && s.try_offset(addr.cast(), 1).is_some();
+        c_int::from(ok)
+    }
+}
+
+entry! {
+    /// `void *shmem_ptr(const void *dest, int pe)`: the address of `pe`'s
+    /// `dest` in this process, for this PE and node-local peers whose heap
+    /// is mapped here; NULL otherwise.
+    pub extern "C" fn shmem_ptr / pshmem_ptr(dest: *const c_void, pe: c_int) -> *mut c_void {
+        let s = state::get("shmem_ptr");
+        s.local_address(dest.cast(), pe)
+            .map_or(std::ptr::null_mut(), |p| p.cast())
+    }
+}
+
+entry! {
+    /// `void shmem_global_exit(int status)`: ends the whole job with
+    /// `status`, whatever the other PEs are doing. Under rgex-run it asks the
+    /// launcher to end every PE and exit with `status` (a frame on its
+    /// bootstrap socket), then ends this process with `status`. Elsewhere
+    /// (under a PMIx launcher) only the non-zero exit ends the others.
+    pub extern "C" fn shmem_global_exit / pshmem_global_exit(status: c_int) {
+        // SAFETY: fflush(NULL) flushes every C output stream.
+        unsafe { libc::fflush(std::ptr::null_mut()) };
+        rgex::bootstrap::request_job_exit(status);
+        std::process::exit(status)
+    }
+}
+
+entry! {
+    /// `void shmem_info_get_version(int *major, int *minor)` (any time).
+    ///
+    /// # Safety
+    /// Both point to writable `int`s.
+    pub unsafe extern "C" fn shmem_info_get_version / pshmem_info_get_version(major: *mut c_int, minor: *mut c_int) {
+        if major.is_null() || minor.is_null() {
+            fatal(None, "shmem_info_get_version", "major or minor is NULL");
+        }
+        // SAFETY: the caller's contract, checked not NULL.
+        unsafe {
+            *major = VERSION.0;
+            *minor = VERSION.1;
+        }
+    }
+}
+
+entry! {
+    /// `void shmem_info_get_name(char *name)` (any time): copies
+    /// `SHMEM_VENDOR_STRING`, NUL included (at most `SHMEM_MAX_NAME_LEN`).
+    ///
+    /// # Safety
+    /// `name` points to at least `SHMEM_MAX_NAME_LEN` writable bytes.
+    pub unsafe extern "C" fn shmem_info_get_name / pshmem_info_get_name(name: *mut c_char) {
+        if name.is_null() {
+            fatal(None, "shmem_info_get_name", "name is NULL");
+        }
+        // SAFETY: the caller's contract; VENDOR is shorter than SHMEM_MAX_NAME_LEN.
+        unsafe { std::ptr::copy_nonoverlapping(VENDOR.as_ptr(), name.cast(), VENDOR.len()) };
+    }
 }
 
 /// `const char *shmemx_conduit_name(void)` (shmemx.h): the rgex conduit

@@ -84,10 +84,9 @@ pub unsafe fn put_signal(
         .or_die(s.me, what);
 }
 
-/// `uint64_t shmem_signal_fetch(const uint64_t *sig_addr)`.
-#[no_mangle]
-pub extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
-    let what = "shmem_signal_fetch";
+/// The signal word at `sig_addr`, for `what` (`shmem_signal_fetch`, or a
+/// wait that has seen it change).
+fn fetch(what: &str, sig_addr: *const u64) -> u64 {
     let s = state::get(what);
     let off = s.offset(what, "sig_addr", sig_addr.cast(), 8);
     if !off.is_multiple_of(8) {
@@ -108,19 +107,27 @@ pub extern "C" fn shmem_signal_fetch(sig_addr: *const u64) -> u64 {
     unsafe { (*sig_addr.cast::<AtomicU64>()).load(Ordering::Acquire) }
 }
 
-/// `uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp,
-/// uint64_t cmp_value)`: the word's value once it compares so.
-#[no_mangle]
-pub extern "C" fn shmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, cmp_value: u64) -> u64 {
-    let what = "shmem_signal_wait_until";
-    let s = state::get(what);
-    let off = s.offset(what, "sig_addr", sig_addr.cast(), 8);
-    let c = crate::wait::cmp_of(s, what, cmp);
-    if s.is_static(off) {
-        // rgex waits on its primordial segment's words; static data polls.
-        // SAFETY: one word, checked symmetric.
-        unsafe { crate::wait::wait_until(what, sig_addr.cast_const(), cmp, cmp_value) };
-        return shmem_signal_fetch(sig_addr);
+entry! {
+    /// `uint64_t shmem_signal_fetch(const uint64_t *sig_addr)`.
+    pub extern "C" fn shmem_signal_fetch / pshmem_signal_fetch(sig_addr: *const u64) -> u64 {
+        fetch("shmem_signal_fetch", sig_addr)
     }
-    s.ep.wait_until::<u64>(off, c, cmp_value).or_die(s.me, what)
+}
+
+entry! {
+    /// `uint64_t shmem_signal_wait_until(uint64_t *sig_addr, int cmp,
+    /// uint64_t cmp_value)`: the word's value once it compares so.
+    pub extern "C" fn shmem_signal_wait_until / pshmem_signal_wait_until(sig_addr: *mut u64, cmp: c_int, cmp_value: u64) -> u64 {
+        let what = "shmem_signal_wait_until";
+        let s = state::get(what);
+        let off = s.offset(what, "sig_addr", sig_addr.cast(), 8);
+        let c = crate::wait::cmp_of(s, what, cmp);
+        if s.is_static(off) {
+            // rgex waits on its primordial segment's words; static data polls.
+            // SAFETY: one word, checked symmetric.
+            unsafe { crate::wait::wait_until(what, sig_addr.cast_const(), cmp, cmp_value) };
+            return fetch(what, sig_addr);
+        }
+        s.ep.wait_until::<u64>(off, c, cmp_value).or_die(s.me, what)
+    }
 }

@@ -153,67 +153,71 @@ pub fn valid<'a>(s: &'a Shmem, what: &str, t: *const TeamObj) -> &'a TeamObj {
     })
 }
 
-/// `int shmem_team_my_pe(shmem_team_t team)`: -1 for SHMEM_TEAM_INVALID.
-#[no_mangle]
-pub extern "C" fn shmem_team_my_pe(team: *const TeamObj) -> c_int {
-    let s = state::get("shmem_team_my_pe");
-    resolve(s, "shmem_team_my_pe", team).map_or(-1, |t| t.team.my_rank() as c_int)
-}
-
-/// `int shmem_team_n_pes(shmem_team_t team)`: -1 for SHMEM_TEAM_INVALID.
-#[no_mangle]
-pub extern "C" fn shmem_team_n_pes(team: *const TeamObj) -> c_int {
-    let s = state::get("shmem_team_n_pes");
-    resolve(s, "shmem_team_n_pes", team).map_or(-1, |t| t.team.size() as c_int)
-}
-
-/// `int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
-/// shmem_team_t dest_team)`: `src_pe`'s number in `dest_team`, or -1.
-#[no_mangle]
-pub extern "C" fn shmem_team_translate_pe(
-    src_team: *const TeamObj,
-    src_pe: c_int,
-    dest_team: *const TeamObj,
-) -> c_int {
-    let what = "shmem_team_translate_pe";
-    let s = state::get(what);
-    let (Some(src), Some(dst)) = (resolve(s, what, src_team), resolve(s, what, dest_team)) else {
-        return -1;
-    };
-    let Ok(r) = u32::try_from(src_pe) else {
-        return -1;
-    };
-    src.team
-        .world_rank(r)
-        .ok()
-        .and_then(|w| dst.team.team_rank(w))
-        .map_or(-1, |t| t as c_int)
-}
-
-/// `int shmem_team_get_config(shmem_team_t team, long config_mask,
-/// shmem_team_config_t *config)`: the fields `config_mask` names.
-///
-/// # Safety
-/// `config` is NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_get_config(
-    team: *const TeamObj,
-    config_mask: std::ffi::c_long,
-    config: *mut TeamConfig,
-) -> c_int {
-    let what = "shmem_team_get_config";
-    let s = state::get(what);
-    let Some(t) = resolve(s, what, team) else {
-        return -1;
-    };
-    if config.is_null() {
-        return -1;
+entry! {
+    /// `int shmem_team_my_pe(shmem_team_t team)`: -1 for SHMEM_TEAM_INVALID.
+    pub extern "C" fn shmem_team_my_pe / pshmem_team_my_pe(team: *const TeamObj) -> c_int {
+        let s = state::get("shmem_team_my_pe");
+        resolve(s, "shmem_team_my_pe", team).map_or(-1, |t| t.team.my_rank() as c_int)
     }
-    if config_mask & TEAM_NUM_CONTEXTS != 0 {
-        // SAFETY: the caller's contract, checked not NULL.
-        unsafe { (*config).num_contexts = t.config.num_contexts };
+}
+
+entry! {
+    /// `int shmem_team_n_pes(shmem_team_t team)`: -1 for SHMEM_TEAM_INVALID.
+    pub extern "C" fn shmem_team_n_pes / pshmem_team_n_pes(team: *const TeamObj) -> c_int {
+        let s = state::get("shmem_team_n_pes");
+        resolve(s, "shmem_team_n_pes", team).map_or(-1, |t| t.team.size() as c_int)
     }
-    0
+}
+
+entry! {
+    /// `int shmem_team_translate_pe(shmem_team_t src_team, int src_pe,
+    /// shmem_team_t dest_team)`: `src_pe`'s number in `dest_team`, or -1.
+    pub extern "C" fn shmem_team_translate_pe / pshmem_team_translate_pe(
+        src_team: *const TeamObj,
+        src_pe: c_int,
+        dest_team: *const TeamObj,
+    ) -> c_int {
+        let what = "shmem_team_translate_pe";
+        let s = state::get(what);
+        let (Some(src), Some(dst)) = (resolve(s, what, src_team), resolve(s, what, dest_team)) else {
+            return -1;
+        };
+        let Ok(r) = u32::try_from(src_pe) else {
+            return -1;
+        };
+        src.team
+            .world_rank(r)
+            .ok()
+            .and_then(|w| dst.team.team_rank(w))
+            .map_or(-1, |t| t as c_int)
+    }
+}
+
+entry! {
+    /// `int shmem_team_get_config(shmem_team_t team, long config_mask,
+    /// shmem_team_config_t *config)`: the fields `config_mask` names.
+    ///
+    /// # Safety
+    /// `config` is NULL or writable.
+    pub unsafe extern "C" fn shmem_team_get_config / pshmem_team_get_config(
+        team: *const TeamObj,
+        config_mask: std::ffi::c_long,
+        config: *mut TeamConfig,
+    ) -> c_int {
+        let what = "shmem_team_get_config";
+        let s = state::get(what);
+        let Some(t) = resolve(s, what, team) else {
+            return -1;
+        };
+        if config.is_null() {
+            return -1;
+        }
+        if config_mask & TEAM_NUM_CONTEXTS != 0 {
+            // SAFETY: the caller's contract, checked not NULL.
+            unsafe { (*config).num_contexts = t.config.num_contexts };
+        }
+        0
+    }
 }
 
 /// The configuration a split asks for.
@@ -252,162 +256,167 @@ fn split(
     }
 }
 
-/// `int shmem_team_split_strided(shmem_team_t parent_team, int start,
-/// int stride, int size, const shmem_team_config_t *config, long
-/// config_mask, shmem_team_t *new_team)` (collective over the parent):
-/// the parent's PEs `start + i * stride` for `i` below `size`. 0 on
-/// success; -1, and SHMEM_TEAM_INVALID in `new_team`, for an invalid
-/// parent or a triplet outside it (the same on every PE).
-///
-/// # Safety
-/// `config` is NULL or readable; `new_team` is writable.
-#[no_mangle]
-pub unsafe extern "C" fn shmem_team_split_strided(
-    parent_team: *const TeamObj,
-    start: c_int,
-    stride: c_int,
-    size: c_int,
-    config: *const TeamConfig,
-    config_mask: std::ffi::c_long,
-    new_team: *mut *mut TeamObj,
-) -> c_int {
-    let what = "shmem_team_split_strided";
-    let s = state::get(what);
-    if new_team.is_null() {
-        fatal(Some(s.me), what, "new_team is NULL");
-    }
-    // SAFETY: the caller's contract, checked not NULL.
-    unsafe { *new_team = std::ptr::null_mut() };
-    let Some(parent) = resolve(s, what, parent_team) else {
-        return -1;
-    };
-    let n = i64::from(parent.team.size());
-    let (start, stride, size) = (i64::from(start), i64::from(stride), i64::from(size));
-    let last = start + stride * (size - 1);
-    if size < 1 || start < 0 || start >= n || last < 0 || last >= n || (stride == 0 && size > 1) {
-        return -1;
-    }
-    let me = i64::from(parent.team.my_rank());
-    // My index in the triplet, if I am in it.
-    let index = (0..size).find(|i| start + stride * i == me);
-    // SAFETY: the caller's contract.
-    let config = unsafe { config_of(config, config_mask) };
-    let t = split(
-        s,
-        what,
-        parent,
-        index.map(|_| 0),
-        index.unwrap_or(0) as u32,
-        config,
-    );
-    // SAFETY: as above.
-    unsafe { *new_team = t };
-    0
-}
-
-/// `int shmem_team_split_2d(shmem_team_t parent_team, int xrange, const
-/// shmem_team_config_t *xaxis_config, long xaxis_mask, shmem_team_t
-/// *xaxis_team, const shmem_team_config_t *yaxis_config, long
-/// yaxis_mask, shmem_team_t *yaxis_team)` (collective over the parent):
-/// the parent as a grid `xrange` wide (at most its size), row by row; each
-/// PE gets its row (x axis) and its column (y axis).
-///
-/// # Safety
-/// The configs are NULL or readable; the team pointers are writable.
-#[no_mangle]
-#[allow(clippy::too_many_arguments)] // the C routine's
-pub unsafe extern "C" fn shmem_team_split_2d(
-    parent_team: *const TeamObj,
-    xrange: c_int,
-    xaxis_config: *const TeamConfig,
-    xaxis_mask: std::ffi::c_long,
-    xaxis_team: *mut *mut TeamObj,
-    yaxis_config: *const TeamConfig,
-    yaxis_mask: std::ffi::c_long,
-    yaxis_team: *mut *mut TeamObj,
-) -> c_int {
-    let what = "shmem_team_split_2d";
-    let s = state::get(what);
-    if xaxis_team.is_null() || yaxis_team.is_null() {
-        fatal(Some(s.me), what, "xaxis_team or yaxis_team is NULL");
-    }
-    // SAFETY: the caller's contract, checked not NULL.
-    unsafe {
-        *xaxis_team = std::ptr::null_mut();
-        *yaxis_team = std::ptr::null_mut();
-    }
-    let Some(parent) = resolve(s, what, parent_team) else {
-        return -1;
-    };
-    if xrange < 1 {
-        return -1;
-    }
-    let xr = (xrange as u32).min(parent.team.size());
-    let me = parent.team.my_rank();
-    // SAFETY: the caller's contract.
-    let (xc, yc) = unsafe {
-        (
-            config_of(xaxis_config, xaxis_mask),
-            config_of(yaxis_config, yaxis_mask),
-        )
-    };
-    let x = split(s, what, parent, Some(me / xr), me % xr, xc);
-    let y = split(s, what, parent, Some(me % xr), me / xr, yc);
-    // SAFETY: as above.
-    unsafe {
-        *xaxis_team = x;
-        *yaxis_team = y;
-    }
-    0
-}
-
-/// `void shmem_team_destroy(shmem_team_t team)` (collective over the
-/// team): a barrier of its members, then the handle is gone. Destroying
-/// SHMEM_TEAM_INVALID does nothing; the predefined teams are refused.
-// Freed only once found in LIVE (by `resolve`), and removed from it first.
-#[allow(clippy::not_unsafe_ptr_arg_deref)]
-#[no_mangle]
-pub extern "C" fn shmem_team_destroy(team: *mut TeamObj) {
-    let what = "shmem_team_destroy";
-    let s = state::get(what);
-    let Some(t) = resolve(s, what, team) else {
-        return;
-    };
-    if !t.destroyable {
-        fatal(
-            Some(s.me),
+entry! {
+    /// `int shmem_team_split_strided(shmem_team_t parent_team, int start,
+    /// int stride, int size, const shmem_team_config_t *config, long
+    /// config_mask, shmem_team_t *new_team)` (collective over the parent):
+    /// the parent's PEs `start + i * stride` for `i` below `size`. 0 on
+    /// success; -1, and SHMEM_TEAM_INVALID in `new_team`, for an invalid
+    /// parent or a triplet outside it (the same on every PE).
+    ///
+    /// # Safety
+    /// `config` is NULL or readable; `new_team` is writable.
+    pub unsafe extern "C" fn shmem_team_split_strided / pshmem_team_split_strided(
+        parent_team: *const TeamObj,
+        start: c_int,
+        stride: c_int,
+        size: c_int,
+        config: *const TeamConfig,
+        config_mask: std::ffi::c_long,
+        new_team: *mut *mut TeamObj,
+    ) -> c_int {
+        let what = "shmem_team_split_strided";
+        let s = state::get(what);
+        if new_team.is_null() {
+            fatal(Some(s.me), what, "new_team is NULL");
+        }
+        // SAFETY: the caller's contract, checked not NULL.
+        unsafe { *new_team = std::ptr::null_mut() };
+        let Some(parent) = resolve(s, what, parent_team) else {
+            return -1;
+        };
+        let n = i64::from(parent.team.size());
+        let (start, stride, size) = (i64::from(start), i64::from(stride), i64::from(size));
+        let last = start + stride * (size - 1);
+        if size < 1 || start < 0 || start >= n || last < 0 || last >= n || (stride == 0 && size > 1) {
+            return -1;
+        }
+        let me = i64::from(parent.team.my_rank());
+        // My index in the triplet, if I am in it.
+        let index = (0..size).find(|i| start + stride * i == me);
+        // SAFETY: the caller's contract.
+        let config = unsafe { config_of(config, config_mask) };
+        let t = split(
+            s,
             what,
-            "SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED cannot be destroyed",
+            parent,
+            index.map(|_| 0),
+            index.unwrap_or(0) as u32,
+            config,
         );
+        // SAFETY: as above.
+        unsafe { *new_team = t };
+        0
     }
-    crate::order::quiet(s, what);
-    t.team.barrier().or_die(s.me, what);
-    live().as_mut().map(|l| l.remove(&(team as usize)));
-    // SAFETY: made by `handle` (Box::into_raw), removed from LIVE just
-    // now, so no later call reaches it.
-    drop(unsafe { Box::from_raw(team) });
 }
 
-/// `void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe)`:
-/// `shmem_ptr` of the team's PE `pe`.
-#[no_mangle]
-pub extern "C" fn shmem_team_ptr(
-    team: *const TeamObj,
-    dest: *const c_void,
-    pe: c_int,
-) -> *mut c_void {
-    let what = "shmem_team_ptr";
-    let s = state::get(what);
-    let Some(t) = resolve(s, what, team) else {
-        return std::ptr::null_mut();
-    };
-    let Some(w) = u32::try_from(pe)
-        .ok()
-        .and_then(|p| t.team.world_rank(p).ok())
-    else {
-        return std::ptr::null_mut();
-    };
-    crate::setup::shmem_ptr(dest, w.0 as c_int)
+entry! {
+    /// `int shmem_team_split_2d(shmem_team_t parent_team, int xrange, const
+    /// shmem_team_config_t *xaxis_config, long xaxis_mask, shmem_team_t
+    /// *xaxis_team, const shmem_team_config_t *yaxis_config, long
+    /// yaxis_mask, shmem_team_t *yaxis_team)` (collective over the parent):
+    /// the parent as a grid `xrange` wide (at most its size), row by row; each
+    /// PE gets its row (x axis) and its column (y axis).
+    ///
+    /// # Safety
+    /// The configs are NULL or readable; the team pointers are writable.
+    #[allow(clippy::too_many_arguments)] // the C routine's
+    pub unsafe extern "C" fn shmem_team_split_2d / pshmem_team_split_2d(
+        parent_team: *const TeamObj,
+        xrange: c_int,
+        xaxis_config: *const TeamConfig,
+        xaxis_mask: std::ffi::c_long,
+        xaxis_team: *mut *mut TeamObj,
+        yaxis_config: *const TeamConfig,
+        yaxis_mask: std::ffi::c_long,
+        yaxis_team: *mut *mut TeamObj,
+    ) -> c_int {
+        let what = "shmem_team_split_2d";
+        let s = state::get(what);
+        if xaxis_team.is_null() || yaxis_team.is_null() {
+            fatal(Some(s.me), what, "xaxis_team or yaxis_team is NULL");
+        }
+        // SAFETY: the caller's contract, checked not NULL.
+        unsafe {
+            *xaxis_team = std::ptr::null_mut();
+            *yaxis_team = std::ptr::null_mut();
+        }
+        let Some(parent) = resolve(s, what, parent_team) else {
+            return -1;
+        };
+        if xrange < 1 {
+            return -1;
+        }
+        let xr = (xrange as u32).min(parent.team.size());
+        let me = parent.team.my_rank();
+        // SAFETY: the caller's contract.
+        let (xc, yc) = unsafe {
+            (
+                config_of(xaxis_config, xaxis_mask),
+                config_of(yaxis_config, yaxis_mask),
+            )
+        };
+        let x = split(s, what, parent, Some(me / xr), me % xr, xc);
+        let y = split(s, what, parent, Some(me % xr), me / xr, yc);
+        // SAFETY: as above.
+        unsafe {
+            *xaxis_team = x;
+            *yaxis_team = y;
+        }
+        0
+    }
+}
+
+entry! {
+    /// `void shmem_team_destroy(shmem_team_t team)` (collective over the
+    /// team): a barrier of its members, then the handle is gone. Destroying
+    /// SHMEM_TEAM_INVALID does nothing; the predefined teams are refused.
+    // Freed only once found in LIVE (by `resolve`), and removed from it first.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub extern "C" fn shmem_team_destroy / pshmem_team_destroy(team: *mut TeamObj) {
+        let what = "shmem_team_destroy";
+        let s = state::get(what);
+        let Some(t) = resolve(s, what, team) else {
+            return;
+        };
+        if !t.destroyable {
+            fatal(
+                Some(s.me),
+                what,
+                "SHMEM_TEAM_WORLD and SHMEM_TEAM_SHARED cannot be destroyed",
+            );
+        }
+        crate::order::quiet(s, what);
+        t.team.barrier().or_die(s.me, what);
+        live().as_mut().map(|l| l.remove(&(team as usize)));
+        // SAFETY: made by `handle` (Box::into_raw), removed from LIVE just
+        // now, so no later call reaches it.
+        drop(unsafe { Box::from_raw(team) });
+    }
+}
+
+entry! {
+    /// `void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe)`:
+    /// `shmem_ptr` of the team's PE `pe`.
+    pub extern "C" fn shmem_team_ptr / pshmem_team_ptr(
+        team: *const TeamObj,
+        dest: *const c_void,
+        pe: c_int,
+    ) -> *mut c_void {
+        let what = "shmem_team_ptr";
+        let s = state::get(what);
+        let Some(t) = resolve(s, what, team) else {
+            return std::ptr::null_mut();
+        };
+        let Some(w) = u32::try_from(pe)
+            .ok()
+            .and_then(|p| t.team.world_rank(p).ok())
+        else {
+            return std::ptr::null_mut();
+        };
+        s.local_address(dest.cast(), w.0 as c_int)
+            .map_or(std::ptr::null_mut(), |p| p.cast())
+    }
 }
 
 /// The world PE of team PE `pe` of `t`, or the end of the job naming

@@ -8,6 +8,7 @@
 //! function of shmem.h and shmemx.h, and a program taking the address of
 //! each one links and runs.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -538,45 +539,76 @@ fn a_bad_signal_op() {
     );
 }
 
-/// The functions shmem.h and shmemx.h declare (preprocessed as C11),
-/// less those they define inline.
-fn declared() -> Vec<String> {
-    let out = Command::new("cc")
+/// The functions the headers name: shmem.h, shmemx.h and pshmem.h,
+/// preprocessed together as C11.
+struct Headers {
+    /// Declared and not defined inline: the library must export these.
+    declared: Vec<String>,
+    /// Defined inline in a header (`static inline`).
+    inline: Vec<String>,
+}
+
+fn headers() -> Headers {
+    let mut cc = Command::new("cc")
         .args(["-E", "-P", "-std=c11", "-I"])
         .arg(shmem_dir().join("include"))
-        .arg(shmem_dir().join("include/shmemx.h"))
-        .output()
+        .args(["-x", "c", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("cc runs");
+    cc.stdin
+        .take()
+        .expect("cc's stdin")
+        .write_all(b"#include <shmemx.h>\n#include <pshmem.h>\n")
+        .expect("cc reads its stdin");
+    let out = cc.wait_with_output().expect("cc ends");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut names = Vec::new();
+    let named = |n: &str| n.starts_with("shmem") || n.starts_with("pshmem");
+    let mut declared = Vec::new();
     let mut inline = Vec::new();
     // Each declaration ends with ';' (an inline definition's body holds
     // calls, named by the declarations anyway).
     for part in text.split([';', '{', '}']) {
         let flat = part.split_whitespace().collect::<Vec<_>>().join(" ");
+        // pshmem.h's `extern __typeof__(shmem_X) pshmem_X`.
+        if let Some(rest) = flat.strip_prefix("extern __typeof__(") {
+            let (of, name) = rest.split_once(')').expect("__typeof__(NAME) NAME");
+            let name = name.trim();
+            assert_eq!(
+                of.strip_prefix("shmem_"),
+                name.strip_prefix("pshmem_"),
+                "{flat}: a pshmem_ name of another routine's type"
+            );
+            declared.push(name.to_string());
+            continue;
+        }
         let Some(open) = flat.find('(') else { continue };
         let head = &flat[..open];
         let Some(name) = head.split([' ', '*']).next_back() else {
             continue;
         };
-        if !name.starts_with("shmem") {
+        if !named(name) {
             continue;
         }
         if head.starts_with("static inline") {
             inline.push(name.to_string());
         } else if !head.starts_with("return") && head.contains(' ') {
-            names.push(name.to_string());
+            declared.push(name.to_string());
         }
     }
-    names.retain(|n| !inline.contains(n));
-    names.sort();
-    names.dedup();
-    names
+    declared.retain(|n| !inline.contains(n));
+    for v in [&mut declared, &mut inline] {
+        v.sort();
+        v.dedup();
+    }
+    Headers { declared, inline }
 }
 
 #[test]
@@ -595,9 +627,9 @@ fn nm_lists_every_function_of_the_headers() {
             [_, "T", name] => Some(name),
             _ => None,
         })
-        .filter(|n| n.starts_with("shmem"))
+        .filter(|n| n.starts_with("shmem") || n.starts_with("pshmem"))
         .collect();
-    let declared = declared();
+    let Headers { declared, inline } = headers();
     assert!(
         declared.len() > 700,
         "only {} functions declared",
@@ -616,6 +648,18 @@ fn nm_lists_every_function_of_the_headers() {
         undeclared.is_empty(),
         "exported but not declared: {undeclared:?}"
     );
+    // The profiling interface: every shmem_ routine, exported or inline,
+    // has its pshmem_ form (shmemx_ extensions have none).
+    let all: Vec<&String> = declared.iter().chain(&inline).collect();
+    let unprofiled: Vec<_> = all
+        .iter()
+        .filter_map(|n| n.strip_prefix("shmem_"))
+        .filter(|n| !all.iter().any(|p| p.strip_prefix("pshmem_") == Some(n)))
+        .collect();
+    assert!(
+        unprofiled.is_empty(),
+        "shmem_ routines without a pshmem_ form: {unprofiled:?}"
+    );
 }
 
 /// A program taking the address of every declared function links
@@ -623,8 +667,10 @@ fn nm_lists_every_function_of_the_headers() {
 #[test]
 fn a_program_naming_every_function_links() {
     let b = built();
-    let names = declared();
-    let mut src = String::from("#include <shmem.h>\n#include <shmemx.h>\n#include <stdio.h>\n");
+    let names = headers().declared;
+    let mut src = String::from(
+        "#include <shmem.h>\n#include <shmemx.h>\n#include <pshmem.h>\n#include <stdio.h>\n",
+    );
     src.push_str("typedef void (*fn)(void);\nstatic fn all[] = {\n");
     for n in &names {
         src.push_str(&format!("    (fn){n},\n"));
@@ -818,4 +864,89 @@ fn shmem_bench_quick_two_pes() {
         assert_eq!(w[4], unit, "{w:?}");
     }
     assert_eq!(lines[BENCH_ROWS.len()], ["shmem_bench", "done"]);
+}
+
+/// The profiling interface: `tests/c/profiling/profiler.c`, a shared
+/// library defining five shmem_ routines over their pshmem_ forms (and
+/// shmem_finalize, printing its counts), interposes on
+/// `tests/c/profiling/profiled.c` when linked before librgex_shmem.so
+/// and when LD_PRELOADed: each PE counts exactly the calls the program
+/// made (none the library made to itself) and the work was done. Without
+/// it nothing is counted.
+#[test]
+fn a_profiler_counts_the_calls_of_a_program() {
+    let b = built();
+    let dir = shmem_dir().join("tests/c/profiling");
+    let lib = b.programs.join("libshmem_profiler.so");
+    let compile = |args: &[&std::ffi::OsStr], what: &str| {
+        let out = oshcc(&b.profile)
+            .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"])
+            .args(args)
+            .output()
+            .expect("oshcc runs");
+        assert!(
+            out.status.success(),
+            "oshcc {what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let src = |f: &str| dir.join(f).into_os_string();
+    compile(
+        &[
+            "-shared".as_ref(),
+            "-fPIC".as_ref(),
+            &src("profiler.c"),
+            "-o".as_ref(),
+            lib.as_os_str(),
+        ],
+        "the profiler",
+    );
+    let linked = b.programs.join("profiled_linked");
+    let plain = b.programs.join("profiled");
+    let libdir = format!("-L{}", b.programs.display());
+    let rpath = format!("-Wl,-rpath,{}", b.programs.display());
+    compile(
+        &[
+            &src("profiled.c"),
+            libdir.as_ref(),
+            "-lshmem_profiler".as_ref(),
+            rpath.as_ref(),
+            "-o".as_ref(),
+            linked.as_os_str(),
+        ],
+        "the program, linked with the profiler",
+    );
+    compile(
+        &[&src("profiled.c"), "-o".as_ref(), plain.as_os_str()],
+        "the program",
+    );
+    let n = 3;
+    let preload = lib.to_string_lossy().into_owned();
+    for (program, env, profiled) in [
+        ("profiled_linked", vec![], true),
+        ("profiled", vec![("LD_PRELOAD", preload.as_str())], true),
+        ("profiled", vec![], false),
+    ] {
+        let what = format!("{program} with {env:?}");
+        let out = oshrun(n, program, &[], &env);
+        assert!(out.status.success(), "{what}: {}", out.status);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for pe in 0..n {
+            assert!(
+                stdout.contains(&format!("profiled PE {pe}: done")),
+                "{what}: PE {pe} did not finish"
+            );
+            let counts = format!(
+                "profiler PE {pe}: malloc 1 putmem 5 long_p 3 long_atomic_fetch_add 2 barrier_all 4\n"
+            );
+            assert_eq!(
+                stdout.contains(&counts),
+                profiled,
+                "{what}: PE {pe}'s counts, expected {counts:?} {}",
+                if profiled { "" } else { "absent" }
+            );
+        }
+        let lines = stdout.matches("profiler PE").count();
+        assert_eq!(lines, if profiled { n as usize } else { 0 }, "{what}");
+    }
 }

@@ -131,6 +131,7 @@ fn oshcc_from_the_prefix_builds_hello() {
         "lib/pkgconfig/rgex-shmem.pc",
         "include/shmem.h",
         "include/shmemx.h",
+        "include/pshmem.h",
         "bin/oshcc",
         "bin/oshrun",
         "bin/rgex-run",
